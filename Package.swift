@@ -1,0 +1,110 @@
+// swift-tools-version:6.0
+//
+// swift-apns: an SDK for Apple Push Notification service providers.
+// Layers (see Documentation/SwiftAPNs.docc): APNsPayload <- APNsCore <- APNsTransport,
+// with APNsMockServer and the `apns` tool on top. C libraries (libnghttp2, OpenSSL)
+// come in through system-library targets found by pkg-config.
+import PackageDescription
+
+let package = Package(
+    name: "swift-apns",
+    products: [
+        .library(name: "APNsPayload", targets: ["APNsPayload"]),
+        .library(name: "APNsCore", targets: ["APNsCore"]),
+        .library(name: "APNsTransport", targets: ["APNsTransport"]),
+        .library(name: "APNsMockServer", targets: ["APNsMockServer"]),
+        .executable(name: "apns", targets: ["apns"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+    ],
+    targets: [
+        // MARK: C libraries
+        .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // MARK: Library modules
+        .target(name: "APNsPayload"),
+        .target(
+            name: "APNsCore",
+            dependencies: [
+                "APNsPayload",
+                "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "APNsTransport",
+            dependencies: [
+                "APNsCore",
+                "CNGHTTP2",
+                "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "APNsMockServer",
+            dependencies: [
+                "APNsCore",
+                "CNGHTTP2",
+                "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Tools
+        .executableTarget(
+            name: "apns",
+            dependencies: [
+                "APNsPayload",
+                "APNsCore",
+                "APNsTransport",
+                "APNsMockServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "QuickTour",
+            dependencies: ["APNsPayload", "APNsCore"],
+            path: "Examples/QuickTour"
+        ),
+        .executableTarget(
+            name: "PayloadBenchmark",
+            dependencies: ["APNsPayload"],
+            path: "Benchmarks/PayloadBenchmark"
+        ),
+        .executableTarget(
+            name: "HPACKBenchmark",
+            dependencies: ["APNsCore", "CNGHTTP2"],
+            path: "Benchmarks/HPACKBenchmark"
+        ),
+
+        // MARK: Tests
+        .testTarget(
+            name: "APNsPayloadTests",
+            dependencies: ["APNsPayload"]
+        ),
+        .testTarget(
+            name: "APNsCoreTests",
+            dependencies: [
+                "APNsCore",
+                "APNsPayload",
+                "CNGHTTP2",
+                "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("Fixtures")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

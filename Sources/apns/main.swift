@@ -1,0 +1,1 @@
+print("apns: the demo arrives with the APNsPayload module")

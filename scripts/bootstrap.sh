@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what swift-apns needs on a Debian machine, and nothing that is already there.
+#   scripts/bootstrap.sh          build dependencies (libssl-dev, libnghttp2-dev, pkg-config)
+#   scripts/bootstrap.sh --test   plus the outside tools the tests check against
+#                                 (openssl, curl, nghttp2-client for h2load, Python's h2)
+set -euo pipefail
+
+packages=(libssl-dev libnghttp2-dev pkg-config)
+if [[ "${1:-}" == "--test" ]]; then
+    packages+=(openssl curl nghttp2-client)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+    sudo=""
+    if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+    echo "bootstrap: installing ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+    echo "bootstrap: the Swift toolchain (6.0 or later) is not on PATH; install it from swift.org" >&2
+    exit 1
+fi

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing (build dependencies and the outside
+# tools the tests check against), builds every target, and runs the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh --test
+swift build --build-tests
+swift test --skip-build "$@"
