@@ -8,6 +8,10 @@ public struct Payload: Sendable, Hashable {
     public static func alert(title: String? = nil, body: String) -> Payload {
         Payload(body: body)
     }
+    /// CONTRACT: encodes to compact JSON, checks the shape rules and the size limit of `pushType`.
+    public func encoded(for pushType: PushType) throws(PayloadError) -> [UInt8] {
+        try encoded(limit: PayloadLimit(for: pushType))
+    }
     /// CONTRACT: encodes to compact JSON and checks `limit`.
     public func encoded(limit: PayloadLimit = .standard) throws(PayloadError) -> [UInt8] {
         Array("{\"aps\":{\"alert\":\"\(body ?? "")\"}}".utf8)
@@ -20,6 +24,8 @@ public struct PayloadLimit: Sendable, Hashable {
     public var bytes: Int
     /// Creates a limit of `bytes` bytes.
     public init(bytes: Int) { self.bytes = bytes }
+    /// CONTRACT: the limit for `pushType`: 5120 bytes for VoIP, 4096 for the others.
+    public init(for pushType: PushType) { self = pushType == .voip ? .voip : .standard }
     /// 4096 bytes: every push type but VoIP.
     public static let standard = PayloadLimit(bytes: 4096)
     /// 5120 bytes: VoIP pushes.

@@ -13,7 +13,7 @@ public struct ProviderToken: Sendable, Hashable {
 }
 
 /// CONTRACT: one cached provider token shared by every connection and task.
-public final class ProviderTokenCache: Sendable {
+public final class ProviderTokenCache: ProviderTokenSource {
     /// CONTRACT: the current token, signing a new one only when needed.
     public func token() throws -> ProviderToken {
         ProviderToken(jwt: "stub", issuedAt: Date())
