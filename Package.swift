@@ -105,6 +105,15 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(
+            name: "APNsMockServerTests",
+            dependencies: [
+                "APNsMockServer",
+                "APNsCore",
+                "CNGHTTP2",
+                "COpenSSL",
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
