@@ -12,8 +12,9 @@ public struct ProviderToken: Sendable, Hashable {
     public let jwt: String
     /// The `iat` claim: whole seconds since 1970-01-01 UTC.
     public let issuedAt: Date
-    /// The `kid` header: the 10-character id of the key that signed the token.
-    public let keyID: String
+    /// The `kid` header: the 10-character id of the key that signed the token, or `nil`
+    /// when the ``ProviderTokenSource`` that made the token did not say.
+    public let keyID: String?
 
     /// Wraps an already signed JWT, for ``ProviderTokenSource`` implementations that obtain
     /// tokens elsewhere.
@@ -21,8 +22,8 @@ public struct ProviderToken: Sendable, Hashable {
     /// - Parameters:
     ///   - jwt: The compact JWS.
     ///   - issuedAt: Its `iat` claim.
-    ///   - keyID: Its `kid` header.
-    public init(jwt: String, issuedAt: Date, keyID: String) {
+    ///   - keyID: Its `kid` header, if known (it is only used in descriptions and logs).
+    public init(jwt: String, issuedAt: Date, keyID: String? = nil) {
         self.jwt = jwt
         self.issuedAt = issuedAt
         self.keyID = keyID
@@ -35,6 +36,6 @@ public struct ProviderToken: Sendable, Hashable {
 extension ProviderToken: CustomStringConvertible {
     /// The key id and issue time, never the JWT itself (it is a credential).
     public var description: String {
-        "ProviderToken(kid: \(keyID), iat: \(Int64(issuedAt.timeIntervalSince1970)))"
+        "ProviderToken(kid: \(keyID ?? "unknown"), iat: \(Int64(issuedAt.timeIntervalSince1970)))"
     }
 }
