@@ -1,7 +1,8 @@
 #!/bin/sh
 # Regenerates the key fixtures with the openssl CLI (OpenSSL 3) and the token made by
 # another JOSE implementation (Python joserfc on cryptography). Not run by the tests:
-# the files are committed so the tests do not depend on Python.
+# the files are committed so the tests do not depend on Python. These keys exist only
+# for tests: they are not secret and APNs has never seen them.
 set -eu
 cd "$(dirname "$0")"
 # The kind of key Apple issues: PKCS#8 PEM, EC P-256 ("prime256v1").
@@ -20,4 +21,5 @@ openssl ec -in p256.p8 -aes256 -passout pass:fixture -out p256.encrypted.sec1.pe
 printf -- '-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5IGF0IGFsbCwganVzdCB0ZXh0\n-----END PRIVATE KEY-----\n' > garbage.p8
 # A token signed by joserfc, with its public key.
 python3 external_token.py
+# RFC 7515 Appendix A.3: the example public key as PEM, checked against its signature.
 python3 rfc7515_a3.py
