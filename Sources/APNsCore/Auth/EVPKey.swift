@@ -185,12 +185,9 @@ final class EVPKey: Sendable {
     }
 }
 
-/// A libcrypto call failed; carries the call and OpenSSL's error queue as text.
-struct LibCryptoError: Error, CustomStringConvertible {
-    var description: String
-
+extension LibCryptoError {
     /// Drains OpenSSL's thread-local error queue into an error about `call`.
-    static func current(_ call: String) -> LibCryptoError {
+    fileprivate static func current(_ call: String) -> LibCryptoError {
         var reasons: [String] = []
         while case let code = ERR_get_error(), code != 0 {
             var buffer = [CChar](repeating: 0, count: 256)
