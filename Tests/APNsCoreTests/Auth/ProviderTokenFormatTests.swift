@@ -71,6 +71,31 @@ struct ProviderTokenFormatTests {
         }
     }
 
+    /// Fresh keys from `openssl genpkey`, each signing a token that `openssl dgst` verifies.
+    @Test func tokensFromFreshOpenSSLKeysVerifyWithOpenSSL() throws {
+        try withTemporaryDirectory { directory in
+            for index in 0..<4 {
+                let keyFile = directory.appendingPathComponent("AuthKey_\(index).p8").path
+                let pubFile = directory.appendingPathComponent("pub\(index).pem").path
+                let gen = try OpenSSLCLI.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyFile])
+                try #require(gen.status == 0, "\(gen.output)")
+                let pub = try OpenSSLCLI.run(["pkey", "-in", keyFile, "-pubout", "-out", pubFile])
+                try #require(pub.status == 0, "\(pub.output)")
+                let cache = try ProviderTokenCache(key: try ProviderKey(contentsOfFile: keyFile),
+                                                   keyID: "KEY000000\(index)", teamID: "TEAM000000")
+                let parts = try cache.token().jwt.split(separator: ".", omittingEmptySubsequences: false)
+                try #require(parts.count == 3)
+                let raw = try #require(Base64.decode(Array(parts[2].utf8)))
+                let input = directory.appendingPathComponent("input\(index).txt")
+                let signature = directory.appendingPathComponent("sig\(index).der")
+                try Data((parts[0] + "." + parts[1]).utf8).write(to: input)
+                try Data(try ECDSASignature.der(fromRaw: raw)).write(to: signature)
+                let verified = try OpenSSLCLI.run(["dgst", "-sha256", "-verify", pubFile, "-signature", signature.path, input.path])
+                #expect(verified.status == 0, "\(verified.output)")
+            }
+        }
+    }
+
     @Test func ourVerifierAcceptsOurToken() throws {
         let token = try Self.makeToken()
         var verifier = ProviderTokenVerifier()
@@ -107,7 +132,7 @@ struct ProviderTokenFormatTests {
         return [
             ("claims replaced", parts[0] + "." + otherClaims + "." + parts[2]),
             ("signature changed", parts[0] + "." + parts[1] + "." + String(flipped)),
-            ("signature of the claims swapped r/s", parts[0] + "." + parts[1] + "." +
+            ("r and s swapped", parts[0] + "." + parts[1] + "." +
                 Base64.encode(Array((Base64.decode(Array(parts[2].utf8)) ?? []).suffix(32) + (Base64.decode(Array(parts[2].utf8)) ?? []).prefix(32)))),
         ]
     }
