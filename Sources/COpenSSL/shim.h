@@ -17,4 +17,10 @@
 #include <openssl/rand.h>
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
+
+/// `EVP_EC_gen` is a macro over the variadic `EVP_PKEY_Q_keygen`, which Swift cannot
+/// call: generates a fresh EC key on P-256 (prime256v1), or NULL on failure.
+static inline EVP_PKEY *capns_EVP_EC_gen_P256(void) {
+    return EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+}
 #endif

@@ -1,23 +1,190 @@
-// CONTRACT STUB — replaced by the Auth implementation; the signatures are what
-// the client facade uses and must keep their shape.
 import Foundation
+import Logging
+import Synchronization
 
-/// CONTRACT: a provider token (JWT) and when it was issued.
-public struct ProviderToken: Sendable, Hashable {
-    /// The compact JWS: `header.claims.signature`.
-    public let jwt: String
-    /// The `iat` claim.
-    public let issuedAt: Date
-    /// `bearer <jwt>`, the value of the `authorization` header.
-    public var authorizationValue: String { "bearer " + jwt }
-}
-
-/// CONTRACT: one cached provider token shared by every connection and task.
+/// One cached provider token shared by every connection and task: the
+/// ``ProviderTokenSource`` almost every provider uses.
+///
+/// The cache signs a token on first use and hands that same token to every caller until
+/// it is ``refreshInterval`` old (50 minutes by default), then signs the next one. This is
+/// what APNs asks for ([Establishing a token-based connection to APNs](https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns)):
+/// - a token whose `iat` is more than one hour old is refused with
+///   `403 ExpiredProviderToken`, so the interval is at most 59 minutes;
+/// - a connection that sees a new token more often than every 20 minutes gets
+///   `429 TooManyProviderTokenUpdates`, so the interval is at least 20 minutes, and one
+///   cache must be shared by all connections rather than one per connection.
+///
+/// Signing happens under the cache's lock, so any number of concurrent callers at expiry
+/// cause exactly one signature (tens of microseconds). Create one cache per key and keep
+/// it for the life of the process.
+///
+/// ```swift
+/// let key = try ProviderKey(environmentVariable: "APNS_KEY")
+/// let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+/// let header = try tokens.token().authorizationValue   // "bearer eyJ…"
+/// ```
 public final class ProviderTokenCache: ProviderTokenSource {
-    /// CONTRACT: the current token, signing a new one only when needed.
-    public func token() throws -> ProviderToken {
-        ProviderToken(jwt: "stub", issuedAt: Date())
+    /// The shortest ``refreshInterval`` accepted: 20 minutes, APNs' limit on token updates.
+    public static let minimumRefreshInterval: Duration = .seconds(20 * 60)
+    /// The longest ``refreshInterval`` accepted: 59 minutes, a minute below the hour after
+    /// which APNs answers `ExpiredProviderToken`.
+    public static let maximumRefreshInterval: Duration = .seconds(59 * 60)
+    /// The default ``refreshInterval``: 50 minutes, leaving room for clock skew.
+    public static let defaultRefreshInterval: Duration = .seconds(50 * 60)
+
+    /// The `kid` header of every token.
+    public let keyID: String
+    /// The `iss` claim of every token.
+    public let teamID: String
+    /// How old the current token may get before the next call signs a new one.
+    public let refreshInterval: Duration
+
+    private let key: ProviderKey
+    private let clock: ProviderTokenClock
+    private let logger: Logger
+    /// `{"alg":"ES256","kid":"…"}`: the same for every token.
+    private let header: String
+    private let refreshSeconds: Double
+    private let state = Mutex(State())
+
+    private struct State {
+        var current: ProviderToken?
+        /// APNs answered ExpiredProviderToken for `current`.
+        var invalidated = false
+        /// Signatures made so far (tests read it through ``signatureCount``).
+        var signatureCount = 0
     }
-    /// CONTRACT: APNs answered ExpiredProviderToken for `token`.
-    public func invalidate(_ token: ProviderToken) {}
+
+    /// Creates a cache; no token is signed until the first call to ``token()``.
+    ///
+    /// - Parameters:
+    ///   - key: The `.p8` key.
+    ///   - keyID: The key's 10-character id (`kid`), shown next to the key in your
+    ///     developer account and in the file name `AuthKey_<keyID>.p8`.
+    ///   - teamID: Your 10-character team id (`iss`).
+    ///   - refreshInterval: How long one token is used, 20...59 minutes. Default 50.
+    ///   - clock: Where the time comes from; inject one in tests.
+    ///   - logger: Receives a `debug` message when a token is signed or invalidated (key id
+    ///     and `iat` only, never the token). Logs nothing by default.
+    /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Kind/invalidKeyID``,
+    ///   ``ProviderTokenError/Kind/invalidTeamID`` or
+    ///   ``ProviderTokenError/Kind/invalidRefreshInterval``.
+    public init(
+        key: ProviderKey,
+        keyID: String,
+        teamID: String,
+        refreshInterval: Duration = ProviderTokenCache.defaultRefreshInterval,
+        clock: ProviderTokenClock = .system,
+        logger: Logger = Logger(label: "swift-apns.provider-token", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(ProviderTokenError) {
+        try Self.validateIdentifier(keyID, kind: .invalidKeyID, name: "key id (kid)")
+        try Self.validateIdentifier(teamID, kind: .invalidTeamID, name: "team id (iss)")
+        guard (Self.minimumRefreshInterval...Self.maximumRefreshInterval).contains(refreshInterval) else {
+            throw ProviderTokenError(
+                .invalidRefreshInterval,
+                "the refresh interval \(refreshInterval) is outside 20...59 minutes: APNs refuses tokens older than 60 minutes (ExpiredProviderToken) and new tokens more often than every 20 minutes (TooManyProviderTokenUpdates)")
+        }
+        self.key = key
+        self.keyID = keyID
+        self.teamID = teamID
+        self.refreshInterval = refreshInterval
+        self.refreshSeconds = Self.seconds(refreshInterval)
+        self.clock = clock
+        self.logger = logger
+        // keyID is [A-Z0-9]{10}: nothing to escape.
+        self.header = #"{"alg":"ES256","kid":""# + keyID + #""}"#
+    }
+
+    /// The current token, signing a new one only when the current one is due.
+    ///
+    /// A new token is signed when there is none yet, when the current one is
+    /// ``refreshInterval`` old or older (the boundary itself counts as due), when it was
+    /// ``invalidate(_:)``d and is at least 20 minutes old, or when the clock has moved more
+    /// than a minute behind its `iat` (the host clock was set back).
+    ///
+    /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Kind/signingFailed`` if
+    ///   OpenSSL fails to sign (it does not, short of running out of memory).
+    public func token() throws(ProviderTokenError) -> ProviderToken {
+        try state.withLock { (state: inout State) throws(ProviderTokenError) -> ProviderToken in
+            let now = clock.now()
+            if let current = state.current, !isDue(current, invalidated: state.invalidated, now: now) {
+                return current
+            }
+            let token = try sign(at: now)
+            state.current = token
+            state.invalidated = false
+            state.signatureCount += 1
+            logger.debug("signed a new provider token", metadata: [
+                "apns.key-id": "\(keyID)",
+                "apns.token-iat": "\(Int64(token.issuedAt.timeIntervalSince1970))",
+            ])
+            return token
+        }
+    }
+
+    /// Reports that APNs answered `403 ExpiredProviderToken` for `token`.
+    ///
+    /// The next ``token()`` returns a new token only if `token` is still the current one
+    /// and is at least 20 minutes old. A younger token keeps being served until it turns
+    /// 20 minutes, because a second new token within 20 minutes would earn
+    /// `429 TooManyProviderTokenUpdates` on every connection; a young token reported as
+    /// expired means the host clock and Apple's disagree, which a new signature would not
+    /// fix. A token that is no longer current (another request already caused a refresh)
+    /// is ignored, so a burst of failures with the old token causes one refresh, not many.
+    public func invalidate(_ token: ProviderToken) {
+        state.withLock { state in
+            guard state.current == token else {
+                logger.debug("ignored invalidation of a provider token that is no longer current")
+                return
+            }
+            state.invalidated = true
+            logger.debug("provider token invalidated after ExpiredProviderToken", metadata: [
+                "apns.key-id": "\(keyID)",
+                "apns.token-iat": "\(Int64(token.issuedAt.timeIntervalSince1970))",
+            ])
+        }
+    }
+
+    /// How many tokens this cache has signed (for tests).
+    var signatureCount: Int {
+        state.withLock { $0.signatureCount }
+    }
+
+    // MARK: Private
+
+    private static let minimumTokenLifetime: Double = 20 * 60
+    /// How far the clock may step back behind a token's `iat` before the token is replaced.
+    private static let clockStepTolerance: Double = 60
+
+    private func isDue(_ token: ProviderToken, invalidated: Bool, now: Date) -> Bool {
+        let age = now.timeIntervalSince(token.issuedAt)
+        if age < -Self.clockStepTolerance { return true }
+        if age >= refreshSeconds { return true }
+        return invalidated && age >= Self.minimumTokenLifetime
+    }
+
+    private func sign(at now: Date) throws(ProviderTokenError) -> ProviderToken {
+        // `iat` is an integer number of seconds (a JSON number, never a string).
+        let iat = Int64(now.timeIntervalSince1970.rounded(.down))
+        let claims = #"{"iss":""# + teamID + #"","iat":"# + String(iat) + "}"
+        do {
+            let jwt = try ES256.compact(header: header, claims: claims, key: key.key)
+            return ProviderToken(jwt: jwt, issuedAt: Date(timeIntervalSince1970: Double(iat)), keyID: keyID)
+        } catch {
+            throw ProviderTokenError(.signingFailed, "could not sign a provider token: \(error.description)")
+        }
+    }
+
+    private static func validateIdentifier(_ value: String, kind: ProviderTokenError.Kind, name: String) throws(ProviderTokenError) {
+        let bytes = Array(value.utf8)
+        let allowed = bytes.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        guard bytes.count == 10, allowed else {
+            throw ProviderTokenError(kind, "the \(name) \"\(value)\" is not 10 characters of A-Z and 0-9, the form of Apple's identifiers (for example ABC123DEFG)")
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
 }

@@ -11,8 +11,16 @@
 /// - be safe to call from many tasks at once.
 public protocol ProviderTokenSource: Sendable {
     /// The token to send now.
+    ///
+    /// Called for every request, so it must be cheap when the current token is still
+    /// good: a lookup, not a signature.
     func token() throws -> ProviderToken
-    /// APNs answered `ExpiredProviderToken` for `token`: the next call to ``token()``
+    /// APNs answered `403 ExpiredProviderToken` for `token`: the next call to ``token()``
     /// should return a newer token, within the 20-minute rule.
+    ///
+    /// Ignore a `token` that is no longer the current one (a refresh already happened), so
+    /// that many requests failing with one old token cause one new token. See
+    /// ``ProviderTokenCache/invalidate(_:)`` for what the built-in cache does with a token
+    /// younger than 20 minutes.
     func invalidate(_ token: ProviderToken)
 }

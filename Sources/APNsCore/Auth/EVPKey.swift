@@ -1,0 +1,199 @@
+import COpenSSL
+import Synchronization
+
+/// An OpenSSL `EVP_PKEY`: the one type in Auth that touches libcrypto.
+///
+/// It owns the handle, frees it in `deinit`, and lends it out only inside
+/// ``withUnsafeHandle(_:)``. The handle sits inside a `Mutex`, which makes the class
+/// `Sendable` without `@unchecked`: no two threads use the same `EVP_PKEY` at once.
+/// (OpenSSL allows concurrent signing with one key; serialising costs nothing here
+/// because a key signs once per refresh interval.)
+final class EVPKey: Sendable {
+    private let handle: Mutex<OpaquePointer>
+
+    /// Takes ownership of `handle` (it will be freed with `EVP_PKEY_free`).
+    private init(taking handle: sending OpaquePointer) {
+        self.handle = Mutex(handle)
+    }
+
+    deinit {
+        handle.withLock { EVP_PKEY_free($0) }
+    }
+
+    /// Lends the `EVP_PKEY *` to `body`; it must not escape.
+    private func withUnsafeHandle<R: Sendable>(_ body: (OpaquePointer) throws(LibCryptoError) -> R) throws(LibCryptoError) -> R {
+        try handle.withLock { (pointer: inout OpaquePointer) throws(LibCryptoError) -> R in
+            try body(pointer)
+        }
+    }
+
+    // MARK: Decoding
+
+    /// Decodes a DER private key (PKCS#8 `PrivateKeyInfo`, or a traditional SEC 1 /
+    /// PKCS#1 key), or returns `nil`.
+    static func privateKey(der: [UInt8]) -> EVPKey? {
+        decode(der, .privateKey)
+    }
+
+    /// Decodes a DER `SubjectPublicKeyInfo`, or returns `nil`.
+    static func publicKey(der: [UInt8]) -> EVPKey? {
+        decode(der, .publicKey)
+    }
+
+    /// Whether `der` is a PKCS#8 `EncryptedPrivateKeyInfo` (RFC 5958 §3).
+    static func isEncryptedPrivateKeyInfo(der: [UInt8]) -> Bool {
+        der.withUnsafeBufferPointer { buffer -> Bool in
+            guard let start = buffer.baseAddress, !buffer.isEmpty else { return false }
+            var pointer: UnsafePointer<UInt8>? = start
+            guard let sig = d2i_X509_SIG(nil, &pointer, buffer.count) else {
+                ERR_clear_error()
+                return false
+            }
+            X509_SIG_free(sig)
+            return pointer.map { $0 - start == buffer.count } ?? false
+        }
+    }
+
+    private enum Structure { case privateKey, publicKey }
+
+    private static func decode(_ der: [UInt8], _ structure: Structure) -> EVPKey? {
+        guard !der.isEmpty else { return nil }
+        // A private copy of the key material, wiped and freed below.
+        let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: der.count)
+        defer {
+            OPENSSL_cleanse(copy.baseAddress, copy.count)
+            copy.deallocate()
+        }
+        _ = copy.initialize(from: der)
+        guard let base = copy.baseAddress else { return nil }
+        var pointer: UnsafePointer<UInt8>? = UnsafePointer(base)
+        let decoded = switch structure {
+        case .privateKey: d2i_AutoPrivateKey(nil, &pointer, der.count)
+        case .publicKey: d2i_PUBKEY(nil, &pointer, der.count)
+        }
+        guard let key = decoded else {
+            ERR_clear_error()
+            return nil
+        }
+        // Trailing bytes after the structure mean the input was not one key.
+        guard let end = pointer, end - UnsafePointer(base) == der.count else {
+            EVP_PKEY_free(key)
+            return nil
+        }
+        // The region checker ties the new handle to the input buffer it was decoded from,
+        // but d2i allocates a fresh EVP_PKEY that holds no reference to that buffer and that
+        // nothing else references: handing it to the Mutex is safe.
+        nonisolated(unsafe) let owned = key
+        return EVPKey(taking: owned)
+    }
+
+    /// A fresh EC P-256 key pair from OpenSSL's default random generator.
+    static func generateP256() throws(LibCryptoError) -> EVPKey {
+        guard let key = capns_EVP_EC_gen_P256() else { throw .current("EVP_EC_gen(P-256)") }
+        return EVPKey(taking: key)
+    }
+
+    // MARK: Inspection
+
+    /// What kind of key this is, in OpenSSL's names.
+    struct Algorithm: Sendable, Equatable {
+        /// `"EC"`, `"RSA"`, `"ED25519"`, …
+        var typeName: String
+        /// For EC keys, the curve (`"prime256v1"` is P-256).
+        var curveName: String?
+        /// The key size in bits.
+        var bits: Int
+        /// EC on P-256 (NIST P-256, secp256r1, prime256v1): the only kind APNs accepts.
+        var isP256: Bool { typeName == "EC" && curveName == "prime256v1" }
+    }
+
+    var algorithm: Algorithm {
+        // Cannot fail: the body throws nothing.
+        (try? withUnsafeHandle { key in
+            let typeName = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? "unknown"
+            var curve: String?
+            if EVP_PKEY_is_a(key, "EC") == 1 {
+                var name = [CChar](repeating: 0, count: 80)
+                var length = 0
+                if EVP_PKEY_get_utf8_string_param(key, "group", &name, name.count, &length) == 1 {
+                    curve = String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                } else {
+                    ERR_clear_error()
+                }
+            }
+            return Algorithm(typeName: typeName, curveName: curve, bits: Int(EVP_PKEY_get_bits(key)))
+        }) ?? Algorithm(typeName: "unknown", curveName: nil, bits: 0)
+    }
+
+    /// The public key as a DER `SubjectPublicKeyInfo`.
+    func publicKeyDER() throws(LibCryptoError) -> [UInt8] {
+        try withUnsafeHandle { key throws(LibCryptoError) in
+            let length = i2d_PUBKEY(key, nil)
+            guard length > 0 else { throw .current("i2d_PUBKEY") }
+            var out = [UInt8](repeating: 0, count: Int(length))
+            let written = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
+                var pointer = buffer.baseAddress
+                return i2d_PUBKEY(key, &pointer)
+            }
+            guard written == length else { throw .current("i2d_PUBKEY") }
+            return out
+        }
+    }
+
+    // MARK: ECDSA with SHA-256
+
+    /// Signs `message` with ECDSA over SHA-256; returns OpenSSL's DER signature.
+    func signSHA256(_ message: [UInt8]) throws(LibCryptoError) -> [UInt8] {
+        try withUnsafeHandle { key throws(LibCryptoError) in
+            guard let context = EVP_MD_CTX_new() else { throw .current("EVP_MD_CTX_new") }
+            defer { EVP_MD_CTX_free(context) }
+            guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
+                throw .current("EVP_DigestSignInit")
+            }
+            var length = 0
+            guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else {
+                throw .current("EVP_DigestSign")
+            }
+            var signature = [UInt8](repeating: 0, count: length)
+            guard EVP_DigestSign(context, &signature, &length, message, message.count) == 1 else {
+                throw .current("EVP_DigestSign")
+            }
+            return Array(signature.prefix(length))
+        }
+    }
+
+    /// Whether `derSignature` is a valid ECDSA/SHA-256 signature of `message` by this key.
+    func verifySHA256(derSignature: [UInt8], message: [UInt8]) -> Bool {
+        (try? withUnsafeHandle { key -> Bool in
+            guard let context = EVP_MD_CTX_new() else { return false }
+            defer {
+                EVP_MD_CTX_free(context)
+                ERR_clear_error()
+            }
+            guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
+            return EVP_DigestVerify(context, derSignature, derSignature.count, message, message.count) == 1
+        }) ?? false
+    }
+
+    // MARK: Key material
+
+    /// Overwrites `bytes` with zeros in a way the optimiser keeps (`OPENSSL_cleanse`).
+    static func cleanse(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { buffer in
+            if let base = buffer.baseAddress { OPENSSL_cleanse(base, buffer.count) }
+        }
+    }
+}
+
+extension LibCryptoError {
+    /// Drains OpenSSL's thread-local error queue into an error about `call`.
+    fileprivate static func current(_ call: String) -> LibCryptoError {
+        var reasons: [String] = []
+        while case let code = ERR_get_error(), code != 0 {
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            reasons.append(String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return LibCryptoError(description: reasons.isEmpty ? "\(call) failed" : "\(call) failed: " + reasons.joined(separator: "; "))
+    }
+}

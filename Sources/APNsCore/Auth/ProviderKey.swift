@@ -1,0 +1,169 @@
+import Foundation
+
+/// The private key that signs provider tokens: the `.p8` file Apple lets you download
+/// once when you create an APNs key in your developer account.
+///
+/// Apple's key is an EC private key on the P-256 curve in PKCS#8 PEM (`-----BEGIN PRIVATE
+/// KEY-----`). It is read by OpenSSL's libcrypto, the same library that carries the TLS
+/// connections, and is only ever used to sign; buffers this type fills with the PEM or DER
+/// are wiped once the key is decoded. Any other kind of key is refused with a
+/// ``ProviderKeyError`` that says what the input was.
+///
+/// See Apple's [Establishing a token-based connection to APNs](https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns).
+///
+/// ```swift
+/// let key = try ProviderKey(contentsOfFile: "/etc/apns/AuthKey_ABC123DEFG.p8")
+/// ```
+public struct ProviderKey: Sendable {
+    let key: EVPKey
+
+    private init(verified key: EVPKey) {
+        self.key = key
+    }
+
+    /// Reads a key from a file, PEM (as Apple ships it) or DER.
+    ///
+    /// - Throws: ``ProviderKeyError`` with ``ProviderKeyError/Kind/fileNotReadable`` if
+    ///   the file cannot be read, or any kind that ``init(pemRepresentation:)`` throws.
+    public init(contentsOfFile path: String) throws(ProviderKeyError) {
+        guard var data = FileManager.default.contents(atPath: path) else {
+            throw ProviderKeyError(.fileNotReadable, "cannot read the key file at \(path)")
+        }
+        var bytes = [UInt8](data)
+        data.resetBytes(in: 0..<data.count)
+        defer { EVPKey.cleanse(&bytes) }
+        try self.init(verified: Self.load(bytes, from: "the file \(path)"))
+    }
+
+    /// Decodes a key from PEM text, for example the contents of an environment variable.
+    ///
+    /// Tolerates what copying a key into a secret store tends to do: surrounding whitespace
+    /// or quotes, `\r\n` line ends, the literal two-character sequence `\n` instead of line
+    /// breaks, everything on one line, and the base64 body without its BEGIN/END lines.
+    ///
+    /// - Throws: ``ProviderKeyError``: ``ProviderKeyError/Kind/malformed``,
+    ///   ``ProviderKeyError/Kind/encryptedKey``, ``ProviderKeyError/Kind/publicKey`` or
+    ///   ``ProviderKeyError/Kind/unsupportedKeyType``.
+    public init(pemRepresentation: String) throws(ProviderKeyError) {
+        var bytes = Array(pemRepresentation.utf8)
+        defer { EVPKey.cleanse(&bytes) }
+        try self.init(verified: Self.load(bytes, from: "the PEM text"))
+    }
+
+    /// Reads a key in PEM from the environment variable `name`.
+    ///
+    /// - Throws: ``ProviderKeyError`` with ``ProviderKeyError/Kind/environmentVariableNotSet``
+    ///   if the variable is unset or blank, or any kind that ``init(pemRepresentation:)``
+    ///   throws.
+    public init(environmentVariable name: String) throws(ProviderKeyError) {
+        guard let value = ProcessInfo.processInfo.environment[name],
+              !value.allSatisfy(\.isWhitespace) else {
+            throw ProviderKeyError(.environmentVariableNotSet, "the environment variable \(name) is not set or is empty")
+        }
+        var bytes = Array(value.utf8)
+        defer { EVPKey.cleanse(&bytes) }
+        try self.init(verified: Self.load(bytes, from: "the environment variable \(name)"))
+    }
+
+    /// Decodes a key from DER: PKCS#8 `PrivateKeyInfo` (the body of Apple's `.p8`) or a
+    /// SEC 1 `ECPrivateKey`.
+    ///
+    /// - Throws: ``ProviderKeyError``: ``ProviderKeyError/Kind/malformed``,
+    ///   ``ProviderKeyError/Kind/encryptedKey``, ``ProviderKeyError/Kind/publicKey`` or
+    ///   ``ProviderKeyError/Kind/unsupportedKeyType``.
+    public init(derRepresentation: some Collection<UInt8>) throws(ProviderKeyError) {
+        var bytes = Array(derRepresentation)
+        defer { EVPKey.cleanse(&bytes) }
+        try self.init(verified: Self.loadDER(bytes, from: "the DER bytes"))
+    }
+
+    /// A new random P-256 key, for tests and for the mock server's demo. Real provider
+    /// keys come from Apple: APNs knows only the public halves of keys it issued.
+    public static func generate() throws(ProviderKeyError) -> ProviderKey {
+        do {
+            return ProviderKey(verified: try EVPKey.generateP256())
+        } catch {
+            throw ProviderKeyError(.keyGenerationFailed, error.description)
+        }
+    }
+
+    /// The public half as PEM (`-----BEGIN PUBLIC KEY-----`, a `SubjectPublicKeyInfo`),
+    /// for registering with ``ProviderTokenVerifier``.
+    public var publicKeyPEM: String {
+        // i2d_PUBKEY only fails when out of memory.
+        let der = (try? key.publicKeyDER()) ?? []
+        return PEMBlock.encode(label: "PUBLIC KEY", der: der)
+    }
+
+    // MARK: Loading
+
+    private static func load(_ raw: [UInt8], from source: String) throws(ProviderKeyError) -> EVPKey {
+        var text = PEMBlock.normalize(raw)
+        defer { EVPKey.cleanse(&text) }
+        if PEMBlock.containsPEM(text) {
+            var blocks: [PEMBlock]
+            do {
+                blocks = try PEMBlock.parseAll(text)
+            } catch {
+                switch error {
+                case .missingEnd(let label):
+                    throw ProviderKeyError(.malformed, "\(source) has a PEM BEGIN line for \"\(label)\" without its END line")
+                case .badBase64(let label):
+                    throw ProviderKeyError(.malformed, "the body of the PEM block \"\(label)\" in \(source) is not valid base64")
+                }
+            }
+            defer {
+                for index in blocks.indices { EVPKey.cleanse(&blocks[index].der) }
+            }
+            return try loadPEM(blocks, from: source)
+        }
+        if PEMBlock.isBareBase64(text) {
+            var base64 = text.filter { !PEMBlock.isSpace($0) }
+            defer { EVPKey.cleanse(&base64) }
+            if var der = Base64.decode(base64, alphabet: .standard) {
+                defer { EVPKey.cleanse(&der) }
+                return try loadDER(der, from: source)
+            }
+        }
+        return try loadDER(raw, from: source)
+    }
+
+    private static func loadPEM(_ blocks: [PEMBlock], from source: String) throws(ProviderKeyError) -> EVPKey {
+        // `openssl ecparam -genkey` writes an EC PARAMETERS block before the key: skip it.
+        let privateBlock = blocks.first { $0.label.hasSuffix("PRIVATE KEY") }
+        guard let block = privateBlock else {
+            let labels = blocks.map { "\"\($0.label)\"" }.joined(separator: ", ")
+            if blocks.contains(where: { $0.label.hasSuffix("PUBLIC KEY") || $0.label == "CERTIFICATE" }) {
+                throw ProviderKeyError(.publicKey, "\(source) holds \(labels), which is public; a provider token is signed with the private key (the .p8 file from Apple)")
+            }
+            throw ProviderKeyError(.malformed, "\(source) holds \(labels), not a PRIVATE KEY")
+        }
+        if block.label == "ENCRYPTED PRIVATE KEY" || block.isLegacyEncrypted {
+            throw encrypted(source)
+        }
+        return try loadDER(block.der, from: source)
+    }
+
+    private static func loadDER(_ der: [UInt8], from source: String) throws(ProviderKeyError) -> EVPKey {
+        if let key = EVPKey.privateKey(der: der) {
+            let algorithm = key.algorithm
+            guard algorithm.isP256 else {
+                let kind = algorithm.curveName.map { "an \(algorithm.typeName) key on curve \($0)" }
+                    ?? "a \(algorithm.bits)-bit \(algorithm.typeName) key"
+                throw ProviderKeyError(.unsupportedKeyType, "\(source) holds \(kind); APNs provider keys are EC keys on P-256 (prime256v1) for ES256")
+            }
+            return key
+        }
+        if EVPKey.publicKey(der: der) != nil {
+            throw ProviderKeyError(.publicKey, "\(source) holds a public key; a provider token is signed with the private key (the .p8 file from Apple)")
+        }
+        if EVPKey.isEncryptedPrivateKeyInfo(der: der) {
+            throw encrypted(source)
+        }
+        throw ProviderKeyError(.malformed, "\(source) is neither a PEM private key nor a DER private key OpenSSL can decode")
+    }
+
+    private static func encrypted(_ source: String) -> ProviderKeyError {
+        ProviderKeyError(.encryptedKey, "\(source) holds a passphrase-protected key; keys from Apple have none: decrypt it with `openssl pkcs8 -topk8 -nocrypt`")
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// A provider token: the signed JWT that goes in the `authorization` header of every
+/// request on a token-based connection, and when it was issued.
+///
+/// Get one from a ``ProviderTokenSource`` (normally ``ProviderTokenCache``); never make
+/// one per request. See Apple's [Establishing a token-based connection to APNs](https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns).
+public struct ProviderToken: Sendable, Hashable {
+    /// The compact JWS ([RFC 7515 §7.1](https://www.rfc-editor.org/rfc/rfc7515#section-7.1)):
+    /// `header.claims.signature`, each part base64url without padding. A credential: do not
+    /// log it.
+    public let jwt: String
+    /// The `iat` claim: whole seconds since 1970-01-01 UTC.
+    public let issuedAt: Date
+    /// The `kid` header: the 10-character id of the key that signed the token, or `nil`
+    /// when the ``ProviderTokenSource`` that made the token did not say.
+    public let keyID: String?
+
+    /// Wraps an already signed JWT, for ``ProviderTokenSource`` implementations that obtain
+    /// tokens elsewhere.
+    ///
+    /// - Parameters:
+    ///   - jwt: The compact JWS.
+    ///   - issuedAt: Its `iat` claim.
+    ///   - keyID: Its `kid` header, if known (it is only used in descriptions and logs).
+    public init(jwt: String, issuedAt: Date, keyID: String? = nil) {
+        self.jwt = jwt
+        self.issuedAt = issuedAt
+        self.keyID = keyID
+    }
+
+    /// `bearer <jwt>`, the value of the `authorization` header.
+    public var authorizationValue: String { "bearer " + jwt }
+}
+
+extension ProviderToken: CustomStringConvertible {
+    /// The key id and issue time, never the JWT itself (it is a credential).
+    public var description: String {
+        "ProviderToken(kid: \(keyID ?? "unknown"), iat: \(Int64(issuedAt.timeIntervalSince1970)))"
+    }
+}

@@ -1,0 +1,3 @@
+-----BEGIN PRIVATE KEY-----
+bm90IGEga2V5IGF0IGFsbCwganVzdCB0ZXh0
+-----END PRIVATE KEY-----
