@@ -8,6 +8,8 @@ import PackageDescription
 
 let package = Package(
     name: "swift-apns",
+    // Synchronization.Mutex needs macOS 15 on Apple platforms; Linux has it everywhere.
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "APNsPayload", targets: ["APNsPayload"]),
         .library(name: "APNsCore", targets: ["APNsCore"]),
