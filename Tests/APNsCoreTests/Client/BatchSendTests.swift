@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func thousandTokensEachGetExactlyOneOutcomeInInputOrder() async throws {
-        let tokens = (0..<1000).map { token($0, bytes: $0 % 7 == 0 ? 80 : 32) }
+        let tokens = (0..<1000).map { mockToken($0, bytes: $0 % 7 == 0 ? 80 : 32) }
         let mock = MockTransport()
         let inFlight = Mutex((current: 0, peak: 0))
         mock.respond { request in
@@ -37,7 +37,7 @@ import Testing
             }
         }
         let client = APNsClient.testing(transport: mock)
-        let outcomes = await client.send(alertNotification, to: tokens, maxConcurrency: 16)
+        let outcomes = await client.send(sampleAlert, to: tokens, maxConcurrency: 16)
 
         #expect(outcomes.count == tokens.count)
         #expect(outcomes.map(\.deviceToken) == tokens)
@@ -61,7 +61,7 @@ import Testing
         let sent = mock.requests
         #expect(sent.count == 1000 + 100)
         var perToken: [DeviceToken: Int] = [:]
-        for request in sent { perToken[request.deviceToken ?? token(-1), default: 0] += 1 }
+        for request in sent { perToken[request.deviceToken ?? mockToken(-1), default: 0] += 1 }
         #expect(perToken.count == 1000)
         for (index, device) in tokens.enumerated() {
             #expect(perToken[device] == (Self.expected(index) == .retriedThenAccepted ? 2 : 1))
@@ -80,7 +80,7 @@ import Testing
             topic: "com.example.app",
             collapseID: String(repeating: "c", count: 65)
         )
-        let tokens = (0..<5).map { token($0) }
+        let tokens = (0..<5).map { mockToken($0) }
         let outcomes = await client.send(tooLong, to: tokens)
         #expect(outcomes.map(\.deviceToken) == tokens)
         #expect(outcomes.allSatisfy { $0.error?.requestError?.code == .invalidCollapseID })
@@ -90,8 +90,8 @@ import Testing
     @Test func emptyListAndDegenerateConcurrency() async {
         let mock = MockTransport()
         let client = APNsClient.testing(transport: mock)
-        #expect(await client.send(alertNotification, to: []).isEmpty)
-        let outcomes = await client.send(alertNotification, to: [token(1), token(2), token(1)], maxConcurrency: 0)
+        #expect(await client.send(sampleAlert, to: []).isEmpty)
+        let outcomes = await client.send(sampleAlert, to: [mockToken(1), mockToken(2), mockToken(1)], maxConcurrency: 0)
         #expect(outcomes.count == 3)
         #expect(outcomes.allSatisfy { $0.accepted != nil })
         #expect(mock.requests.count == 3)
@@ -99,10 +99,10 @@ import Testing
 
     @Test func cancelledBatchStillAccountsForEveryToken() async {
         let mock = MockTransport()
-        mock.respondByDefault(with: Response.accepted.delayed(by: .seconds(600)))
+        mock.respondByDefault(with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
         let client = APNsClient.testing(transport: mock)
-        let tokens = (0..<50).map { token($0) }
-        let task = Task { await client.send(alertNotification, to: tokens, maxConcurrency: 5) }
+        let tokens = (0..<50).map { mockToken($0) }
+        let task = Task { await client.send(sampleAlert, to: tokens, maxConcurrency: 5) }
         while mock.requests.count < 5 { await Task.yield() }
         task.cancel()
         let outcomes = await task.value
@@ -116,9 +116,9 @@ import Testing
     @Test func sharedAPNsIDIsSentToEveryToken() async throws {
         let mock = MockTransport()
         let client = APNsClient.testing(transport: mock)
-        var notification = alertNotification
+        var notification = sampleAlert
         notification.apnsID = try APNsID("eabeae54-14a8-11e5-b60b-1697f925ec7b")
-        _ = await client.send(notification, to: [token(1), token(2)])
+        _ = await client.send(notification, to: [mockToken(1), mockToken(2)])
         #expect(mock.requests.map { $0.header("apns-id") } == Array(repeating: "eabeae54-14a8-11e5-b60b-1697f925ec7b", count: 2))
     }
 }
@@ -126,17 +126,17 @@ import Testing
 @Suite struct ConcurrencyTests {
     @Test func clientAndMockAreUsableFromDetachedTasks() async throws {
         let mock = MockTransport()
-        let source = CountingTokenSource()
+        let source = CoreCountingTokenSource()
         let client = APNsClient(environment: .sandbox, credentials: .providerToken(source), transport: mock)
-        let unregistered = token(7)
+        let unregistered = mockToken(7)
         mock.respond(to: unregistered, with: .rejected(.unregistered))
         let tasks = (0..<50).map { worker in
             Task.detached { () -> (accepted: Int, rejected: Int) in
                 var counts = (accepted: 0, rejected: 0)
                 for item in 0..<20 {
-                    let device = item == 0 && worker % 5 == 0 ? unregistered : token(worker * 100 + item + 1000)
+                    let device = item == 0 && worker % 5 == 0 ? unregistered : mockToken(worker * 100 + item + 1000)
                     do throws(APNsError) {
-                        _ = try await client.send(alertNotification, to: device)
+                        _ = try await client.send(sampleAlert, to: device)
                         counts.accepted += 1
                     } catch {
                         if error.rejection?.reason == .unregistered { counts.rejected += 1 }

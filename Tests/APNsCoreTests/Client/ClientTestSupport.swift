@@ -6,7 +6,7 @@ import Synchronization
 
 /// A provider token source that counts calls and issues `jwt-1`, `jwt-2`, … (a new one
 /// only after the current one is invalidated).
-final class CountingTokenSource: ProviderTokenSource {
+final class CoreCountingTokenSource: ProviderTokenSource {
     private struct State {
         var generation = 1
         var tokenCalls = 0
@@ -33,14 +33,14 @@ final class CountingTokenSource: ProviderTokenSource {
 }
 
 /// A token source whose signer always fails.
-struct FailingTokenSource: ProviderTokenSource {
+struct CoreFailingTokenSource: ProviderTokenSource {
     struct SigningFailed: Error {}
     func token() throws -> ProviderToken { throw SigningFailed() }
     func invalidate(_ token: ProviderToken) {}
 }
 
 /// Records requested sleeps instead of sleeping.
-final class RecordingSleeper: Sendable {
+final class CoreRecordingSleeper: Sendable {
     private let slept = Mutex<[Duration]>([])
     var durations: [Duration] { slept.withLock { $0 } }
     func sleep(_ duration: Duration) async throws {
@@ -50,7 +50,7 @@ final class RecordingSleeper: Sendable {
 }
 
 /// A swift-log handler that keeps every message and its metadata.
-struct CapturingLogHandler: LogHandler {
+struct CoreCapturingLogHandler: LogHandler {
     final class Store: Sendable {
         let lines = Mutex<[String]>([])
         var all: [String] { lines.withLock { $0 } }
@@ -76,7 +76,7 @@ extension APNsClient {
         transport: any PushTransport,
         credentials: APNsCredentials = .certificate,
         retryPolicy: RetryPolicy = .default,
-        sleeper: RecordingSleeper = RecordingSleeper(),
+        sleeper: CoreRecordingSleeper = CoreRecordingSleeper(),
         jitter: Double = 1,
         logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     ) -> APNsClient {
@@ -93,7 +93,7 @@ extension APNsClient {
     }
 }
 
-func token(_ index: Int, bytes: Int = 32) -> DeviceToken {
+func mockToken(_ index: Int, bytes: Int = 32) -> DeviceToken {
     var raw = [UInt8](repeating: 0, count: bytes)
     var value = UInt64(index)
     for position in (0..<min(8, bytes)).reversed() {
@@ -105,4 +105,4 @@ func token(_ index: Int, bytes: Int = 32) -> DeviceToken {
     return (try? DeviceToken(bytes: raw)) ?? { preconditionFailure("unreachable") }()
 }
 
-let alertNotification = PushNotification(payload: .alert(title: "Hello", body: "World"), topic: "com.example.app")
+let sampleAlert = PushNotification(payload: .alert(title: "Hello", body: "World"), topic: "com.example.app")

@@ -5,15 +5,15 @@ import Testing
 @testable import APNsCore
 
 @Suite struct RetryTests {
-    static let device = token(1)
+    static let device = mockToken(1)
 
     @Test(arguments: [APNsReason.internalServerError, .serviceUnavailable, .shutdown, .tooManyRequests])
     func retryableRejectionIsRetriedWithTheSameAPNsID(reason: APNsReason) async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: [.rejected(reason), .accepted])
-        let sleeper = RecordingSleeper()
+        let sleeper = CoreRecordingSleeper()
         let client = APNsClient.testing(transport: mock, sleeper: sleeper)
-        let accepted = try await client.send(alertNotification, to: Self.device)
+        let accepted = try await client.send(sampleAlert, to: Self.device)
         let requests = mock.requests
         #expect(requests.count == 2)
         #expect(requests[0].header("apns-id") == requests[1].header("apns-id"))
@@ -25,11 +25,11 @@ import Testing
     @Test func givesUpAfterMaxAttemptsWithTheLastRejection() async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: .rejected(.serviceUnavailable))
-        let sleeper = RecordingSleeper()
+        let sleeper = CoreRecordingSleeper()
         let policy = RetryPolicy(maxAttempts: 4, baseDelay: .seconds(1), maxDelay: .seconds(3))
         let client = APNsClient.testing(transport: mock, retryPolicy: policy, sleeper: sleeper, jitter: 1)
         do {
-            _ = try await client.send(alertNotification, to: Self.device)
+            _ = try await client.send(sampleAlert, to: Self.device)
             Issue.record("accepted")
         } catch {
             #expect(error.rejection?.status == 503)
@@ -51,10 +51,10 @@ import Testing
     func nonRetryableRejectionIsSentOnce(reason: APNsReason) async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: [.rejected(reason), .accepted])
-        let sleeper = RecordingSleeper()
+        let sleeper = CoreRecordingSleeper()
         let client = APNsClient.testing(transport: mock, sleeper: sleeper)
         do {
-            _ = try await client.send(alertNotification, to: Self.device)
+            _ = try await client.send(sampleAlert, to: Self.device)
             Issue.record("\(reason) was retried into success")
         } catch {
             #expect(error.rejection?.reason == reason)
@@ -72,7 +72,7 @@ import Testing
         let mock = MockTransport()
         mock.respond(to: Self.device, with: [.failure(failure), .accepted])
         let client = APNsClient.testing(transport: mock)
-        _ = try await client.send(alertNotification, to: Self.device)
+        _ = try await client.send(sampleAlert, to: Self.device)
         #expect(mock.requests.count == 2)
         #expect(mock.requests[0].header("apns-id") == mock.requests[1].header("apns-id"))
     }
@@ -86,7 +86,7 @@ import Testing
         mock.respond(to: Self.device, with: [.failure(failure), .accepted])
         let client = APNsClient.testing(transport: mock)
         do {
-            _ = try await client.send(alertNotification, to: Self.device)
+            _ = try await client.send(sampleAlert, to: Self.device)
             Issue.record("\(failure) was retried")
         } catch {
             #expect(error.transportError == failure)
@@ -99,22 +99,22 @@ import Testing
         mock.respond(to: Self.device, with: [.failure(.connectionClosed()), .failure(.timeout()), .accepted])
         let policy = RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true)
         let client = APNsClient.testing(transport: mock, retryPolicy: policy)
-        _ = try await client.send(alertNotification, to: Self.device)
+        _ = try await client.send(sampleAlert, to: Self.device)
         #expect(mock.requests.count == 3)
     }
 
     @Test func expiredProviderTokenIsRefreshedOnce() async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: [.rejected(.expiredProviderToken), .accepted])
-        let source = CountingTokenSource()
-        let sleeper = RecordingSleeper()
+        let source = CoreCountingTokenSource()
+        let sleeper = CoreRecordingSleeper()
         let client = APNsClient.testing(
             transport: mock,
             credentials: .providerToken(source),
             retryPolicy: .never,
             sleeper: sleeper
         )
-        _ = try await client.send(alertNotification, to: Self.device)
+        _ = try await client.send(sampleAlert, to: Self.device)
         let requests = mock.requests
         #expect(requests.count == 2)
         #expect(requests[0].header("authorization") == "bearer header.claims.signature-1")
@@ -128,10 +128,10 @@ import Testing
     @Test func expiredProviderTokenTwiceIsNotRefreshedAgain() async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: .rejected(.expiredProviderToken))
-        let source = CountingTokenSource()
+        let source = CoreCountingTokenSource()
         let client = APNsClient.testing(transport: mock, credentials: .providerToken(source))
         do {
-            _ = try await client.send(alertNotification, to: Self.device)
+            _ = try await client.send(sampleAlert, to: Self.device)
             Issue.record("accepted")
         } catch {
             #expect(error.rejection?.reason == .expiredProviderToken)
@@ -160,10 +160,10 @@ import Testing
     @Test func jitterIsAppliedThroughTheClient() async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: .rejected(.tooManyRequests))
-        let sleeper = RecordingSleeper()
+        let sleeper = CoreRecordingSleeper()
         let policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(2), maxDelay: .seconds(60))
         let client = APNsClient.testing(transport: mock, retryPolicy: policy, sleeper: sleeper, jitter: 0)
-        _ = try? await client.send(alertNotification, to: Self.device)
+        _ = try? await client.send(sampleAlert, to: Self.device)
         #expect(sleeper.durations == [.seconds(1), .seconds(2)])
     }
 
@@ -187,9 +187,9 @@ import Testing
 
     @Test func failingTokenSourceMeansInvalidNotSent() async throws {
         let mock = MockTransport()
-        let client = APNsClient.testing(transport: mock, credentials: .providerToken(FailingTokenSource()))
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(CoreFailingTokenSource()))
         do {
-            _ = try await client.send(alertNotification, to: Self.device)
+            _ = try await client.send(sampleAlert, to: Self.device)
             Issue.record("sent")
         } catch {
             #expect(error.requestError?.code == .providerTokenUnavailable)
@@ -200,16 +200,16 @@ import Testing
     @Test func certificateCredentialsSendNoAuthorization() async throws {
         let mock = MockTransport()
         let client = APNsClient.testing(transport: mock, credentials: .certificate)
-        _ = try await client.send(alertNotification, to: Self.device)
+        _ = try await client.send(sampleAlert, to: Self.device)
         #expect(mock.requests.first?.header("authorization") == nil)
         #expect(mock.requests.first?.authority == "api.sandbox.push.apple.com")
     }
 
     @Test func cancellationDuringAnAnswerIsACancelledFailure() async throws {
         let mock = MockTransport()
-        mock.respondByDefault(with: Response.accepted.delayed(by: .seconds(600)))
+        mock.respondByDefault(with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
         let client = APNsClient.testing(transport: mock)
-        let task = Task { try await client.send(alertNotification, to: Self.device) }
+        let task = Task { try await client.send(sampleAlert, to: Self.device) }
         while mock.requests.isEmpty { await Task.yield() }
         task.cancel()
         let result = await task.result
@@ -223,13 +223,13 @@ import Testing
     }
 
     @Test func logsNeverContainTheJWTOrWholeDeviceToken() async throws {
-        let store = CapturingLogHandler.Store()
-        let logger = Logger(label: "test") { _ in CapturingLogHandler(store: store) }
+        let store = CoreCapturingLogHandler.Store()
+        let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
         let mock = MockTransport()
         let device = try DeviceToken(hex: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
         mock.respond(to: device, with: [.rejected(.expiredProviderToken), .rejected(.serviceUnavailable), .rejected(.invalidProviderToken)])
-        let client = APNsClient.testing(transport: mock, credentials: .providerToken(CountingTokenSource()), logger: logger)
-        _ = try? await client.send(alertNotification, to: device)
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(CoreCountingTokenSource()), logger: logger)
+        _ = try? await client.send(sampleAlert, to: device)
         let lines = store.all
         #expect(lines.count >= 4)
         #expect(lines.allSatisfy { !$0.contains("header.claims.signature") && !$0.contains(device.hexString) })
@@ -240,4 +240,3 @@ import Testing
     }
 }
 
-typealias Response = MockTransport.Response

@@ -6,7 +6,7 @@ import Testing
 @Suite struct MockTransportTests {
     @Test func recordsRequestsExactlyAsSent() async throws {
         let mock = MockTransport()
-        let client = APNsClient(environment: .sandbox, credentials: .providerToken(CountingTokenSource()), transport: mock)
+        let client = APNsClient(environment: .sandbox, credentials: .providerToken(CoreCountingTokenSource()), transport: mock)
         let device = try DeviceToken(hex: "00FC13ADFF785122B4AD28809A3420982341241421348097878E577C991DE8F0")
         let notification = PushNotification(
             body: .raw(Array(#"{"aps":{"alert":"Hello"}}"#.utf8)),
@@ -32,10 +32,10 @@ import Testing
 
     @Test func rejectionBodyIsAppleShapedJSON() async throws {
         let mock = MockTransport()
-        let device = token(3)
+        let device = mockToken(3)
         let lastSeen = Date(timeIntervalSince1970: 1_454_402_113)
         mock.respond(to: device, with: .rejected(.unregistered, timestamp: lastSeen))
-        let request = try alertNotification.request(to: device, environment: .sandbox)
+        let request = try sampleAlert.request(to: device, environment: .sandbox)
         let response = try await mock.send(request)
         #expect(response.status == 410)
         #expect(response.header("apns-id") == request.header("apns-id"))
@@ -47,15 +47,15 @@ import Testing
 
     @Test func scriptsAreConsumedInTurnAndTheLastOneSticks() async throws {
         let mock = MockTransport()
-        let device = token(4)
+        let device = mockToken(4)
         mock.respond(to: device, with: [.rejected(.tooManyRequests), .failure(.goAway()), .accepted(uniqueID: "u")])
-        let request = try alertNotification.request(to: device, environment: .sandbox)
+        let request = try sampleAlert.request(to: device, environment: .sandbox)
         #expect(try await mock.send(request).status == 429)
         await #expect(throws: APNsTransportError.goAway()) { try await mock.send(request) }
         #expect(try await mock.send(request).header("apns-unique-id") == "u")
         #expect(try await mock.send(request).header("apns-unique-id") == "u")
         // Other tokens get the default, then the handler once one is set.
-        let other = try alertNotification.request(to: token(5), environment: .sandbox)
+        let other = try sampleAlert.request(to: mockToken(5), environment: .sandbox)
         #expect(try await mock.send(other).status == 200)
         mock.respondByDefault(with: .rejected(.internalServerError))
         #expect(try await mock.send(other).status == 500)
@@ -70,7 +70,7 @@ import Testing
         let mock = MockTransport(handler: { _ in .response(APNsResponse(status: 502, body: Array("<html>".utf8))) })
         let client = APNsClient.testing(transport: mock, retryPolicy: .never)
         do {
-            _ = try await client.send(alertNotification, to: token(1))
+            _ = try await client.send(sampleAlert, to: mockToken(1))
             Issue.record("accepted")
         } catch {
             #expect(error.rejection?.status == 502)
@@ -81,9 +81,9 @@ import Testing
 
     @Test func shutdownRefusesNewRequestsAndWaitsForInFlightOnes() async throws {
         let mock = MockTransport()
-        let slow = token(1)
-        mock.respond(to: slow, with: Response.accepted.delayed(by: .milliseconds(50)))
-        let request = try alertNotification.request(to: slow, environment: .sandbox)
+        let slow = mockToken(1)
+        mock.respond(to: slow, with: MockTransport.Response.accepted.delayed(by: .milliseconds(50)))
+        let request = try sampleAlert.request(to: slow, environment: .sandbox)
         let inFlight = Task { try await mock.send(request) }
         while mock.requests.isEmpty { await Task.yield() }
         await mock.shutdown()
@@ -97,7 +97,7 @@ import Testing
         await mock.shutdown()  // again: no effect
         let client = APNsClient.testing(transport: mock)
         do {
-            _ = try await client.send(alertNotification, to: slow)
+            _ = try await client.send(sampleAlert, to: slow)
             Issue.record("sent after shutdown")
         } catch {
             #expect(error.transportError?.code == .shutdown)
@@ -107,7 +107,7 @@ import Testing
 
     @Test func cancelledTaskIsNotRecorded() async throws {
         let mock = MockTransport()
-        let request = try alertNotification.request(to: token(1), environment: .sandbox)
+        let request = try sampleAlert.request(to: mockToken(1), environment: .sandbox)
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await mock.send(request)
