@@ -20,6 +20,7 @@ import Synchronization
 ///
 /// Like APNs, accepted and rejected answers echo the request's `apns-id`. The mock follows
 /// the ``PushTransport`` rules: a cancelled task gets ``APNsTransportError/Code/cancelled``,
+/// a delay longer than the request's timeout ends in ``APNsTransportError/Code/timeout``,
 /// and after ``shutdown()`` requests fail with ``APNsTransportError/Code/shutdown``
 /// (such requests are not recorded). It is safe to use from many tasks at once.
 public final class MockTransport: PushTransport {
@@ -66,7 +67,10 @@ public final class MockTransport: PushTransport {
         }
 
         /// The same answer, given after `delay`. A cancelled task stops waiting and gets
-        /// ``APNsTransportError/Code/cancelled`` (with `mayHaveReachedAPNs` true).
+        /// ``APNsTransportError/Code/cancelled``; if `delay` exceeds the request's
+        /// ``APNsRequest/timeout``, the request fails with ``APNsTransportError/Code/timeout``
+        /// once the timeout has passed (both with `mayHaveReachedAPNs` true, as a real
+        /// transport reports a request already written).
         public func delayed(by delay: Duration) -> Response {
             Response(kind, delay: delay)
         }
@@ -164,10 +168,14 @@ public final class MockTransport: PushTransport {
         }
         defer { finishOne() }
         if let delay = response.delay {
+            let timesOut = delay > request.timeout
             do {
-                try await Task.sleep(for: delay)
+                try await Task.sleep(for: timesOut ? request.timeout : delay)
             } catch {
                 throw .cancelled(mayHaveReachedAPNs: true, "cancelled while the mock delayed its answer")
+            }
+            if timesOut {
+                throw .timeout(mayHaveReachedAPNs: true, "the scripted delay exceeds the request's timeout")
             }
         }
         return try Self.answer(response, to: request)

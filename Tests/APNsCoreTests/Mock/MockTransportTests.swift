@@ -121,4 +121,24 @@ import Testing
         }
         #expect(mock.requests.isEmpty)
     }
+
+    @Test func delayLongerThanTheTimeoutIsATimeout() async throws {
+        let mock = MockTransport()
+        mock.respondByDefault(with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
+        let client = APNsClient(
+            environment: .sandbox,
+            credentials: .certificate,
+            transport: mock,
+            requestTimeout: .milliseconds(10)
+        )
+        do {
+            _ = try await client.send(sampleAlert, to: mockToken(1))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.transportError?.code == .timeout)
+            #expect(error.transportError?.mayHaveReachedAPNs == true)
+        }
+        // A timeout may have reached APNs: not retried by default.
+        #expect(mock.requests.count == 1)
+    }
 }
