@@ -7,7 +7,8 @@
 /// another host) are all an `APNsRequest`; a transport needs nothing else.
 ///
 /// Every header value is checked once, here: a value containing CR, LF or NUL is refused
-/// (header injection), whatever built the request.
+/// (header injection), as is one with leading or trailing whitespace (RFC 9113 §8.2.1),
+/// whatever built the request.
 public struct APNsRequest: Sendable, Hashable {
     /// An HTTP request method.
     public struct Method: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
@@ -62,7 +63,8 @@ public struct APNsRequest: Sendable, Hashable {
     ///   - timeout: See ``timeout``.
     /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidHeaderValue``
     ///   naming the header if a name is empty, not lowercase, or starts with `:`, or if a
-    ///   value (or the path or authority) contains CR, LF or NUL.
+    ///   value (or the path or authority) contains CR, LF or NUL or starts or ends with
+    ///   whitespace (RFC 9113 §8.2.1).
     public init(
         method: Method,
         authority: String,
@@ -114,7 +116,17 @@ public struct APNsRequest: Sendable, Hashable {
     }
 
     private static func check(_ field: HeaderField) throws(APNsRequestError) {
-        for byte in field.value.utf8 where byte == 0x0D || byte == 0x0A || byte == 0x00 {
+        let utf8 = field.value.utf8
+        if let first = utf8.first, let last = utf8.last,
+            first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09
+        {
+            throw APNsRequestError(
+                .invalidHeaderValue,
+                header: field.name,
+                "the value of \(field.name) starts or ends with whitespace, which HTTP/2 forbids (RFC 9113 §8.2.1)"
+            )
+        }
+        for byte in utf8 where byte == 0x0D || byte == 0x0A || byte == 0x00 {
             let what = byte == 0x0D ? "CR" : byte == 0x0A ? "LF" : "NUL"
             throw APNsRequestError(
                 .invalidHeaderValue,

@@ -230,6 +230,18 @@ import Testing
         }
     }
 
+    @Test(arguments: [" com.example.app", "com.example.app ", "com.example.app\t"])
+    func surroundingWhitespaceIsRefused(topic: String) throws {
+        let notification = PushNotification(body: .raw(Array("{}".utf8)), topic: .explicit(topic))
+        do {
+            _ = try notification.request(to: DeviceToken(hex: "abcd"), environment: .sandbox)
+            Issue.record("accepted \(topic.debugDescription)")
+        } catch {
+            #expect(error.code == .invalidHeaderValue)
+            #expect(error.header == "apns-topic")
+        }
+    }
+
     @Test func headerNamesMustBeLowercaseAndNotPseudo() {
         for name in ["Apns-Topic", ":path", "", "bad name"] {
             #expect(throws: APNsRequestError.self) {
