@@ -248,7 +248,10 @@ public final class APNsClient: Sendable {
                 if error.rejection?.remedy == .fixCredentials {
                     logger.warning("notification rejected: check the credentials", metadata: ["apns.error": "\(error)"])
                 } else {
-                    logger.debug("notification not accepted", metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"])
+                    logger.debug(
+                        "notification not accepted",
+                        metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"]
+                    )
                 }
                 throw error
             }

@@ -204,7 +204,8 @@ public final class MockTransport: PushTransport {
         for waiter in waiters { waiter.resume() }
     }
 
-    private static func answer(_ response: Response, to request: APNsRequest) throws(APNsTransportError) -> APNsResponse {
+    private static func answer(_ response: Response, to request: APNsRequest) throws(APNsTransportError) -> APNsResponse
+    {
         var headers: [HeaderField] = []
         if let apnsID = request.header("apns-id") {
             headers.append(HeaderField(name: "apns-id", value: apnsID))

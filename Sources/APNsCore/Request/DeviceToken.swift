@@ -100,8 +100,12 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
 
     private static func nonHexError(in hex: String) -> APNsRequestError {
         for (position, character) in hex.enumerated() where !character.isHexDigit || !character.isASCII {
-            let shown = character.isASCII && !character.isWhitespace && character.asciiValue.map { $0 >= 0x20 } == true
-                ? "'\(character)'" : "U+" + character.unicodeScalars.map { String($0.value, radix: 16, uppercase: true) }.joined(separator: " U+")
+            let printable = character.asciiValue.map { $0 > 0x20 && $0 < 0x7F } ?? false
+            let shown =
+                printable
+                ? "'\(character)'"
+                : character.unicodeScalars.map { "U+" + String($0.value, radix: 16, uppercase: true) }
+                    .joined(separator: " ")
             return APNsRequestError(
                 .invalidDeviceToken,
                 position: position,

@@ -58,7 +58,14 @@ private final class RetryQueue: Sendable {
         mock.respond(to: unreachable, with: .failure(.connectionFailed()))
         let client = APNsClient.testing(transport: mock, retryPolicy: .never)
         for device in [gone, unreachable, mockToken(3)] {
-            try await handle(client: client, notification: sampleAlert, deviceToken: device, store: store, queue: queue, logger: logger)
+            try await handle(
+                client: client,
+                notification: sampleAlert,
+                deviceToken: device,
+                store: store,
+                queue: queue,
+                logger: logger
+            )
         }
         #expect(store.removed.withLock { $0 } == [gone])
         #expect(queue.queued.withLock { $0 } == 1)
@@ -83,7 +90,10 @@ private final class RetryQueue: Sendable {
         mock.respond(to: token, with: [.rejected(.serviceUnavailable), .accepted])
         mock.respond { request in request.header("apns-push-type") == "voip" ? .accepted : .rejected(.badTopic) }
         let client = APNsClient.testing(transport: mock)
-        _ = try await client.send(PushNotification(payload: .alert(body: "x"), pushType: .voip, topic: "com.example.app"), to: live)
+        _ = try await client.send(
+            PushNotification(payload: .alert(body: "x"), pushType: .voip, topic: "com.example.app"),
+            to: live
+        )
         _ = try await client.send(sampleAlert, to: token)
         let request = try #require(mock.requests(to: live).first)
         #expect(request.header("apns-topic") == "com.example.app.voip")
@@ -91,7 +101,8 @@ private final class RetryQueue: Sendable {
         #expect(mock.requests(to: token).count == 2)
         let answers: [MockTransport.Response] = [
             .accepted, .accepted(uniqueID: "u"), .rejected(.unregistered, status: 410, timestamp: Date()),
-            .response(APNsResponse(status: 500)), .failure(.connectionClosed()), MockTransport.Response.accepted.delayed(by: .milliseconds(50)),
+            .response(APNsResponse(status: 500)), .failure(.connectionClosed()),
+            MockTransport.Response.accepted.delayed(by: .milliseconds(50)),
         ]
         #expect(answers.count == 6)
     }

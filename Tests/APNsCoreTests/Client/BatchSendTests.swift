@@ -22,17 +22,24 @@ import Testing
         let mock = MockTransport()
         let inFlight = Mutex((current: 0, peak: 0))
         mock.respond { request in
-            inFlight.withLock { $0.current += 1; $0.peak = max($0.peak, $0.current) }
+            inFlight.withLock {
+                $0.current += 1; $0.peak = max($0.peak, $0.current)
+            }
             for _ in 0..<3 { await Task.yield() }
             inFlight.withLock { $0.current -= 1 }
             return .accepted
         }
         for (index, device) in tokens.enumerated() {
             switch Self.expected(index) {
-            case .unregistered: mock.respond(to: device, with: .rejected(.unregistered, timestamp: Date(timeIntervalSince1970: 1_600_000_000)))
+            case .unregistered:
+                mock.respond(
+                    to: device,
+                    with: .rejected(.unregistered, timestamp: Date(timeIntervalSince1970: 1_600_000_000))
+                )
             case .connectionClosed: mock.respond(to: device, with: .failure(.connectionClosed()))
             case .badDeviceToken: mock.respond(to: device, with: .rejected(.badDeviceToken))
-            case .retriedThenAccepted: mock.respond(to: device, with: [.rejected(.tooManyRequests), .accepted(uniqueID: "u-\(index)")])
+            case .retriedThenAccepted:
+                mock.respond(to: device, with: [.rejected(.tooManyRequests), .accepted(uniqueID: "u-\(index)")])
             case .accepted: break
             }
         }
@@ -91,7 +98,11 @@ import Testing
         let mock = MockTransport()
         let client = APNsClient.testing(transport: mock)
         #expect(await client.send(sampleAlert, to: []).isEmpty)
-        let outcomes = await client.send(sampleAlert, to: [mockToken(1), mockToken(2), mockToken(1)], maxConcurrency: 0)
+        let outcomes = await client.send(
+            sampleAlert,
+            to: [mockToken(1), mockToken(2), mockToken(1)],
+            maxConcurrency: 0
+        )
         #expect(outcomes.count == 3)
         #expect(outcomes.allSatisfy { $0.accepted != nil })
         #expect(mock.requests.count == 3)
@@ -119,7 +130,10 @@ import Testing
         var notification = sampleAlert
         notification.apnsID = try APNsID("eabeae54-14a8-11e5-b60b-1697f925ec7b")
         _ = await client.send(notification, to: [mockToken(1), mockToken(2)])
-        #expect(mock.requests.map { $0.header("apns-id") } == Array(repeating: "eabeae54-14a8-11e5-b60b-1697f925ec7b", count: 2))
+        #expect(
+            mock.requests.map { $0.header("apns-id") }
+                == Array(repeating: "eabeae54-14a8-11e5-b60b-1697f925ec7b", count: 2)
+        )
     }
 }
 

@@ -17,7 +17,10 @@ final class CoreCountingTokenSource: ProviderTokenSource {
     func token() throws -> ProviderToken {
         state.withLock { state in
             state.tokenCalls += 1
-            return ProviderToken(jwt: "header.claims.signature-\(state.generation)", issuedAt: Date(timeIntervalSince1970: 0))
+            return ProviderToken(
+                jwt: "header.claims.signature-\(state.generation)",
+                issuedAt: Date(timeIntervalSince1970: 0)
+            )
         }
     }
 

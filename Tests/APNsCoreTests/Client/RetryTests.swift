@@ -143,7 +143,9 @@ import Testing
 
     @Test func backoffBoundsAreHalfToFullOfTheExponentialBound() {
         let policy = RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(100), maxDelay: .seconds(1))
-        let bounds: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)]
+        let bounds: [Duration] = [
+            .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1),
+        ]
         for (index, bound) in bounds.enumerated() {
             let retry = index + 1
             #expect(policy.delay(beforeRetry: retry, jitter: 1) == bound)
@@ -227,8 +229,15 @@ import Testing
         let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
         let mock = MockTransport()
         let device = try DeviceToken(hex: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
-        mock.respond(to: device, with: [.rejected(.expiredProviderToken), .rejected(.serviceUnavailable), .rejected(.invalidProviderToken)])
-        let client = APNsClient.testing(transport: mock, credentials: .providerToken(CoreCountingTokenSource()), logger: logger)
+        mock.respond(
+            to: device,
+            with: [.rejected(.expiredProviderToken), .rejected(.serviceUnavailable), .rejected(.invalidProviderToken)]
+        )
+        let client = APNsClient.testing(
+            transport: mock,
+            credentials: .providerToken(CoreCountingTokenSource()),
+            logger: logger
+        )
         _ = try? await client.send(sampleAlert, to: device)
         let lines = store.all
         #expect(lines.count >= 4)
@@ -239,4 +248,3 @@ import Testing
         #expect(lines.allSatisfy { $0.hasPrefix("trace") || $0.hasPrefix("debug") || $0.hasPrefix("warning") })
     }
 }
-

@@ -6,7 +6,11 @@ import Testing
 @Suite struct MockTransportTests {
     @Test func recordsRequestsExactlyAsSent() async throws {
         let mock = MockTransport()
-        let client = APNsClient(environment: .sandbox, credentials: .providerToken(CoreCountingTokenSource()), transport: mock)
+        let client = APNsClient(
+            environment: .sandbox,
+            credentials: .providerToken(CoreCountingTokenSource()),
+            transport: mock
+        )
         let device = try DeviceToken(hex: "00FC13ADFF785122B4AD28809A3420982341241421348097878E577C991DE8F0")
         let notification = PushNotification(
             body: .raw(Array(#"{"aps":{"alert":"Hello"}}"#.utf8)),
@@ -16,10 +20,12 @@ import Testing
         )
         let accepted = try await client.send(notification, to: device)
         let request = try #require(mock.requests.first)
-        #expect(request.headers.map(\.name) == [
-            ":method", ":scheme", ":path", ":authority", "authorization", "apns-topic", "apns-push-type",
-            "apns-priority", "apns-expiration", "apns-collapse-id", "apns-id",
-        ])
+        #expect(
+            request.headers.map(\.name) == [
+                ":method", ":scheme", ":path", ":authority", "authorization", "apns-topic", "apns-push-type",
+                "apns-priority", "apns-expiration", "apns-collapse-id", "apns-id",
+            ]
+        )
         #expect(request.path == "/3/device/00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
         #expect(request.header("authorization") == "bearer header.claims.signature-1")
         #expect(String(decoding: request.body, as: UTF8.self) == #"{"aps":{"alert":"Hello"}}"#)

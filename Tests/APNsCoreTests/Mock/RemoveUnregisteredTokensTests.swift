@@ -1,8 +1,7 @@
+import APNsCore
 import Foundation
 import Synchronization
 import Testing
-
-import APNsCore
 
 // What a user writes to test their own "remove the token on Unregistered" logic:
 // quoted in README.md and TestingWithTheMockTransport.md.

@@ -226,7 +226,13 @@ import Testing
             }
         }
         #expect(throws: APNsRequestError.self) {
-            try APNsRequest(method: .post, authority: "a", path: "/x", headers: [HeaderField(name: "x-custom", value: value)], body: [])
+            try APNsRequest(
+                method: .post,
+                authority: "a",
+                path: "/x",
+                headers: [HeaderField(name: "x-custom", value: value)],
+                body: []
+            )
         }
     }
 
@@ -245,7 +251,13 @@ import Testing
     @Test func headerNamesMustBeLowercaseAndNotPseudo() {
         for name in ["Apns-Topic", ":path", "", "bad name"] {
             #expect(throws: APNsRequestError.self) {
-                try APNsRequest(method: .post, authority: "a", path: "/x", headers: [HeaderField(name: name, value: "v")], body: [])
+                try APNsRequest(
+                    method: .post,
+                    authority: "a",
+                    path: "/x",
+                    headers: [HeaderField(name: name, value: "v")],
+                    body: []
+                )
             }
         }
     }
@@ -270,7 +282,9 @@ import Testing
         #expect(APNsEnvironment.sandbox.alternatePort.port == 2197)
         #expect(APNsEnvironment.production.alternatePort.authority == "api.push.apple.com:2197")
         #expect(APNsEnvironment.production.authority == "api.push.apple.com")
-        #expect(APNsEnvironment.sandbox.channelManagement.description == "api-manage-broadcast.sandbox.push.apple.com:2195")
+        #expect(
+            APNsEnvironment.sandbox.channelManagement.description == "api-manage-broadcast.sandbox.push.apple.com:2195"
+        )
         #expect(APNsEnvironment.production.channelManagement.description == "api-manage-broadcast.push.apple.com:2196")
         #expect(APNsEnvironment.custom(host: "127.0.0.1", port: 8443).authority == "127.0.0.1:8443")
     }

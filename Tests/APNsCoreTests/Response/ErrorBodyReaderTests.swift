@@ -26,7 +26,8 @@ import Testing
     static let malformed: [String] = [
         "", "   ", "{", "}", "[]", "null", "\"reason\"", "{\"reason\"}", "{\"reason\":}",
         "{reason:\"x\"}", "{'reason':'x'}", "{\"reason\":\"x\"}{}", "{\"reason\":\"\\x\"}", "{\"reason\":\"\\u12\"}",
-        "{\"reason\":\"x\",\"timestamp\":01}", "{\"reason\":\"x\",\"timestamp\":1.}", "{\"reason\":\"x\",\"timestamp\":.5}",
+        "{\"reason\":\"x\",\"timestamp\":01}", "{\"reason\":\"x\",\"timestamp\":1.}",
+        "{\"reason\":\"x\",\"timestamp\":.5}",
         "{\"reason\":\"x\",\"timestamp\":+1}", "{\"a\":tru}", "{\"reason\":\"a\u{01}b\"}",
         "{\"reason\":\"\\ud83d\"}",
     ]
@@ -60,9 +61,12 @@ import Testing
     }
 
     @Test func deepNestingDoesNotCrash() {
-        let deep = "{\"a\":" + String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000) + ",\"reason\":\"X\"}"
+        let deep =
+            "{\"a\":" + String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+            + ",\"reason\":\"X\"}"
         #expect(APNsErrorBody(parsing: Array(deep.utf8)) == nil)
-        let fine = "{\"a\":" + String(repeating: "[", count: 20) + String(repeating: "]", count: 20) + ",\"reason\":\"X\"}"
+        let fine =
+            "{\"a\":" + String(repeating: "[", count: 20) + String(repeating: "]", count: 20) + ",\"reason\":\"X\"}"
         #expect(APNsErrorBody(parsing: Array(fine.utf8))?.reason == "X")
     }
 

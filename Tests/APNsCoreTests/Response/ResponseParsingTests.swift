@@ -94,7 +94,9 @@ import Testing
         #expect(rejection.reason?.rawValue == "SomethingNew")
         #expect(rejection.reason?.status == nil)
         #expect(rejection.remedy == .fixRequest)
-        let gone = try #require(APNsRejection(response: APNsResponse(status: 410, body: try Self.body(["reason": "Vanished"]))))
+        let gone = try #require(
+            APNsRejection(response: APNsResponse(status: 410, body: try Self.body(["reason": "Vanished"])))
+        )
         #expect(gone.remedy == .removeDeviceToken)
     }
 
@@ -111,7 +113,12 @@ import Testing
         #expect(formatter.string(from: try #require(rejection.timestamp)) == "2016-02-02T08:35:13Z")
         // A fractional timestamp is accepted too.
         let fractional = try #require(
-            APNsRejection(response: APNsResponse(status: 410, body: Array(#"{"reason":"ExpiredToken","timestamp":1700000000500.0}"#.utf8)))
+            APNsRejection(
+                response: APNsResponse(
+                    status: 410,
+                    body: Array(#"{"reason":"ExpiredToken","timestamp":1700000000500.0}"#.utf8)
+                )
+            )
         )
         #expect(fractional.timestamp == Date(timeIntervalSince1970: 1_700_000_000.5))
     }
