@@ -170,3 +170,14 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
         uniquingKeysWith: { first, _ in first }
     )
 }
+
+extension APNsReason {
+    /// The reason in an APNs error body, `{"reason": "...", ...}`: the body of an error
+    /// response, or the debug data of a GOAWAY frame, which carries the same JSON.
+    ///
+    /// - Returns: `nil` if `errorBody` is not a JSON object with a string `reason`.
+    public init?(errorBody: some Collection<UInt8>) {
+        guard let reason = APNsErrorBody(parsing: errorBody)?.reason else { return nil }
+        self.init(rawValue: reason)
+    }
+}

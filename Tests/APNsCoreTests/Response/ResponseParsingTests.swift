@@ -88,6 +88,13 @@ import Testing
         #expect(rejection.remedy == .fixRequest)
     }
 
+    @Test func goAwayDebugDataCarriesTheSameJSON() {
+        // APNs may send the error JSON as a GOAWAY frame's debug data (seed 000, table 8-5).
+        #expect(APNsReason(errorBody: Array(#"{"reason":"Shutdown"}"#.utf8)) == .shutdown)
+        #expect(APNsReason(errorBody: Array("not json".utf8)) == nil)
+        #expect(APNsReason(errorBody: Array(#"{"timestamp":1}"#.utf8)) == nil)
+    }
+
     @Test func unknownReasonSurvivesAsItsString() throws {
         let response = APNsResponse(status: 400, body: try Self.body(["reason": "SomethingNew"]))
         let rejection = try #require(APNsRejection(response: response))
