@@ -63,8 +63,10 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// The delay before retry number `retry` (1 for the first retry).
     ///
-    /// - Parameter jitter: A random number in `0...1`; 0 gives the lower bound `d/2`, 1 the
-    ///   upper bound `d`.
+    /// - Parameters:
+    ///   - retry: Which retry this is: 1 for the first, 2 for the second, and so on.
+    ///   - jitter: A random number in `0...1`; 0 gives the lower bound `d/2`, 1 the
+    ///     upper bound `d`.
     public func delay(beforeRetry retry: Int, jitter: Double) -> Duration {
         let exponent = Double(max(0, min(retry - 1, 62)))
         let base = Self.seconds(baseDelay)
