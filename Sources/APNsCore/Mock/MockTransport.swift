@@ -141,12 +141,11 @@ public final class MockTransport: PushTransport {
             throw .cancelled(mayHaveReachedAPNs: false, "cancelled before the mock received the request")
         }
         enum Next {
-            case shutdown
             case scripted(Response)
             case handler(@Sendable (APNsRequest) async -> Response)
         }
-        let next: Next = state.withLock { state in
-            if state.isShutdown { return .shutdown }
+        let next: Next? = state.withLock { state in
+            if state.isShutdown { return nil }
             state.requests.append(request)
             state.inFlight += 1
             if let token = request.deviceToken?.hexString, var script = state.scripts[token], !script.isEmpty {
@@ -157,16 +156,17 @@ public final class MockTransport: PushTransport {
             if let handler = state.handler { return .handler(handler) }
             return .scripted(state.defaultResponse)
         }
+        guard let next else {
+            throw .shutdown("the mock transport is shut down")
+        }
+        defer { finishOne() }
         let response: Response
         switch next {
-        case .shutdown:
-            throw .shutdown("the mock transport is shut down")
         case .scripted(let scripted):
             response = scripted
         case .handler(let handler):
             response = await handler(request)
         }
-        defer { finishOne() }
         if let delay = response.delay {
             let timesOut = delay > request.timeout
             do {
