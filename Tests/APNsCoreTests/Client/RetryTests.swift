@@ -187,6 +187,23 @@ import Testing
         #expect(mock.requests.isEmpty)
     }
 
+    @Test func oversizedPayloadIsInvalidAndNeverSent() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        // 4096 bytes is the limit for an alert (Apple); 5120 for VoIP.
+        let oversized = PushNotification(body: .raw([UInt8](repeating: 0x20, count: 4097)), topic: "com.example.app")
+        do {
+            _ = try await client.send(oversized, to: Self.device)
+            Issue.record("sent")
+        } catch {
+            #expect(error.requestError?.code == .invalidPayload)
+            #expect(error.requestError?.description.contains("4097") == true)
+        }
+        let outcomes = await client.send(oversized, to: [Self.device, mockToken(2)])
+        #expect(outcomes.allSatisfy { $0.error?.requestError?.code == .invalidPayload })
+        #expect(mock.requests.isEmpty)
+    }
+
     @Test func failingTokenSourceMeansInvalidNotSent() async throws {
         let mock = MockTransport()
         let client = APNsClient.testing(transport: mock, credentials: .providerToken(CoreFailingTokenSource()))
