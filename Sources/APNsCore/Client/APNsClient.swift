@@ -161,12 +161,32 @@ public final class APNsClient: Sendable {
                 }
             }
         }
-        return zip(deviceTokens, results).map { token, result in
+        let outcomes = zip(deviceTokens, results).map { token, result in
             APNsOutcome(
                 deviceToken: token,
                 result: result ?? .failure(.failed(.cancelled(mayHaveReachedAPNs: false)))
             )
         }
+        if logger.logLevel <= .debug {
+            var accepted = 0
+            var rejected = 0
+            var failed = 0
+            for outcome in outcomes {
+                switch outcome.result {
+                case .success: accepted += 1
+                case .failure(.rejected): rejected += 1
+                case .failure: failed += 1
+                }
+            }
+            logger.debug(
+                "batch sent",
+                metadata: [
+                    "apns.count": "\(outcomes.count)", "apns.accepted": "\(accepted)",
+                    "apns.rejected": "\(rejected)", "apns.failed": "\(failed)",
+                ]
+            )
+        }
+        return outcomes
     }
 
     /// Shuts the transport down: new sends fail with ``APNsTransportError/Code/shutdown``;

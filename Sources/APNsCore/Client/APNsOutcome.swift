@@ -1,5 +1,5 @@
 /// The outcome of a notification for one device token in a batch send.
-public struct APNsOutcome: Sendable {
+public struct APNsOutcome: Sendable, Hashable {
     /// The device token.
     public let deviceToken: DeviceToken
     /// Accepted, or why not.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import Testing
 
@@ -122,6 +123,23 @@ import Testing
         #expect(outcomes.allSatisfy { $0.error?.transportError?.code == .cancelled })
         // Those never started were certainly not sent.
         #expect(mock.requests.count < 50)
+    }
+
+    @Test func batchSummaryIsLoggedAtDebug() async {
+        let store = CoreCapturingLogHandler.Store()
+        let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
+        let mock = MockTransport()
+        mock.respond(to: mockToken(2), with: .rejected(.unregistered))
+        mock.respond(to: mockToken(3), with: .failure(.connectionClosed()))
+        let client = APNsClient.testing(transport: mock, logger: logger)
+        let outcomes = await client.send(sampleAlert, to: [mockToken(1), mockToken(2), mockToken(3)])
+        #expect(outcomes.map { $0.error == nil } == [true, false, false])
+        let summary = store.all.filter { $0.contains("batch sent") }
+        #expect(summary.count == 1)
+        #expect(summary.first?.hasPrefix("debug") == true)
+        for part in [#""apns.accepted": 1"#, #""apns.rejected": 1"#, #""apns.failed": 1"#, #""apns.count": 3"#] {
+            #expect(summary.first?.contains(part) == true, "\(part)")
+        }
     }
 
     @Test func sharedAPNsIDIsSentToEveryToken() async throws {
