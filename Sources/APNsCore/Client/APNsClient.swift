@@ -1,0 +1,291 @@
+import Logging
+
+/// Sends notifications to APNs: the type most providers use.
+///
+/// ```swift
+/// let client = APNsClient(
+///     environment: .production,
+///     credentials: .providerToken(tokenCache),
+///     transport: transport
+/// )
+/// let accepted = try await client.send(notification, to: deviceToken)
+/// ```
+///
+/// Every notification ends in exactly one outcome: ``APNsAccepted``, or an ``APNsError``
+/// that says it was rejected by APNs, failed in transport (with whether it may have reached
+/// APNs), or was invalid and never sent. The client retries what is safe to retry, as its
+/// ``RetryPolicy`` says, reusing the `apns-id`.
+///
+/// Logging goes to the `Logger` you pass (none by default): `trace` per attempt, `debug`
+/// per outcome and retry, `warning` only for rejections that mean the credentials are
+/// wrong. Logs carry the `apns-id` and the redacted device token, never a JWT or a whole
+/// device token.
+public final class APNsClient: Sendable {
+    /// Where requests go.
+    public let environment: APNsEnvironment
+    /// How the client authenticates.
+    public let credentials: APNsCredentials
+    /// What is retried.
+    public let retryPolicy: RetryPolicy
+    /// The ``APNsRequest/timeout`` of each attempt.
+    public let requestTimeout: Duration
+    /// The logger the client writes to.
+    public let logger: Logger
+
+    private let transport: any PushTransport
+    private let sleep: @Sendable (Duration) async throws -> Void
+    private let jitter: @Sendable () -> Double
+
+    /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - environment: Where requests go (production, sandbox, or a custom host).
+    ///   - credentials: A provider token source, or `.certificate` when the transport
+    ///     presents a client certificate.
+    ///   - transport: What sends the requests.
+    ///   - retryPolicy: What is retried; ``RetryPolicy/default`` unless given.
+    ///   - requestTimeout: How long each attempt may take; 30 seconds unless given.
+    ///   - logger: Where to log; by default nothing is logged.
+    public convenience init(
+        environment: APNsEnvironment,
+        credentials: APNsCredentials,
+        transport: any PushTransport,
+        retryPolicy: RetryPolicy = .default,
+        requestTimeout: Duration = APNsRequest.defaultTimeout,
+        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.init(
+            environment: environment,
+            credentials: credentials,
+            transport: transport,
+            retryPolicy: retryPolicy,
+            requestTimeout: requestTimeout,
+            logger: logger,
+            sleep: { try await Task.sleep(for: $0) },
+            jitter: { Double.random(in: 0...1) }
+        )
+    }
+
+    /// Creates a client with an injected sleep and jitter source (for tests).
+    init(
+        environment: APNsEnvironment,
+        credentials: APNsCredentials,
+        transport: any PushTransport,
+        retryPolicy: RetryPolicy,
+        requestTimeout: Duration,
+        logger: Logger,
+        sleep: @escaping @Sendable (Duration) async throws -> Void,
+        jitter: @escaping @Sendable () -> Double
+    ) {
+        self.environment = environment
+        self.credentials = credentials
+        self.transport = transport
+        self.retryPolicy = retryPolicy
+        self.requestTimeout = requestTimeout
+        self.logger = logger
+        self.sleep = sleep
+        self.jitter = jitter
+    }
+
+    /// Sends `notification` to one device.
+    ///
+    /// - Returns: The acceptance, with the `apns-id` (and `apns-unique-id` in the sandbox).
+    /// - Throws: ``APNsError``: ``APNsError/rejected(_:)``, ``APNsError/failed(_:)`` or
+    ///   ``APNsError/invalid(_:)``.
+    public func send(
+        _ notification: PushNotification,
+        to deviceToken: DeviceToken
+    ) async throws(APNsError) -> APNsAccepted {
+        let prepared: PushNotification.Prepared
+        do {
+            prepared = try notification.prepared()
+        } catch {
+            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
+            throw .invalid(error)
+        }
+        return try await deliver(prepared, apnsID: notification.apnsID ?? .random(), to: deviceToken)
+    }
+
+    /// Sends `notification` to many devices, at most `maxConcurrency` at a time.
+    ///
+    /// The payload is encoded once. Each token gets its own random `apns-id`, unless the
+    /// notification names one, which is then sent to every token. Requests start in input
+    /// order and a new one starts as soon as one finishes (a sliding window).
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - deviceTokens: The devices; duplicates are sent to twice.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    /// - Returns: One outcome per device token, in the order of `deviceTokens`: none is
+    ///   lost or repeated. If the notification is invalid, every outcome is that
+    ///   ``APNsError/invalid(_:)``; if the task is cancelled, the rest fail with
+    ///   ``APNsTransportError/Code/cancelled``.
+    public func send(
+        _ notification: PushNotification,
+        to deviceTokens: [DeviceToken],
+        maxConcurrency: Int = 100
+    ) async -> [APNsOutcome] {
+        if deviceTokens.isEmpty { return [] }
+        let prepared: PushNotification.Prepared
+        do {
+            prepared = try notification.prepared()
+        } catch {
+            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
+            return deviceTokens.map { APNsOutcome(deviceToken: $0, result: .failure(.invalid(error))) }
+        }
+        let fixedID = notification.apnsID
+        let width = max(1, min(maxConcurrency, deviceTokens.count))
+        var results = [Result<APNsAccepted, APNsError>?](repeating: nil, count: deviceTokens.count)
+        await withTaskGroup(of: (Int, Result<APNsAccepted, APNsError>).self) { group in
+            var next = 0
+            func start(_ index: Int) {
+                let token = deviceTokens[index]
+                group.addTask {
+                    do throws(APNsError) {
+                        let accepted = try await self.deliver(prepared, apnsID: fixedID ?? .random(), to: token)
+                        return (index, .success(accepted))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            while next < width {
+                start(next)
+                next += 1
+            }
+            while let (index, result) = await group.next() {
+                results[index] = result
+                if next < deviceTokens.count {
+                    start(next)
+                    next += 1
+                }
+            }
+        }
+        let outcomes = zip(deviceTokens, results).map { token, result in
+            APNsOutcome(
+                deviceToken: token,
+                result: result ?? .failure(.failed(.cancelled(mayHaveReachedAPNs: false)))
+            )
+        }
+        if logger.logLevel <= .debug {
+            var accepted = 0
+            var rejected = 0
+            var failed = 0
+            for outcome in outcomes {
+                switch outcome.result {
+                case .success: accepted += 1
+                case .failure(.rejected): rejected += 1
+                case .failure: failed += 1
+                }
+            }
+            logger.debug(
+                "batch sent",
+                metadata: [
+                    "apns.count": "\(outcomes.count)", "apns.accepted": "\(accepted)",
+                    "apns.rejected": "\(rejected)", "apns.failed": "\(failed)",
+                ]
+            )
+        }
+        return outcomes
+    }
+
+    /// Shuts the transport down: new sends fail with ``APNsTransportError/Code/shutdown``;
+    /// sends in flight finish or fail.
+    public func shutdown() async {
+        await transport.shutdown()
+    }
+
+    /// Sends one prepared notification, retrying as the policy allows.
+    private func deliver(
+        _ prepared: PushNotification.Prepared,
+        apnsID: APNsID,
+        to deviceToken: DeviceToken
+    ) async throws(APNsError) -> APNsAccepted {
+        var logger = self.logger
+        logger[metadataKey: "apns.id"] = "\(apnsID.uuidString)"
+        logger[metadataKey: "apns.device-token"] = "\(deviceToken.redacted)"
+        var attempt = 1
+        var refreshedProviderToken = false
+        var mayHaveReachedAPNs = false
+        while true {
+            if Task.isCancelled {
+                throw .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, "cancelled before attempt \(attempt)"))
+            }
+            var providerToken: ProviderToken?
+            if case .providerToken(let source) = credentials {
+                do {
+                    providerToken = try source.token()
+                } catch {
+                    let failure = APNsRequestError(
+                        .providerTokenUnavailable,
+                        header: "authorization",
+                        "the provider token source failed: \(error)"
+                    )
+                    logger.warning("no provider token", metadata: ["apns.error": "\(failure)"])
+                    throw .invalid(failure)
+                }
+            }
+            let request: APNsRequest
+            do {
+                request = try prepared.request(
+                    to: deviceToken,
+                    apnsID: apnsID,
+                    environment: environment,
+                    authorization: providerToken?.authorizationValue,
+                    timeout: requestTimeout
+                )
+            } catch {
+                logger.debug("request is invalid", metadata: ["apns.error": "\(error)"])
+                throw .invalid(error)
+            }
+            logger.trace("sending notification", metadata: ["apns.attempt": "\(attempt)"])
+
+            let error: APNsError
+            do {
+                let response = try await transport.send(request)
+                if let accepted = APNsAccepted(response: response, request: request) {
+                    logger.debug("notification accepted", metadata: ["apns.attempt": "\(attempt)"])
+                    return accepted
+                }
+                let rejection =
+                    APNsRejection(response: response, request: request)
+                    ?? APNsRejection(status: response.status, reason: nil, apnsID: apnsID, deviceToken: deviceToken)
+                if rejection.reason == .expiredProviderToken, !refreshedProviderToken,
+                    let providerToken, case .providerToken(let source) = credentials
+                {
+                    refreshedProviderToken = true
+                    source.invalidate(providerToken)
+                    logger.debug("provider token expired; retrying once with a new one")
+                    continue
+                }
+                error = .rejected(rejection)
+            } catch let failure {
+                mayHaveReachedAPNs = mayHaveReachedAPNs || failure.mayHaveReachedAPNs
+                error = .failed(failure)
+            }
+
+            guard attempt < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error) else {
+                if error.rejection?.remedy == .fixCredentials {
+                    logger.warning("notification rejected: check the credentials", metadata: ["apns.error": "\(error)"])
+                } else {
+                    logger.debug(
+                        "notification not accepted",
+                        metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"]
+                    )
+                }
+                throw error
+            }
+            let delay = retryPolicy.delay(beforeRetry: attempt, jitter: jitter())
+            logger.debug(
+                "retrying notification",
+                metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)", "apns.delay": "\(delay)"]
+            )
+            do {
+                try await sleep(delay)
+            } catch {
+                throw .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, "cancelled while waiting to retry"))
+            }
+            attempt += 1
+        }
+    }
+}

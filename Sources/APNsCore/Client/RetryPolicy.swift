@@ -1,0 +1,83 @@
+import Foundation
+
+/// Which failures ``APNsClient`` sends again, how often and after what delay.
+///
+/// Following Apple's guidance, the client retries:
+/// - rejections whose ``APNsRejection/remedy`` is ``APNsRemedy/retryLater`` (429
+///   TooManyRequests, 500, 503, IdleTimeout), after an exponential backoff with jitter;
+/// - transport failures that certainly did not reach APNs
+///   (``APNsTransportError/mayHaveReachedAPNs`` is `false`: connect failed, GOAWAY above
+///   the last-stream-id, REFUSED_STREAM, queue full), except shutdown and cancellation;
+/// - `ExpiredProviderToken`, once, at once, after invalidating the token (this extra
+///   attempt is not counted in ``maxAttempts``).
+///
+/// It never retries anything else: not BadDeviceToken, DeviceTokenNotForTopic, Forbidden,
+/// ExpiredToken, Unregistered or PayloadTooLarge, and not a failure that may have reached
+/// APNs unless ``retriesFailuresThatMayHaveReachedAPNs`` is set (a retry could then deliver
+/// the notification twice). Every retry reuses the notification's `apns-id`.
+///
+/// The delay before retry *n* (1, 2, …) is drawn uniformly from `[d/2, d]`, where
+/// `d = min(maxDelay, baseDelay × 2^(n-1))` ("equal jitter").
+public struct RetryPolicy: Sendable, Hashable {
+    /// The most attempts per notification, the first included; 1 disables retries.
+    public var maxAttempts: Int
+    /// The delay bound before the first retry.
+    public var baseDelay: Duration
+    /// The largest delay bound.
+    public var maxDelay: Duration
+    /// Whether to retry transport failures that may have reached APNs (timeouts, closed
+    /// connections, reset streams), accepting that a notification may arrive twice.
+    public var retriesFailuresThatMayHaveReachedAPNs: Bool
+
+    /// Creates a policy; `maxAttempts` below 1 counts as 1.
+    public init(
+        maxAttempts: Int = 3,
+        baseDelay: Duration = .milliseconds(250),
+        maxDelay: Duration = .seconds(8),
+        retriesFailuresThatMayHaveReachedAPNs: Bool = false
+    ) {
+        self.maxAttempts = max(1, maxAttempts)
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+        self.retriesFailuresThatMayHaveReachedAPNs = retriesFailuresThatMayHaveReachedAPNs
+    }
+
+    /// Three attempts, delays from 250 ms up to 8 s.
+    public static let `default` = RetryPolicy()
+
+    /// One attempt: nothing is retried (an `ExpiredProviderToken` is still refreshed once).
+    public static let never = RetryPolicy(maxAttempts: 1)
+
+    /// Whether `error` may be retried under this policy (ignoring ``maxAttempts``).
+    public func shouldRetry(_ error: APNsError) -> Bool {
+        switch error {
+        case .invalid:
+            return false
+        case .rejected(let rejection):
+            return rejection.remedy == .retryLater
+        case .failed(let failure):
+            if failure.code == .shutdown || failure.code == .cancelled { return false }
+            return !failure.mayHaveReachedAPNs || retriesFailuresThatMayHaveReachedAPNs
+        }
+    }
+
+    /// The delay before retry number `retry` (1 for the first retry).
+    ///
+    /// - Parameters:
+    ///   - retry: Which retry this is: 1 for the first, 2 for the second, and so on.
+    ///   - jitter: A random number in `0...1`; 0 gives the lower bound `d/2`, 1 the
+    ///     upper bound `d`.
+    public func delay(beforeRetry retry: Int, jitter: Double) -> Duration {
+        let exponent = Double(max(0, min(retry - 1, 62)))
+        let base = Self.seconds(baseDelay)
+        let bound = min(Self.seconds(maxDelay), base * Foundation.pow(2, exponent))
+        let fraction = 0.5 + 0.5 * min(1, max(0, jitter.isNaN ? 0 : jitter))
+        let seconds = min(max(0, bound * fraction), 9e9)
+        return .nanoseconds(Int64((seconds * 1e9).rounded(.down)))
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import Synchronization
+
+/// An in-memory ``PushTransport`` for unit tests: it records every request and answers
+/// with responses you script, without a network.
+///
+/// ```swift
+/// let mock = MockTransport()
+/// mock.respond(to: staleToken, with: .rejected(.unregistered, timestamp: lastSeen))
+/// let client = APNsClient(environment: .sandbox, credentials: .certificate, transport: mock)
+/// // ... run your code ...
+/// #expect(mock.requests.count == 2)
+/// ```
+///
+/// Each request is answered by the first of these that applies:
+/// 1. the responses scripted for its device token with `respond(to:with:)`, in turn (the
+///    last one answers every later request);
+/// 2. the handler given with ``respond(using:)``;
+/// 3. the default response (``Response/accepted`` unless set with ``respondByDefault(with:)``).
+///
+/// Like APNs, accepted and rejected answers echo the request's `apns-id`. The mock follows
+/// the ``PushTransport`` rules: a cancelled task gets ``APNsTransportError/Code/cancelled``,
+/// a delay longer than the request's timeout ends in ``APNsTransportError/Code/timeout``,
+/// and after ``shutdown()`` requests fail with ``APNsTransportError/Code/shutdown``
+/// (such requests are not recorded). It is safe to use from many tasks at once.
+public final class MockTransport: PushTransport {
+    /// A scripted answer: an HTTP response or a transport failure, possibly after a delay.
+    public struct Response: Sendable {
+        enum Kind: Sendable {
+            case accepted(uniqueID: String?)
+            case rejected(APNsReason, status: Int, timestamp: Date?)
+            case response(APNsResponse)
+            case failure(APNsTransportError)
+        }
+        let kind: Kind
+        let delay: Duration?
+
+        private init(_ kind: Kind, delay: Duration? = nil) {
+            self.kind = kind
+            self.delay = delay
+        }
+
+        /// Status 200 with the request's `apns-id`.
+        public static let accepted = Response(.accepted(uniqueID: nil))
+
+        /// Status 200 with the request's `apns-id` and an `apns-unique-id`, as the sandbox sends.
+        public static func accepted(uniqueID: String) -> Response {
+            Response(.accepted(uniqueID: uniqueID))
+        }
+
+        /// A rejection with `reason`, as APNs sends it: `{"reason": ...}` (and `timestamp` in
+        /// milliseconds, if given) with the status Apple documents for the reason (400 for an
+        /// unknown one) unless `status` is given.
+        public static func rejected(_ reason: APNsReason, status: Int? = nil, timestamp: Date? = nil) -> Response {
+            Response(.rejected(reason, status: status ?? reason.status ?? 400, timestamp: timestamp))
+        }
+
+        /// Exactly `response`, for answers APNs would not normally give (a body that is not
+        /// JSON, a missing `apns-id`).
+        public static func response(_ response: APNsResponse) -> Response {
+            Response(.response(response))
+        }
+
+        /// No answer: the transport throws `error`.
+        public static func failure(_ error: APNsTransportError) -> Response {
+            Response(.failure(error))
+        }
+
+        /// The same answer, given after `delay`. A cancelled task stops waiting and gets
+        /// ``APNsTransportError/Code/cancelled``; if `delay` exceeds the request's
+        /// ``APNsRequest/timeout``, the request fails with ``APNsTransportError/Code/timeout``
+        /// once the timeout has passed (both with `mayHaveReachedAPNs` true, as a real
+        /// transport reports a request already written).
+        public func delayed(by delay: Duration) -> Response {
+            Response(kind, delay: delay)
+        }
+    }
+
+    private struct State {
+        var requests: [APNsRequest] = []
+        var scripts: [String: [Response]] = [:]
+        var handler: (@Sendable (APNsRequest) async -> Response)?
+        var defaultResponse: Response = .accepted
+        var isShutdown = false
+        var inFlight = 0
+        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// A mock that accepts every request until scripted otherwise.
+    public init() {}
+
+    /// A mock that answers every request not scripted per device token with `handler`.
+    public convenience init(handler: @escaping @Sendable (APNsRequest) async -> Response) {
+        self.init()
+        respond(using: handler)
+    }
+
+    /// Answers every request to `deviceToken` with `response`.
+    public func respond(to deviceToken: DeviceToken, with response: Response) {
+        respond(to: deviceToken, with: [response])
+    }
+
+    /// Answers requests to `deviceToken` with `responses` in turn; the last one answers
+    /// every later request. An empty list removes the script.
+    public func respond(to deviceToken: DeviceToken, with responses: [Response]) {
+        state.withLock { state in
+            state.scripts[deviceToken.hexString] = responses.isEmpty ? nil : responses
+        }
+    }
+
+    /// Answers requests that have no script for their device token by calling `handler`.
+    public func respond(using handler: @escaping @Sendable (APNsRequest) async -> Response) {
+        state.withLock { $0.handler = handler }
+    }
+
+    /// Answers requests that have no script and no handler with `response`.
+    public func respondByDefault(with response: Response) {
+        state.withLock { $0.defaultResponse = response }
+    }
+
+    /// Every request received so far, in the order received, exactly as sent.
+    public var requests: [APNsRequest] {
+        state.withLock { $0.requests }
+    }
+
+    /// The requests received for `deviceToken`, in the order received.
+    public func requests(to deviceToken: DeviceToken) -> [APNsRequest] {
+        state.withLock { $0.requests.filter { $0.deviceToken == deviceToken } }
+    }
+
+    /// Forgets the requests received so far (scripts stay).
+    public func removeAllRequests() {
+        state.withLock { $0.requests.removeAll() }
+    }
+
+    /// Records `request` and answers it as scripted.
+    public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
+        if Task.isCancelled {
+            throw .cancelled(mayHaveReachedAPNs: false, "cancelled before the mock received the request")
+        }
+        enum Next {
+            case scripted(Response)
+            case handler(@Sendable (APNsRequest) async -> Response)
+        }
+        let next: Next? = state.withLock { state in
+            if state.isShutdown { return nil }
+            state.requests.append(request)
+            state.inFlight += 1
+            if let token = request.deviceToken?.hexString, var script = state.scripts[token], !script.isEmpty {
+                let response = script.count > 1 ? script.removeFirst() : script[0]
+                state.scripts[token] = script
+                return .scripted(response)
+            }
+            if let handler = state.handler { return .handler(handler) }
+            return .scripted(state.defaultResponse)
+        }
+        guard let next else {
+            throw .shutdown("the mock transport is shut down")
+        }
+        defer { finishOne() }
+        let response: Response
+        switch next {
+        case .scripted(let scripted):
+            response = scripted
+        case .handler(let handler):
+            response = await handler(request)
+        }
+        if let delay = response.delay {
+            let timesOut = delay > request.timeout
+            do {
+                try await Task.sleep(for: timesOut ? request.timeout : delay)
+            } catch {
+                throw .cancelled(mayHaveReachedAPNs: true, "cancelled while the mock delayed its answer")
+            }
+            if timesOut {
+                throw .timeout(mayHaveReachedAPNs: true, "the scripted delay exceeds the request's timeout")
+            }
+        }
+        return try Self.answer(response, to: request)
+    }
+
+    /// Refuses new requests from now on and returns when the requests in flight have been answered.
+    public func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state in
+                state.isShutdown = true
+                if state.inFlight == 0 { return true }
+                state.shutdownWaiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    private func finishOne() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.inFlight -= 1
+            guard state.inFlight == 0, state.isShutdown else { return [] }
+            defer { state.shutdownWaiters.removeAll() }
+            return state.shutdownWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private static func answer(_ response: Response, to request: APNsRequest) throws(APNsTransportError) -> APNsResponse
+    {
+        var headers: [HeaderField] = []
+        if let apnsID = request.header("apns-id") {
+            headers.append(HeaderField(name: "apns-id", value: apnsID))
+        }
+        switch response.kind {
+        case .failure(let error):
+            throw error
+        case .response(let response):
+            return response
+        case .accepted(let uniqueID):
+            if let uniqueID { headers.append(HeaderField(name: "apns-unique-id", value: uniqueID)) }
+            return APNsResponse(status: 200, headers: headers)
+        case .rejected(let reason, let status, let timestamp):
+            headers.append(HeaderField(name: "content-type", value: "application/json"))
+            var json = "{\"reason\":\"" + jsonEscaped(reason.rawValue) + "\""
+            if let timestamp {
+                let milliseconds = (timestamp.timeIntervalSince1970 * 1000).rounded(.down)
+                json += ",\"timestamp\":" + String(Int64(exactly: milliseconds) ?? 0)
+            }
+            json += "}"
+            return APNsResponse(status: status, headers: headers, body: Array(json.utf8))
+        }
+    }
+
+    private static func jsonEscaped(_ string: String) -> String {
+        var out = ""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\u{00}"..."\u{1F}": out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

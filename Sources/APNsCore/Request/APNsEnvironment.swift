@@ -1,0 +1,65 @@
+/// Where requests go: APNs production or sandbox (development), on port 443 or the
+/// alternate port 2197, or a host of your own such as a mock server.
+///
+/// | environment | host | port |
+/// |---|---|---|
+/// | ``production`` | `api.push.apple.com` | 443 (``alternatePort``: 2197) |
+/// | ``sandbox`` | `api.sandbox.push.apple.com` | 443 (``alternatePort``: 2197) |
+/// | ``productionChannelManagement`` | `api-manage-broadcast.push.apple.com` | 2196 |
+/// | ``sandboxChannelManagement`` | `api-manage-broadcast.sandbox.push.apple.com` | 2195 |
+///
+/// Device tokens belong to one environment: a sandbox token sent to production is
+/// answered `BadDeviceToken`.
+///
+/// See [Sending notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
+public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
+    /// The host name, used for the connection, TLS SNI and `:authority`.
+    public let host: String
+    /// The TCP port.
+    public let port: Int
+
+    /// Creates an environment for `host` and `port`, for example a mock server on loopback.
+    public static func custom(host: String, port: Int) -> APNsEnvironment {
+        APNsEnvironment(host: host, port: port)
+    }
+
+    private init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// APNs production: `api.push.apple.com:443`.
+    public static let production = APNsEnvironment(host: "api.push.apple.com", port: 443)
+    /// APNs sandbox (development): `api.sandbox.push.apple.com:443`.
+    public static let sandbox = APNsEnvironment(host: "api.sandbox.push.apple.com", port: 443)
+    /// Live Activity channel management in production: `api-manage-broadcast.push.apple.com:2196`.
+    public static let productionChannelManagement = APNsEnvironment(
+        host: "api-manage-broadcast.push.apple.com",
+        port: 2196
+    )
+    /// Live Activity channel management in the sandbox: `api-manage-broadcast.sandbox.push.apple.com:2195`.
+    public static let sandboxChannelManagement = APNsEnvironment(
+        host: "api-manage-broadcast.sandbox.push.apple.com",
+        port: 2195
+    )
+
+    /// The same host on port 2197, which Apple offers for networks that block 443.
+    public var alternatePort: APNsEnvironment { APNsEnvironment(host: host, port: 2197) }
+
+    /// The channel-management endpoint that belongs with this environment: the sandbox one
+    /// for the sandbox host, the production one for the production host, itself otherwise.
+    public var channelManagement: APNsEnvironment {
+        switch host {
+        case Self.production.host: .productionChannelManagement
+        case Self.sandbox.host: .sandboxChannelManagement
+        default: self
+        }
+    }
+
+    /// The `:authority` value: the host, followed by `:port` unless the port is 443
+    /// (RFC 9110 §4.2.2 and §7.2: the default port of `https` is omitted).
+    public var authority: String { port == 443 ? host : host + ":" + String(port) }
+
+    /// `host:port`.
+    public var description: String { host + ":" + String(port) }
+}

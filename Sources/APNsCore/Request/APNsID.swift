@@ -1,0 +1,120 @@
+import Foundation
+
+/// The `apns-id` of a notification: a UUID in canonical lowercase `8-4-4-4-12` form.
+///
+/// APNs echoes it in the response and uses it in its delivery log; the client generates
+/// one per notification when you give none, and a retry reuses it, so the log shows one
+/// notification, not several.
+///
+/// See [Sending notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
+public struct APNsID: Sendable, Hashable, CustomStringConvertible {
+    /// The canonical lowercase form, for example `eabeae54-14a8-11e5-b60b-1697f925ec7b`.
+    public let uuidString: String
+
+    /// Parses a UUID in `8-4-4-4-12` form, in either case; the result is lowercase.
+    ///
+    /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidAPNsID`` if
+    ///   `string` is not a canonical UUID (the description says at which position).
+    public init(_ string: String) throws(APNsRequestError) {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(36)
+        var count = 0
+        for byte in string.utf8 {
+            defer { count += 1 }
+            guard count < 36 else {
+                throw APNsRequestError(
+                    .invalidAPNsID,
+                    header: "apns-id",
+                    position: 36,
+                    "apns-id is longer than 36 characters; expected a UUID like eabeae54-14a8-11e5-b60b-1697f925ec7b"
+                )
+            }
+            let isDashPosition = count == 8 || count == 13 || count == 18 || count == 23
+            switch byte {
+            case UInt8(ascii: "-") where isDashPosition:
+                bytes.append(byte)
+            case UInt8(ascii: "0")...UInt8(ascii: "9") where !isDashPosition,
+                UInt8(ascii: "a")...UInt8(ascii: "f") where !isDashPosition:
+                bytes.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "F") where !isDashPosition:
+                bytes.append(byte + 0x20)
+            default:
+                throw APNsRequestError(
+                    .invalidAPNsID,
+                    header: "apns-id",
+                    position: count,
+                    "apns-id has an unexpected character at UTF-8 offset \(count) (expected "
+                        + (isDashPosition ? "'-'" : "a hexadecimal digit")
+                        + "); expected a UUID like eabeae54-14a8-11e5-b60b-1697f925ec7b"
+                )
+            }
+        }
+        guard count == 36 else {
+            throw APNsRequestError(
+                .invalidAPNsID,
+                header: "apns-id",
+                position: count,
+                "apns-id has \(count) characters, not 36; expected a UUID like eabeae54-14a8-11e5-b60b-1697f925ec7b"
+            )
+        }
+        self.uuidString = String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The apns-id of a Foundation `UUID`.
+    public init(_ uuid: UUID) {
+        let u = uuid.uuid
+        self.init(bytes: (u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15))
+    }
+
+    /// A new random (version 4, RFC 9562 §5.4) apns-id.
+    public static func random() -> APNsID {
+        var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
+
+    /// A new random (version 4, RFC 9562 §5.4) apns-id drawn from `generator`.
+    public static func random(using generator: inout some RandomNumberGenerator) -> APNsID {
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        // Version 4 in the high nibble of byte 6; variant 0b10 in the top bits of byte 8.
+        let versioned = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        let varianted = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        return APNsID(high: versioned, low: varianted)
+    }
+
+    private init(bytes b: uuid_t) {
+        let high =
+            UInt64(b.0) << 56 | UInt64(b.1) << 48 | UInt64(b.2) << 40 | UInt64(b.3) << 32
+            | UInt64(b.4) << 24 | UInt64(b.5) << 16 | UInt64(b.6) << 8 | UInt64(b.7)
+        let low =
+            UInt64(b.8) << 56 | UInt64(b.9) << 48 | UInt64(b.10) << 40 | UInt64(b.11) << 32
+            | UInt64(b.12) << 24 | UInt64(b.13) << 16 | UInt64(b.14) << 8 | UInt64(b.15)
+        self.init(high: high, low: low)
+    }
+
+    private init(high: UInt64, low: UInt64) {
+        self.uuidString = String(unsafeUninitializedCapacity: 36) { buffer in
+            let digits: StaticString = "0123456789abcdef"
+            var out = 0
+            digits.withUTF8Buffer { hex in
+                for nibbleIndex in 0..<32 {
+                    if nibbleIndex == 8 || nibbleIndex == 12 || nibbleIndex == 16 || nibbleIndex == 20 {
+                        buffer[out] = UInt8(ascii: "-")
+                        out += 1
+                    }
+                    let word = nibbleIndex < 16 ? high : low
+                    let shift = UInt64(60 - 4 * (nibbleIndex & 15))
+                    buffer[out] = hex[Int((word >> shift) & 0xF)]
+                    out += 1
+                }
+            }
+            return out
+        }
+    }
+
+    /// The Foundation `UUID` with the same value.
+    public var uuid: UUID? { UUID(uuidString: uuidString) }
+
+    /// The canonical lowercase form, ``uuidString``.
+    public var description: String { uuidString }
+}

@@ -1,0 +1,138 @@
+/// One HTTP/2 request to APNs, as a transport sends it: method, path, the ordered header
+/// list (pseudo-headers first) and the body.
+///
+/// The type is general on purpose: a device push (`POST /3/device/<token>`), a broadcast
+/// push (`POST /4/broadcasts/apps/<bundle ID>` with `apns-channel-id`) and a channel
+/// management call (`GET`, `POST` or `DELETE` on `/1/apps/<bundle ID>/channels`, on
+/// another host) are all an `APNsRequest`; a transport needs nothing else.
+///
+/// Every header value is checked once, here: a value containing CR, LF or NUL is refused
+/// (header injection), as is one with leading or trailing whitespace (RFC 9113 §8.2.1),
+/// whatever built the request.
+public struct APNsRequest: Sendable, Hashable {
+    /// An HTTP request method.
+    public struct Method: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
+        /// The method name, for example `POST`.
+        public let rawValue: String
+        /// A method by name.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// `POST`: device and broadcast pushes, creating a channel.
+        public static let post = Method(rawValue: "POST")
+        /// `GET`: reading channels.
+        public static let get = Method(rawValue: "GET")
+        /// `DELETE`: deleting a channel.
+        public static let delete = Method(rawValue: "DELETE")
+        /// The method name.
+        public var description: String { rawValue }
+    }
+
+    /// The request method.
+    public let method: Method
+    /// The `:scheme`; always `https` for APNs.
+    public let scheme: String
+    /// The `:authority`: host, and `:port` unless it is 443.
+    public let authority: String
+    /// The `:path`, for example `/3/device/<token>`.
+    public let path: String
+    /// Every header in the order it is sent: `:method`, `:scheme`, `:path`, `:authority`,
+    /// then the regular headers in the order given.
+    public let headers: [HeaderField]
+    /// The body: the JSON payload, or empty.
+    public let body: [UInt8]
+    /// The `apns-id` of a device push (reused on every retry); `nil` for requests without one.
+    public let apnsID: APNsID?
+    /// The device token of a device push, for transports and mocks that key on it; `nil` otherwise.
+    public let deviceToken: DeviceToken?
+    /// How long the transport may take, from the moment it accepts the request (queueing
+    /// included) until the response has arrived; it then fails with a timeout.
+    public let timeout: Duration
+
+    /// The default ``timeout``: 30 seconds.
+    public static let defaultTimeout: Duration = .seconds(30)
+
+    /// Creates a request, checking every header.
+    ///
+    /// - Parameters:
+    ///   - method: The request method.
+    ///   - authority: The `:authority`, usually ``APNsEnvironment/authority``.
+    ///   - path: The `:path`.
+    ///   - headers: The regular headers (no pseudo-headers), in the order to send them.
+    ///   - body: The body.
+    ///   - apnsID: The `apns-id`, if the request has one (it should also be in `headers`).
+    ///   - deviceToken: The device token, for a device push.
+    ///   - timeout: See ``timeout``.
+    /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidHeaderValue``
+    ///   naming the header if a name is empty, not lowercase, or starts with `:`, or if a
+    ///   value (or the path or authority) contains CR, LF or NUL or starts or ends with
+    ///   whitespace (RFC 9113 §8.2.1).
+    public init(
+        method: Method,
+        authority: String,
+        path: String,
+        headers: [HeaderField],
+        body: [UInt8],
+        apnsID: APNsID? = nil,
+        deviceToken: DeviceToken? = nil,
+        timeout: Duration = APNsRequest.defaultTimeout
+    ) throws(APNsRequestError) {
+        var all = [HeaderField]()
+        all.reserveCapacity(headers.count + 4)
+        all.append(HeaderField(name: ":method", value: method.rawValue))
+        all.append(HeaderField(name: ":scheme", value: "https"))
+        all.append(HeaderField(name: ":path", value: path))
+        all.append(HeaderField(name: ":authority", value: authority))
+        for field in all { try Self.check(field) }
+        for field in headers {
+            try Self.checkName(field.name)
+            try Self.check(field)
+            all.append(field)
+        }
+        self.method = method
+        self.scheme = "https"
+        self.authority = authority
+        self.path = path
+        self.headers = all
+        self.body = body
+        self.apnsID = apnsID
+        self.deviceToken = deviceToken
+        self.timeout = timeout
+    }
+
+    /// The value of the first header named `name` (lowercase), or `nil`.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name == name }?.value
+    }
+
+    private static func checkName(_ name: String) throws(APNsRequestError) {
+        guard !name.isEmpty, !name.hasPrefix(":"),
+            name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !($0 >= 0x41 && $0 <= 0x5A) && $0 != UInt8(ascii: ":") })
+        else {
+            throw APNsRequestError(
+                .invalidHeaderValue,
+                header: name,
+                "header name '\(name)' is not a lowercase HTTP/2 field name (RFC 9113 §8.2.1)"
+            )
+        }
+    }
+
+    private static func check(_ field: HeaderField) throws(APNsRequestError) {
+        let utf8 = field.value.utf8
+        if let first = utf8.first, let last = utf8.last,
+            first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09
+        {
+            throw APNsRequestError(
+                .invalidHeaderValue,
+                header: field.name,
+                "the value of \(field.name) starts or ends with whitespace, which HTTP/2 forbids (RFC 9113 §8.2.1)"
+            )
+        }
+        for byte in utf8 where byte == 0x0D || byte == 0x0A || byte == 0x00 {
+            let what = byte == 0x0D ? "CR" : byte == 0x0A ? "LF" : "NUL"
+            throw APNsRequestError(
+                .invalidHeaderValue,
+                header: field.name,
+                "the value of \(field.name) contains \(what), which HTTP/2 forbids (RFC 9113 §8.2.1)"
+            )
+        }
+    }
+}

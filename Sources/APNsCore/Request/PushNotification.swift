@@ -1,0 +1,209 @@
+/// A notification to send to one or more device tokens: the payload and the headers that
+/// go with it.
+///
+/// ```swift
+/// let notification = PushNotification(
+///     payload: .alert(title: "Order shipped", body: "Arrives Tuesday"),
+///     topic: "com.example.shop"
+/// )
+/// ```
+///
+/// Defaults: push type `alert`; priority 10 (5 for `background`); no expiration header;
+/// no collapse ID; a fresh random `apns-id` for each device token.
+public struct PushNotification: Sendable {
+    /// What the notification carries.
+    public enum Body: Sendable {
+        /// A payload, encoded and size-checked for the push type when the request is built.
+        case payload(Payload)
+        /// JSON you encoded yourself, sent as is after a size check for the push type.
+        case raw([UInt8])
+    }
+
+    /// What the notification carries.
+    public var body: Body
+    /// The `apns-push-type`; it must match the payload.
+    public var pushType: PushType
+    /// The `apns-topic`: your bundle ID (a suffix is added per push type) or an explicit topic.
+    public var topic: Topic
+    /// The `apns-priority`; `nil` means 10, or 5 for `background`.
+    public var priority: Priority?
+    /// The `apns-expiration`.
+    public var expiration: Expiration
+    /// The `apns-collapse-id`: notifications with the same one replace each other on the
+    /// device. At most 64 bytes of UTF-8.
+    public var collapseID: String?
+    /// The `apns-id`; `nil` means a new random one for each device token.
+    public var apnsID: APNsID?
+
+    /// A notification with a payload.
+    public init(
+        payload: Payload,
+        pushType: PushType = .alert,
+        topic: Topic,
+        priority: Priority? = nil,
+        expiration: Expiration = .none,
+        collapseID: String? = nil,
+        apnsID: APNsID? = nil
+    ) {
+        self.init(
+            body: .payload(payload),
+            pushType: pushType,
+            topic: topic,
+            priority: priority,
+            expiration: expiration,
+            collapseID: collapseID,
+            apnsID: apnsID
+        )
+    }
+
+    /// A notification with a body in any form.
+    public init(
+        body: Body,
+        pushType: PushType = .alert,
+        topic: Topic,
+        priority: Priority? = nil,
+        expiration: Expiration = .none,
+        collapseID: String? = nil,
+        apnsID: APNsID? = nil
+    ) {
+        self.body = body
+        self.pushType = pushType
+        self.topic = topic
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    /// The longest `apns-collapse-id`, in bytes of UTF-8.
+    public static let maximumCollapseIDBytes = 64
+
+    /// Builds the device push request for `deviceToken`.
+    ///
+    /// - Parameters:
+    ///   - deviceToken: The device to address.
+    ///   - environment: Where the request goes; sets `:authority`.
+    ///   - authorization: The `authorization` header value (`bearer <JWT>`) for token-based
+    ///     connections; `nil` for certificate-based ones.
+    ///   - timeout: See ``APNsRequest/timeout``.
+    /// - Throws: ``APNsRequestError`` if a value is invalid; see ``APNsRequestError/Code``.
+    public func request(
+        to deviceToken: DeviceToken,
+        environment: APNsEnvironment,
+        authorization: String? = nil,
+        timeout: Duration = APNsRequest.defaultTimeout
+    ) throws(APNsRequestError) -> APNsRequest {
+        try prepared().request(
+            to: deviceToken,
+            apnsID: apnsID ?? .random(),
+            environment: environment,
+            authorization: authorization,
+            timeout: timeout
+        )
+    }
+
+    /// Checks every value and encodes the body once, so that many device tokens and retries
+    /// reuse the result.
+    func prepared() throws(APNsRequestError) -> Prepared {
+        let topicValue = try topic.value(for: pushType)
+        let priorityValue = priority ?? .default(for: pushType)
+        if pushType == .background && priorityValue == .immediate {
+            throw APNsRequestError(
+                .invalidPriority,
+                header: "apns-priority",
+                "a background push must use priority 5 (powerConsiderate), not 10"
+            )
+        }
+        let expirationValue = try expiration.headerValue()
+        if let collapseID {
+            let bytes = collapseID.utf8.count
+            if bytes == 0 {
+                throw APNsRequestError(.invalidCollapseID, header: "apns-collapse-id", "apns-collapse-id is empty")
+            }
+            if bytes > Self.maximumCollapseIDBytes {
+                throw APNsRequestError(
+                    .invalidCollapseID,
+                    header: "apns-collapse-id",
+                    "apns-collapse-id is \(bytes) bytes of UTF-8; at most \(Self.maximumCollapseIDBytes) are allowed"
+                )
+            }
+        }
+        let bytes: [UInt8]
+        switch body {
+        case .payload(let payload):
+            do {
+                bytes = try payload.encoded(for: pushType)
+            } catch {
+                throw APNsRequestError(.invalidPayload, "payload: \(error.description)")
+            }
+        case .raw(let raw):
+            let limit = PayloadLimit(for: pushType)
+            if raw.isEmpty {
+                throw APNsRequestError(.invalidPayload, "payload is empty")
+            }
+            if raw.count > limit.bytes {
+                throw APNsRequestError(
+                    .invalidPayload,
+                    "payload is \(raw.count) bytes; a \(pushType) push allows at most \(limit.bytes)"
+                )
+            }
+            bytes = raw
+        }
+        return Prepared(
+            topic: topicValue,
+            pushType: pushType,
+            priority: priorityValue,
+            expiration: expirationValue,
+            collapseID: collapseID,
+            body: bytes
+        )
+    }
+
+    /// A notification whose values are checked and whose body is encoded.
+    struct Prepared: Sendable {
+        let topic: String
+        let pushType: PushType
+        let priority: Priority
+        let expiration: String?
+        let collapseID: String?
+        let body: [UInt8]
+
+        /// The one place where device push headers are built, in this order: `:method`,
+        /// `:scheme`, `:path`, `:authority`, `authorization` (token auth only), `apns-topic`,
+        /// `apns-push-type`, `apns-priority`, `apns-expiration` (if any), `apns-collapse-id`
+        /// (if any), `apns-id`. The HPACK header policy relies on this order.
+        func request(
+            to deviceToken: DeviceToken,
+            apnsID: APNsID,
+            environment: APNsEnvironment,
+            authorization: String?,
+            timeout: Duration
+        ) throws(APNsRequestError) -> APNsRequest {
+            var headers = [HeaderField]()
+            headers.reserveCapacity(7)
+            if let authorization {
+                headers.append(HeaderField(name: "authorization", value: authorization))
+            }
+            headers.append(HeaderField(name: "apns-topic", value: topic))
+            headers.append(HeaderField(name: "apns-push-type", value: pushType.rawValue))
+            headers.append(HeaderField(name: "apns-priority", value: priority.description))
+            if let expiration {
+                headers.append(HeaderField(name: "apns-expiration", value: expiration))
+            }
+            if let collapseID {
+                headers.append(HeaderField(name: "apns-collapse-id", value: collapseID))
+            }
+            headers.append(HeaderField(name: "apns-id", value: apnsID.uuidString))
+            return try APNsRequest(
+                method: .post,
+                authority: environment.authority,
+                path: "/3/device/" + deviceToken.hexString,
+                headers: headers,
+                body: body,
+                apnsID: apnsID,
+                deviceToken: deviceToken,
+                timeout: timeout
+            )
+        }
+    }
+}

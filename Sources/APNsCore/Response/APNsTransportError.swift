@@ -1,0 +1,130 @@
+/// A request did not get an answer from APNs: the connection, TLS, HTTP/2 stream or the
+/// transport itself failed.
+///
+/// This is distinct from an ``APNsRejection`` (APNs answered "no"). The key question after
+/// a failure is whether the notification may still have reached APNs, and so whether
+/// sending it again could deliver it twice; ``mayHaveReachedAPNs`` answers it:
+///
+/// | code | mayHaveReachedAPNs | when |
+/// |---|---|---|
+/// | ``Code/connectionFailed`` | false | TCP connect or DNS failed |
+/// | ``Code/tlsFailure`` | false | the TLS handshake or certificate check failed |
+/// | ``Code/goAway`` | false | GOAWAY arrived and the stream's id is above the last-stream-id (RFC 9113 §6.8: not processed) |
+/// | ``Code/streamRefused`` | false | RST_STREAM with REFUSED_STREAM (RFC 9113 §8.7: not processed) |
+/// | ``Code/queueFull`` | false | the transport's queue of waiting requests is full |
+/// | ``Code/shutdown`` | false | the transport was shut down before the request was sent |
+/// | ``Code/timeout`` | given | the deadline passed (true once the request was written) |
+/// | ``Code/cancelled`` | given | the task was cancelled (true once the request was written) |
+/// | ``Code/connectionClosed`` | true | the connection closed after the request was written |
+/// | ``Code/streamReset`` | true | RST_STREAM with another error code |
+/// | ``Code/protocolError`` | true | the peer broke HTTP/2, or the response could not be read |
+///
+/// ``description`` is a short, stable code name, safe as a metric label; ``detail`` has
+/// the specifics for logs.
+public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure: an open set, so new kinds can be added without breaking callers.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case connectionFailed, tlsFailure, goAway, streamRefused, queueFull, shutdown
+            case timeout, cancelled, connectionClosed, streamReset, protocolError
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// TCP connect or name resolution failed; nothing was sent.
+        public static let connectionFailed = Code(.connectionFailed)
+        /// The TLS handshake or the server certificate check failed; nothing was sent.
+        public static let tlsFailure = Code(.tlsFailure)
+        /// A GOAWAY frame's last-stream-id is below the stream: APNs did not process it.
+        public static let goAway = Code(.goAway)
+        /// The stream was reset with REFUSED_STREAM: APNs did not process it.
+        public static let streamRefused = Code(.streamRefused)
+        /// The transport's queue is full (back-pressure); nothing was sent.
+        public static let queueFull = Code(.queueFull)
+        /// The transport is shut down or shutting down.
+        public static let shutdown = Code(.shutdown)
+        /// The request's deadline passed before the response arrived.
+        public static let timeout = Code(.timeout)
+        /// The sending task was cancelled.
+        public static let cancelled = Code(.cancelled)
+        /// The connection closed after the request was written, before the response.
+        public static let connectionClosed = Code(.connectionClosed)
+        /// The stream was reset with an error code other than REFUSED_STREAM.
+        public static let streamReset = Code(.streamReset)
+        /// The peer violated HTTP/2, or sent a response that cannot be read.
+        public static let protocolError = Code(.protocolError)
+
+        /// The code name, for example `timeout`: safe as a metric label.
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// Whether APNs may have received the request, so that sending it again could deliver
+    /// the notification twice. `false` means it certainly did not.
+    public let mayHaveReachedAPNs: Bool
+    /// Details for logs (an OpenSSL error string, an HTTP/2 error code); never a secret.
+    public let detail: String?
+
+    /// Creates an error. Prefer the static constructors, which set ``mayHaveReachedAPNs``
+    /// as the table in the type's documentation says.
+    public init(code: Code, mayHaveReachedAPNs: Bool, detail: String? = nil) {
+        self.code = code
+        self.mayHaveReachedAPNs = mayHaveReachedAPNs
+        self.detail = detail
+    }
+
+    /// TCP connect or name resolution failed; nothing was sent.
+    public static func connectionFailed(_ detail: String? = nil) -> Self {
+        Self(code: .connectionFailed, mayHaveReachedAPNs: false, detail: detail)
+    }
+    /// The TLS handshake or certificate check failed; nothing was sent.
+    public static func tlsFailure(_ detail: String? = nil) -> Self {
+        Self(code: .tlsFailure, mayHaveReachedAPNs: false, detail: detail)
+    }
+    /// GOAWAY with a last-stream-id below this stream: not processed.
+    public static func goAway(_ detail: String? = nil) -> Self {
+        Self(code: .goAway, mayHaveReachedAPNs: false, detail: detail)
+    }
+    /// RST_STREAM with REFUSED_STREAM: not processed.
+    public static func streamRefused(_ detail: String? = nil) -> Self {
+        Self(code: .streamRefused, mayHaveReachedAPNs: false, detail: detail)
+    }
+    /// The transport's queue is full; nothing was sent.
+    public static func queueFull(_ detail: String? = nil) -> Self {
+        Self(code: .queueFull, mayHaveReachedAPNs: false, detail: detail)
+    }
+    /// The transport is shut down; nothing was sent.
+    public static func shutdown(_ detail: String? = nil) -> Self {
+        Self(code: .shutdown, mayHaveReachedAPNs: false, detail: detail)
+    }
+    /// The deadline passed; `mayHaveReachedAPNs` is `false` only if the request was never written.
+    public static func timeout(mayHaveReachedAPNs: Bool = true, _ detail: String? = nil) -> Self {
+        Self(code: .timeout, mayHaveReachedAPNs: mayHaveReachedAPNs, detail: detail)
+    }
+    /// The task was cancelled; `mayHaveReachedAPNs` is `false` only if the request was never written.
+    public static func cancelled(mayHaveReachedAPNs: Bool, _ detail: String? = nil) -> Self {
+        Self(code: .cancelled, mayHaveReachedAPNs: mayHaveReachedAPNs, detail: detail)
+    }
+    /// The connection closed after the request was written.
+    public static func connectionClosed(_ detail: String? = nil) -> Self {
+        Self(code: .connectionClosed, mayHaveReachedAPNs: true, detail: detail)
+    }
+    /// The stream was reset with an error code other than REFUSED_STREAM.
+    public static func streamReset(_ detail: String? = nil) -> Self {
+        Self(code: .streamReset, mayHaveReachedAPNs: true, detail: detail)
+    }
+    /// The peer violated HTTP/2 or sent an unreadable response.
+    public static func protocolError(_ detail: String? = nil) -> Self {
+        Self(code: .protocolError, mayHaveReachedAPNs: true, detail: detail)
+    }
+
+    /// The code name, for example `timeout`: short and stable, safe as a metric label.
+    public var description: String { code.description }
+
+    /// The code, whether the request may have reached APNs, and the detail.
+    public var debugDescription: String {
+        "APNsTransportError(\(code), mayHaveReachedAPNs: \(mayHaveReachedAPNs)"
+            + (detail.map { ", \($0)" } ?? "") + ")"
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import APNsCore
+
+@Suite struct BatchSendTests {
+    /// The outcome the mock scripts for the token at `index`.
+    enum Expected: Equatable { case accepted, unregistered, badDeviceToken, connectionClosed, retriedThenAccepted }
+    static func expected(_ index: Int) -> Expected {
+        switch index % 10 {
+        case 0: .unregistered
+        case 1: .connectionClosed
+        case 2: .badDeviceToken
+        case 3: .retriedThenAccepted
+        default: .accepted
+        }
+    }
+
+    @Test func thousandTokensEachGetExactlyOneOutcomeInInputOrder() async throws {
+        let tokens = (0..<1000).map { mockToken($0, bytes: $0 % 7 == 0 ? 80 : 32) }
+        let mock = MockTransport()
+        let inFlight = Mutex((current: 0, peak: 0))
+        mock.respond { request in
+            inFlight.withLock {
+                $0.current += 1; $0.peak = max($0.peak, $0.current)
+            }
+            for _ in 0..<3 { await Task.yield() }
+            inFlight.withLock { $0.current -= 1 }
+            return .accepted
+        }
+        for (index, device) in tokens.enumerated() {
+            switch Self.expected(index) {
+            case .unregistered:
+                mock.respond(
+                    to: device,
+                    with: .rejected(.unregistered, timestamp: Date(timeIntervalSince1970: 1_600_000_000))
+                )
+            case .connectionClosed: mock.respond(to: device, with: .failure(.connectionClosed()))
+            case .badDeviceToken: mock.respond(to: device, with: .rejected(.badDeviceToken))
+            case .retriedThenAccepted:
+                mock.respond(to: device, with: [.rejected(.tooManyRequests), .accepted(uniqueID: "u-\(index)")])
+            case .accepted: break
+            }
+        }
+        let client = APNsClient.testing(transport: mock)
+        let outcomes = await client.send(sampleAlert, to: tokens, maxConcurrency: 16)
+
+        #expect(outcomes.count == tokens.count)
+        #expect(outcomes.map(\.deviceToken) == tokens)
+        for (index, outcome) in outcomes.enumerated() {
+            switch Self.expected(index) {
+            case .accepted:
+                #expect(outcome.accepted != nil)
+            case .retriedThenAccepted:
+                #expect(outcome.accepted?.uniqueID == "u-\(index)")
+            case .unregistered:
+                #expect(outcome.error?.rejection?.reason == .unregistered)
+                #expect(outcome.error?.rejection?.timestamp == Date(timeIntervalSince1970: 1_600_000_000))
+                #expect(outcome.error?.rejection?.deviceToken == tokens[index])
+            case .badDeviceToken:
+                #expect(outcome.error?.rejection?.reason == .badDeviceToken)
+            case .connectionClosed:
+                #expect(outcome.error?.transportError?.code == .connectionClosed)
+            }
+        }
+        // Every token was sent exactly once, plus one retry for each TooManyRequests.
+        let sent = mock.requests
+        #expect(sent.count == 1000 + 100)
+        var perToken: [DeviceToken: Int] = [:]
+        for request in sent { perToken[request.deviceToken ?? mockToken(-1), default: 0] += 1 }
+        #expect(perToken.count == 1000)
+        for (index, device) in tokens.enumerated() {
+            #expect(perToken[device] == (Self.expected(index) == .retriedThenAccepted ? 2 : 1))
+        }
+        // Every accepted notification has its own apns-id.
+        let ids = outcomes.compactMap { $0.accepted?.apnsID }
+        #expect(Set(ids).count == ids.count)
+        #expect(inFlight.withLock { $0.peak } <= 16)
+    }
+
+    @Test func invalidNotificationFailsEveryTokenWithoutSending() async {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        let tooLong = PushNotification(
+            payload: .alert(body: "x"),
+            topic: "com.example.app",
+            collapseID: String(repeating: "c", count: 65)
+        )
+        let tokens = (0..<5).map { mockToken($0) }
+        let outcomes = await client.send(tooLong, to: tokens)
+        #expect(outcomes.map(\.deviceToken) == tokens)
+        #expect(outcomes.allSatisfy { $0.error?.requestError?.code == .invalidCollapseID })
+        #expect(mock.requests.isEmpty)
+    }
+
+    @Test func emptyListAndDegenerateConcurrency() async {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        #expect(await client.send(sampleAlert, to: []).isEmpty)
+        let outcomes = await client.send(
+            sampleAlert,
+            to: [mockToken(1), mockToken(2), mockToken(1)],
+            maxConcurrency: 0
+        )
+        #expect(outcomes.count == 3)
+        #expect(outcomes.allSatisfy { $0.accepted != nil })
+        #expect(mock.requests.count == 3)
+    }
+
+    @Test func cancelledBatchStillAccountsForEveryToken() async {
+        let mock = MockTransport()
+        mock.respondByDefault(with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
+        let client = APNsClient.testing(transport: mock)
+        let tokens = (0..<50).map { mockToken($0) }
+        let task = Task { await client.send(sampleAlert, to: tokens, maxConcurrency: 5) }
+        while mock.requests.count < 5 { await Task.yield() }
+        task.cancel()
+        let outcomes = await task.value
+        #expect(outcomes.count == 50)
+        #expect(outcomes.map(\.deviceToken) == tokens)
+        #expect(outcomes.allSatisfy { $0.error?.transportError?.code == .cancelled })
+        // Those never started were certainly not sent.
+        #expect(mock.requests.count < 50)
+    }
+
+    @Test func batchSummaryIsLoggedAtDebug() async {
+        let store = CoreCapturingLogHandler.Store()
+        let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
+        let mock = MockTransport()
+        mock.respond(to: mockToken(2), with: .rejected(.unregistered))
+        mock.respond(to: mockToken(3), with: .failure(.connectionClosed()))
+        let client = APNsClient.testing(transport: mock, logger: logger)
+        let outcomes = await client.send(sampleAlert, to: [mockToken(1), mockToken(2), mockToken(3)])
+        #expect(outcomes.map { $0.error == nil } == [true, false, false])
+        let summary = store.all.filter { $0.contains("batch sent") }
+        #expect(summary.count == 1)
+        #expect(summary.first?.hasPrefix("debug") == true)
+        for part in [#""apns.accepted": 1"#, #""apns.rejected": 1"#, #""apns.failed": 1"#, #""apns.count": 3"#] {
+            #expect(summary.first?.contains(part) == true, "\(part)")
+        }
+    }
+
+    @Test func sharedAPNsIDIsSentToEveryToken() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        var notification = sampleAlert
+        notification.apnsID = try APNsID("eabeae54-14a8-11e5-b60b-1697f925ec7b")
+        _ = await client.send(notification, to: [mockToken(1), mockToken(2)])
+        #expect(
+            mock.requests.map { $0.header("apns-id") }
+                == Array(repeating: "eabeae54-14a8-11e5-b60b-1697f925ec7b", count: 2)
+        )
+    }
+}
+
+@Suite struct ConcurrencyTests {
+    @Test func clientAndMockAreUsableFromDetachedTasks() async throws {
+        let mock = MockTransport()
+        let source = CoreCountingTokenSource()
+        let client = APNsClient(environment: .sandbox, credentials: .providerToken(source), transport: mock)
+        let unregistered = mockToken(7)
+        mock.respond(to: unregistered, with: .rejected(.unregistered))
+        let tasks = (0..<50).map { worker in
+            Task.detached { () -> (accepted: Int, rejected: Int) in
+                var counts = (accepted: 0, rejected: 0)
+                for item in 0..<20 {
+                    let device = item == 0 && worker % 5 == 0 ? unregistered : mockToken(worker * 100 + item + 1000)
+                    do throws(APNsError) {
+                        _ = try await client.send(sampleAlert, to: device)
+                        counts.accepted += 1
+                    } catch {
+                        if error.rejection?.reason == .unregistered { counts.rejected += 1 }
+                    }
+                }
+                return counts
+            }
+        }
+        var accepted = 0
+        var rejected = 0
+        for task in tasks {
+            let counts = await task.value
+            accepted += counts.accepted
+            rejected += counts.rejected
+        }
+        #expect(accepted == 990)
+        #expect(rejected == 10)
+        let requests = mock.requests
+        #expect(requests.count == 1000)
+        #expect(Set(requests.compactMap(\.apnsID)).count == 1000)
+        #expect(source.tokenCalls == 1000)
+        #expect(mock.requests(to: unregistered).count == 10)
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import APNsCore
+
+@Suite struct RetryTests {
+    static let device = mockToken(1)
+
+    @Test(arguments: [APNsReason.internalServerError, .serviceUnavailable, .shutdown, .tooManyRequests])
+    func retryableRejectionIsRetriedWithTheSameAPNsID(reason: APNsReason) async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.rejected(reason), .accepted])
+        let sleeper = CoreRecordingSleeper()
+        let client = APNsClient.testing(transport: mock, sleeper: sleeper)
+        let accepted = try await client.send(sampleAlert, to: Self.device)
+        let requests = mock.requests
+        #expect(requests.count == 2)
+        #expect(requests[0].header("apns-id") == requests[1].header("apns-id"))
+        #expect(accepted.apnsID == requests[0].apnsID)
+        #expect(requests[0].body == requests[1].body)
+        #expect(sleeper.durations.count == 1)
+    }
+
+    @Test func givesUpAfterMaxAttemptsWithTheLastRejection() async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: .rejected(.serviceUnavailable))
+        let sleeper = CoreRecordingSleeper()
+        let policy = RetryPolicy(maxAttempts: 4, baseDelay: .seconds(1), maxDelay: .seconds(3))
+        let client = APNsClient.testing(transport: mock, retryPolicy: policy, sleeper: sleeper, jitter: 1)
+        do {
+            _ = try await client.send(sampleAlert, to: Self.device)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.rejection?.status == 503)
+            #expect(error.rejection?.reason == .serviceUnavailable)
+            #expect(error.rejection?.apnsID == mock.requests.first?.apnsID)
+            #expect(error.rejection?.deviceToken == Self.device)
+        }
+        #expect(mock.requests.count == 4)
+        #expect(Set(mock.requests.compactMap { $0.header("apns-id") }).count == 1)
+        // Exponential, capped at maxDelay: 1 s, 2 s, then 3 s (not 4 s).
+        #expect(sleeper.durations == [.seconds(1), .seconds(2), .seconds(3)])
+    }
+
+    // Apple: never retry these.
+    @Test(arguments: [
+        APNsReason.badDeviceToken, .deviceTokenNotForTopic, .forbidden, .expiredToken, .unregistered,
+        .payloadTooLarge, .badTopic, .invalidProviderToken, .tooManyProviderTokenUpdates,
+    ])
+    func nonRetryableRejectionIsSentOnce(reason: APNsReason) async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.rejected(reason), .accepted])
+        let sleeper = CoreRecordingSleeper()
+        let client = APNsClient.testing(transport: mock, sleeper: sleeper)
+        do {
+            _ = try await client.send(sampleAlert, to: Self.device)
+            Issue.record("\(reason) was retried into success")
+        } catch {
+            #expect(error.rejection?.reason == reason)
+            #expect(error.rejection?.status == reason.status)
+        }
+        #expect(mock.requests.count == 1)
+        #expect(sleeper.durations.isEmpty)
+    }
+
+    @Test(arguments: [
+        APNsTransportError.connectionFailed(), .goAway(), .streamRefused(), .queueFull(), .tlsFailure(),
+        .timeout(mayHaveReachedAPNs: false),
+    ])
+    func failureThatNeverReachedAPNsIsRetried(failure: APNsTransportError) async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.failure(failure), .accepted])
+        let client = APNsClient.testing(transport: mock)
+        _ = try await client.send(sampleAlert, to: Self.device)
+        #expect(mock.requests.count == 2)
+        #expect(mock.requests[0].header("apns-id") == mock.requests[1].header("apns-id"))
+    }
+
+    @Test(arguments: [
+        APNsTransportError.connectionClosed(), .timeout(), .streamReset(), .protocolError(),
+        .shutdown(), .cancelled(mayHaveReachedAPNs: false),
+    ])
+    func failureThatMayHaveReachedAPNsIsNotRetried(failure: APNsTransportError) async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.failure(failure), .accepted])
+        let client = APNsClient.testing(transport: mock)
+        do {
+            _ = try await client.send(sampleAlert, to: Self.device)
+            Issue.record("\(failure) was retried")
+        } catch {
+            #expect(error.transportError == failure)
+        }
+        #expect(mock.requests.count == 1)
+    }
+
+    @Test func optInRetriesFailuresThatMayHaveReachedAPNs() async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.failure(.connectionClosed()), .failure(.timeout()), .accepted])
+        let policy = RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true)
+        let client = APNsClient.testing(transport: mock, retryPolicy: policy)
+        _ = try await client.send(sampleAlert, to: Self.device)
+        #expect(mock.requests.count == 3)
+    }
+
+    @Test func expiredProviderTokenIsRefreshedOnce() async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.rejected(.expiredProviderToken), .accepted])
+        let source = CoreCountingTokenSource()
+        let sleeper = CoreRecordingSleeper()
+        let client = APNsClient.testing(
+            transport: mock,
+            credentials: .providerToken(source),
+            retryPolicy: .never,
+            sleeper: sleeper
+        )
+        _ = try await client.send(sampleAlert, to: Self.device)
+        let requests = mock.requests
+        #expect(requests.count == 2)
+        #expect(requests[0].header("authorization") == "bearer header.claims.signature-1")
+        #expect(requests[1].header("authorization") == "bearer header.claims.signature-2")
+        #expect(requests[0].header("apns-id") == requests[1].header("apns-id"))
+        #expect(source.invalidated == ["header.claims.signature-1"])
+        #expect(source.tokenCalls == 2)
+        #expect(sleeper.durations.isEmpty)
+    }
+
+    @Test func expiredProviderTokenTwiceIsNotRefreshedAgain() async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: .rejected(.expiredProviderToken))
+        let source = CoreCountingTokenSource()
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(source))
+        do {
+            _ = try await client.send(sampleAlert, to: Self.device)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.rejection?.reason == .expiredProviderToken)
+            #expect(error.rejection?.remedy == .fixCredentials)
+        }
+        #expect(mock.requests.count == 2)
+        #expect(source.invalidated.count == 1)
+    }
+
+    @Test func backoffBoundsAreHalfToFullOfTheExponentialBound() {
+        let policy = RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(100), maxDelay: .seconds(1))
+        let bounds: [Duration] = [
+            .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1),
+        ]
+        for (index, bound) in bounds.enumerated() {
+            let retry = index + 1
+            #expect(policy.delay(beforeRetry: retry, jitter: 1) == bound)
+            #expect(policy.delay(beforeRetry: retry, jitter: 0) == bound / 2)
+            let middle = policy.delay(beforeRetry: retry, jitter: 0.5)
+            #expect(middle > bound / 2 && middle < bound)
+        }
+        // Huge retry counts and out-of-range jitter stay in bounds.
+        #expect(policy.delay(beforeRetry: 1000, jitter: 7) == .seconds(1))
+        #expect(policy.delay(beforeRetry: 1000, jitter: -3) == .milliseconds(500))
+        #expect(policy.delay(beforeRetry: 2, jitter: .nan) == .milliseconds(100))
+    }
+
+    @Test func jitterIsAppliedThroughTheClient() async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: .rejected(.tooManyRequests))
+        let sleeper = CoreRecordingSleeper()
+        let policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(2), maxDelay: .seconds(60))
+        let client = APNsClient.testing(transport: mock, retryPolicy: policy, sleeper: sleeper, jitter: 0)
+        _ = try? await client.send(sampleAlert, to: Self.device)
+        #expect(sleeper.durations == [.seconds(1), .seconds(2)])
+    }
+
+    @Test func invalidNotificationIsNeverSent() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        let background = PushNotification(
+            body: .raw(Array("{\"aps\":{\"content-available\":1}}".utf8)),
+            pushType: .background,
+            topic: "com.example.app",
+            priority: .immediate
+        )
+        do {
+            _ = try await client.send(background, to: Self.device)
+            Issue.record("sent")
+        } catch {
+            #expect(error.requestError?.code == .invalidPriority)
+        }
+        #expect(mock.requests.isEmpty)
+    }
+
+    @Test func oversizedPayloadIsInvalidAndNeverSent() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        // 4096 bytes is the limit for an alert (Apple); 5120 for VoIP.
+        let oversized = PushNotification(body: .raw([UInt8](repeating: 0x20, count: 4097)), topic: "com.example.app")
+        do {
+            _ = try await client.send(oversized, to: Self.device)
+            Issue.record("sent")
+        } catch {
+            #expect(error.requestError?.code == .invalidPayload)
+            #expect(error.requestError?.description.contains("4097") == true)
+        }
+        let outcomes = await client.send(oversized, to: [Self.device, mockToken(2)])
+        #expect(outcomes.allSatisfy { $0.error?.requestError?.code == .invalidPayload })
+        #expect(mock.requests.isEmpty)
+    }
+
+    @Test func failingTokenSourceMeansInvalidNotSent() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(CoreFailingTokenSource()))
+        do {
+            _ = try await client.send(sampleAlert, to: Self.device)
+            Issue.record("sent")
+        } catch {
+            #expect(error.requestError?.code == .providerTokenUnavailable)
+        }
+        #expect(mock.requests.isEmpty)
+    }
+
+    @Test func certificateCredentialsSendNoAuthorization() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock, credentials: .certificate)
+        _ = try await client.send(sampleAlert, to: Self.device)
+        #expect(mock.requests.first?.header("authorization") == nil)
+        #expect(mock.requests.first?.authority == "api.sandbox.push.apple.com")
+    }
+
+    @Test func cancellationDuringAnAnswerIsACancelledFailure() async throws {
+        let mock = MockTransport()
+        mock.respondByDefault(with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
+        let client = APNsClient.testing(transport: mock)
+        let task = Task { try await client.send(sampleAlert, to: Self.device) }
+        while mock.requests.isEmpty { await Task.yield() }
+        task.cancel()
+        let result = await task.result
+        guard case .failure(let failure) = result, let error = failure as? APNsError else {
+            Issue.record("accepted after cancellation")
+            return
+        }
+        #expect(error.transportError?.code == .cancelled)
+        #expect(error.transportError?.mayHaveReachedAPNs == true)
+        #expect(mock.requests.count == 1)
+    }
+
+    @Test func logsNeverContainTheJWTOrWholeDeviceToken() async throws {
+        let store = CoreCapturingLogHandler.Store()
+        let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
+        let mock = MockTransport()
+        let device = try DeviceToken(hex: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
+        mock.respond(
+            to: device,
+            with: [.rejected(.expiredProviderToken), .rejected(.serviceUnavailable), .rejected(.invalidProviderToken)]
+        )
+        let client = APNsClient.testing(
+            transport: mock,
+            credentials: .providerToken(CoreCountingTokenSource()),
+            logger: logger
+        )
+        _ = try? await client.send(sampleAlert, to: device)
+        let lines = store.all
+        #expect(lines.count >= 4)
+        #expect(lines.allSatisfy { !$0.contains("header.claims.signature") && !$0.contains(device.hexString) })
+        #expect(lines.contains { $0.contains("00fc13ad…") })
+        // Only the credentials problem is logged above debug.
+        #expect(lines.filter { $0.hasPrefix("warning") }.count == 1)
+        #expect(lines.allSatisfy { $0.hasPrefix("trace") || $0.hasPrefix("debug") || $0.hasPrefix("warning") })
+    }
+}

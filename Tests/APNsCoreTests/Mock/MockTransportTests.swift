@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+
+@testable import APNsCore
+
+@Suite struct MockTransportTests {
+    @Test func recordsRequestsExactlyAsSent() async throws {
+        let mock = MockTransport()
+        let client = APNsClient(
+            environment: .sandbox,
+            credentials: .providerToken(CoreCountingTokenSource()),
+            transport: mock
+        )
+        let device = try DeviceToken(hex: "00FC13ADFF785122B4AD28809A3420982341241421348097878E577C991DE8F0")
+        let notification = PushNotification(
+            body: .raw(Array(#"{"aps":{"alert":"Hello"}}"#.utf8)),
+            topic: "com.example.app",
+            expiration: .immediately,
+            collapseID: "greeting"
+        )
+        let accepted = try await client.send(notification, to: device)
+        let request = try #require(mock.requests.first)
+        #expect(
+            request.headers.map(\.name) == [
+                ":method", ":scheme", ":path", ":authority", "authorization", "apns-topic", "apns-push-type",
+                "apns-priority", "apns-expiration", "apns-collapse-id", "apns-id",
+            ]
+        )
+        #expect(request.path == "/3/device/00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
+        #expect(request.header("authorization") == "bearer header.claims.signature-1")
+        #expect(String(decoding: request.body, as: UTF8.self) == #"{"aps":{"alert":"Hello"}}"#)
+        #expect(request.deviceToken == device)
+        #expect(accepted.apnsID == request.apnsID)
+        #expect(mock.requests(to: device).count == 1)
+        mock.removeAllRequests()
+        #expect(mock.requests.isEmpty)
+    }
+
+    @Test func rejectionBodyIsAppleShapedJSON() async throws {
+        let mock = MockTransport()
+        let device = mockToken(3)
+        let lastSeen = Date(timeIntervalSince1970: 1_454_402_113)
+        mock.respond(to: device, with: .rejected(.unregistered, timestamp: lastSeen))
+        let request = try sampleAlert.request(to: device, environment: .sandbox)
+        let response = try await mock.send(request)
+        #expect(response.status == 410)
+        #expect(response.header("apns-id") == request.header("apns-id"))
+        // Foundation reads what the mock wrote.
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+        #expect(json["reason"] as? String == "Unregistered")
+        #expect((json["timestamp"] as? NSNumber)?.int64Value == 1_454_402_113_000)
+    }
+
+    @Test func scriptsAreConsumedInTurnAndTheLastOneSticks() async throws {
+        let mock = MockTransport()
+        let device = mockToken(4)
+        mock.respond(to: device, with: [.rejected(.tooManyRequests), .failure(.goAway()), .accepted(uniqueID: "u")])
+        let request = try sampleAlert.request(to: device, environment: .sandbox)
+        #expect(try await mock.send(request).status == 429)
+        await #expect(throws: APNsTransportError.goAway()) { try await mock.send(request) }
+        #expect(try await mock.send(request).header("apns-unique-id") == "u")
+        #expect(try await mock.send(request).header("apns-unique-id") == "u")
+        // Other tokens get the default, then the handler once one is set.
+        let other = try sampleAlert.request(to: mockToken(5), environment: .sandbox)
+        #expect(try await mock.send(other).status == 200)
+        mock.respondByDefault(with: .rejected(.internalServerError))
+        #expect(try await mock.send(other).status == 500)
+        mock.respond { request in request.header("apns-push-type") == "alert" ? .rejected(.badTopic) : .accepted }
+        #expect(try await mock.send(other).status == 400)
+        #expect(try await mock.send(request).status == 200)  // the script still wins
+        mock.respond(to: device, with: [])
+        #expect(try await mock.send(request).status == 400)  // script removed: the handler answers
+    }
+
+    @Test func rawResponsesPassThrough() async throws {
+        let mock = MockTransport(handler: { _ in .response(APNsResponse(status: 502, body: Array("<html>".utf8))) })
+        let client = APNsClient.testing(transport: mock, retryPolicy: .never)
+        do {
+            _ = try await client.send(sampleAlert, to: mockToken(1))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.rejection?.status == 502)
+            #expect(error.rejection?.reason == nil)
+            #expect(error.rejection?.remedy == .retryLater)
+        }
+    }
+
+    @Test func shutdownRefusesNewRequestsAndWaitsForInFlightOnes() async throws {
+        let mock = MockTransport()
+        let slow = mockToken(1)
+        mock.respond(to: slow, with: MockTransport.Response.accepted.delayed(by: .milliseconds(50)))
+        let request = try sampleAlert.request(to: slow, environment: .sandbox)
+        let inFlight = Task { try await mock.send(request) }
+        while mock.requests.isEmpty { await Task.yield() }
+        await mock.shutdown()
+        // shutdown() returned, so the in-flight request has been answered.
+        let answered = try await inFlight.value
+        #expect(answered.status == 200)
+        await #expect(throws: APNsTransportError.shutdown("the mock transport is shut down")) {
+            try await mock.send(request)
+        }
+        #expect(mock.requests.count == 1)
+        await mock.shutdown()  // again: no effect
+        let client = APNsClient.testing(transport: mock)
+        do {
+            _ = try await client.send(sampleAlert, to: slow)
+            Issue.record("sent after shutdown")
+        } catch {
+            #expect(error.transportError?.code == .shutdown)
+            #expect(error.transportError?.mayHaveReachedAPNs == false)
+        }
+    }
+
+    @Test func cancelledTaskIsNotRecorded() async throws {
+        let mock = MockTransport()
+        let request = try sampleAlert.request(to: mockToken(1), environment: .sandbox)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await mock.send(request)
+        }
+        do {
+            _ = try await task.value
+            Issue.record("answered")
+        } catch {
+            #expect((error as? APNsTransportError)?.code == .cancelled)
+            #expect((error as? APNsTransportError)?.mayHaveReachedAPNs == false)
+        }
+        #expect(mock.requests.isEmpty)
+    }
+
+    @Test func delayLongerThanTheTimeoutIsATimeout() async throws {
+        let mock = MockTransport()
+        mock.respondByDefault(with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
+        let client = APNsClient(
+            environment: .sandbox,
+            credentials: .certificate,
+            transport: mock,
+            requestTimeout: .milliseconds(10)
+        )
+        do {
+            _ = try await client.send(sampleAlert, to: mockToken(1))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.transportError?.code == .timeout)
+            #expect(error.transportError?.mayHaveReachedAPNs == true)
+        }
+        // A timeout may have reached APNs: not retried by default.
+        #expect(mock.requests.count == 1)
+    }
+}

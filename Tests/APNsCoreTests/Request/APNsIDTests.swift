@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+@testable import APNsCore
+
+@Suite struct APNsIDTests {
+    @Test func acceptsAppleExampleAndNormalizesUppercase() throws {
+        // Seed 000 listing 8-1.
+        #expect(try APNsID("eabeae54-14a8-11e5-b60b-1697f925ec7b").uuidString == "eabeae54-14a8-11e5-b60b-1697f925ec7b")
+        #expect(try APNsID("EABEAE54-14A8-11E5-B60B-1697F925EC7B").uuidString == "eabeae54-14a8-11e5-b60b-1697f925ec7b")
+    }
+
+    @Test(arguments: [
+        "",
+        "eabeae54-14a8-11e5-b60b-1697f925ec7",  // 35 characters
+        "eabeae54-14a8-11e5-b60b-1697f925ec7bb",  // 37
+        "eabeae5414a811e5b60b1697f925ec7b",  // no dashes
+        "eabeae54-14a8-11e5-b60b_1697f925ec7b",
+        "gabeae54-14a8-11e5-b60b-1697f925ec7b",
+        "{eabeae54-14a8-11e5-b60b-1697f925ec7b}",
+        "eabeae54-14a8-11e5-b60b-1697f925ec7\n",
+        // Apple's documentation example is one digit short: APNs would answer BadMessageId.
+        "123e4567-e89b-12d3-a456-42665544000",
+    ])
+    func rejectsNonCanonicalUUIDs(input: String) {
+        #expect(Foundation.UUID(uuidString: input) == nil)  // Foundation agrees it is not a UUID
+        do {
+            _ = try APNsID(input)
+            Issue.record("accepted \(input)")
+        } catch {
+            #expect(error.code == .invalidAPNsID)
+            #expect(error.header == "apns-id")
+        }
+    }
+
+    @Test func randomIDsAreVersion4UUIDsFoundationAccepts() {
+        var seen = Set<String>()
+        for _ in 0..<1000 {
+            let id = APNsID.random()
+            let string = id.uuidString
+            let uuid = Foundation.UUID(uuidString: string)
+            #expect(uuid != nil)
+            #expect(uuid?.uuidString.lowercased() == string)
+            #expect(string == string.lowercased())
+            let characters = Array(string)
+            #expect(characters[14] == "4")  // version 4 (RFC 9562 §5.4)
+            #expect("89ab".contains(characters[19]))  // variant 0b10 (RFC 9562 §4.1)
+            seen.insert(string)
+        }
+        #expect(seen.count == 1000)
+    }
+
+    @Test func foundationUUIDRoundTrips() throws {
+        for _ in 0..<100 {
+            let uuid = Foundation.UUID()
+            let id = APNsID(uuid)
+            #expect(id.uuidString == uuid.uuidString.lowercased())
+            #expect(id.uuid == uuid)
+            #expect(try APNsID(uuid.uuidString) == id)
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+@testable import APNsCore
+
+@Suite struct DeviceTokenTests {
+    // Apple's example token, seed 000 listing 8-1.
+    static let appleToken = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+
+    @Test func parsesAppleExampleAndNormalizesCase() throws {
+        let lower = try DeviceToken(hex: Self.appleToken)
+        let upper = try DeviceToken(hex: Self.appleToken.uppercased())
+        #expect(lower.hexString == Self.appleToken)
+        #expect(upper.hexString == Self.appleToken)
+        #expect(lower == upper)
+        #expect(lower.byteCount == 32)
+        #expect(lower.bytes.first == 0x00 && lower.bytes[1] == 0xfc && lower.bytes.last == 0xf0)
+    }
+
+    @Test func bytesAndHexAgreeWithFoundationFormatting() throws {
+        // 80-byte tokens exist: never assume 32 bytes.
+        var generator = SystemRandomNumberGenerator()
+        for length in [1, 8, 32, 64, 80, 100] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let foundationHex = bytes.map { String(format: "%02x", $0) }.joined()
+            let fromBytes = try DeviceToken(bytes: bytes)
+            let fromHex = try DeviceToken(hex: foundationHex)
+            #expect(fromBytes.hexString == foundationHex)
+            #expect(fromHex == fromBytes)
+            #expect(fromHex.bytes == bytes)
+            #expect(fromHex.byteCount == length)
+        }
+    }
+
+    @Test func eightyByteTokenGoesIntoThePath() throws {
+        let hex = String(repeating: "ab", count: 80)
+        let token = try DeviceToken(hex: hex)
+        let request = try PushNotification(body: .raw(Array("{\"aps\":{}}".utf8)), topic: "com.example.app")
+            .request(to: token, environment: .sandbox)
+        #expect(request.path == "/3/device/" + hex)
+        #expect(request.path.utf8.count == 10 + 160)
+    }
+
+    @Test(arguments: [
+        ("00fc13zz", 6),
+        ("g0", 0),
+        ("00 fc", 2),
+        ("00fc-13ad", 4),
+        ("0x00fc", 1),
+        ("00fcé1", 4),
+        ("00fc\n1", 4),
+        ("00fc１２", 4),  // fullwidth digits are not hexadecimal
+    ])
+    func nonHexCharacterIsReportedAtItsPosition(input: String, position: Int) {
+        #expect {
+            try DeviceToken(hex: input)
+        } throws: { error in
+            guard let error = error as? APNsRequestError else { return false }
+            return error.code == .invalidDeviceToken && error.position == position
+                && error.description.contains("position \(position)")
+        }
+    }
+
+    @Test func emptyTokenIsAnError() {
+        #expect(throws: APNsRequestError.self) { try DeviceToken(hex: "") }
+        #expect(throws: APNsRequestError.self) { try DeviceToken(bytes: []) }
+        do {
+            _ = try DeviceToken(hex: "")
+        } catch {
+            #expect(error.code == .invalidDeviceToken)
+            #expect(error.description.contains("empty"))
+        }
+    }
+
+    @Test func oddLengthNamesTheUnpairedDigit() {
+        do {
+            _ = try DeviceToken(hex: "00fc1")
+            Issue.record("odd length accepted")
+        } catch {
+            #expect(error.code == .invalidDeviceToken)
+            #expect(error.position == 4)
+            #expect(error.description.contains("odd"))
+        }
+    }
+
+    @Test func descriptionNeverPrintsTheWholeToken() throws {
+        let token = try DeviceToken(hex: Self.appleToken)
+        #expect(token.description == "00fc13ad…")
+        #expect("\(token)" == "00fc13ad…")
+        #expect(!String(reflecting: token).contains(Self.appleToken))
+        #expect(!"\([token])".contains(Self.appleToken))
+        let short = try DeviceToken(hex: "abcd")
+        #expect(!short.description.contains("abcd"))
+    }
+}
