@@ -9,7 +9,7 @@
 /// and is not added.
 ///
 /// Every inserted entry gets a sequence number. The entry with sequence number `s`
-/// sits at dynamic index `insertedCount - s`, so lookups store sequence numbers and
+/// sits at dynamic index `insertedCount - s + 1`, so lookups store sequence numbers and
 /// insertions never renumber anything.
 struct DynamicHeaderTable: Sendable {
     /// The overhead RFC 7541 §4.1 adds to every entry.
@@ -62,14 +62,14 @@ struct DynamicHeaderTable: Sendable {
     @inline(__always)
     func dynamicIndex(of field: HeaderField) -> Int? {
         guard let sequence = fieldSequence[field] else { return nil }
-        return insertedCount - sequence
+        return insertedCount - sequence + 1
     }
 
     /// The dynamic index (1 = newest) of the newest entry named `name`, if any.
     @inline(__always)
     func dynamicIndex(ofName name: String) -> Int? {
         guard let sequence = nameSequence[name] else { return nil }
-        return insertedCount - sequence
+        return insertedCount - sequence + 1
     }
 
     /// Whether the table holds an entry named `name`.

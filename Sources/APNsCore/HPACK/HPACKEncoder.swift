@@ -4,7 +4,7 @@
 /// Implements [RFC 7541](https://www.rfc-editor.org/rfc/rfc7541) completely: every
 /// representation of §6 (indexed, literal with incremental indexing, without
 /// indexing and never indexed, each with an indexed or a literal name), integers
-/// (§5.1), Huffman-coded strings when shorter (§5.2), the static table (Appendix A),
+/// (§5.1), Huffman-coded strings unless that is longer (§5.2), the static table (Appendix A),
 /// the dynamic table with eviction (§4) and dynamic table size updates (§6.3) when
 /// the peer's `SETTINGS_HEADER_TABLE_SIZE` changes.
 ///
@@ -35,7 +35,7 @@ public struct HPACKEncoder: Sendable {
     /// the size to end with (§4.2).
     private var pendingSizeUpdate: (minimum: Int, final: Int)?
 
-    /// Whether string literals are Huffman-coded when that is shorter (§5.2).
+    /// Whether string literals are Huffman-coded unless that is longer (§5.2).
     /// `false` writes every string raw; meant for tests against raw vectors.
     public var usesHuffmanCoding: Bool
 
@@ -169,7 +169,8 @@ public struct HPACKEncoder: Sendable {
         }
     }
 
-    /// Writes a string literal (§5.2): Huffman-coded when that is strictly shorter.
+    /// Writes a string literal (§5.2): Huffman-coded unless that is longer (at equal
+    /// length Huffman is used, as in the RFC's examples, §C.6.2).
     @inline(__always)
     private func appendString(_ string: String, into buffer: inout [UInt8]) {
         var string = string
@@ -182,7 +183,7 @@ public struct HPACKEncoder: Sendable {
     private func appendString(bytes: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
         if usesHuffmanCoding {
             let huffmanLength = HuffmanCoding.encodedLength(of: bytes)
-            if huffmanLength < bytes.count {
+            if huffmanLength <= bytes.count {
                 IntegerCoding.encode(huffmanLength, prefixBits: 7, flags: 0x80, into: &buffer)
                 HuffmanCoding.encode(bytes, into: &buffer)
                 return
