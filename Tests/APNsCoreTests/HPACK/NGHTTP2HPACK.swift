@@ -36,7 +36,17 @@ final class NGHTTP2Inflater {
 
     /// Decodes one complete header block.
     func decode(_ block: [UInt8]) throws -> [DecodedField] {
-        var fields: [DecodedField] = []
+        try decodeRaw(block).map {
+            DecodedField(
+                field: HeaderField(name: String(decoding: $0.name, as: UTF8.self), value: String(decoding: $0.value, as: UTF8.self)),
+                neverIndexed: $0.neverIndexed
+            )
+        }
+    }
+
+    /// Decodes one complete header block into raw octets.
+    func decodeRaw(_ block: [UInt8]) throws -> [(name: [UInt8], value: [UInt8], neverIndexed: Bool)] {
+        var fields: [(name: [UInt8], value: [UInt8], neverIndexed: Bool)] = []
         var dummy: UInt8 = 0
         try block.withUnsafeBufferPointer { bytes in
             var offset = 0
@@ -48,9 +58,10 @@ final class NGHTTP2Inflater {
                 guard rv >= 0 else { throw NGHTTP2HPACKError(call: "nghttp2_hd_inflate_hd2", code: rv) }
                 offset += rv
                 if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
-                    fields.append(DecodedField(
-                        field: HeaderField(nv),
-                        neverIndexed: nv.flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0
+                    fields.append((
+                        Array(UnsafeBufferPointer(start: nv.name, count: nv.namelen)),
+                        Array(UnsafeBufferPointer(start: nv.value, count: nv.valuelen)),
+                        nv.flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0
                     ))
                 }
                 if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 {
@@ -176,17 +187,4 @@ struct SeededGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
-}
-
-/// Hex helper for vectors written like the RFC prints them.
-func bytes(_ hex: String) -> [UInt8] {
-    let digits = hex.filter { !$0.isWhitespace }
-    var result: [UInt8] = []
-    var index = digits.startIndex
-    while index < digits.endIndex {
-        let next = digits.index(index, offsetBy: 2)
-        result.append(UInt8(digits[index..<next], radix: 16)!)
-        index = next
-    }
-    return result
 }
