@@ -92,12 +92,27 @@ public struct APNsHeaderEncoder: Sendable {
         into buffer: inout [UInt8],
         decisions: inout [HPACKIndexing]
     ) {
+        var noOffsets: [Int]? = nil
+        encodeHeaderBlock(headers, into: &buffer, decisions: &decisions, fieldEnds: &noOffsets)
+    }
+
+    /// ``encodeHeaderBlock(_:into:decisions:)`` that also records where each field's
+    /// representation ends in `buffer` (for measuring the octets each header costs).
+    @inline(__always)
+    mutating func encodeHeaderBlock(
+        _ headers: [HeaderField],
+        into buffer: inout [UInt8],
+        decisions: inout [HPACKIndexing],
+        fieldEnds: inout [Int]?
+    ) {
         decisions.removeAll(keepingCapacity: true)
         encoder.beginHeaderBlock(into: &buffer)
+        fieldEnds?.append(buffer.count)
         for field in headers {
             let indexing = decide(field)
             decisions.append(indexing)
             encoder.append(field, indexing: indexing, into: &buffer)
+            fieldEnds?.append(buffer.count)
         }
         headerBlockCount += 1
     }
