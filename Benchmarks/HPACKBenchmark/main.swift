@@ -6,9 +6,13 @@
 //
 //     swift run -c release HPACKBenchmark [rounds]
 //
-// Allocations: Swift heap objects are counted through the runtime's
-// `_swift_allocObject` hook (every Swift class, array, dictionary and string
-// buffer goes through it); nghttp2's mallocs through a counting `nghttp2_mem`.
+// Allocations per block: `HPACKBenchmark allocations ours|nghttp2 <blocks>` only
+// encodes <blocks> blocks after the warm-up. Run it under valgrind with two block
+// counts; the difference in "total heap usage: N allocs" divided by the difference
+// in blocks is the number of heap allocations per block in steady state:
+//
+//     valgrind .build/release/HPACKBenchmark allocations ours 0
+//     valgrind .build/release/HPACKBenchmark allocations ours 10000
 import APNsCore
 import CNGHTTP2
 #if canImport(Glibc)
@@ -16,41 +20,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-// MARK: Allocation counters
-
-typealias AllocObjectFunction = @convention(c) (UnsafeRawPointer?, Int, Int) -> UnsafeMutableRawPointer?
-
-nonisolated(unsafe) var swiftAllocations = 0
-nonisolated(unsafe) var nghttp2Allocations = 0
-nonisolated(unsafe) var originalAllocObject: AllocObjectFunction?
-
-/// Counts the Swift heap allocations `body` makes by replacing the runtime's
-/// allocation entry point for its duration; nil if the runtime has no such hook.
-/// The hook is removed before anything else runs (only `body` runs under it).
-func countingSwiftAllocations(_ body: () -> Void) -> Int? {
-    guard let symbol = dlsym(nil, "_swift_allocObject") else { return nil }
-    let hook = symbol.assumingMemoryBound(to: AllocObjectFunction?.self)
-    guard let original = hook.pointee else { return nil }
-    originalAllocObject = original
-    hook.pointee = { metadata, size, alignmentMask in
-        swiftAllocations &+= 1
-        return originalAllocObject.unsafelyUnwrapped(metadata, size, alignmentMask)
-    }
-    swiftAllocations = 0
-    body()
-    let counted = swiftAllocations
-    hook.pointee = original
-    return counted
-}
-
-var countingMemory = nghttp2_mem(
-    mem_user_data: nil,
-    malloc: { size, _ in nghttp2Allocations &+= 1; return malloc(size) },
-    free: { pointer, _ in free(pointer) },
-    calloc: { count, size, _ in nghttp2Allocations &+= 1; return calloc(count, size) },
-    realloc: { pointer, size, _ in nghttp2Allocations &+= 1; return realloc(pointer, size) }
-)
 
 // MARK: Requests
 
@@ -78,7 +47,9 @@ func request() -> [HeaderField] {
 }
 
 let requestCount = 1024
-let rounds = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 41
+let arguments = Array(CommandLine.arguments.dropFirst())
+let allocationMode = arguments.first == "allocations" && arguments.count == 3 ? arguments[1] : nil
+let rounds = allocationMode == nil ? arguments.first.flatMap(Int.init) ?? 41 : 0
 let requests = (0..<requestCount).map { _ in request() }
 
 // The flags the transport would pass: the policy's decisions for each request.
@@ -113,8 +84,8 @@ decisions.reserveCapacity(16)
 policy.encodeHeaderBlock(requests[0], into: &block, decisions: &decisions)
 
 var deflater: OpaquePointer?
-guard nghttp2_hd_deflate_new2(&deflater, 4096, &countingMemory) == 0, let deflater else {
-    fatalError("nghttp2_hd_deflate_new2 failed")
+guard nghttp2_hd_deflate_new(&deflater, 4096) == 0, let deflater else {
+    fatalError("nghttp2_hd_deflate_new failed")
 }
 let outputCapacity = 4096
 let output = UnsafeMutablePointer<UInt8>.allocate(capacity: outputCapacity)
@@ -144,6 +115,22 @@ var sink = 0
     return Double(now() - start) / Double(requestCount - 1)
 }
 
+if let allocationMode, let blocks = Int(arguments[2]) {
+    // Allocation mode: encode `blocks` more blocks with one encoder and exit.
+    for number in 0..<blocks {
+        let index = 1 + number % (requestCount - 1)
+        if allocationMode == "ours" {
+            block.removeAll(keepingCapacity: true)
+            policy.encodeHeaderBlock(requests[index], into: &block, decisions: &decisions)
+            sink &+= block.count
+        } else {
+            sink &+= nghttp2_hd_deflate_hd(deflater, output, outputCapacity, nvArrays[index], 10)
+        }
+    }
+    print("\(allocationMode): \(blocks) blocks encoded (\(sink))")
+    exit(0)
+}
+
 // One untimed pass each, then interleaved rounds (alternating which goes first).
 _ = runOurs()
 _ = runNGHTTP2()
@@ -155,15 +142,6 @@ for round in 0..<rounds {
         theirs.append(runNGHTTP2()); ours.append(runOurs())
     }
 }
-
-// Allocations per block in steady state, counted over one more pass of each.
-let ourAllocationCount = countingSwiftAllocations { _ = runOurs() }
-// The counter itself, checked on something that must allocate (one array buffer).
-let selfCheck = countingSwiftAllocations { sink &+= [Int](repeating: sink, count: 3).count }
-let ourAllocations = ourAllocationCount.map { "\(Double($0) / Double(requestCount - 1))" } ?? "n/a (no runtime hook)" 
-nghttp2Allocations = 0
-_ = runNGHTTP2()
-let theirAllocations = Double(nghttp2Allocations) / Double(requestCount - 1)
 
 // Block sizes, for the record.
 block.removeAll(keepingCapacity: true)
@@ -178,8 +156,7 @@ func median(_ values: [Double]) -> Double {
 let ourMedian = median(ours), theirMedian = median(theirs)
 print("HPACK header block, token-authenticated alert request (10 headers), steady state")
 print("  rounds: \(rounds) x \(requestCount - 1) blocks, interleaved; median ns per block")
-print("  APNsHeaderEncoder:    \((ourMedian * 10).rounded() / 10) ns/block, \(ourSize) octets, \(ourAllocations) Swift allocations/block")
-print("  nghttp2_hd_deflate_hd: \((theirMedian * 10).rounded() / 10) ns/block, \(theirSize) octets, \(theirAllocations) mallocs/block")
-print("  allocation counter self-check (one array): \(selfCheck.map(String.init) ?? "n/a")")
+print("  APNsHeaderEncoder:    \((ourMedian * 10).rounded() / 10) ns/block, \(ourSize) octets")
+print("  nghttp2_hd_deflate_hd: \((theirMedian * 10).rounded() / 10) ns/block, \(theirSize) octets")
 print("  ratio ours/nghttp2:   \((ourMedian / theirMedian * 100).rounded() / 100)x")
 if sink == 42 { print("") }
