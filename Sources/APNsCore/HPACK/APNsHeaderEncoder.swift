@@ -134,22 +134,22 @@ public struct APNsHeaderEncoder: Sendable {
     }
 
     /// The decision for one field, given what the table holds now.
+    @inline(__always)
     private mutating func decide(_ field: HeaderField) -> HPACKIndexing {
-        switch field.name {
-        case "authorization":
+        switch HeaderClass(name: field.name) {
+        case .authorization:
             return .neverIndexed
-        case ":path":
+        case .perRequestValue:
             return .withoutIndexing
-        case ":method", ":scheme", ":authority", "apns-topic", "apns-push-type", "apns-priority":
+        case .repeating:
             return fitsInTable(field) ? .incrementalIndexing : .withoutIndexing
-        case "apns-id", "apns-expiration", "apns-collapse-id":
-            let name = PerRequestNames(name: field.name)
+        case .perRequestName(let name):
             guard !introducedNames.contains(name), fitsInTable(field) else {
                 return .withoutIndexing
             }
             introducedNames.insert(name)
             return .incrementalIndexing
-        default:
+        case .other:
             return .withoutIndexing
         }
     }
@@ -170,12 +170,47 @@ private struct PerRequestNames: OptionSet, Sendable {
     static let apnsID = PerRequestNames(rawValue: 1)
     static let apnsExpiration = PerRequestNames(rawValue: 2)
     static let apnsCollapseID = PerRequestNames(rawValue: 4)
+}
 
+/// What the policy knows about a header name. Matched on the length first, so each
+/// name costs at most two comparisons with a literal.
+private enum HeaderClass {
+    case authorization
+    /// `:path`: the device token, different on every request.
+    case perRequestValue
+    /// Values that repeat on a connection.
+    case repeating
+    /// `apns-id`, `apns-expiration`, `apns-collapse-id`.
+    case perRequestName(PerRequestNames)
+    case other
+
+    @inline(__always)
     init(name: String) {
-        switch name {
-        case "apns-id": self = .apnsID
-        case "apns-expiration": self = .apnsExpiration
-        default: self = .apnsCollapseID
+        switch name.utf8.count {
+        case 5 where name == ":path":
+            self = .perRequestValue
+        case 7:
+            if name == "apns-id" {
+                self = .perRequestName(.apnsID)
+            } else {
+                self = name == ":method" || name == ":scheme" ? .repeating : .other
+            }
+        case 10:
+            self = name == ":authority" || name == "apns-topic" ? .repeating : .other
+        case 13:
+            if name == "authorization" {
+                self = .authorization
+            } else {
+                self = name == "apns-priority" ? .repeating : .other
+            }
+        case 14 where name == "apns-push-type":
+            self = .repeating
+        case 15 where name == "apns-expiration":
+            self = .perRequestName(.apnsExpiration)
+        case 16 where name == "apns-collapse-id":
+            self = .perRequestName(.apnsCollapseID)
+        default:
+            self = .other
         }
     }
 }

@@ -74,12 +74,18 @@ public struct HPACKEncoder: Sendable {
 
     /// Whether the dynamic table holds an entry named `name`.
     public func tableContainsName(_ name: String) -> Bool {
-        table.containsName(name)
+        withUTF8(of: name) { table.find(name: name, nameHash: hpackNameHash($0), value: nil).name != nil }
     }
 
     /// Whether `field` could be sent as an index into the static or dynamic table.
     public func tablesContain(_ field: HeaderField) -> Bool {
-        StaticHeaderTable.fieldIndices[field] != nil || table.dynamicIndex(of: field) != nil
+        withUTF8(of: field.name) { name in
+            withUTF8(of: field.value) { value in
+                let nameHash = hpackNameHash(name)
+                return StaticHeaderTable.find(name: field.name, nameHash: nameHash, value: field.value)?.field != nil
+                    || table.find(name: field.name, nameHash: nameHash, value: value).field != nil
+            }
+        }
     }
 
     /// Records a new `SETTINGS_HEADER_TABLE_SIZE` from the peer (RFC 9113 §6.5.2).
@@ -120,25 +126,36 @@ public struct HPACKEncoder: Sendable {
     /// - Returns: The representation written, so callers can record or check it.
     @discardableResult
     public mutating func append(_ field: HeaderField, indexing: HPACKIndexing, into buffer: inout [UInt8]) -> HPACKRepresentation {
-        if indexing != .neverIndexed {
-            if let index = StaticHeaderTable.fieldIndices[field] {
-                IntegerCoding.encode(index, prefixBits: 7, flags: 0x80, into: &buffer)
-                return .indexed(index)
-            }
-            if let dynamicIndex = table.dynamicIndex(of: field) {
-                let index = StaticHeaderTable.count + dynamicIndex
-                IntegerCoding.encode(index, prefixBits: 7, flags: 0x80, into: &buffer)
-                return .indexed(index)
+        withUTF8(of: field.name) { name in
+            withUTF8(of: field.value) { value in
+                append(field, name: name, value: value, indexing: indexing, into: &buffer)
             }
         }
-        let nameIndex: Int
-        if let index = StaticHeaderTable.nameIndices[field.name] {
-            nameIndex = index
-        } else if let dynamicIndex = table.dynamicIndex(ofName: field.name) {
-            nameIndex = StaticHeaderTable.count + dynamicIndex
-        } else {
-            nameIndex = 0
+    }
+
+    @inline(__always)
+    private mutating func append(
+        _ field: HeaderField,
+        name: UnsafeBufferPointer<UInt8>,
+        value: UnsafeBufferPointer<UInt8>,
+        indexing: HPACKIndexing,
+        into buffer: inout [UInt8]
+    ) -> HPACKRepresentation {
+        let nameHash = hpackNameHash(name)
+        let mayIndex = indexing != .neverIndexed
+        // Static table first: its indices are the smallest (§2.3.3).
+        let staticMatch = StaticHeaderTable.find(name: field.name, nameHash: nameHash, value: mayIndex ? field.value : nil)
+        if let index = staticMatch?.field {
+            IntegerCoding.encode(index, prefixBits: 7, flags: 0x80, into: &buffer)
+            return .indexed(index)
         }
+        let dynamicMatch = table.find(name: field.name, nameHash: nameHash, value: mayIndex ? value : nil)
+        if let dynamicIndex = dynamicMatch.field {
+            let index = StaticHeaderTable.count + dynamicIndex
+            IntegerCoding.encode(index, prefixBits: 7, flags: 0x80, into: &buffer)
+            return .indexed(index)
+        }
+        let nameIndex = staticMatch?.name ?? dynamicMatch.name.map { StaticHeaderTable.count + $0 } ?? 0
         switch indexing {
         case .incrementalIndexing:
             // §6.2.1: '01' + 6-bit name index.
@@ -151,11 +168,12 @@ public struct HPACKEncoder: Sendable {
             IntegerCoding.encode(nameIndex, prefixBits: 4, flags: 0x10, into: &buffer)
         }
         if nameIndex == 0 {
-            appendString(field.name, into: &buffer)
+            appendString(name, into: &buffer)
         }
-        appendString(field.value, into: &buffer)
+        appendString(value, into: &buffer)
         if indexing == .incrementalIndexing {
-            table.insert(field, size: DynamicHeaderTable.entrySize(name: field.name, value: field.value))
+            let size = name.count + value.count + DynamicHeaderTable.entryOverhead
+            table.insert(field, size: size, nameHash: nameHash)
         }
         return .literal(indexing, nameIndex: nameIndex == 0 ? nil : nameIndex)
     }
@@ -172,20 +190,12 @@ public struct HPACKEncoder: Sendable {
     /// Writes a string literal (§5.2): Huffman-coded unless that is longer (at equal
     /// length Huffman is used, as in the RFC's examples, §C.6.2).
     @inline(__always)
-    private func appendString(_ string: String, into buffer: inout [UInt8]) {
-        var string = string
-        string.withUTF8 { bytes in
-            appendString(bytes: bytes, into: &buffer)
-        }
-    }
-
-    @inline(__always)
-    private func appendString(bytes: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
+    private func appendString(_ bytes: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
         if usesHuffmanCoding {
             let huffmanLength = HuffmanCoding.encodedLength(of: bytes)
             if huffmanLength <= bytes.count {
                 IntegerCoding.encode(huffmanLength, prefixBits: 7, flags: 0x80, into: &buffer)
-                HuffmanCoding.encode(bytes, into: &buffer)
+                HuffmanCoding.encode(bytes, encodedLength: huffmanLength, into: &buffer)
                 return
             }
         }

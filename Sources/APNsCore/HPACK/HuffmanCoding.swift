@@ -18,28 +18,46 @@ enum HuffmanCoding {
     }
 
     /// Appends the Huffman encoding of `bytes` to `buffer`, padded with EOS bits.
+    ///
+    /// - Parameter encodedLength: ``encodedLength(of:)`` of `bytes`, computed by the caller.
     @inline(__always)
-    static func encode(_ bytes: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
-        HuffmanTables.codes.withUnsafeBufferPointer { codes in
-            HuffmanTables.lengths.withUnsafeBufferPointer { lengths in
-                // At most 7 pending bits plus one 30-bit code: 37 bits fit in 64.
-                var accumulator: UInt64 = 0
-                var pending = 0
-                for byte in bytes {
-                    let length = Int(lengths[Int(byte)])
-                    accumulator = (accumulator &<< UInt64(length)) | UInt64(codes[Int(byte)])
-                    pending &+= length
-                    while pending >= 8 {
-                        pending &-= 8
-                        buffer.append(UInt8(truncatingIfNeeded: accumulator &>> UInt64(pending)))
+    static func encode(_ bytes: UnsafeBufferPointer<UInt8>, encodedLength: Int, into buffer: inout [UInt8]) {
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: encodedLength))
+        buffer.withUnsafeMutableBufferPointer { output in
+            HuffmanTables.codes.withUnsafeBufferPointer { codes in
+                HuffmanTables.lengths.withUnsafeBufferPointer { lengths in
+                    var out = UnsafeMutableRawPointer(output.baseAddress! + start)
+                    // `pending` low bits of the accumulator are waiting to be written;
+                    // below 32 before a code is added, so at most 61 bits are in use.
+                    var accumulator: UInt64 = 0
+                    var pending: UInt64 = 0
+                    for byte in bytes {
+                        let length = UInt64(lengths[Int(byte)])
+                        accumulator = (accumulator &<< length) | UInt64(codes[Int(byte)])
+                        pending &+= length
+                        if pending >= 32 {
+                            pending &-= 32
+                            out.storeBytes(of: UInt32(truncatingIfNeeded: accumulator &>> pending).bigEndian, as: UInt32.self)
+                            out += 4
+                        }
                     }
-                }
-                if pending > 0 {
-                    let padding = 8 - pending
-                    accumulator = (accumulator &<< UInt64(padding)) | ((1 &<< UInt64(padding)) &- 1)
-                    buffer.append(UInt8(truncatingIfNeeded: accumulator))
+                    // The last octet is padded with the high bits of EOS (all ones).
+                    let padding = (8 &- pending % 8) % 8
+                    accumulator = (accumulator &<< padding) | ((1 &<< padding) &- 1)
+                    pending &+= padding
+                    while pending > 0 {
+                        pending &-= 8
+                        out.storeBytes(of: UInt8(truncatingIfNeeded: accumulator &>> pending), as: UInt8.self)
+                        out += 1
+                    }
                 }
             }
         }
+    }
+
+    /// Appends the Huffman encoding of `bytes` to `buffer`, padded with EOS bits.
+    static func encode(_ bytes: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
+        encode(bytes, encodedLength: encodedLength(of: bytes), into: &buffer)
     }
 }

@@ -73,21 +73,55 @@ enum StaticHeaderTable {
         ("www-authenticate", ""), // 61
     ]
 
-    /// The index of every name-value pair of the table.
-    static let fieldIndices: [HeaderField: Int] = {
-        var indices: [HeaderField: Int] = [:]
-        for (offset, entry) in entries.enumerated() {
-            indices[HeaderField(name: entry.name, value: entry.value)] = offset + 1
+    /// One slot of the name lookup: the hash of a name, the index of its first entry
+    /// and how many consecutive entries carry it (Appendix A groups equal names).
+    private struct NameSlot {
+        var hash: UInt32 = 0
+        var first: UInt8 = 0
+        var count: UInt8 = 0
+    }
+
+    private static let slotMask = 127
+
+    /// Open addressing over `hpackNameHash` of each distinct name (41 names, 128 slots).
+    private static let nameSlots: [NameSlot] = {
+        var slots = [NameSlot](repeating: NameSlot(), count: slotMask + 1)
+        var index = 0
+        while index < entries.count {
+            let name = entries[index].name
+            var count = 1
+            while index + count < entries.count, entries[index + count].name == name { count += 1 }
+            let hash = withUTF8(of: name) { hpackNameHash($0) }
+            var slot = Int(hash) & slotMask
+            while slots[slot].count != 0 { slot = (slot + 1) & slotMask }
+            slots[slot] = NameSlot(hash: hash, first: UInt8(index + 1), count: UInt8(count))
+            index += count
         }
-        return indices
+        return slots
     }()
 
-    /// The lowest index of every name of the table (several names appear more than once).
-    static let nameIndices: [String: Int] = {
-        var indices: [String: Int] = [:]
-        for (offset, entry) in entries.enumerated() where indices[entry.name] == nil {
-            indices[entry.name] = offset + 1
+    /// Finds `name` (whose `hpackNameHash` is `nameHash`).
+    ///
+    /// - Returns: The index of the first entry with that name and the index of the
+    ///   entry holding `value` too (nil when `value` is nil or not there), or nil if
+    ///   the name is not in the table.
+    @inline(__always)
+    static func find(name: String, nameHash: UInt32, value: String?) -> (name: Int, field: Int?)? {
+        nameSlots.withUnsafeBufferPointer { slots in
+            var slot = Int(nameHash) & slotMask
+            while slots[slot].count != 0 {
+                let candidate = slots[slot]
+                let first = Int(candidate.first)
+                if candidate.hash == nameHash, entries[first - 1].name == name {
+                    guard let value else { return (first, nil) }
+                    for index in first..<(first + Int(candidate.count)) where entries[index - 1].value == value {
+                        return (first, index)
+                    }
+                    return (first, nil)
+                }
+                slot = (slot + 1) & slotMask
+            }
+            return nil
         }
-        return indices
-    }()
+    }
 }
