@@ -207,6 +207,7 @@ struct APNsHeaderEncoderTests {
         var firstCosts: [Int] = [], laterCosts: [Int] = []
         var seenIDs = Set<String>()
         let count = 10_000
+        let headersShape = Self.request(deviceToken: "", apnsID: "", jwt: "")
         for number in 1...count {
             let apnsID = Self.uuid(using: &generator)
             seenIDs.insert(apnsID)
@@ -249,9 +250,14 @@ struct APNsHeaderEncoderTests {
         #expect(maximumTableSize == tableAfterFirst.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 32 })
         let ourMean = Double(ourLater) / Double(count - 1)
         let theirMean = Double(theirLater) / Double(count - 1)
+        // Every repeating header is one octet from request 2 on: an indexed field (§6.1).
+        for name in [":method", ":scheme", ":authority", "apns-topic", "apns-push-type", "apns-priority"] {
+            let position = headersShape.firstIndex { $0.name == name }!
+            #expect(laterCosts[position] == 1, "\(name)")
+        }
         #expect(ourFirst <= theirFirst)
         #expect(ourMean <= theirMean)
-        let names = Self.request(deviceToken: "", apnsID: "", jwt: "").map(\.name)
+        let names = headersShape.map(\.name)
         print("""
             HPACK proof (10,000 requests): table max \(maximumTableSize) octets, \(maximumEntries) entries \
             (nghttp2 default: max \(nghttp2MaximumTableSize)); \
@@ -260,5 +266,55 @@ struct APNsHeaderEncoderTests {
             per header, request 1: \(zip(names, firstCosts).map { "\($0) \($1)" }.joined(separator: ", "))
             per header, request 2: \(zip(names, laterCosts).map { "\($0) \($1)" }.joined(separator: ", "))
             """)
+    }
+
+    @Test("Rotating the provider token never changes the server's table")
+    func tokenRotation() throws {
+        var generator = SeededGenerator(seed: 4)
+        var policy = APNsHeaderEncoder()
+        let peer = try NGHTTP2Inflater()
+        var block: [UInt8] = []
+        var decisions: [HPACKIndexing] = []
+        var tableAfterFirst: [HeaderField]?
+        for rotation in 0..<40 {
+            let jwt = Self.jwt(200, using: &generator)
+            for _ in 0..<5 {
+                let headers = Self.request(deviceToken: Self.hex(64, using: &generator), apnsID: Self.uuid(using: &generator), jwt: jwt)
+                block.removeAll(keepingCapacity: true)
+                policy.encodeHeaderBlock(headers, into: &block, decisions: &decisions)
+                let decoded = try peer.decode(block)
+                #expect(decoded.map(\.field) == headers)
+                // RFC 7541 §6.2.3: the token arrives as a literal never indexed.
+                #expect(decoded.first { $0.field.name == "authorization" }?.neverIndexed == true)
+                if tableAfterFirst == nil { tableAfterFirst = peer.tableEntries }
+                #expect(peer.tableEntries == tableAfterFirst, "rotation \(rotation)")
+            }
+        }
+        #expect(tableAfterFirst?.contains { $0.name == "authorization" } == false)
+    }
+
+    @Test("The policy is Sendable: one per connection, used from its own task")
+    func sendable() async throws {
+        let requests = (0..<4).map { index in
+            Self.request(deviceToken: String(repeating: "ab", count: 32), apnsID: "00000000-0000-4000-8000-00000000000\(index)", jwt: nil)
+        }
+        let blocks = await withTaskGroup(of: [UInt8].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    var policy = APNsHeaderEncoder()
+                    var all: [UInt8] = []
+                    var decisions: [HPACKIndexing] = []
+                    for headers in requests {
+                        var block: [UInt8] = []
+                        policy.encodeHeaderBlock(headers, into: &block, decisions: &decisions)
+                        all += block
+                    }
+                    return all
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        // Four connections, four identical histories.
+        #expect(Set(blocks).count == 1)
     }
 }
