@@ -5,6 +5,9 @@
 /// (``HuffmanTables``): each octet becomes its code, most significant bit first, and
 /// the last octet is padded with the most significant bits of EOS (all ones).
 enum HuffmanCoding {
+    /// Zero octets the encoder grows its output with before writing codes into it.
+    private static let zeros = [UInt8](repeating: 0, count: 256)
+
     /// The number of octets the Huffman encoding of `bytes` takes.
     @inline(__always)
     static func encodedLength(of bytes: UnsafeBufferPointer<UInt8>) -> Int {
@@ -23,7 +26,15 @@ enum HuffmanCoding {
     @inline(__always)
     static func encode(_ bytes: UnsafeBufferPointer<UInt8>, encodedLength: Int, into buffer: inout [UInt8]) {
         let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: encodedLength))
+        // Grow by memcpy from a zero block (a generic repeatElement append loops per octet).
+        zeros.withUnsafeBufferPointer { zeros in
+            var remaining = encodedLength
+            while remaining > 0 {
+                let chunk = min(remaining, zeros.count)
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: zeros[..<chunk]))
+                remaining -= chunk
+            }
+        }
         buffer.withUnsafeMutableBufferPointer { output in
             HuffmanTables.codes.withUnsafeBufferPointer { codes in
                 HuffmanTables.lengths.withUnsafeBufferPointer { lengths in
