@@ -156,21 +156,25 @@ public struct HPACKEncoder: Sendable {
             return .indexed(index)
         }
         let nameIndex = staticMatch?.name ?? dynamicMatch.name.map { StaticHeaderTable.count + $0 } ?? 0
-        switch indexing {
-        case .incrementalIndexing:
-            // §6.2.1: '01' + 6-bit name index.
-            IntegerCoding.encode(nameIndex, prefixBits: 6, flags: 0x40, into: &buffer)
-        case .withoutIndexing:
-            // §6.2.2: '0000' + 4-bit name index.
-            IntegerCoding.encode(nameIndex, prefixBits: 4, flags: 0x00, into: &buffer)
-        case .neverIndexed:
-            // §6.2.3: '0001' + 4-bit name index.
-            IntegerCoding.encode(nameIndex, prefixBits: 4, flags: 0x10, into: &buffer)
+        let (flags, prefixBits): (UInt8, Int) = switch indexing {
+        case .incrementalIndexing: (0x40, 6) // §6.2.1: '01' + 6-bit name index
+        case .withoutIndexing: (0x00, 4)     // §6.2.2: '0000' + 4-bit name index
+        case .neverIndexed: (0x10, 4)        // §6.2.3: '0001' + 4-bit name index
         }
-        if nameIndex == 0 {
-            appendString(name, into: &buffer)
+        // Size everything first, grow the buffer once, then write in place.
+        let nameLiteral = nameIndex == 0 ? stringLiteral(name) : nil
+        let valueLiteral = stringLiteral(value)
+        var length = IntegerCoding.encodedLength(of: nameIndex, prefixBits: prefixBits) + valueLiteral.size
+        if let nameLiteral { length += nameLiteral.size }
+        let start = buffer.count
+        HuffmanCoding.grow(&buffer, by: length)
+        buffer.withUnsafeMutableBufferPointer { output in
+            var out = output.baseAddress! + start
+            IntegerCoding.write(nameIndex, prefixBits: prefixBits, flags: flags, to: &out)
+            if let nameLiteral { write(name, as: nameLiteral, to: &out) }
+            write(value, as: valueLiteral, to: &out)
+            assert(out == output.baseAddress! + start + length)
         }
-        appendString(value, into: &buffer)
         if indexing == .incrementalIndexing {
             let size = name.count + value.count + DynamicHeaderTable.entryOverhead
             table.insert(field, size: size, nameHash: nameHash)
@@ -187,19 +191,43 @@ public struct HPACKEncoder: Sendable {
         }
     }
 
-    /// Writes a string literal (§5.2): Huffman-coded unless that is longer (at equal
-    /// length Huffman is used, as in the RFC's examples, §C.6.2).
+    /// How a string literal will be written (§5.2): Huffman-coded unless that is
+    /// longer (at equal length Huffman is used, as in the RFC's examples, §C.6.2).
+    private struct StringLiteral {
+        var huffman: Bool
+        /// The length of the string data.
+        var dataLength: Int
+        /// The octets of the whole literal: length prefix and data.
+        var size: Int
+    }
+
     @inline(__always)
-    private func appendString(_ bytes: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
+    private func stringLiteral(_ bytes: UnsafeBufferPointer<UInt8>) -> StringLiteral {
+        var huffman = false
+        var dataLength = bytes.count
         if usesHuffmanCoding {
             let huffmanLength = HuffmanCoding.encodedLength(of: bytes)
             if huffmanLength <= bytes.count {
-                IntegerCoding.encode(huffmanLength, prefixBits: 7, flags: 0x80, into: &buffer)
-                HuffmanCoding.encode(bytes, encodedLength: huffmanLength, into: &buffer)
-                return
+                huffman = true
+                dataLength = huffmanLength
             }
         }
-        IntegerCoding.encode(bytes.count, prefixBits: 7, flags: 0x00, into: &buffer)
-        buffer.append(contentsOf: bytes)
+        return StringLiteral(
+            huffman: huffman,
+            dataLength: dataLength,
+            size: IntegerCoding.encodedLength(of: dataLength, prefixBits: 7) + dataLength
+        )
+    }
+
+    /// Writes a string literal: 'H' + 7-bit length, then the (Huffman-coded) octets.
+    @inline(__always)
+    private func write(_ bytes: UnsafeBufferPointer<UInt8>, as literal: StringLiteral, to output: inout UnsafeMutablePointer<UInt8>) {
+        IntegerCoding.write(literal.dataLength, prefixBits: 7, flags: literal.huffman ? 0x80 : 0x00, to: &output)
+        if literal.huffman {
+            HuffmanCoding.write(bytes, to: &output)
+        } else if let base = bytes.baseAddress {
+            output.update(from: base, count: bytes.count)
+            output += bytes.count
+        }
     }
 }

@@ -40,4 +40,26 @@ enum IntegerCoding {
         }
         return length
     }
+
+    /// Writes `value` as an HPACK integer at `output` and advances it; the caller has
+    /// made room for ``encodedLength(of:prefixBits:)`` octets.
+    @inline(__always)
+    static func write(_ value: Int, prefixBits: Int, flags: UInt8, to output: inout UnsafeMutablePointer<UInt8>) {
+        let limit = (1 << prefixBits) - 1
+        if value < limit {
+            output.pointee = flags | UInt8(truncatingIfNeeded: value)
+            output += 1
+            return
+        }
+        output.pointee = flags | UInt8(truncatingIfNeeded: limit)
+        output += 1
+        var rest = UInt(value - limit)
+        while rest >= 128 {
+            output.pointee = UInt8(truncatingIfNeeded: rest & 0x7f) | 0x80
+            output += 1
+            rest >>= 7
+        }
+        output.pointee = UInt8(truncatingIfNeeded: rest)
+        output += 1
+    }
 }
