@@ -2,7 +2,8 @@
 // alert request (ten headers) on a warm connection, APNsHeaderEncoder against
 // nghttp2's deflater (nghttp2_hd_deflate_hd) on the same headers with the flags the
 // policy hands the transport. Each request has its own device token and apns-id,
-// prepared before timing. Rounds interleave the two encoders; the medians are reported.
+// prepared before timing. Rounds interleave the encoders; the medians are reported.
+// For reference, nghttp2 without flags (its own indexing choices) is timed as well.
 //
 //     swift run -c release HPACKBenchmark [rounds]
 //
@@ -65,14 +66,20 @@ func copyBytes(_ string: String) -> (UnsafeMutablePointer<UInt8>, Int) {
     pointer.initialize(from: bytes, count: bytes.count)
     return (pointer, bytes.count)
 }
-let nvArrays: [UnsafeMutablePointer<nghttp2_nv>] = zip(requests, flags).map { headers, flags in
-    let array = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: headers.count)
-    for (index, field) in headers.enumerated() {
-        let name = copyBytes(field.name), value = copyBytes(field.value)
-        array[index] = nghttp2_nv(name: name.0, value: value.0, namelen: name.1, valuelen: value.1, flags: flags[index])
+func makeNVArrays(flags: [[UInt8]]) -> [UnsafeMutablePointer<nghttp2_nv>] {
+    zip(requests, flags).map { headers, flags in
+        let array = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: headers.count)
+        for (index, field) in headers.enumerated() {
+            let name = copyBytes(field.name), value = copyBytes(field.value)
+            array[index] = nghttp2_nv(name: name.0, value: value.0, namelen: name.1, valuelen: value.1, flags: flags[index])
+        }
+        return array
     }
-    return array
 }
+/// With the policy's flags: what the transport sends.
+let nvArrays = makeNVArrays(flags: flags)
+/// Without flags: nghttp2's own choices (it indexes apns-id and expiration, churning its table).
+let defaultNVArrays = makeNVArrays(flags: flags.map { $0.map { _ in UInt8(NGHTTP2_NV_FLAG_NONE.rawValue) } })
 
 // MARK: Encoders, warmed up with the connection's first request
 
@@ -90,6 +97,11 @@ guard nghttp2_hd_deflate_new(&deflater, 4096) == 0, let deflater else {
 let outputCapacity = 4096
 let output = UnsafeMutablePointer<UInt8>.allocate(capacity: outputCapacity)
 _ = nghttp2_hd_deflate_hd(deflater, output, outputCapacity, nvArrays[0], 10)
+var defaultDeflater: OpaquePointer?
+guard nghttp2_hd_deflate_new(&defaultDeflater, 4096) == 0, let defaultDeflater else {
+    fatalError("nghttp2_hd_deflate_new failed")
+}
+_ = nghttp2_hd_deflate_hd(defaultDeflater, output, outputCapacity, defaultNVArrays[0], 10)
 
 func now() -> UInt64 {
     var time = timespec()
@@ -115,6 +127,14 @@ var sink = 0
     return Double(now() - start) / Double(requestCount - 1)
 }
 
+@MainActor func runNGHTTP2Default() -> Double {
+    let start = now()
+    for index in 1..<requestCount {
+        sink &+= nghttp2_hd_deflate_hd(defaultDeflater, output, outputCapacity, defaultNVArrays[index], 10)
+    }
+    return Double(now() - start) / Double(requestCount - 1)
+}
+
 if let allocationMode, let blocks = Int(arguments[2]) {
     // Allocation mode: encode `blocks` more blocks with one encoder and exit.
     for number in 0..<blocks {
@@ -131,15 +151,19 @@ if let allocationMode, let blocks = Int(arguments[2]) {
     exit(0)
 }
 
-// One untimed pass each, then interleaved rounds (alternating which goes first).
+// One untimed pass each, then interleaved rounds (rotating which goes first).
 _ = runOurs()
 _ = runNGHTTP2()
-var ours: [Double] = [], theirs: [Double] = []
+_ = runNGHTTP2Default()
+var ours: [Double] = [], theirs: [Double] = [], theirDefaults: [Double] = []
 for round in 0..<rounds {
-    if round % 2 == 0 {
-        ours.append(runOurs()); theirs.append(runNGHTTP2())
-    } else {
-        theirs.append(runNGHTTP2()); ours.append(runOurs())
+    // Rotate the order so that none always runs first.
+    for slot in 0..<3 {
+        switch (round + slot) % 3 {
+        case 0: ours.append(runOurs())
+        case 1: theirs.append(runNGHTTP2())
+        default: theirDefaults.append(runNGHTTP2Default())
+        }
     }
 }
 
@@ -158,5 +182,6 @@ print("HPACK header block, token-authenticated alert request (10 headers), stead
 print("  rounds: \(rounds) x \(requestCount - 1) blocks, interleaved; median ns per block")
 print("  APNsHeaderEncoder:    \((ourMedian * 10).rounded() / 10) ns/block, \(ourSize) octets")
 print("  nghttp2_hd_deflate_hd: \((theirMedian * 10).rounded() / 10) ns/block, \(theirSize) octets")
+print("  nghttp2, no flags:     \((median(theirDefaults) * 10).rounded() / 10) ns/block (its own indexing choices, for reference)")
 print("  ratio ours/nghttp2:   \((ourMedian / theirMedian * 100).rounded() / 100)x")
 if sink == 42 { print("") }

@@ -18,6 +18,15 @@ struct NGHTTP2BehaviourTests {
         #expect(inflater.tableEntries.isEmpty)
     }
 
+    @Test("Without flags, nghttp2 writes a short cookie never indexed")
+    func shortCookie() throws {
+        let deflater = try NGHTTP2Deflater()
+        let inflater = try NGHTTP2Inflater()
+        let cookie = HeaderField(name: "cookie", value: "abc")
+        #expect(try inflater.decode(deflater.encode([cookie], noIndex: [false])) == [DecodedField(field: cookie, neverIndexed: true)])
+        #expect(inflater.tableEntries.isEmpty)
+    }
+
     @Test("Without flags, nghttp2 never indexes these names", arguments: [
         ":path", "age", "content-length", "etag", "if-modified-since", "if-none-match", "location", "set-cookie",
     ])
