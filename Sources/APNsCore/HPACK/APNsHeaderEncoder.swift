@@ -19,16 +19,18 @@
 /// Any field whose entry would take more than 3/4 of the table is written without
 /// indexing, as nghttp2 does (it would evict everything else).
 ///
-/// The invariant: after the first request, no per-request value (`:path`, `apns-id`,
-/// `apns-expiration`, `apns-collapse-id`) is inserted into the dynamic table; each of
-/// the three per-request names enters it at most once per connection; the table only
-/// holds the handful of repeating values and stays bounded by its maximum size.
+/// The invariant: `:path` never enters the dynamic table; `apns-id`, `apns-expiration`
+/// and `apns-collapse-id` enter it at most once per connection each, the first time
+/// the name is sent (normally with the first request; `apns-collapse-id` whenever it
+/// first appears), and never again, so after that no per-request value is inserted;
+/// the table only holds the handful of repeating values and stays bounded by its
+/// maximum size.
 ///
 /// `authorization` is never indexed. nghttp2 (the transport) writes it as never
 /// indexed whatever flags it gets, so indexing it here would make this model of the
 /// server's table wrong; a literal never indexed also stops every intermediary from
-/// indexing the bearer token (RFC 7541 §7.1.3). The cost is the token's ~150 Huffman
-/// octets on every request. Rotating the token therefore never touches the table.
+/// indexing the bearer token (RFC 7541 §7.1.3). The cost is the token's Huffman octets
+/// (~165 for a 200-character JWT) on every request. Rotating the token therefore never touches the table.
 ///
 /// The nghttp2 transport maps each decision with ``HPACKIndexing/requiresNoIndexFlag``:
 /// ``HPACKIndexing/incrementalIndexing`` to no flag (nghttp2 indexes it, since the

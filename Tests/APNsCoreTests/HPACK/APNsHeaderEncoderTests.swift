@@ -101,6 +101,8 @@ struct APNsHeaderEncoderTests {
             #expect(try inflater.decodeFields(block) == next)
             #expect(inflater.tableEntries == tableAfterFirst)
         }
+        #expect(policy.headerBlockCount == 4)
+        #expect(policy.tableSize == inflater.tableSize && policy.maximumTableSize == 4096)
     }
 
     @Test("Broadcast and unknown headers are written without indexing")
