@@ -1,0 +1,376 @@
+/// The SDK's JSON parser ([RFC 8259](https://www.rfc-editor.org/rfc/rfc8259)), reading
+/// bytes into a ``JSONValue``.
+///
+/// Strict: one value with optional whitespace around it, no trailing commas, no comments,
+/// no raw control characters in strings, valid UTF-8, valid escapes (surrogate pairs
+/// joined; a lone surrogate is an error). Nesting is limited to ``maximumDepth``.
+/// A number without fraction or exponent that fits `Int64` becomes ``JSONValue/integer(_:)``,
+/// any other number ``JSONValue/double(_:)``. A repeated object key keeps its first
+/// position and its last value. Errors carry the byte offset.
+struct JSONParser {
+    static let maximumDepth = 512
+
+    private let input: UnsafeBufferPointer<UInt8>
+    private var offset = 0
+    private var depth = 0
+
+    private init(input: UnsafeBufferPointer<UInt8>) {
+        self.input = input
+    }
+
+    /// Parses one JSON text.
+    static func parse(_ bytes: some Collection<UInt8>) throws(PayloadError) -> JSONValue {
+        let result: Result<JSONValue, PayloadError>? = bytes.withContiguousStorageIfAvailable { buffer in
+            var parser = JSONParser(input: buffer)
+            do throws(PayloadError) {
+                return .success(try parser.parseDocument())
+            } catch {
+                return .failure(error)
+            }
+        }
+        if let result { return try result.get() }
+        return try parse(Array(bytes))
+    }
+
+    private mutating func parseDocument() throws(PayloadError) -> JSONValue {
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        guard offset == input.count else {
+            throw .syntax("unexpected \(describe(input[offset])) after the JSON value", at: offset)
+        }
+        return value
+    }
+
+    // MARK: Values
+
+    private mutating func parseValue() throws(PayloadError) -> JSONValue {
+        guard offset < input.count else {
+            throw .syntax("unexpected end of input, expected a value", at: offset)
+        }
+        switch input[offset] {
+        case UInt8(ascii: "{"): return .object(try parseObject())
+        case UInt8(ascii: "["): return .array(try parseArray())
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        case let byte: throw .syntax("unexpected \(describe(byte)), expected a value", at: offset)
+        }
+    }
+
+    private mutating func enter() throws(PayloadError) {
+        depth += 1
+        guard depth <= Self.maximumDepth else {
+            throw .syntax("nesting deeper than \(Self.maximumDepth) levels", at: offset)
+        }
+    }
+
+    private mutating func parseObject() throws(PayloadError) -> JSONObject {
+        try enter()
+        offset += 1  // {
+        var object = JSONObject()
+        skipWhitespace()
+        if offset < input.count, input[offset] == UInt8(ascii: "}") {
+            offset += 1
+            depth -= 1
+            return object
+        }
+        while true {
+            skipWhitespace()
+            guard offset < input.count, input[offset] == UInt8(ascii: "\"") else {
+                throw .syntax("expected a string key", at: offset)
+            }
+            let key = try parseString()
+            skipWhitespace()
+            try expect(UInt8(ascii: ":"), "expected ':' after an object key")
+            skipWhitespace()
+            let value = try parseValue()
+            if object[key] == nil {
+                object.appendUnchecked(key, value)
+            } else {
+                object[key] = value
+            }
+            skipWhitespace()
+            guard offset < input.count else {
+                throw .syntax("unexpected end of input inside an object", at: offset)
+            }
+            if input[offset] == UInt8(ascii: ",") {
+                offset += 1
+                continue
+            }
+            try expect(UInt8(ascii: "}"), "expected ',' or '}' in an object")
+            depth -= 1
+            return object
+        }
+    }
+
+    private mutating func parseArray() throws(PayloadError) -> [JSONValue] {
+        try enter()
+        offset += 1  // [
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if offset < input.count, input[offset] == UInt8(ascii: "]") {
+            offset += 1
+            depth -= 1
+            return elements
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard offset < input.count else {
+                throw .syntax("unexpected end of input inside an array", at: offset)
+            }
+            if input[offset] == UInt8(ascii: ",") {
+                offset += 1
+                continue
+            }
+            try expect(UInt8(ascii: "]"), "expected ',' or ']' in an array")
+            depth -= 1
+            return elements
+        }
+    }
+
+    // MARK: Strings
+
+    private mutating func parseString() throws(PayloadError) -> String {
+        let quoteOffset = offset
+        offset += 1  // "
+        let start = offset
+        // Fast path: no escapes.
+        while offset < input.count {
+            let byte = input[offset]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeBufferPointer(rebasing: input[start..<offset])
+                offset += 1
+                return try makeString(slice, at: start)
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 {
+                throw .syntax("unescaped control character \(describe(byte)) in a string", at: offset)
+            }
+            offset += 1
+        }
+        guard offset < input.count else {
+            throw .syntax("unterminated string", at: quoteOffset)
+        }
+        var scratch = Array(UnsafeBufferPointer(rebasing: input[start..<offset]))
+        while offset < input.count {
+            let byte = input[offset]
+            switch byte {
+            case UInt8(ascii: "\""):
+                offset += 1
+                return try scratch.withUnsafeBufferPointer { buffer throws(PayloadError) in
+                    try makeString(buffer, at: start)
+                }
+            case UInt8(ascii: "\\"):
+                try parseEscape(into: &scratch)
+            case 0x00..<0x20:
+                throw .syntax("unescaped control character \(describe(byte)) in a string", at: offset)
+            default:
+                scratch.append(byte)
+                offset += 1
+            }
+        }
+        throw .syntax("unterminated string", at: quoteOffset)
+    }
+
+    private func makeString(_ utf8: UnsafeBufferPointer<UInt8>, at start: Int) throws(PayloadError) -> String {
+        // Find the first invalid byte for a precise offset.
+        guard let string = String(validating: utf8, as: UTF8.self) else {
+            var iterator = utf8.makeIterator()
+            var decoder = UTF8()
+            var position = 0
+            loop: while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue(let scalar): position += UTF8.width(scalar)
+                case .emptyInput: break loop
+                case .error: break loop
+                }
+            }
+            throw .syntax("invalid UTF-8 in a string", at: start + position)
+        }
+        return string
+    }
+
+    private mutating func parseEscape(into scratch: inout [UInt8]) throws(PayloadError) {
+        let escapeOffset = offset
+        offset += 1  // backslash
+        guard offset < input.count else {
+            throw .syntax("unterminated escape", at: escapeOffset)
+        }
+        let byte = input[offset]
+        offset += 1
+        switch byte {
+        case UInt8(ascii: "\""): scratch.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): scratch.append(UInt8(ascii: "\\"))
+        case UInt8(ascii: "/"): scratch.append(UInt8(ascii: "/"))
+        case UInt8(ascii: "b"): scratch.append(0x08)
+        case UInt8(ascii: "f"): scratch.append(0x0C)
+        case UInt8(ascii: "n"): scratch.append(0x0A)
+        case UInt8(ascii: "r"): scratch.append(0x0D)
+        case UInt8(ascii: "t"): scratch.append(0x09)
+        case UInt8(ascii: "u"):
+            var code = try parseHex4()
+            if 0xD800...0xDBFF ~= code {
+                guard offset + 1 < input.count, input[offset] == UInt8(ascii: "\\"),
+                    input[offset + 1] == UInt8(ascii: "u")
+                else {
+                    throw .syntax("high surrogate without a low surrogate", at: escapeOffset)
+                }
+                offset += 2
+                let low = try parseHex4()
+                guard 0xDC00...0xDFFF ~= low else {
+                    throw .syntax("high surrogate without a low surrogate", at: escapeOffset)
+                }
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+            } else if 0xDC00...0xDFFF ~= code {
+                throw .syntax("lone low surrogate", at: escapeOffset)
+            }
+            guard let scalar = Unicode.Scalar(code) else {
+                throw .syntax("invalid Unicode escape", at: escapeOffset)
+            }
+            scratch.append(contentsOf: UTF8.encode(scalar)!)
+        default:
+            throw .syntax("invalid escape \\\(describe(byte))", at: escapeOffset)
+        }
+    }
+
+    private mutating func parseHex4() throws(PayloadError) -> UInt32 {
+        guard offset + 4 <= input.count else {
+            throw .syntax("truncated \\u escape", at: offset)
+        }
+        var code: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = input[offset]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw .syntax("invalid hex digit \(describe(byte)) in \\u escape", at: offset)
+            }
+            code = code << 4 | UInt32(digit)
+            offset += 1
+        }
+        return code
+    }
+
+    // MARK: Numbers
+
+    private mutating func parseNumber() throws(PayloadError) -> JSONValue {
+        let start = offset
+        var isInteger = true
+        if input[offset] == UInt8(ascii: "-") { offset += 1 }
+        guard offset < input.count, isDigit(input[offset]) else {
+            throw .syntax("expected a digit", at: offset)
+        }
+        if input[offset] == UInt8(ascii: "0") {
+            offset += 1
+            if offset < input.count, isDigit(input[offset]) {
+                throw .syntax("leading zero in a number", at: start)
+            }
+        } else {
+            while offset < input.count, isDigit(input[offset]) { offset += 1 }
+        }
+        if offset < input.count, input[offset] == UInt8(ascii: ".") {
+            isInteger = false
+            offset += 1
+            guard offset < input.count, isDigit(input[offset]) else {
+                throw .syntax("expected a digit after '.'", at: offset)
+            }
+            while offset < input.count, isDigit(input[offset]) { offset += 1 }
+        }
+        if offset < input.count, input[offset] == UInt8(ascii: "e") || input[offset] == UInt8(ascii: "E") {
+            isInteger = false
+            offset += 1
+            if offset < input.count, input[offset] == UInt8(ascii: "+") || input[offset] == UInt8(ascii: "-") {
+                offset += 1
+            }
+            guard offset < input.count, isDigit(input[offset]) else {
+                throw .syntax("expected a digit in the exponent", at: offset)
+            }
+            while offset < input.count, isDigit(input[offset]) { offset += 1 }
+        }
+        let text = UnsafeBufferPointer(rebasing: input[start..<offset])
+        if isInteger, let integer = parseInt64(text) {
+            return .integer(integer)
+        }
+        // The grammar was checked above, so Double's parser sees a valid literal.
+        guard let double = Double(String(decoding: text, as: UTF8.self)), double.isFinite else {
+            throw .syntax("number out of range", at: start)
+        }
+        return .double(double)
+    }
+
+    private func parseInt64(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var index = 0
+        let negative = text[0] == UInt8(ascii: "-")
+        if negative { index = 1 }
+        var magnitude: UInt64 = 0
+        while index < text.count {
+            let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (m2, o2) = m1.addingReportingOverflow(UInt64(text[index] - UInt8(ascii: "0")))
+            if o1 || o2 { return nil }
+            magnitude = m2
+            index += 1
+        }
+        if negative {
+            if magnitude == 0 { return nil }  // "-0" keeps its sign as a double
+            if magnitude <= UInt64(Int64.max) { return -Int64(magnitude) }
+            if magnitude == UInt64(Int64.max) + 1 { return Int64.min }
+            return nil
+        }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+    }
+
+    // MARK: Helpers
+
+    private func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    private mutating func skipWhitespace() {
+        while offset < input.count {
+            switch input[offset] {
+            case 0x20, 0x09, 0x0A, 0x0D: offset += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func expect(_ byte: UInt8, _ message: String) throws(PayloadError) {
+        guard offset < input.count else {
+            throw .syntax("unexpected end of input; \(message)", at: offset)
+        }
+        guard input[offset] == byte else {
+            throw .syntax("unexpected \(describe(input[offset])); \(message)", at: offset)
+        }
+        offset += 1
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(PayloadError) {
+        let start = offset
+        let matched = literal.withUTF8Buffer { expected -> Bool in
+            guard offset + expected.count <= input.count else { return false }
+            for index in expected.indices where input[offset + index] != expected[index] {
+                return false
+            }
+            return true
+        }
+        guard matched else {
+            throw .syntax("invalid literal, expected \(literal)", at: start)
+        }
+        offset += literal.utf8CodeUnitCount
+    }
+
+    private func describe(_ byte: UInt8) -> String {
+        if byte >= 0x21 && byte < 0x7F {
+            return "'\(Character(Unicode.Scalar(byte)))'"
+        }
+        let hex = String(byte, radix: 16, uppercase: true)
+        return "byte 0x" + (hex.count == 1 ? "0" + hex : hex)
+    }
+}
