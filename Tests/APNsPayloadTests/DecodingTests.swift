@@ -1,0 +1,132 @@
+import Testing
+
+@testable import APNsPayload
+
+/// `Payload(jsonBytes:)`: strict JSON with byte offsets in errors, typed reads with key
+/// paths, unknown keys kept, and decode(encode(p)) == p.
+@Suite struct DecodingTests {
+    @Test(arguments: [
+        (#"{"aps":}"#, 7),
+        (#"{"a":1,}"#, 7),
+        (#"{"a" 1}"#, 5),
+        (#"[1,2]"#, 0),
+        (#"{} x"#, 3),
+        (#"{"a":01}"#, 5),
+        (#"{"a":"x"#, 5),
+        (#"{"a":"\q"}"#, 6),
+        (#"{"a":"\ud800"}"#, 6),
+        (#"{"a":tru}"#, 5),
+        (#"{"a":1.}"#, 7),
+        (#"{"a":-}"#, 6),
+        (#"{"a":1e}"#, 7),
+        ("", 0),
+        ("{\"a\":\"x\ny\"}", 7),
+        (#"{"a":[1 2]}"#, 8),
+    ])
+    func syntaxErrorsCarryTheByteOffset(json: String, offset: Int) {
+        #expect {
+            try Payload(jsonBytes: Array(json.utf8))
+        } throws: { error in
+            let error = error as! PayloadError
+            return error.kind == .invalidJSON && error.byteOffset == offset && error.description.contains("byte \(offset)")
+        }
+    }
+
+    @Test func invalidUTF8IsRefusedAtItsOffset() {
+        let bytes: [UInt8] = Array(#"{"a":"ok"#.utf8) + [0xFF] + Array(#""}"#.utf8)
+        #expect {
+            try Payload(jsonBytes: bytes)
+        } throws: { ($0 as! PayloadError).byteOffset == 8 }
+    }
+
+    @Test func nestingIsLimited() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect {
+            try Payload(jsonBytes: Array(("{\"a\":" + deep + "}").utf8))
+        } throws: { ($0 as! PayloadError).kind == .invalidJSON }
+    }
+
+    @Test(arguments: [
+        (#"{"aps":{"badge":"3"}}"#, "aps.badge"),
+        (#"{"aps":[]}"#, "aps"),
+        (#"{"aps":{"alert":{"loc-args":["a",1]}}}"#, "aps.alert.loc-args[1]"),
+        (#"{"aps":{"sound":{"volume":"loud"}}}"#, "aps.sound.volume"),
+        (#"{"aps":{"timestamp":1.5,"event":"end"}}"#, "aps.timestamp"),
+        (#"{"aps":{"event":"update","alert":{"title":7}}}"#, "aps.alert.title"),
+        (#"{"aps":{"alert":42}}"#, "aps.alert"),
+    ])
+    func typeMismatchesNameTheKeyPath(json: String, path: String) {
+        #expect {
+            try Payload(jsonBytes: Array(json.utf8))
+        } throws: { error in
+            let error = error as! PayloadError
+            return error.kind == .typeMismatch && error.keyPath == path
+        }
+    }
+
+    @Test func escapesAreDecoded() throws {
+        let json = #"{"aps":{"alert":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00"}}"#
+        let payload = try Payload(jsonBytes: Array(json.utf8))
+        #expect(payload.aps.alert?.body == "\"\\/\u{8}\u{C}\n\r\té😀")
+        #expect(payload.aps.alert?.isPlainText == true)
+    }
+
+    /// Compact input in the SDK's key order comes back byte for byte: nothing is lost.
+    @Test(arguments: [
+        #"{"aps":{"alert":"x","future-key":{"a":[1,2.5,null,true,false]}},"z":1}"#,
+        #"{"aps":{"alert":{"title":"t","body":"b","new-alert-key":"v"},"badge":0,"sound":{"critical":1,"name":"a.caf","volume":0.25}},"k":"v"}"#,
+        #"{"aps":{"alert":{"title":{"loc-key":"K","loc-args":[]},"body":"b","sound":"s"},"timestamp":5,"event":"update","content-state":{"x":[]}}}"#,
+        #"{"aps":{"content-changed":true}}"#,
+        #"{"mdm":"magic"}"#,
+        #"{"aps":{},"n":-0.0,"big":9223372036854775807,"small":-9223372036854775808,"huge":1e+300}"#,
+    ])
+    func forwardingIsLossless(json: String) throws {
+        let payload = try Payload(jsonBytes: Array(json.utf8))
+        let reencoded = text(try payload.encoded())
+        // `{"aps":{},…}` drops the empty aps beside custom keys; everything else is identical.
+        #expect(reencoded == json.replacingOccurrences(of: #""aps":{},"#, with: ""))
+    }
+
+    @Test func unknownKeysArePreservedInTheModel() throws {
+        let payload = try Payload(jsonBytes: Array(#"{"aps":{"badge":1,"x-new":2},"c":3}"#.utf8))
+        #expect(payload.aps.badge == 1)
+        #expect(payload.aps.additionalKeys["x-new"] == 2)
+        #expect(payload.custom["c"] == 3)
+    }
+
+    @Test func nullLocalizationKeysReadAsAbsent() throws {
+        let payload = try Payload(jsonBytes: Array(#"{"aps":{"alert":{"body":"b","title-loc-key":null,"action-loc-key":null}}}"#.utf8))
+        #expect(payload.aps.alert == Alert(body: "b"))
+    }
+
+    static let roundTripPayloads: [Payload] = [
+        .alert(title: "t", body: "b"),
+        .alert(.text("plain")),
+        .background(["k": ["nested": [1, 2.5, "s", nil, true]]]),
+        .voip(["caller": "Ann"]),
+        .liveActivityStart(
+            timestamp: 1, attributesType: "T", attributes: ["a": 1], contentState: ["s": 0.5],
+            alert: LiveActivityAlert(title: .localized(key: "K", arguments: ["x"]), body: "b", sound: .critical(volume: 1)),
+            staleDate: 9, inputPushToken: true, inputPushChannel: "ch"),
+        .liveActivityUpdate(timestamp: 2, contentState: [:]),
+        .liveActivityEnd(timestamp: 3, dismissalDate: 4),
+        .contentChanged(),
+        .fileProvider(containerIdentifier: "c", domain: "d"),
+        .mdm(pushMagic: "m"),
+        Payload(aps: APS(
+            alert: Alert(
+                title: "t", subtitle: "s", body: "b", launchImage: "l", titleLocKey: "tk", titleLocArgs: ["1"],
+                subtitleLocKey: "sk", subtitleLocArgs: ["2"], locKey: "k", locArgs: ["3"], actionLocKey: "a",
+                summaryArg: "sa", summaryArgCount: 4, additionalKeys: ["x": 1]),
+            badge: 7, sound: .dictionary(name: "n", isCritical: false, volume: 0.1), threadID: "th", category: "c",
+            contentAvailable: true, mutableContent: true, targetContentID: "tc", interruptionLevel: .critical,
+            relevanceScore: 0.3, filterCriteria: "f", urlArgs: [], additionalKeys: ["future": ["a": 1e-7]]),
+            custom: ["é": "ü", "emoji": "👨‍👩‍👧"]),
+    ]
+
+    @Test(arguments: roundTripPayloads)
+    func decodeOfEncodeIsIdentity(payload: Payload) throws {
+        let bytes = try payload.encoded(limit: .voip)
+        #expect(try Payload(jsonBytes: bytes) == payload)
+    }
+}
