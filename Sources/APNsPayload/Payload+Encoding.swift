@@ -50,14 +50,14 @@ extension Payload {
         guard let pushType else { return }
         switch pushType {
         case .alert:
-            if aps.alert == nil && aps.sound == nil && aps.badge == nil {
+            if !aps.hasAlert && aps.sound == nil && aps.badge == nil {
                 throw .missing("aps.alert", "push type alert needs an alert, a sound or a badge")
             }
         case .background:
             if !aps.contentAvailable {
                 throw .missing("aps.content-available", "push type background needs content-available: 1")
             }
-            for (present, key) in [(aps.alert != nil, "alert"), (aps.sound != nil, "sound"), (aps.badge != nil, "badge")]
+            for (present, key) in [(aps.hasAlert, "alert"), (aps.sound != nil, "sound"), (aps.badge != nil, "badge")]
             where present {
                 throw .conflict(
                     "aps.\(key)", "a background push carries no alert, sound or badge; send those with push type alert")
@@ -88,6 +88,16 @@ extension Payload {
     /// Writes the JSON; refuses NaN and infinity with their key path.
     func write() throws(PayloadError) -> [UInt8] {
         var writer = JSONWriter(capacity: 512)
+        do {
+            try write(into: &writer)
+        } catch {
+            writer.deallocate()
+            throw error
+        }
+        return writer.finish()
+    }
+
+    private func write(into writer: inout JSONWriter) throws(PayloadError) {
         writer.beginObject()
         if !aps.isEmpty || custom.isEmpty {
             writer.key("aps")
@@ -99,14 +109,13 @@ extension Payload {
             throw .nonFinite(error.keyPath(under: ""))
         }
         writer.endObject()
-        return writer.bytes
     }
 }
 
 extension APS {
     func validate() throws(PayloadError) {
-        if let alert {
-            try alert.validate()
+        if hasAlert {
+            try alert?.validate()
             if liveActivityAlert != nil {
                 throw .conflict("aps.alert", "set either alert or liveActivityAlert: both are written as aps.alert")
             }
@@ -121,9 +130,7 @@ extension APS {
                 throw .outOfRange("aps.relevance-score", "relevance-score must be in 0...1, not \(relevanceScore)")
             }
         }
-        if let liveActivityAlert {
-            try liveActivityAlert.sound?.validate(at: "aps.alert.sound")
-        }
+        try liveActivityAlert?.sound?.validate(at: "aps.alert.sound")
         if event != nil && timestamp == nil {
             throw .missing("aps.timestamp", "a Live Activity event needs a timestamp (UNIX seconds)")
         }
@@ -145,20 +152,21 @@ extension APS {
 
     func write(into writer: inout JSONWriter) throws(PayloadError) {
         writer.beginObject()
-        if let alert {
+        // Optional chaining borrows the stored value; `if let` would copy the struct.
+        if hasAlert {
             writer.key("alert")
-            try alert.write(into: &writer)
-        } else if let liveActivityAlert {
+            try alert?.write(into: &writer)
+        } else if case .some = liveActivityAlert {
             writer.key("alert")
-            try liveActivityAlert.write(into: &writer)
+            try liveActivityAlert?.write(into: &writer)
         }
         if let badge {
             writer.key("badge")
             writer.integer(badge)
         }
-        if let sound {
+        if case .some = sound {
             writer.key("sound")
-            sound.write(into: &writer)
+            sound?.write(into: &writer)
         }
         if let threadID {
             writer.key("thread-id")
@@ -200,9 +208,11 @@ extension APS {
             writer.key("event")
             writer.string(event.rawValue)
         }
-        if let contentState {
+        if contentState != nil {
             writer.key("content-state")
-            try Self.writeObject(contentState, at: "aps.content-state", into: &writer)
+            try contentState.map { (state) throws(PayloadError) in
+                try Self.writeObject(state, at: "aps.content-state", into: &writer)
+            }
         }
         if let staleDate {
             writer.key("stale-date")

@@ -94,4 +94,23 @@ import Testing
             #expect(String(validating: bytes, as: UTF8.self) != nil)
         }
     }
+
+    /// The writer skips eight bytes at a time; a character needing an escape must be
+    /// found at every position of a word, next to ASCII and multi-byte neighbours.
+    @Test(arguments: ["\"", "\\", "\u{0}", "\u{1F}", "\n"])
+    func escapeIsFoundAtEveryPosition(special: String) throws {
+        for filler in ["a", "é", "\u{7F}", "~"] {
+            for position in 0..<40 {
+                let sample = String(repeating: filler, count: position) + special + String(repeating: filler, count: 40 - position)
+                let bytes = try Payload.alert(body: sample).encoded()
+                guard case .object(let top)? = FoundationJSON.parse(bytes), case .object(let aps)? = top["aps"],
+                    case .object(let alert)? = aps["alert"]
+                else {
+                    Issue.record("Foundation refused \(text(bytes))")
+                    return
+                }
+                #expect(alert["body"] == .string(sample))
+            }
+        }
+    }
 }

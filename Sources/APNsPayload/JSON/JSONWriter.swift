@@ -11,50 +11,107 @@
 /// The writer appends runs of bytes that need no escaping in one call and builds no
 /// intermediate `String` per key or integer.
 struct JSONWriter {
-    private(set) var bytes: [UInt8]
+    // A manually grown buffer: appending to an `Array` byte by byte costs a uniqueness
+    // and capacity check per byte, which dominated the profile. The owner calls
+    // `finish()` or `deallocate()` exactly once (see `Payload.write()`).
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var count = 0
     private var needsComma = false
 
     init(capacity: Int) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        self.capacity = Swift.max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    /// The bytes written so far, as an array; then frees the buffer.
+    mutating func finish() -> [UInt8] {
+        let result = [UInt8](UnsafeBufferPointer(start: base, count: count))
+        deallocate()
+        return result
+    }
+
+    /// Frees the buffer without producing output (on an error path).
+    mutating func deallocate() {
+        base.deallocate()
+        capacity = 0
+        count = 0
+    }
+
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(extra) }
+    }
+
+    private mutating func grow(_ extra: Int) {
+        let newCapacity = Swift.max(capacity * 2, count + extra)
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        newBase.update(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    @inline(__always)
+    private mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count += 1
+    }
+
+    @inline(__always)
+    private mutating func append(_ a: UInt8, _ b: UInt8) {
+        reserve(2)
+        base[count] = a
+        base[count + 1] = b
+        count += 2
+    }
+
+    @inline(__always)
+    private mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        let length = bytes.count
+        reserve(length)
+        (base + count).update(from: source, count: length)
+        count += length
     }
 
     // MARK: Structure
 
     @inline(__always)
     private mutating func separator() {
-        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        if needsComma { append(UInt8(ascii: ",")) }
     }
 
     mutating func beginObject() {
         separator()
-        bytes.append(UInt8(ascii: "{"))
+        append(UInt8(ascii: "{"))
         needsComma = false
     }
 
     mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
+        append(UInt8(ascii: "}"))
         needsComma = true
     }
 
     mutating func beginArray() {
         separator()
-        bytes.append(UInt8(ascii: "["))
+        append(UInt8(ascii: "["))
         needsComma = false
     }
 
     mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
+        append(UInt8(ascii: "]"))
         needsComma = true
     }
 
     /// Writes `"key":` for a key known at compile time (ASCII, nothing to escape).
     mutating func key(_ key: StaticString) {
         separator()
-        bytes.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { append($0) }
+        append(UInt8(ascii: "\""))
+        append(UInt8(ascii: ":"))
         needsComma = false
     }
 
@@ -62,7 +119,7 @@ struct JSONWriter {
     mutating func key(_ key: String) {
         separator()
         appendQuoted(key)
-        bytes.append(UInt8(ascii: ":"))
+        append(UInt8(ascii: ":"))
         needsComma = false
     }
 
@@ -76,30 +133,34 @@ struct JSONWriter {
 
     mutating func bool(_ value: Bool) {
         separator()
-        if value {
-            bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65] as [UInt8])  // true
-        } else {
-            bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65] as [UInt8])  // false
-        }
+        let literal: StaticString = value ? "true" : "false"
+        literal.withUTF8Buffer { append($0) }
         needsComma = true
     }
 
     mutating func null() {
         separator()
-        bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C] as [UInt8])  // null
+        let literal: StaticString = "null"
+        literal.withUTF8Buffer { append($0) }
         needsComma = true
     }
 
     mutating func integer(_ value: Int64) {
         separator()
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        reserve(20)  // "-9223372036854775808"
+        if value < 0 {
+            base[count] = UInt8(ascii: "-")
+            count += 1
+        }
         var magnitude = value.magnitude
-        let start = bytes.count
+        let start = count
         repeat {
-            bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10))
+            base[count] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+            count += 1
             magnitude /= 10
         } while magnitude > 0
-        bytes[start...].reverse()
+        var digits = UnsafeMutableBufferPointer(start: base + start, count: count - start)
+        digits.reverse()
         needsComma = true
     }
 
@@ -112,7 +173,8 @@ struct JSONWriter {
         separator()
         // Swift's description is the shortest digits that parse back to the same
         // Double: "0.1", "1e-07", "1e+21", "-0.0", "5.0" — all valid JSON numbers.
-        bytes.append(contentsOf: value.description.utf8)
+        var text = value.description
+        text.withUTF8 { append($0) }
         needsComma = true
     }
 
@@ -166,10 +228,10 @@ struct JSONWriter {
     // MARK: Strings
 
     private mutating func appendQuoted(_ string: String) {
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { appendEscaped($0) }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
 
     private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
@@ -177,39 +239,62 @@ struct JSONWriter {
         var index = 0
         let count = utf8.count
         while index < count {
+            // Skip eight bytes at a time while none of them needs escaping.
+            if index &+ 8 <= count,
+                !Self.needsEscape(UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self))
+            {
+                index &+= 8
+                continue
+            }
             let byte = utf8[index]
             if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
                 index += 1
                 continue
             }
             if runStart < index {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                append(UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
             }
-            bytes.append(UInt8(ascii: "\\"))
+            let backslash = UInt8(ascii: "\\")
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
-            case 0x08: bytes.append(UInt8(ascii: "b"))
-            case 0x0C: bytes.append(UInt8(ascii: "f"))
-            case 0x0A: bytes.append(UInt8(ascii: "n"))
-            case 0x0D: bytes.append(UInt8(ascii: "r"))
-            case 0x09: bytes.append(UInt8(ascii: "t"))
+            case UInt8(ascii: "\""): append(backslash, UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): append(backslash, UInt8(ascii: "\\"))
+            case 0x08: append(backslash, UInt8(ascii: "b"))
+            case 0x0C: append(backslash, UInt8(ascii: "f"))
+            case 0x0A: append(backslash, UInt8(ascii: "n"))
+            case 0x0D: append(backslash, UInt8(ascii: "r"))
+            case 0x09: append(backslash, UInt8(ascii: "t"))
             default:
-                bytes.append(UInt8(ascii: "u"))
-                bytes.append(UInt8(ascii: "0"))
-                bytes.append(UInt8(ascii: "0"))
-                bytes.append(Self.hexDigits[Int(byte >> 4)])
-                bytes.append(Self.hexDigits[Int(byte & 0x0F)])
+                // \u00XX; the high nibble of a control character is 0 or 1.
+                append(backslash, UInt8(ascii: "u"))
+                append(UInt8(ascii: "0"), UInt8(ascii: "0"))
+                append(UInt8(ascii: "0") + (byte >> 4), Self.hexDigit(byte & 0x0F))
             }
             index += 1
             runStart = index
         }
         if runStart < count {
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<count]))
+            append(UnsafeBufferPointer(rebasing: utf8[runStart..<count]))
         }
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    /// Whether any of the eight bytes in `word` is below 0x20, `"` or `\\` (SWAR:
+    /// "determine if a word has a byte less than n" / "has a byte equal to n").
+    @inline(__always)
+    private static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let quoteFound = (quote &- ones) & ~quote & highs
+        let backslashFound = (backslash &- ones) & ~backslash & highs
+        return (control | quoteFound | backslashFound) != 0
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+    }
 
     /// The number of bytes `text` takes inside a JSON string (without the quotes).
     static func escapedLength(of text: Substring) -> Int {

@@ -117,7 +117,21 @@ public struct APS: Sendable, Hashable {
     }
 
     /// Whether no key is set.
-    public var isEmpty: Bool { self == APS() }
+    public var isEmpty: Bool {
+        !hasAlert && badge == nil && sound == nil && threadID == nil && category == nil
+            && !contentAvailable && !mutableContent && targetContentID == nil && interruptionLevel == nil
+            && relevanceScore == nil && filterCriteria == nil && timestamp == nil && event == nil
+            && contentState == nil && staleDate == nil && dismissalDate == nil && attributesType == nil
+            && attributes == nil && !inputPushToken && inputPushChannel == nil && liveActivityAlert == nil
+            && !contentChanged && urlArgs == nil && additionalKeys.isEmpty
+    }
+
+    /// Whether ``alert`` is set. A pattern match: `alert == nil` goes through an
+    /// unspecialized generic and copies the whole `Alert`.
+    var hasAlert: Bool {
+        if case .some = alert { return true }
+        return false
+    }
 
     /// The keys the SDK models, in the order it writes them.
     static let modelledKeys: Set<String> = [
