@@ -129,4 +129,31 @@ import Testing
         let bytes = try payload.encoded(limit: .voip)
         #expect(try Payload(jsonBytes: bytes) == payload)
     }
+
+    /// The parser's UTF-8 check agrees with the standard library's validating decoder
+    /// on known ill-formed sequences (RFC 3629 §10 examples: overlongs, surrogates,
+    /// above U+10FFFF, truncations) and on pseudo-random bytes.
+    @Test func utf8ValidationAgreesWithTheStandardLibrary() {
+        var samples: [[UInt8]] = [
+            [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+            [0xF5, 0x80, 0x80, 0x80], [0xF0, 0x9F, 0x98], [0xE2, 0x82], [0x80], [0xBF, 0x41], [0xFE], [0xFF],
+            Array("ok é 中 😀 👨‍👩‍👧".utf8), [0xEF, 0xBF, 0xBD], [0xF4, 0x8F, 0xBF, 0xBF],
+        ]
+        var state: UInt64 = 42
+        for length in 0..<300 {
+            var bytes: [UInt8] = []
+            for _ in 0..<(length % 23) {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                let r = UInt8(truncatingIfNeeded: state >> 56)
+                // Bias towards plausible UTF-8 so valid sequences occur too.
+                bytes.append(length % 3 == 0 ? r : (r < 0x80 ? r : 0x80 | (r & 0x3F)))
+            }
+            samples.append(bytes)
+            samples.append(Array("ab".utf8) + bytes + Array("cdefghij".utf8))
+        }
+        for sample in samples {
+            let ours = sample.withUnsafeBufferPointer { JSONParser.firstInvalidUTF8Offset($0) }
+            #expect((ours == nil) == (String(validating: sample, as: UTF8.self) != nil), "\(sample)")
+        }
+    }
 }

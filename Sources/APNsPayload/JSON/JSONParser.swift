@@ -178,21 +178,50 @@ struct JSONParser {
     }
 
     private func makeString(_ utf8: UnsafeBufferPointer<UInt8>, at start: Int) throws(PayloadError) -> String {
-        // Find the first invalid byte for a precise offset.
-        guard let string = String(validating: utf8, as: UTF8.self) else {
-            var iterator = utf8.makeIterator()
-            var decoder = UTF8()
-            var position = 0
-            loop: while true {
-                switch decoder.decode(&iterator) {
-                case .scalarValue(let scalar): position += UTF8.width(scalar)
-                case .emptyInput: break loop
-                case .error: break loop
-                }
-            }
-            throw .syntax("invalid UTF-8 in a string", at: start + position)
+        if let invalid = Self.firstInvalidUTF8Offset(utf8) {
+            throw .syntax("invalid UTF-8 in a string", at: start + invalid)
         }
-        return string
+        // Valid, so `String(decoding:)` (specialized and fast) repairs nothing.
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
+    /// The offset of the first byte that starts an ill-formed UTF-8 sequence
+    /// ([RFC 3629 §4](https://www.rfc-editor.org/rfc/rfc3629#section-4)), or `nil`.
+    static func firstInvalidUTF8Offset(_ utf8: UnsafeBufferPointer<UInt8>) -> Int? {
+        var index = 0
+        let count = utf8.count
+        while index < count {
+            // ASCII eight bytes at a time.
+            if index &+ 8 <= count,
+                UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0
+            {
+                index &+= 8
+                continue
+            }
+            let lead = utf8[index]
+            if lead < 0x80 {
+                index &+= 1
+                continue
+            }
+            let length: Int
+            var secondRange: ClosedRange<UInt8> = 0x80...0xBF
+            switch lead {
+            case 0xC2...0xDF: length = 2
+            case 0xE0: length = 3; secondRange = 0xA0...0xBF
+            case 0xE1...0xEC, 0xEE...0xEF: length = 3
+            case 0xED: length = 3; secondRange = 0x80...0x9F  // no surrogates
+            case 0xF0: length = 4; secondRange = 0x90...0xBF
+            case 0xF1...0xF3: length = 4
+            case 0xF4: length = 4; secondRange = 0x80...0x8F  // at most U+10FFFF
+            default: return index
+            }
+            guard index + length <= count, secondRange.contains(utf8[index + 1]) else { return index }
+            for continuation in 2..<length where utf8[index + continuation] & 0xC0 != 0x80 {
+                return index
+            }
+            index += length
+        }
+        return nil
     }
 
     private mutating func parseEscape(into scratch: inout [UInt8]) throws(PayloadError) {
