@@ -14,13 +14,29 @@ extension Payload {
     /// - Throws: ``PayloadError`` naming the key path and the rule; for
     ///   ``PayloadError/Kind/payloadTooLarge`` also the size, limit and push type.
     public func encoded(for pushType: PushType) throws(PayloadError) -> [UInt8] {
-        try validate(for: pushType)
+        try encoded(for: pushType, limit: PayloadLimit(for: pushType))
+    }
+
+    /// Encodes the payload for `pushType` with an explicit size limit: for a broadcast
+    /// push (push type `liveactivity`, limit ``PayloadLimit/broadcast``).
+    ///
+    /// - Throws: the errors of ``encoded(for:)``, with `limit` as the size limit.
+    public func encoded(for pushType: PushType, limit: PayloadLimit) throws(PayloadError) -> [UInt8] {
+        try validate(pushType: pushType)
         let bytes = try write()
-        let limit = PayloadLimit(for: pushType)
         guard bytes.count <= limit.bytes else {
             throw .tooLarge(size: bytes.count, limit: limit, pushType: pushType)
         }
         return bytes
+    }
+
+    /// Checks the rules every payload must follow and the shape `pushType` needs, without
+    /// encoding; for a server that validates payloads it receives (pair it with a size
+    /// check on the received bytes).
+    ///
+    /// - Throws: ``PayloadError`` naming the key path and the rule.
+    public func validate(for pushType: PushType) throws(PayloadError) {
+        try validate(pushType: pushType)
     }
 
     /// Encodes the payload as compact JSON, checking the rules every payload must follow
@@ -29,7 +45,7 @@ extension Payload {
     /// - Throws: ``PayloadError`` naming the key path and the rule; for
     ///   ``PayloadError/Kind/payloadTooLarge`` also the size and limit.
     public func encoded(limit: PayloadLimit = .standard) throws(PayloadError) -> [UInt8] {
-        try validate(for: nil)
+        try validate(pushType: nil)
         let bytes = try write()
         guard bytes.count <= limit.bytes else {
             throw .tooLarge(size: bytes.count, limit: limit, pushType: nil)
@@ -40,7 +56,7 @@ extension Payload {
     // MARK: Rules
 
     /// Checks the rules of every payload, then those of `pushType`.
-    func validate(for pushType: PushType?) throws(PayloadError) {
+    func validate(pushType: PushType?) throws(PayloadError) {
         if custom["aps"] != nil {
             throw PayloadError(
                 kind: .reservedKey, keyPath: "aps",

@@ -32,7 +32,7 @@ extension Payload {
     func fitted(
         limit: PayloadLimit, pushType: PushType?, strategy: FitStrategy
     ) throws(PayloadError) -> (payload: Payload, bytes: [UInt8]) {
-        try validate(for: pushType)
+        try validate(pushType: pushType)
         var payload = self
         var bytes = try payload.write()
         // One pass normally suffices: escaped lengths add up per character. The loop

@@ -68,6 +68,8 @@ import Testing
 
         let end = Payload.liveActivityEnd(timestamp: 1_705_566_000, dismissalDate: 1_705_569_600)
         let updateBytes = try update.encoded(for: .liveactivity)
+        let broadcastBytes = try update.encoded(for: .liveactivity, limit: .broadcast)  // channel push: 5120 bytes
+        #expect(broadcastBytes == updateBytes)
         expectSameJSON(updateBytes, """
             {"aps":{"timestamp":1705561000,"event":"update","content-state":{"home":1,"away":0},"stale-date":1705564600,
             "alert":{"title":{"loc-key":"GOAL_TITLE","loc-args":["Lions"]},"body":{"loc-key":"GOAL_BODY","loc-args":["1","0"]},"sound":"goal.caf"}}}

@@ -148,3 +148,25 @@ import Testing
         #expect(Set(sizes).count == 1)
     }
 }
+
+/// Encoding for a push type with an explicit limit, and validating without encoding.
+@Suite struct ExplicitLimitTests {
+    @Test func broadcastLiveActivityMayUse5120Bytes() throws {
+        let big = String(repeating: "x", count: 4500)
+        let payload = Payload.liveActivityUpdate(timestamp: 1, contentState: ["log": .string(big)])
+        #expect(throws: PayloadError.self) { try payload.encoded(for: .liveactivity) }
+        let bytes = try payload.encoded(for: .liveactivity, limit: .broadcast)
+        #expect(bytes.count > 4096 && bytes.count <= 5120)
+        // The shape rules still apply with an explicit limit.
+        #expect {
+            try Payload.background().encoded(for: .liveactivity, limit: .broadcast)
+        } throws: { ($0 as! PayloadError).keyPath == "aps.event" }
+    }
+
+    @Test func validateChecksShapeWithoutEncoding() throws {
+        try Payload.contentChanged().validate(for: .widgets)
+        #expect {
+            try Payload(jsonBytes: Array(#"{"aps":{"content-available":1,"badge":2}}"#.utf8)).validate(for: .background)
+        } throws: { ($0 as! PayloadError).keyPath == "aps.badge" }
+    }
+}
