@@ -104,12 +104,7 @@ extension Payload {
     /// Writes the JSON; refuses NaN and infinity with their key path.
     func write() throws(PayloadError) -> [UInt8] {
         var writer = JSONWriter(capacity: 512)
-        do {
-            try write(into: &writer)
-        } catch {
-            writer.deallocate()
-            throw error
-        }
+        try write(into: &writer)  // on error, the writer's deinit frees its buffer
         return writer.finish()
     }
 

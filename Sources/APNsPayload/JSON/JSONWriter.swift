@@ -10,10 +10,11 @@
 ///
 /// The writer appends runs of bytes that need no escaping in one call and builds no
 /// intermediate `String` per key or integer.
-struct JSONWriter {
+struct JSONWriter: ~Copyable {
     // A manually grown buffer: appending to an `Array` byte by byte costs a uniqueness
-    // and capacity check per byte, which dominated the profile. The owner calls
-    // `finish()` or `deallocate()` exactly once (see `Payload.write()`).
+    // and capacity check per byte, which dominated the profile. The type is
+    // noncopyable, so the buffer has exactly one owner: `finish()` consumes the writer
+    // and frees it, and `deinit` frees it on every other path (a thrown error).
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     private var count = 0
@@ -24,18 +25,16 @@ struct JSONWriter {
         base = .allocate(capacity: self.capacity)
     }
 
-    /// The bytes written so far, as an array; then frees the buffer.
-    mutating func finish() -> [UInt8] {
-        let result = [UInt8](UnsafeBufferPointer(start: base, count: count))
-        deallocate()
-        return result
+    deinit {
+        base.deallocate()
     }
 
-    /// Frees the buffer without producing output (on an error path).
-    mutating func deallocate() {
+    /// The bytes written, as an array; consumes the writer and frees its buffer.
+    consuming func finish() -> [UInt8] {
+        let result = [UInt8](UnsafeBufferPointer(start: base, count: count))
         base.deallocate()
-        capacity = 0
-        count = 0
+        discard self
+        return result
     }
 
     @inline(__always)
