@@ -157,3 +157,25 @@ import Testing
         }
     }
 }
+
+/// Edge cases of the parser: repeated keys, large objects, bad bytes after escapes.
+@Suite struct ParserEdgeCaseTests {
+    @Test func repeatedKeyKeepsFirstPositionAndLastValue() throws {
+        let payload = try Payload(jsonBytes: Array(#"{"a":1,"b":2,"a":3}"#.utf8))
+        #expect(payload.custom.keys == ["a", "b"])
+        #expect(payload.custom["a"] == 3)
+        // Same in an object large enough to use the key set.
+        let members = (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
+        let large = try Payload(jsonBytes: Array(("{" + members + #","k3":"again"}"#).utf8))
+        #expect(large.custom.count == 40)
+        #expect(large.custom["k3"] == "again")
+        #expect(large.custom.keys[3] == "k3")
+    }
+
+    @Test func invalidUTF8AfterAnEscapeHasItsInputOffset() {
+        let bytes: [UInt8] = Array(#"{"a":"\n"#.utf8) + [0xC3] + Array(#""}"#.utf8)
+        #expect {
+            try Payload(jsonBytes: bytes)
+        } throws: { ($0 as! PayloadError).byteOffset == 8 }
+    }
+}

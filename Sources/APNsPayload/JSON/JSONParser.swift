@@ -71,6 +71,7 @@ struct JSONParser {
         try enter()
         offset += 1  // {
         var object = JSONObject()
+        var seenKeys = Set<String>()
         skipWhitespace()
         if offset < input.count, input[offset] == UInt8(ascii: "}") {
             offset += 1
@@ -87,10 +88,19 @@ struct JSONParser {
             try expect(UInt8(ascii: ":"), "expected ':' after an object key")
             skipWhitespace()
             let value = try parseValue()
-            if object[key] == nil {
-                object.appendUnchecked(key, value)
+            // Small objects: a linear search. Large ones: a set of the keys, so a hostile
+            // object with many keys costs O(n), not O(n²).
+            let isRepeated: Bool
+            if object.count < 16 {
+                isRepeated = object[key] != nil
             } else {
+                if seenKeys.isEmpty { seenKeys = Set(object.keys) }
+                isRepeated = !seenKeys.insert(key).inserted
+            }
+            if isRepeated {
                 object[key] = value
+            } else {
+                object.appendUnchecked(key, value)
             }
             skipWhitespace()
             guard offset < input.count else {
@@ -161,10 +171,13 @@ struct JSONParser {
             let byte = input[offset]
             switch byte {
             case UInt8(ascii: "\""):
-                offset += 1
-                return try scratch.withUnsafeBufferPointer { buffer throws(PayloadError) in
-                    try makeString(buffer, at: start)
+                // Escapes are ASCII and decode to valid UTF-8, so checking the raw input
+                // checks the content and gives the offset of a bad byte in the input.
+                if let invalid = Self.firstInvalidUTF8Offset(UnsafeBufferPointer(rebasing: input[start..<offset])) {
+                    throw .syntax("invalid UTF-8 in a string", at: start + invalid)
                 }
+                offset += 1
+                return String(decoding: scratch, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 try parseEscape(into: &scratch)
             case 0x00..<0x20:
