@@ -121,5 +121,7 @@ import Testing
         let forwarded = try Payload(jsonBytes: stored)
         let again = try forwarded.encoded(for: .alert)  // the same bytes
         #expect(again == stored)
+        let ref = try forwarded.custom["ref"]?.decode(String.self)  // "a1"
+        #expect(ref == "a1")
     }
 }

@@ -165,3 +165,54 @@ struct JSONKey: CodingKey {
     init?(stringValue: String) { self.init(stringValue) }
     init?(intValue: Int) { self.stringValue = String(intValue); self.intValue = intValue }
 }
+
+extension JSONValue: Decodable {
+    /// Decodes any JSON value through any `Decoder`, so a `JSONValue` can sit inside a
+    /// user's `Decodable` type. With the SDK's decoder, object keys keep their order.
+    public init(from decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: JSONKey.self) {
+            var result = JSONObject()
+            for key in object.allKeys {
+                result[key.stringValue] = try object.decode(JSONValue.self, forKey: key)
+            }
+            self = .object(result)
+            return
+        }
+        if var array = try? decoder.unkeyedContainer() {
+            var elements: [JSONValue] = []
+            while !array.isAtEnd { elements.append(try array.decode(JSONValue.self)) }
+            self = .array(elements)
+            return
+        }
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() {
+            self = .null
+        } else if let bool = try? single.decode(Bool.self) {
+            self = .bool(bool)
+        } else if let integer = try? single.decode(Int64.self) {
+            self = .integer(integer)
+        } else if let double = try? single.decode(Double.self) {
+            self = .double(double)
+        } else {
+            self = .string(try single.decode(String.self))
+        }
+    }
+}
+
+extension JSONObject: Decodable {
+    /// Decodes a JSON object through any `Decoder`.
+    public init(from decoder: any Decoder) throws {
+        guard case .object(let object) = try JSONValue(from: decoder) else {
+            throw DecodingError.typeMismatch(
+                JSONObject.self, DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "expected an object"))
+        }
+        self = object
+    }
+}
+
+extension JSONObject: Encodable {
+    /// Encodes the object through any `Encoder`.
+    public func encode(to encoder: any Encoder) throws {
+        try JSONValue.object(self).encode(to: encoder)
+    }
+}

@@ -8,6 +8,7 @@ struct JSONValueEncoder {
     /// Encodes `value`.
     static func encode(_ value: some Encodable) throws(PayloadError) -> JSONValue {
         if let json = value as? JSONValue { return json }
+        if let object = value as? JSONObject { return .object(object) }
         let root = EncodingNode()
         do {
             try value.encode(to: NodeEncoder(node: root, codingPath: []))
@@ -133,6 +134,10 @@ private func encodeNested(_ value: some Encodable, into node: EncodingNode, path
     if let json = value as? JSONValue {
         if case .double(let d) = json, !d.isFinite { throw PayloadError.nonFinite(JSONValueEncoder.path(path)) }
         node.set(json)
+        return
+    }
+    if let object = value as? JSONObject {
+        node.set(.object(object))
         return
     }
     try value.encode(to: NodeEncoder(node: node, codingPath: path))
