@@ -16,6 +16,14 @@ public struct JSONObject: Sendable, Hashable {
         values = []
     }
 
+    /// An empty object with room for `capacity` members.
+    init(reservingCapacity capacity: Int) {
+        keys = []
+        values = []
+        keys.reserveCapacity(capacity)
+        values.reserveCapacity(capacity)
+    }
+
     /// The number of members.
     public var count: Int { keys.count }
 

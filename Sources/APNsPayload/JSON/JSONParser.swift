@@ -70,14 +70,15 @@ struct JSONParser {
     private mutating func parseObject() throws(PayloadError) -> JSONObject {
         try enter()
         offset += 1  // {
-        var object = JSONObject()
-        var seenKeys = Set<String>()
         skipWhitespace()
         if offset < input.count, input[offset] == UInt8(ascii: "}") {
             offset += 1
             depth -= 1
-            return object
+            return JSONObject()
         }
+        // Growing from empty reallocates three times for a typical alert dictionary.
+        var object = JSONObject(reservingCapacity: 8)
+        var seenKeys = Set<String>()
         while true {
             skipWhitespace()
             guard offset < input.count, input[offset] == UInt8(ascii: "\"") else {
