@@ -1,0 +1,57 @@
+/// A complete APNs payload: the `aps` dictionary and the custom keys beside it.
+///
+/// Build one with a factory for the kind of notification (``alert(title:body:)``,
+/// ``background(_:)``, ``liveActivityUpdate(timestamp:contentState:staleDate:alert:)``,
+/// ``mdm(pushMagic:)``, …) or from an ``APS`` value, add custom data, then encode it
+/// for its push type, which checks the shape rules and the size limit:
+///
+/// ```swift
+/// var payload = Payload.alert(title: "Game Request", body: "Bob wants to play poker")
+/// payload.aps.badge = 5
+/// payload.custom["gameID"] = "4711"
+/// let body: [UInt8] = try payload.encoded(for: .alert)
+/// ```
+///
+/// Encoding is compact and deterministic: `aps` first, then custom keys in the order
+/// they were set. Within `aps`: alert, badge, sound, thread-id, category,
+/// content-available, mutable-content, target-content-id, interruption-level,
+/// relevance-score, filter-criteria, timestamp, event, content-state, stale-date,
+/// dismissal-date, attributes-type, attributes, input-push-token, input-push-channel,
+/// content-changed, url-args, then ``APS/additionalKeys``. `aps` is left out when it is
+/// empty and there are custom keys (MDM, file provider, VoIP payloads).
+///
+/// See [Generating a remote notification](https://developer.apple.com/documentation/usernotifications/generating-a-remote-notification).
+public struct Payload: Sendable, Hashable {
+    /// The `aps` dictionary.
+    public var aps: APS
+    /// Custom keys beside `aps`, in order. A key named `aps` is refused when encoding.
+    public var custom: JSONObject
+
+    /// A payload from its parts.
+    public init(aps: APS = APS(), custom: JSONObject = JSONObject()) {
+        self.aps = aps
+        self.custom = custom
+    }
+
+    /// Sets the custom key `key` to `value`, encoded with the SDK's own `Encoder`.
+    ///
+    /// - Throws: ``PayloadError`` when the value cannot be encoded (NaN, infinity, an
+    ///   unsigned integer above `Int64.max`, or its `encode(to:)` throws); the key path
+    ///   starts with `key`.
+    public mutating func setCustom(_ key: String, to value: some Encodable) throws(PayloadError) {
+        do {
+            custom[key] = try JSONValue(encoding: value)
+        } catch {
+            var error = error
+            error.keyPath = error.keyPath.isEmpty ? key : key + (error.keyPath.hasPrefix("[") ? "" : ".") + error.keyPath
+            throw error
+        }
+    }
+
+    /// This payload with the custom key `key` set to `value`.
+    public func adding(_ key: String, _ value: JSONValue) -> Payload {
+        var copy = self
+        copy.custom[key] = value
+        return copy
+    }
+}

@@ -1,0 +1,439 @@
+// Encoding: the shape rules, the writer calls in the documented key order, the size limit.
+
+extension Payload {
+    /// Encodes the payload as compact JSON for `pushType`, checking the rules every payload
+    /// must follow, the shape that push type needs, and its size limit.
+    ///
+    /// Shape rules by push type: `alert` needs an alert, sound or badge; `background`
+    /// needs `content-available` and refuses alert, sound and badge; `liveactivity` needs
+    /// `event` and `timestamp` (and `content-state` to start or update); `widgets` and
+    /// `controls` need `content-changed`; `fileprovider` needs `container-identifier`
+    /// and `domain`; `mdm` needs `mdm`.
+    ///
+    /// - Returns: the UTF-8 JSON bytes, at most ``PayloadLimit/init(for:)`` long.
+    /// - Throws: ``PayloadError`` naming the key path and the rule; for
+    ///   ``PayloadError/Kind/payloadTooLarge`` also the size, limit and push type.
+    public func encoded(for pushType: PushType) throws(PayloadError) -> [UInt8] {
+        try encoded(for: pushType, limit: PayloadLimit(for: pushType))
+    }
+
+    /// Encodes the payload for `pushType` with an explicit size limit: for a broadcast
+    /// push (push type `liveactivity`, limit ``PayloadLimit/broadcast``).
+    ///
+    /// - Throws: the errors of ``encoded(for:)``, with `limit` as the size limit.
+    public func encoded(for pushType: PushType, limit: PayloadLimit) throws(PayloadError) -> [UInt8] {
+        try validate(pushType: pushType)
+        let bytes = try write()
+        guard bytes.count <= limit.bytes else {
+            throw .tooLarge(size: bytes.count, limit: limit, pushType: pushType)
+        }
+        return bytes
+    }
+
+    /// Checks the rules every payload must follow and the shape `pushType` needs, without
+    /// encoding; for a server that validates payloads it receives (pair it with a size
+    /// check on the received bytes).
+    ///
+    /// - Throws: ``PayloadError`` naming the key path and the rule.
+    public func validate(for pushType: PushType) throws(PayloadError) {
+        try validate(pushType: pushType)
+    }
+
+    /// Encodes the payload as compact JSON, checking the rules every payload must follow
+    /// and `limit` (no push-type shape rules).
+    ///
+    /// - Throws: ``PayloadError`` naming the key path and the rule; for
+    ///   ``PayloadError/Kind/payloadTooLarge`` also the size and limit.
+    public func encoded(limit: PayloadLimit = .standard) throws(PayloadError) -> [UInt8] {
+        try validate(pushType: nil)
+        let bytes = try write()
+        guard bytes.count <= limit.bytes else {
+            throw .tooLarge(size: bytes.count, limit: limit, pushType: nil)
+        }
+        return bytes
+    }
+
+    // MARK: Rules
+
+    /// Checks the rules of every payload, then those of `pushType`.
+    func validate(pushType: PushType?) throws(PayloadError) {
+        if custom["aps"] != nil {
+            throw PayloadError(
+                kind: .reservedKey, keyPath: "aps",
+                rule: "the custom key \"aps\" is reserved for Apple's dictionary; put custom data beside it")
+        }
+        try aps.validate()
+        guard let pushType else { return }
+        switch pushType {
+        case .alert:
+            if !aps.hasAlert && aps.sound == nil && aps.badge == nil {
+                throw .missing("aps.alert", "push type alert needs an alert, a sound or a badge")
+            }
+        case .background:
+            if !aps.contentAvailable {
+                throw .missing("aps.content-available", "push type background needs content-available: 1")
+            }
+            for (present, key) in [(aps.hasAlert, "alert"), (aps.sound != nil, "sound"), (aps.badge != nil, "badge")]
+            where present {
+                throw .conflict(
+                    "aps.\(key)", "a background push carries no alert, sound or badge; send those with push type alert")
+            }
+        case .liveactivity:
+            if aps.event == nil {
+                throw .missing("aps.event", "push type liveactivity needs an event (start, update or end)")
+            }
+        case .widgets, .controls:
+            if !aps.contentChanged {
+                throw .missing("aps.content-changed", "push type \(pushType) needs content-changed: true")
+            }
+        case .fileprovider:
+            for key in ["container-identifier", "domain"] where custom[key] == nil {
+                throw .missing(key, "push type fileprovider needs top-level container-identifier and domain")
+            }
+        case .mdm:
+            if custom["mdm"]?.stringValue == nil {
+                throw .missing("mdm", "push type mdm needs the top-level key mdm with the device's push magic")
+            }
+        default:
+            break
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes the JSON; refuses NaN and infinity with their key path.
+    func write() throws(PayloadError) -> [UInt8] {
+        var writer = JSONWriter(capacity: 512)
+        try write(into: &writer)  // on error, the writer's deinit frees its buffer
+        return writer.finish()
+    }
+
+    private func write(into writer: inout JSONWriter) throws(PayloadError) {
+        writer.beginObject()
+        if !aps.isEmpty || custom.isEmpty {
+            writer.key("aps")
+            try aps.write(into: &writer)
+        }
+        do {
+            try writer.members(custom)
+        } catch {
+            throw .nonFinite(error.keyPath(under: ""))
+        }
+        writer.endObject()
+    }
+}
+
+extension APS {
+    func validate() throws(PayloadError) {
+        if hasAlert {
+            try alert?.validate()
+            if liveActivityAlert != nil {
+                throw .conflict("aps.alert", "set either alert or liveActivityAlert: both are written as aps.alert")
+            }
+        }
+        if let badge, badge < 0 {
+            throw .outOfRange("aps.badge", "badge must be 0 or more (0 removes the badge), not \(badge)")
+        }
+        try sound?.validate(at: "aps.sound")
+        if let relevanceScore {
+            guard relevanceScore.isFinite else { throw .nonFinite("aps.relevance-score") }
+            guard (0...1).contains(relevanceScore) else {
+                throw .outOfRange("aps.relevance-score", "relevance-score must be in 0...1, not \(relevanceScore)")
+            }
+        }
+        try liveActivityAlert?.sound?.validate(at: "aps.alert.sound")
+        if event != nil && timestamp == nil {
+            throw .missing("aps.timestamp", "a Live Activity event needs a timestamp (UNIX seconds)")
+        }
+        if event == .start {
+            if attributesType == nil {
+                throw .missing("aps.attributes-type", "starting a Live Activity needs attributes-type")
+            }
+            if attributes == nil {
+                throw .missing("aps.attributes", "starting a Live Activity needs attributes")
+            }
+        }
+        if (event == .start || event == .update) && contentState == nil {
+            throw .missing("aps.content-state", "a Live Activity \(event!) needs content-state")
+        }
+        for key in additionalKeys.keys where APS.modelledKeys.contains(key) {
+            throw .conflict("aps.\(key)", "\(key) is modelled by APS; set it there, not in additionalKeys")
+        }
+    }
+
+    func write(into writer: inout JSONWriter) throws(PayloadError) {
+        writer.beginObject()
+        // Optional chaining borrows the stored value; `if let` would copy the struct.
+        if hasAlert {
+            writer.key("alert")
+            try alert?.write(into: &writer)
+        } else if case .some = liveActivityAlert {
+            writer.key("alert")
+            try liveActivityAlert?.write(into: &writer)
+        }
+        if let badge {
+            writer.key("badge")
+            writer.integer(badge)
+        }
+        if case .some = sound {
+            writer.key("sound")
+            sound?.write(into: &writer)
+        }
+        if let threadID {
+            writer.key("thread-id")
+            writer.string(threadID)
+        }
+        if let category {
+            writer.key("category")
+            writer.string(category)
+        }
+        if contentAvailable {
+            writer.key("content-available")
+            writer.integer(1)
+        }
+        if mutableContent {
+            writer.key("mutable-content")
+            writer.integer(1)
+        }
+        if let targetContentID {
+            writer.key("target-content-id")
+            writer.string(targetContentID)
+        }
+        if let interruptionLevel {
+            writer.key("interruption-level")
+            writer.string(interruptionLevel.rawValue)
+        }
+        if let relevanceScore {
+            writer.key("relevance-score")
+            writer.double(relevanceScore)
+        }
+        if let filterCriteria {
+            writer.key("filter-criteria")
+            writer.string(filterCriteria)
+        }
+        if let timestamp {
+            writer.key("timestamp")
+            writer.integer(timestamp)
+        }
+        if let event {
+            writer.key("event")
+            writer.string(event.rawValue)
+        }
+        if contentState != nil {
+            writer.key("content-state")
+            try contentState.map { (state) throws(PayloadError) in
+                try Self.writeObject(state, at: "aps.content-state", into: &writer)
+            }
+        }
+        if let staleDate {
+            writer.key("stale-date")
+            writer.integer(staleDate)
+        }
+        if let dismissalDate {
+            writer.key("dismissal-date")
+            writer.integer(dismissalDate)
+        }
+        if let attributesType {
+            writer.key("attributes-type")
+            writer.string(attributesType)
+        }
+        if let attributes {
+            writer.key("attributes")
+            try Self.writeObject(attributes, at: "aps.attributes", into: &writer)
+        }
+        if inputPushToken {
+            writer.key("input-push-token")
+            writer.integer(1)
+        }
+        if let inputPushChannel {
+            writer.key("input-push-channel")
+            writer.string(inputPushChannel)
+        }
+        if contentChanged {
+            writer.key("content-changed")
+            writer.bool(true)
+        }
+        if let urlArgs {
+            writer.key("url-args")
+            writer.strings(urlArgs)
+        }
+        do {
+            try writer.members(additionalKeys)
+        } catch {
+            throw .nonFinite(error.keyPath(under: "aps"))
+        }
+        writer.endObject()
+    }
+
+    static func writeObject(_ object: JSONObject, at path: String, into writer: inout JSONWriter) throws(PayloadError) {
+        do {
+            try writer.object(object)
+        } catch {
+            throw .nonFinite(error.keyPath(under: path))
+        }
+    }
+}
+
+extension Alert {
+    func validate() throws(PayloadError) {
+        if isPlainText && hasKeysBesideBody {
+            throw .conflict("aps.alert", "a plain-text alert carries only a body; turn off isPlainText to send other keys")
+        }
+        if let summaryArgCount, summaryArgCount < 1 {
+            throw .outOfRange("aps.alert.summary-arg-count", "summary-arg-count must be 1 or more, not \(summaryArgCount)")
+        }
+        if titleLocArgs != nil && titleLocKey == nil {
+            throw .missing("aps.alert.title-loc-key", "title-loc-args need a title-loc-key")
+        }
+        if subtitleLocArgs != nil && subtitleLocKey == nil {
+            throw .missing("aps.alert.subtitle-loc-key", "subtitle-loc-args need a subtitle-loc-key")
+        }
+        if locArgs != nil && locKey == nil {
+            throw .missing("aps.alert.loc-key", "loc-args need a loc-key")
+        }
+    }
+
+    func write(into writer: inout JSONWriter) throws(PayloadError) {
+        if isPlainText {
+            writer.string(body ?? "")
+            return
+        }
+        writer.beginObject()
+        if let title {
+            writer.key("title")
+            writer.string(title)
+        }
+        if let subtitle {
+            writer.key("subtitle")
+            writer.string(subtitle)
+        }
+        if let body {
+            writer.key("body")
+            writer.string(body)
+        }
+        if let launchImage {
+            writer.key("launch-image")
+            writer.string(launchImage)
+        }
+        if let titleLocKey {
+            writer.key("title-loc-key")
+            writer.string(titleLocKey)
+        }
+        if let titleLocArgs {
+            writer.key("title-loc-args")
+            writer.strings(titleLocArgs)
+        }
+        if let subtitleLocKey {
+            writer.key("subtitle-loc-key")
+            writer.string(subtitleLocKey)
+        }
+        if let subtitleLocArgs {
+            writer.key("subtitle-loc-args")
+            writer.strings(subtitleLocArgs)
+        }
+        if let locKey {
+            writer.key("loc-key")
+            writer.string(locKey)
+        }
+        if let locArgs {
+            writer.key("loc-args")
+            writer.strings(locArgs)
+        }
+        if let actionLocKey {
+            writer.key("action-loc-key")
+            writer.string(actionLocKey)
+        }
+        if let summaryArg {
+            writer.key("summary-arg")
+            writer.string(summaryArg)
+        }
+        if let summaryArgCount {
+            writer.key("summary-arg-count")
+            writer.integer(summaryArgCount)
+        }
+        do {
+            try writer.members(additionalKeys)
+        } catch {
+            throw .nonFinite(error.keyPath(under: "aps.alert"))
+        }
+        writer.endObject()
+    }
+}
+
+extension LiveActivityAlert {
+    func write(into writer: inout JSONWriter) throws(PayloadError) {
+        writer.beginObject()
+        if let title {
+            writer.key("title")
+            title.write(into: &writer)
+        }
+        if let body {
+            writer.key("body")
+            body.write(into: &writer)
+        }
+        if let sound {
+            writer.key("sound")
+            sound.write(into: &writer)
+        }
+        do {
+            try writer.members(additionalKeys)
+        } catch {
+            throw .nonFinite(error.keyPath(under: "aps.alert"))
+        }
+        writer.endObject()
+    }
+}
+
+extension LocalizableText {
+    func write(into writer: inout JSONWriter) {
+        switch self {
+        case .plain(let text):
+            writer.string(text)
+        case .localized(let key, let arguments):
+            writer.beginObject()
+            writer.key("loc-key")
+            writer.string(key)
+            writer.key("loc-args")
+            writer.strings(arguments)
+            writer.endObject()
+        }
+    }
+}
+
+extension Sound {
+    func validate(at path: String) throws(PayloadError) {
+        guard case .dictionary(_, _, let volume?) = self else { return }
+        guard volume.isFinite else { throw .nonFinite(path + ".volume") }
+        guard (0...1).contains(volume) else {
+            throw .outOfRange(path + ".volume", "volume must be in 0...1, not \(volume)")
+        }
+    }
+
+    func write(into writer: inout JSONWriter) {
+        switch self {
+        case .named(let name):
+            writer.string(name)
+        case .dictionary(let name, let isCritical, let volume):
+            writer.beginObject()
+            if isCritical {
+                writer.key("critical")
+                writer.integer(1)
+            }
+            writer.key("name")
+            writer.string(name)
+            if let volume {
+                writer.key("volume")
+                writer.double(volume)
+            }
+            writer.endObject()
+        }
+    }
+}
+
+extension JSONWriter {
+    mutating func strings(_ strings: [String]) {
+        beginArray()
+        for string in strings { self.string(string) }
+        endArray()
+    }
+}

@@ -1,0 +1,181 @@
+import Testing
+
+@testable import APNsPayload
+
+/// `Payload(jsonBytes:)`: strict JSON with byte offsets in errors, typed reads with key
+/// paths, unknown keys kept, and decode(encode(p)) == p.
+@Suite struct DecodingTests {
+    @Test(arguments: [
+        (#"{"aps":}"#, 7),
+        (#"{"a":1,}"#, 7),
+        (#"{"a" 1}"#, 5),
+        (#"[1,2]"#, 0),
+        (#"{} x"#, 3),
+        (#"{"a":01}"#, 5),
+        (#"{"a":"x"#, 5),
+        (#"{"a":"\q"}"#, 6),
+        (#"{"a":"\ud800"}"#, 6),
+        (#"{"a":tru}"#, 5),
+        (#"{"a":1.}"#, 7),
+        (#"{"a":-}"#, 6),
+        (#"{"a":1e}"#, 7),
+        ("", 0),
+        ("{\"a\":\"x\ny\"}", 7),
+        (#"{"a":[1 2]}"#, 8),
+    ])
+    func syntaxErrorsCarryTheByteOffset(json: String, offset: Int) {
+        #expect {
+            try Payload(jsonBytes: Array(json.utf8))
+        } throws: { error in
+            let error = error as! PayloadError
+            return error.kind == .invalidJSON && error.byteOffset == offset && error.description.contains("byte \(offset)")
+        }
+    }
+
+    @Test func invalidUTF8IsRefusedAtItsOffset() {
+        let bytes: [UInt8] = Array(#"{"a":"ok"#.utf8) + [0xFF] + Array(#""}"#.utf8)
+        #expect {
+            try Payload(jsonBytes: bytes)
+        } throws: { ($0 as! PayloadError).byteOffset == 8 }
+    }
+
+    @Test func nestingIsLimited() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect {
+            try Payload(jsonBytes: Array(("{\"a\":" + deep + "}").utf8))
+        } throws: { ($0 as! PayloadError).kind == .invalidJSON }
+    }
+
+    @Test(arguments: [
+        (#"{"aps":{"badge":"3"}}"#, "aps.badge"),
+        (#"{"aps":[]}"#, "aps"),
+        (#"{"aps":{"alert":{"loc-args":["a",1]}}}"#, "aps.alert.loc-args[1]"),
+        (#"{"aps":{"sound":{"volume":"loud"}}}"#, "aps.sound.volume"),
+        (#"{"aps":{"timestamp":1.5,"event":"end"}}"#, "aps.timestamp"),
+        (#"{"aps":{"event":"update","alert":{"title":7}}}"#, "aps.alert.title"),
+        (#"{"aps":{"alert":42}}"#, "aps.alert"),
+    ])
+    func typeMismatchesNameTheKeyPath(json: String, path: String) {
+        #expect {
+            try Payload(jsonBytes: Array(json.utf8))
+        } throws: { error in
+            let error = error as! PayloadError
+            return error.kind == .typeMismatch && error.keyPath == path
+        }
+    }
+
+    @Test func escapesAreDecoded() throws {
+        let json = #"{"aps":{"alert":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00"}}"#
+        let payload = try Payload(jsonBytes: Array(json.utf8))
+        #expect(payload.aps.alert?.body == "\"\\/\u{8}\u{C}\n\r\té😀")
+        #expect(payload.aps.alert?.isPlainText == true)
+    }
+
+    /// Compact input in the SDK's key order comes back byte for byte: nothing is lost.
+    @Test(arguments: [
+        #"{"aps":{"alert":"x","future-key":{"a":[1,2.5,null,true,false]}},"z":1}"#,
+        #"{"aps":{"alert":{"title":"t","body":"b","new-alert-key":"v"},"badge":0,"sound":{"critical":1,"name":"a.caf","volume":0.25}},"k":"v"}"#,
+        #"{"aps":{"alert":{"title":{"loc-key":"K","loc-args":[]},"body":"b","sound":"s"},"timestamp":5,"event":"update","content-state":{"x":[]}}}"#,
+        #"{"aps":{"content-changed":true}}"#,
+        #"{"mdm":"magic"}"#,
+        #"{"aps":{},"n":-0.0,"big":9223372036854775807,"small":-9223372036854775808,"huge":1e+300}"#,
+    ])
+    func forwardingIsLossless(json: String) throws {
+        let payload = try Payload(jsonBytes: Array(json.utf8))
+        let reencoded = text(try payload.encoded())
+        // `{"aps":{},…}` drops the empty aps beside custom keys; everything else is identical.
+        #expect(reencoded == json.replacingOccurrences(of: #""aps":{},"#, with: ""))
+    }
+
+    @Test func unknownKeysArePreservedInTheModel() throws {
+        let payload = try Payload(jsonBytes: Array(#"{"aps":{"badge":1,"x-new":2},"c":3}"#.utf8))
+        #expect(payload.aps.badge == 1)
+        #expect(payload.aps.additionalKeys["x-new"] == 2)
+        #expect(payload.custom["c"] == 3)
+    }
+
+    @Test func nullLocalizationKeysReadAsAbsent() throws {
+        let payload = try Payload(jsonBytes: Array(#"{"aps":{"alert":{"body":"b","title-loc-key":null,"action-loc-key":null}}}"#.utf8))
+        #expect(payload.aps.alert == Alert(body: "b"))
+    }
+
+    static let roundTripPayloads: [Payload] = [
+        .alert(title: "t", body: "b"),
+        .alert(.text("plain")),
+        .background(["k": ["nested": [1, 2.5, "s", nil, true]]]),
+        .voip(["caller": "Ann"]),
+        .liveActivityStart(
+            timestamp: 1, attributesType: "T", attributes: ["a": 1], contentState: ["s": 0.5],
+            alert: LiveActivityAlert(title: .localized(key: "K", arguments: ["x"]), body: "b", sound: .critical(volume: 1)),
+            staleDate: 9, inputPushToken: true, inputPushChannel: "ch"),
+        .liveActivityUpdate(timestamp: 2, contentState: [:]),
+        .liveActivityEnd(timestamp: 3, dismissalDate: 4),
+        .contentChanged(),
+        .fileProvider(containerIdentifier: "c", domain: "d"),
+        .mdm(pushMagic: "m"),
+        Payload(aps: APS(
+            alert: Alert(
+                title: "t", subtitle: "s", body: "b", launchImage: "l", titleLocKey: "tk", titleLocArgs: ["1"],
+                subtitleLocKey: "sk", subtitleLocArgs: ["2"], locKey: "k", locArgs: ["3"], actionLocKey: "a",
+                summaryArg: "sa", summaryArgCount: 4, additionalKeys: ["x": 1]),
+            badge: 7, sound: .dictionary(name: "n", isCritical: false, volume: 0.1), threadID: "th", category: "c",
+            contentAvailable: true, mutableContent: true, targetContentID: "tc", interruptionLevel: .critical,
+            relevanceScore: 0.3, filterCriteria: "f", urlArgs: [], additionalKeys: ["future": ["a": 1e-7]]),
+            custom: ["é": "ü", "emoji": "👨‍👩‍👧"]),
+    ]
+
+    @Test(arguments: roundTripPayloads)
+    func decodeOfEncodeIsIdentity(payload: Payload) throws {
+        let bytes = try payload.encoded(limit: .voip)
+        #expect(try Payload(jsonBytes: bytes) == payload)
+    }
+
+    /// The parser's UTF-8 check agrees with the standard library's validating decoder
+    /// on known ill-formed sequences (RFC 3629 §10 examples: overlongs, surrogates,
+    /// above U+10FFFF, truncations) and on pseudo-random bytes.
+    @Test func utf8ValidationAgreesWithTheStandardLibrary() {
+        var samples: [[UInt8]] = [
+            [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+            [0xF5, 0x80, 0x80, 0x80], [0xF0, 0x9F, 0x98], [0xE2, 0x82], [0x80], [0xBF, 0x41], [0xFE], [0xFF],
+            Array("ok é 中 😀 👨‍👩‍👧".utf8), [0xEF, 0xBF, 0xBD], [0xF4, 0x8F, 0xBF, 0xBF],
+        ]
+        var state: UInt64 = 42
+        for length in 0..<300 {
+            var bytes: [UInt8] = []
+            for _ in 0..<(length % 23) {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                let r = UInt8(truncatingIfNeeded: state >> 56)
+                // Bias towards plausible UTF-8 so valid sequences occur too.
+                bytes.append(length % 3 == 0 ? r : (r < 0x80 ? r : 0x80 | (r & 0x3F)))
+            }
+            samples.append(bytes)
+            samples.append(Array("ab".utf8) + bytes + Array("cdefghij".utf8))
+        }
+        for sample in samples {
+            let ours = sample.withUnsafeBufferPointer { JSONParser.firstInvalidUTF8Offset($0) }
+            #expect((ours == nil) == (String(validating: sample, as: UTF8.self) != nil), "\(sample)")
+        }
+    }
+}
+
+/// Edge cases of the parser: repeated keys, large objects, bad bytes after escapes.
+@Suite struct ParserEdgeCaseTests {
+    @Test func repeatedKeyKeepsFirstPositionAndLastValue() throws {
+        let payload = try Payload(jsonBytes: Array(#"{"a":1,"b":2,"a":3}"#.utf8))
+        #expect(payload.custom.keys == ["a", "b"])
+        #expect(payload.custom["a"] == 3)
+        // Same in an object large enough to use the key set.
+        let members = (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
+        let large = try Payload(jsonBytes: Array(("{" + members + #","k3":"again"}"#).utf8))
+        #expect(large.custom.count == 40)
+        #expect(large.custom["k3"] == "again")
+        #expect(large.custom.keys[3] == "k3")
+    }
+
+    @Test func invalidUTF8AfterAnEscapeHasItsInputOffset() {
+        let bytes: [UInt8] = Array(#"{"a":"\n"#.utf8) + [0xC3] + Array(#""}"#.utf8)
+        #expect {
+            try Payload(jsonBytes: bytes)
+        } throws: { ($0 as! PayloadError).byteOffset == 8 }
+    }
+}

@@ -1,0 +1,121 @@
+import Testing
+
+@testable import APNsPayload
+
+/// Every rule refuses a bad payload with a typed error naming the key path; the rules
+/// come from Apple's payload key reference (seed 000 table 9-1/9-2, APNS-PROTOCOL facts).
+@Suite struct ValidationTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        var name: String
+        var payload: Payload
+        var pushType: PushType?
+        var kind: PayloadError.Kind
+        var keyPath: String
+        var testDescription: String { name }
+    }
+
+    static let liveState: JSONObject = ["score": 1]
+
+    static let cases: [Case] = [
+        Case(name: "volume above 1", payload: Payload(aps: APS(sound: .critical(name: "a", volume: 1.01))),
+             kind: .valueOutOfRange, keyPath: "aps.sound.volume"),
+        Case(name: "volume below 0", payload: Payload(aps: APS(sound: .critical(volume: -0.1))),
+             kind: .valueOutOfRange, keyPath: "aps.sound.volume"),
+        Case(name: "live activity alert volume", payload: Payload.liveActivityUpdate(
+                timestamp: 1, contentState: liveState, alert: LiveActivityAlert(sound: .critical(volume: 2))),
+             kind: .valueOutOfRange, keyPath: "aps.alert.sound.volume"),
+        Case(name: "relevance above 1", payload: Payload(aps: APS(badge: 1, relevanceScore: 1.5)),
+             kind: .valueOutOfRange, keyPath: "aps.relevance-score"),
+        Case(name: "relevance below 0", payload: Payload(aps: APS(badge: 1, relevanceScore: -0.01)),
+             kind: .valueOutOfRange, keyPath: "aps.relevance-score"),
+        Case(name: "negative badge", payload: Payload(aps: APS(badge: -1)),
+             kind: .valueOutOfRange, keyPath: "aps.badge"),
+        Case(name: "summary-arg-count 0", payload: Payload.alert(Alert(body: "b", summaryArg: "x", summaryArgCount: 0)),
+             kind: .valueOutOfRange, keyPath: "aps.alert.summary-arg-count"),
+        Case(name: "custom key aps", payload: Payload.alert(body: "b").adding("aps", ["badge": 1]),
+             kind: .reservedKey, keyPath: "aps"),
+        Case(name: "background with alert", payload: { var p = Payload.background(); p.aps.alert = Alert(body: "x"); return p }(),
+             pushType: .background, kind: .conflictingKeys, keyPath: "aps.alert"),
+        Case(name: "background with sound", payload: { var p = Payload.background(); p.aps.sound = .default; return p }(),
+             pushType: .background, kind: .conflictingKeys, keyPath: "aps.sound"),
+        Case(name: "background with badge", payload: { var p = Payload.background(); p.aps.badge = 0; return p }(),
+             pushType: .background, kind: .conflictingKeys, keyPath: "aps.badge"),
+        Case(name: "background without content-available", payload: Payload(custom: ["k": 1]),
+             pushType: .background, kind: .missingKey, keyPath: "aps.content-available"),
+        Case(name: "alert push without alert, sound or badge", payload: Payload.background(),
+             pushType: .alert, kind: .missingKey, keyPath: "aps.alert"),
+        Case(name: "start without attributes-type", payload: Payload(aps: APS(
+                timestamp: 1, event: .start, contentState: liveState, attributes: ["a": 1])),
+             kind: .missingKey, keyPath: "aps.attributes-type"),
+        Case(name: "start without attributes", payload: Payload(aps: APS(
+                timestamp: 1, event: .start, contentState: liveState, attributesType: "Match")),
+             kind: .missingKey, keyPath: "aps.attributes"),
+        Case(name: "event without timestamp", payload: Payload(aps: APS(event: .end)),
+             kind: .missingKey, keyPath: "aps.timestamp"),
+        Case(name: "update without content-state", payload: Payload(aps: APS(timestamp: 1, event: .update)),
+             kind: .missingKey, keyPath: "aps.content-state"),
+        Case(name: "liveactivity without event", payload: Payload(aps: APS(timestamp: 1, contentState: liveState)),
+             pushType: .liveactivity, kind: .missingKey, keyPath: "aps.event"),
+        Case(name: "widgets without content-changed", payload: Payload.background(),
+             pushType: .widgets, kind: .missingKey, keyPath: "aps.content-changed"),
+        Case(name: "controls without content-changed", payload: Payload.alert(body: "x"),
+             pushType: .controls, kind: .missingKey, keyPath: "aps.content-changed"),
+        Case(name: "fileprovider without domain", payload: Payload(custom: ["container-identifier": "c"]),
+             pushType: .fileprovider, kind: .missingKey, keyPath: "domain"),
+        Case(name: "mdm without push magic", payload: Payload.alert(body: "x"),
+             pushType: .mdm, kind: .missingKey, keyPath: "mdm"),
+        Case(name: "plain-text alert with a title", payload: { var a = Alert.text("b"); a.title = "t"; return Payload.alert(a) }(),
+             kind: .conflictingKeys, keyPath: "aps.alert"),
+        Case(name: "alert and live activity alert", payload: Payload(aps: APS(
+                alert: Alert(body: "a"), liveActivityAlert: LiveActivityAlert(title: "t"))),
+             kind: .conflictingKeys, keyPath: "aps.alert"),
+        Case(name: "loc-args without loc-key", payload: Payload.alert(Alert(body: "b", locArgs: ["x"])),
+             kind: .missingKey, keyPath: "aps.alert.loc-key"),
+        Case(name: "title-loc-args without title-loc-key", payload: Payload.alert(Alert(body: "b", titleLocArgs: ["x"])),
+             kind: .missingKey, keyPath: "aps.alert.title-loc-key"),
+        Case(name: "subtitle-loc-args without subtitle-loc-key", payload: Payload.alert(Alert(body: "b", subtitleLocArgs: ["x"])),
+             kind: .missingKey, keyPath: "aps.alert.subtitle-loc-key"),
+        Case(name: "modelled key in additionalKeys", payload: Payload(aps: APS(badge: 1, additionalKeys: ["sound": "x"])),
+             kind: .conflictingKeys, keyPath: "aps.sound"),
+        Case(name: "non-finite custom double", payload: Payload.alert(body: "b").adding("ratio", .double(.infinity)),
+             kind: .nonFiniteNumber, keyPath: "ratio"),
+        Case(name: "non-finite in unknown aps key", payload: Payload(aps: APS(badge: 1, additionalKeys: ["future": [.double(.nan)]])),
+             kind: .nonFiniteNumber, keyPath: "aps.future[0]"),
+    ]
+
+    @Test(arguments: cases)
+    func ruleIsEnforced(_ c: Case) {
+        do {
+            if let pushType = c.pushType {
+                _ = try c.payload.encoded(for: pushType)
+            } else {
+                _ = try c.payload.encoded()
+            }
+            Issue.record("\(c.name): accepted")
+        } catch {
+            #expect(error.kind == c.kind, "\(c.name): \(error)")
+            #expect(error.keyPath == c.keyPath, "\(c.name): \(error)")
+            #expect(!error.rule.isEmpty)
+            #expect(error.description.contains(c.keyPath))
+        }
+    }
+
+    /// The boundaries themselves are allowed.
+    @Test func boundariesAreAccepted() throws {
+        _ = try Payload(aps: APS(sound: .critical(volume: 0))).encoded()
+        _ = try Payload(aps: APS(sound: .critical(volume: 1))).encoded()
+        _ = try Payload(aps: APS(badge: 0, relevanceScore: 0)).encoded(for: .alert)
+        _ = try Payload(aps: APS(badge: 0, relevanceScore: 1)).encoded(for: .alert)
+        _ = try Payload.alert(Alert(body: "b", summaryArg: "x", summaryArgCount: 1)).encoded(for: .alert)
+        // A background update may show an alert when sent with push type alert (seed 000, 配置后台更新通知).
+        var visible = Payload.background()
+        visible.aps.alert = Alert(body: "New data")
+        _ = try visible.encoded(for: .alert)
+    }
+
+    @Test func errorDescriptionSaysWhatAndWhere() {
+        let error = PayloadError.outOfRange("aps.sound.volume", "volume must be in 0...1, not 2.0")
+        #expect(error.description == "value out of range at aps.sound.volume: volume must be in 0...1, not 2.0")
+        #expect(PayloadError.Kind.payloadTooLarge.description == "payload too large")
+    }
+}
