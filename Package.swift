@@ -90,6 +90,11 @@ let package = Package(
             dependencies: ["APNsCore", "CNGHTTP2"],
             path: "Benchmarks/HPACKBenchmark"
         ),
+        .executableTarget(
+            name: "TransportBenchmark",
+            dependencies: ["APNsTransport", "APNsMockServer", "APNsCore"],
+            path: "Benchmarks/TransportBenchmark"
+        ),
 
         // MARK: Tests
         .testTarget(
@@ -106,6 +111,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "APNsTransportTests",
+            dependencies: [
+                "APNsTransport",
+                "APNsMockServer",
+                "APNsCore",
+                "CNGHTTP2",
+                "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "APNsMockServerTests",
