@@ -134,8 +134,10 @@ final class ServerConnection {
         }
         guard !due.isEmpty else { return }
         for entry in due {
-            submitResponse(streamID: entry.streamID, status: entry.status, body: entry.body, apnsID: entry.apnsID)
+            // GOAWAY first: its last-stream-id already covers this stream, and a client
+            // that stops reading after its last answer still sees it.
             if let reason = entry.goAwayReason { goAway(reason: reason) }
+            submitResponse(streamID: entry.streamID, status: entry.status, body: entry.body, apnsID: entry.apnsID)
         }
         flush()
     }
@@ -372,8 +374,8 @@ final class ServerConnection {
             delayed.append(Delayed(due: .now + decision.delay, streamID: streamID, status: status, body: body,
                                    apnsID: apnsID, goAwayReason: decision.goAwayReason))
         } else {
-            submitResponse(streamID: streamID, status: status, body: body, apnsID: apnsID)
             if let reason = decision.goAwayReason { goAway(reason: reason) }
+            submitResponse(streamID: streamID, status: status, body: body, apnsID: apnsID)
         }
         if tokenAccepted, tokenMode, !streamLimitRaised, let session {
             streamLimitRaised = true
