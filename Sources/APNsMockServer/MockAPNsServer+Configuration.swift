@@ -53,6 +53,11 @@ extension MockAPNsServer {
         ///   - authentication: `.none` or `.providerToken(verifier)`.
         ///   - maxConcurrentStreams: The stream limit for authenticated connections.
         ///   - certificate: `.generated` or PEM.
+        ///   - listensOnIPv6: Also listen on `::1` when the host has it.
+        ///   - recordedRequestLimit: How many requests to keep; `0` records none (fastest).
+        ///   - malformedPayloadReason: The reason for a body that is not a JSON object with `aps`.
+        ///   - now: The clock for token age and token-update checks.
+        ///   - logger: Where the server logs (debug level; errors only when something fails).
         public init(
             bundleIDs: [String] = [],
             authentication: Authentication = .none,

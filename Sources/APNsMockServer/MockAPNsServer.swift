@@ -39,6 +39,7 @@ public final class MockAPNsServer: Sendable {
 
     private enum Lifecycle {
         case idle
+        case starting
         case running(port: Int, addresses: [String], caPEM: String?)
         case stopped
     }
@@ -70,7 +71,7 @@ public final class MockAPNsServer: Sendable {
         guard state.wakeFD >= 0 else { throw MockAPNsServerError("could not create the wake-up eventfd") }
         try lifecycle.withLock { lifecycle in
             guard case .idle = lifecycle else { throw MockAPNsServerError("start() called twice") }
-            lifecycle = .stopped  // claimed; replaced below on success
+            lifecycle = .starting
         }
         do {
             let chain: String
@@ -109,6 +110,8 @@ public final class MockAPNsServer: Sendable {
             lifecycle.withLock { $0 = .running(port: port, addresses: addresses, caPEM: caPEM) }
             configuration.logger.debug("mock APNs server listening", metadata: ["port": "\(port)"])
         } catch {
+            configuration.logger.error("mock APNs server failed to start", metadata: ["error": "\(error)"])
+            lifecycle.withLock { $0 = .idle }
             throw error
         }
     }
@@ -271,10 +274,10 @@ public final class MockAPNsServer: Sendable {
 ///   - configuration: The server's configuration.
 ///   - body: The test; the server is running while it runs.
 /// - Returns: What `body` returns.
-public func withMockAPNsServer<Result: Sendable>(
+public func withMockAPNsServer<Value: Sendable>(
     configuration: MockAPNsServer.Configuration = MockAPNsServer.Configuration(),
-    _ body: (MockAPNsServer) async throws -> Result
-) async throws -> Result {
+    _ body: (MockAPNsServer) async throws -> Value
+) async throws -> Value {
     let server = MockAPNsServer(configuration: configuration)
     try await server.start()
     do {

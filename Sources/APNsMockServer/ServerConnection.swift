@@ -217,8 +217,9 @@ final class ServerConnection {
     func flush() {
         while let ssl, let session {
             if outputStart < output.count {
-                let written = output.withUnsafeBytes {
-                    SSL_write(ssl, $0.baseAddress! + outputStart, Int32(output.count - outputStart))
+                let written = output.withUnsafeBytes { bytes -> Int32 in
+                    guard let base = bytes.baseAddress else { return 0 }
+                    return SSL_write(ssl, base + outputStart, Int32(clamping: bytes.count - outputStart))
                 }
                 if written > 0 {
                     outputStart += Int(written)
@@ -471,8 +472,9 @@ private let readResponseBody: nghttp2_data_source_read_callback = { _, streamID,
         return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
     }
     let count = min(length, stream.responseBody.count - stream.responseOffset)
-    stream.responseBody.withUnsafeBytes { bytes in
-        buffer.update(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + stream.responseOffset, count: count)
+    stream.responseBody.withUnsafeBufferPointer { bytes in
+        guard let base = bytes.baseAddress, count > 0 else { return }
+        buffer.update(from: base + stream.responseOffset, count: count)
     }
     stream.responseOffset += count
     if stream.responseOffset == stream.responseBody.count {

@@ -162,7 +162,8 @@ final class ServerLoop {
                 for connection in connections { connection.applyStreamLimit(limit) }
             }
         }
-        connections.removeAll { $0.isClosed }
+        // Closed connections stay in the array until the end of this pass, so the indices
+        // of `connections` keep matching the pollfd array built before the commands ran.
     }
 
     private func acceptAll(on listener: Int32) {

@@ -143,3 +143,55 @@ struct ScriptedFaultTests {
         }
     }
 }
+
+@Suite("Scripted faults on open connections")
+struct OpenConnectionFaultTests {
+    @Test("dropping all connections loses the pending answer")
+    func dropAll() async throws {
+        try await withServerAndCurl { server, curl in
+            server.setResponseDelay(.seconds(2))
+            async let output = nghttpVerbose(server: server, curl: curl)
+            try await waitForRequests(server, count: 1)
+            server.dropAllConnections()
+            let result = try await output
+            #expect(!result.stdout.contains(":status:"), "\(result.stdout)")
+            #expect(result.stdout.contains("Connected"))
+        }
+    }
+
+    @Test("a given certificate and key are served as they are")
+    func givenCertificate() async throws {
+        // Generate a chain with the openssl CLI, then serve it.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("given-cert-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.pem").path
+        let cert = directory.appendingPathComponent("cert.pem").path
+        let made = try await ExternalTool.run("openssl", [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+            "-out", cert, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        try #require(made.exitCode == 0, "\(made.stderr)")
+        let configuration = MockAPNsServer.Configuration(
+            bundleIDs: ["com.example.app"],
+            certificate: .pem(certificateChain: try String(contentsOfFile: cert, encoding: .utf8),
+                              privateKey: try String(contentsOfFile: key, encoding: .utf8)))
+        try await withMockAPNsServer(configuration: configuration) { server in
+            #expect(server.certificateAuthorityPEM == nil)
+            let result = try await ExternalTool.run("curl", [
+                "-sS", "--http2", "--cacert", cert, "-o", "/dev/null", "-w", "%{http_code}",
+                "-H", "apns-topic: com.example.app", "--data-binary", samplePayload,
+                "https://localhost:\(server.port)/3/device/\(sampleDeviceToken)",
+            ])
+            #expect(result.stdout == "200", "\(result.stderr)")
+        }
+    }
+
+    @Test("a broken PEM makes start() throw a typed error and leaves nothing listening")
+    func brokenPEM() async throws {
+        let server = MockAPNsServer(configuration: .init(certificate: .pem(certificateChain: "nope", privateKey: "nope")))
+        await #expect(throws: MockAPNsServerError.self) { try await server.start() }
+        #expect(server.port == 0)
+        await server.stop()
+    }
+}
