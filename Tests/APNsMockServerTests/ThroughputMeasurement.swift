@@ -5,12 +5,15 @@ import Testing
 /// Not a unit assertion (timing is noisy on shared machines): with `APNS_MOCK_BENCH=1`,
 /// drives the server with h2load on 1 and 4 connections and prints requests per second
 /// and the process's CPU time per request (the server thread does nearly all the work).
+/// `APNS_MOCK_BENCH_RECORD=1` keeps the request record on (it is off for the base figure).
+/// Release figures: `swift test -c release -Xswiftc -enable-testing --filter h2loadThroughput`.
 @Test(.enabled(if: ProcessInfo.processInfo.environment["APNS_MOCK_BENCH"] != nil))
 func h2loadThroughput() async throws {
     let token = makeJWT(issuedAt: Int(Date().timeIntervalSince1970))
+    let recording = ProcessInfo.processInfo.environment["APNS_MOCK_BENCH_RECORD"] != nil
     let configuration = MockAPNsServer.Configuration(
         bundleIDs: ["com.example.app"], authentication: .providerToken(.accepting([token])),
-        recordedRequestLimit: 0)
+        recordedRequestLimit: recording ? 100_000 : 0)
     let requests = Int(ProcessInfo.processInfo.environment["APNS_MOCK_BENCH_REQUESTS"] ?? "") ?? 100_000
     try await withMockAPNsServer(configuration: configuration) { server in
         let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("bench-body-\(UUID().uuidString)").path
@@ -29,7 +32,10 @@ func h2loadThroughput() async throws {
                 $0.hasPrefix("finished in") || $0.hasPrefix("status codes") || $0.hasPrefix("requests:")
             }
             print("h2load -c \(clients): \(summary.joined(separator: " | ")); server process CPU \(cpu / Double(requests)) µs/request")
-            #expect(result.stdout.contains("\(requests) 2xx"), "\(result.stdout)")
+            // In token mode a connection starts with one stream, as on APNs; h2load may open
+            // more before it sees that SETTINGS, and nghttp2 refuses those (REFUSED_STREAM).
+            // Every answer that did arrive must be a 200.
+            #expect(result.stdout.contains(" 0 4xx, 0 5xx"), "\(result.stdout)")
         }
     }
 }
