@@ -122,3 +122,47 @@ struct ProviderTokenTests {
         }
     }
 }
+
+/// A clock a test moves forward by hand.
+final class ManualClock: Sendable {
+    let offset = Mutex(0.0)
+    func now() -> Date { Date() + offset.withLock { $0 } }
+    func advance(by seconds: Double) { offset.withLock { $0 += seconds } }
+}
+
+@Suite("Token rules on the server's clock")
+struct ProviderTokenClockTests {
+    static func configuration(_ clock: ManualClock) -> MockAPNsServer.Configuration {
+        MockAPNsServer.Configuration(
+            bundleIDs: ["com.example.app"],
+            authentication: .providerToken(.acceptingUnsigned(keyID: "ABC123DEFG", teamID: "DEF123GHIJ")),
+            now: { clock.now() })
+    }
+
+    @Test("a token turns expired once the server's clock passes iat + 1 hour")
+    func expiresWithTheClock() async throws {
+        let clock = ManualClock()
+        let token = makeJWT(issuedAt: Int(Date().timeIntervalSince1970))
+        try await withServerAndCurl(Self.configuration(clock)) { server, curl in
+            let fresh = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                            headers: ["apns-topic: com.example.app", "authorization: bearer \(token)"])
+            #expect(fresh.status == 200)
+            clock.advance(by: 3601 + 5)
+            let stale = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                            headers: ["apns-topic: com.example.app", "authorization: bearer \(token)"])
+            #expect(stale.status == 403)
+            #expect(stale.reason == "ExpiredProviderToken")
+        }
+    }
+
+    @Test("a keyID the verifier does not know is InvalidProviderToken")
+    func unknownKey() async throws {
+        let clock = ManualClock()
+        try await withServerAndCurl(Self.configuration(clock)) { server, curl in
+            let token = makeJWT(keyID: "OTHERKEY00", issuedAt: Int(Date().timeIntervalSince1970))
+            let response = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                               headers: ["apns-topic: com.example.app", "authorization: bearer \(token)"])
+            #expect(response.reason == "InvalidProviderToken")
+        }
+    }
+}

@@ -38,11 +38,12 @@ struct TLSAndTransportTests {
         }
     }
 
-    @Test("a client that does not offer ALPN h2 gets no connection")
-    func refusesHTTP1() async throws {
+    @Test("a client that does not offer ALPN h2 gets no connection",
+          arguments: [["--http1.1"], ["--no-alpn"]])
+    func refusesHTTP1(flags: [String]) async throws {
         try await withServerAndCurl { server, curl in
             let response = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
-                                               headers: ["apns-topic: com.example.app"], extra: ["--http1.1"])
+                                               headers: ["apns-topic: com.example.app"], extra: flags)
             #expect(response.exitCode != 0)
             #expect(response.status != 200)
             #expect(server.statistics.requests == 0)
