@@ -12,10 +12,9 @@ import Synchronization
 /// every request, including whether each header arrived never-indexed.
 ///
 /// ```swift
-/// let server = MockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"]))
-/// try await server.start()
-/// defer { Task { await server.stop() } }   // or use withMockAPNsServer
-/// // connect to https://localhost:\(server.port), trusting server.certificateAuthorityPEM
+/// try await withMockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"])) { server in
+///     // connect to https://localhost:\(server.port), trusting server.certificateAuthorityPEM
+/// }
 /// ```
 ///
 /// All methods are safe to call from any thread while traffic flows. See
