@@ -103,7 +103,7 @@ public final class MockAPNsServer: Sendable {
                     loop.run()
                     state.markExited()
                 }
-                thread.name = "apns-mock-server"
+                thread.name = "apns-mock"  // Linux thread names hold 15 bytes
                 thread.start()
             }
             lifecycle.withLock { $0 = .running(port: port, addresses: addresses, caPEM: caPEM) }
