@@ -4,12 +4,19 @@ import Logging
 extension MockAPNsServer {
     /// How the mock server checks that a client may send.
     public enum Authentication: Sendable {
-        /// No `authorization` header is required, as on a connection that authenticated
-        /// with a client certificate. (The mock does not ask for client certificates.)
+        /// No `authorization` header is required and no client certificate is asked for.
         case none
         /// Token-based authentication: every request needs `authorization: bearer <JWT>`;
         /// the verifier decides whether a signature is valid.
         case providerToken(ProviderTokenCheck)
+        /// Certificate-based authentication: the TLS handshake requires a client
+        /// certificate issued by `trustedCAPEM` (one or more PEM certificates), and the
+        /// topics a connection may push to come from that certificate, as APNs reads them:
+        /// the topics extension (`1.2.840.113635.100.6.3.6`), else the subject's `UID`.
+        /// A request without `apns-topic` uses the certificate's topic when it has exactly
+        /// one (`MissingTopic` otherwise); a topic the certificate does not list is
+        /// `400 TopicDisallowed`. No `authorization` header is needed.
+        case certificate(trustedCAPEM: String)
     }
 
     /// The certificate the mock server presents.

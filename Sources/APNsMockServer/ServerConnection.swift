@@ -57,6 +57,8 @@ final class ServerConnection {
     private var currentToken: Substring?
     private var currentTokenSince = Date.distantPast
     private var streamLimitRaised = false
+    /// In certificate mode, the topics of the client's certificate (read after the handshake).
+    private var certificateTopics: [String]?
     private var tokenMode: Bool {
         if case .providerToken = loop.configuration.authentication { return true }
         return false
@@ -155,6 +157,15 @@ final class ServerConnection {
                 return
             }
             sslWantsWrite = false
+            if case .certificate = loop.configuration.authentication {
+                // The handshake required and verified a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
+                guard let certificate = SSL_get1_peer_certificate(ssl) else {
+                    close()
+                    return
+                }
+                certificateTopics = CertificateTopics.topics(of: certificate)
+                X509_free(certificate)
+            }
             guard startSession() else {
                 close()
                 return
@@ -342,7 +353,7 @@ final class ServerConnection {
         var claims: ProviderTokenClaims?
         var tokenAccepted = false
         let request = RequestValidator.Request(headers: stream.headers.map { ($0.name, $0.value) }, body: stream.body)
-        let validation = loop.validator.validate(request) { authorization in
+        let validation = loop.validator.validate(request, certificateTopics: certificateTopics) { authorization in
             let (rejection, tokenClaims) = authorize(authorization)
             claims = tokenClaims
             tokenAccepted = rejection == nil
