@@ -40,6 +40,10 @@ extension MockAPNsServer {
         /// mode a connection starts at 1 and is raised to this value after its first
         /// request with a valid token, as APNs does.
         public var maxConcurrentStreams: Int
+        /// When set, a connection's SETTINGS_MAX_CONCURRENT_STREAMS drops to this value
+        /// after any request on it is rejected, as APNs has been seen to do; `nil` (the
+        /// default) keeps the limit.
+        public var streamLimitAfterRejection: Int?
         /// Where the certificate comes from.
         public var certificate: CertificateSource
         /// Also listen on `::1` when the host has IPv6 loopback.
@@ -57,8 +61,9 @@ extension MockAPNsServer {
         /// A configuration.
         /// - Parameters:
         ///   - bundleIDs: Accepted bundle identifiers; empty accepts any.
-        ///   - authentication: `.none` or `.providerToken(verifier)`.
+        ///   - authentication: `.none`, `.providerToken(check)` or `.certificate(trustedCAPEM:)`.
         ///   - maxConcurrentStreams: The stream limit for authenticated connections.
+        ///   - streamLimitAfterRejection: The stream limit after a rejection; `nil` keeps it.
         ///   - certificate: `.generated` or PEM.
         ///   - listensOnIPv6: Also listen on `::1` when the host has it.
         ///   - recordedRequestLimit: How many requests to keep; `0` records none (fastest).
@@ -69,6 +74,7 @@ extension MockAPNsServer {
             bundleIDs: [String] = [],
             authentication: Authentication = .none,
             maxConcurrentStreams: Int = 1000,
+            streamLimitAfterRejection: Int? = nil,
             certificate: CertificateSource = .generated,
             listensOnIPv6: Bool = true,
             recordedRequestLimit: Int = 100_000,
@@ -79,6 +85,7 @@ extension MockAPNsServer {
             self.bundleIDs = bundleIDs
             self.authentication = authentication
             self.maxConcurrentStreams = maxConcurrentStreams
+            self.streamLimitAfterRejection = streamLimitAfterRejection
             self.certificate = certificate
             self.listensOnIPv6 = listensOnIPv6
             self.recordedRequestLimit = recordedRequestLimit

@@ -338,11 +338,16 @@ final class ServerConnection {
 
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
     func applyStreamLimit(_ limit: Int) {
+        submitStreamLimit(limit)
+        streamLimitRaised = true
+        flush()
+    }
+
+    /// Queues a SETTINGS frame with SETTINGS_MAX_CONCURRENT_STREAMS = `limit`.
+    private func submitStreamLimit(_ limit: Int) {
         guard let session else { return }
         var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit))]
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
-        streamLimitRaised = true
-        flush()
     }
 
     // MARK: Requests
@@ -389,11 +394,13 @@ final class ServerConnection {
             if let reason = decision.goAwayReason { goAway(reason: reason) }
             submitResponse(streamID: streamID, status: status, body: body, apnsID: apnsID)
         }
-        if tokenAccepted, tokenMode, !streamLimitRaised, let session {
+        if tokenAccepted, tokenMode, !streamLimitRaised {
+            submitStreamLimit(loop.state.shared.withLock { $0.maxConcurrentStreams })
             streamLimitRaised = true
-            let limit = loop.state.shared.withLock { $0.maxConcurrentStreams }
-            var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit))]
-            _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
+        }
+        if rejection != nil, let dropped = loop.configuration.streamLimitAfterRejection {
+            // APNs has been seen to lower a connection's stream limit after errors.
+            submitStreamLimit(dropped)
         }
     }
 
