@@ -59,6 +59,8 @@ final class ServerConnection {
     private var streamLimitRaised = false
     /// In certificate mode, the topics of the client's certificate (read after the handshake).
     private var certificateTopics: [String]?
+    /// How each header was represented on the wire, read beside nghttp2.
+    fileprivate var headerTap = HeaderBlockTap()
     private var tokenMode: Bool {
         if case .providerToken = loop.configuration.authentication { return true }
         return false
@@ -203,7 +205,8 @@ final class ServerConnection {
             }
             if count > 0 {
                 let consumed = loop.readBuffer.withUnsafeBytes {
-                    nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
+                    headerTap.feed(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)]))
+                    return nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
                 }
                 if consumed < 0 || dropRequested {
                     close()
@@ -374,9 +377,14 @@ final class ServerConnection {
         let apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
 
         var record: RecordedRequest?
+        let representations = headerTap.take(stream: streamID)
         if loop.state.isRecording {
+            var headers = stream.headers
+            if let representations, representations.count == headers.count {
+                for index in headers.indices { headers[index].representation = representations[index] }
+            }
             record = RecordedRequest(
-                sequenceNumber: 0, connectionNumber: number, streamID: Int(streamID), headers: stream.headers,
+                sequenceNumber: 0, connectionNumber: number, streamID: Int(streamID), headers: headers,
                 headerBlockLength: stream.headerBlockLength, body: stream.body, providerToken: claims,
                 status: 0, reason: nil, apnsID: apnsID)
         }
@@ -556,7 +564,9 @@ extension ServerLoop {
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            connection(userData)?.streams.removeValue(forKey: streamID)
+            guard let connection = connection(userData) else { return 0 }
+            connection.streams.removeValue(forKey: streamID)
+            _ = connection.headerTap.take(stream: streamID)
             return 0
         }
         return callbacks
