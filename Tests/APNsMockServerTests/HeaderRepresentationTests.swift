@@ -60,17 +60,28 @@ struct HeaderRepresentationTests {
     @Test("requests from nghttp record each representation, agreeing with nghttp2's never-indexed flag")
     func recordedFromNghttp() async throws {
         let token = makeJWT(issuedAt: Int(Date().timeIntervalSince1970))
-        let configuration = MockAPNsServer.Configuration(
-            bundleIDs: ["com.example.app"], authentication: .providerToken(.accepting([token])))
+        // No token mode: its stream limit of 1 until the first answer would refuse nghttp's
+        // second concurrent stream. The authorization header is still sent (and ignored).
+        let configuration = MockAPNsServer.Configuration(bundleIDs: ["com.example.app"])
         try await withServerAndCurl(configuration) { server, curl in
             let bodyFile = curl.caFile + ".body"
             try Data(samplePayload.utf8).write(to: URL(fileURLWithPath: bodyFile))
             defer { try? FileManager.default.removeItem(atPath: bodyFile) }
+            // Two requests on one connection (nghttp sends its URIs over one connection).
             let result = try await ExternalTool.run("nghttp", [
                 "-n", "-d", bodyFile, "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(token)",
                 "https://127.0.0.1:\(server.port)/3/device/\(sampleDeviceToken)",
+                "https://127.0.0.1:\(server.port)/3/device/\(String(sampleDeviceToken.reversed()))",
             ])
             #expect(result.exitCode == 0, "\(result.stderr)")
+            #expect(server.recordedRequests.count == 2)
+            #expect(Set(server.recordedRequests.map(\.connectionNumber)).count == 1)
+            // The article's example (IntegrationTestingWithTheMockServer.md):
+            for request in server.recordedRequests.dropFirst() {
+                for header in request.headers where [":path", "apns-id"].contains(header.name) {
+                    #expect(header.representation != .incrementalIndexing)
+                }
+            }
             let request = try #require(server.recordedRequests.first)
             func representation(_ name: String) -> R? { request.headers.first { $0.name == name }?.representation }
             // nghttp2's deflater: static-table hits are indexed, it never indexes :path,
