@@ -204,6 +204,58 @@ public final class APNsClient: Sendable {
         var logger = self.logger
         logger[metadataKey: "apns.id"] = "\(apnsID.uuidString)"
         logger[metadataKey: "apns.device-token"] = "\(deviceToken.redacted)"
+        return try await perform(
+            "notification",
+            logger: logger,
+            request: { (authorization: String?) throws(APNsRequestError) -> APNsRequest in
+                try prepared.request(
+                    to: deviceToken,
+                    apnsID: apnsID,
+                    environment: self.environment,
+                    authorization: authorization,
+                    timeout: self.requestTimeout
+                )
+            },
+            interpret: { response, request in
+                if let accepted = APNsAccepted(response: response, request: request) { return .success(accepted) }
+                return .failure(
+                    .rejected(
+                        APNsRejection(response: response, request: request)
+                            ?? APNsRejection(
+                                status: response.status,
+                                reason: nil,
+                                apnsID: apnsID,
+                                deviceToken: deviceToken
+                            )
+                    )
+                )
+            }
+        )
+    }
+
+    /// The one attempt loop behind every call to APNs (device pushes, broadcasts and
+    /// channel management): fetch a provider token, build the request, send it, read the
+    /// answer; on `ExpiredProviderToken` invalidate the token and try once more at once
+    /// (not counted as an attempt); otherwise retry what ``retryPolicy`` allows, after its
+    /// backoff. The request is rebuilt for each attempt, so it carries the current token;
+    /// whatever identifies it (`apns-id`, `apns-request-id`) is fixed by the caller and
+    /// therefore the same on every attempt.
+    ///
+    /// - Parameters:
+    ///   - what: What is being sent, for log messages (`notification`, `broadcast`, …).
+    ///   - logger: The logger, with the call's metadata already attached.
+    ///   - request: Builds the request from the `authorization` value (`nil` with
+    ///     certificate credentials). An error it throws ends the call as
+    ///     ``APNsError/invalid(_:)``.
+    ///   - interpret: Turns APNs' answer into the result, or into the
+    ///     ``APNsError/rejected(_:)`` (retried as the policy says) or
+    ///     ``APNsError/failed(_:)`` it means.
+    func perform<Success: Sendable>(
+        _ what: String,
+        logger: Logger,
+        request build: (_ authorization: String?) throws(APNsRequestError) -> APNsRequest,
+        interpret: (_ response: APNsResponse, _ request: APNsRequest) -> Result<Success, APNsError>
+    ) async throws(APNsError) -> Success {
         var attempt = 1
         var refreshedProviderToken = false
         var mayHaveReachedAPNs = false
@@ -227,38 +279,34 @@ public final class APNsClient: Sendable {
             }
             let request: APNsRequest
             do {
-                request = try prepared.request(
-                    to: deviceToken,
-                    apnsID: apnsID,
-                    environment: environment,
-                    authorization: providerToken?.authorizationValue,
-                    timeout: requestTimeout
-                )
+                request = try build(providerToken?.authorizationValue)
             } catch {
                 logger.debug("request is invalid", metadata: ["apns.error": "\(error)"])
                 throw .invalid(error)
             }
-            logger.trace("sending notification", metadata: ["apns.attempt": "\(attempt)"])
+            logger.trace("sending \(what)", metadata: ["apns.attempt": "\(attempt)"])
 
             let error: APNsError
             do {
                 let response = try await transport.send(request)
-                if let accepted = APNsAccepted(response: response, request: request) {
-                    logger.debug("notification accepted", metadata: ["apns.attempt": "\(attempt)"])
-                    return accepted
+                switch interpret(response, request) {
+                case .success(let success):
+                    logger.debug("\(what) accepted", metadata: ["apns.attempt": "\(attempt)"])
+                    return success
+                case .failure(let failure):
+                    if let rejection = failure.rejection, rejection.reason == .expiredProviderToken,
+                        !refreshedProviderToken, let providerToken, case .providerToken(let source) = credentials
+                    {
+                        refreshedProviderToken = true
+                        source.invalidate(providerToken)
+                        logger.debug("provider token expired; retrying once with a new one")
+                        continue
+                    }
+                    if let transportError = failure.transportError {
+                        mayHaveReachedAPNs = mayHaveReachedAPNs || transportError.mayHaveReachedAPNs
+                    }
+                    error = failure
                 }
-                let rejection =
-                    APNsRejection(response: response, request: request)
-                    ?? APNsRejection(status: response.status, reason: nil, apnsID: apnsID, deviceToken: deviceToken)
-                if rejection.reason == .expiredProviderToken, !refreshedProviderToken,
-                    let providerToken, case .providerToken(let source) = credentials
-                {
-                    refreshedProviderToken = true
-                    source.invalidate(providerToken)
-                    logger.debug("provider token expired; retrying once with a new one")
-                    continue
-                }
-                error = .rejected(rejection)
             } catch let failure {
                 mayHaveReachedAPNs = mayHaveReachedAPNs || failure.mayHaveReachedAPNs
                 error = .failed(failure)
@@ -266,10 +314,10 @@ public final class APNsClient: Sendable {
 
             guard attempt < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error) else {
                 if error.rejection?.remedy == .fixCredentials {
-                    logger.warning("notification rejected: check the credentials", metadata: ["apns.error": "\(error)"])
+                    logger.warning("\(what) rejected: check the credentials", metadata: ["apns.error": "\(error)"])
                 } else {
                     logger.debug(
-                        "notification not accepted",
+                        "\(what) not accepted",
                         metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"]
                     )
                 }
@@ -277,7 +325,7 @@ public final class APNsClient: Sendable {
             }
             let delay = retryPolicy.delay(beforeRetry: attempt, jitter: jitter())
             logger.debug(
-                "retrying notification",
+                "retrying \(what)",
                 metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)", "apns.delay": "\(delay)"]
             )
             do {

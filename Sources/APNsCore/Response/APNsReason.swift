@@ -97,11 +97,11 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
     public static let shutdown = APNsReason(rawValue: "Shutdown")
     /// `FeatureNotEnabled` (400): Broadcast: the feature is not enabled for this app.
     public static let featureNotEnabled = APNsReason(rawValue: "FeatureNotEnabled")
-    /// `MissingChannelId` (400): Broadcast: the `apns-channel-id` header is missing.
+    /// `MissingChannelId` (400): Broadcast and channel management: the `apns-channel-id` header is missing.
     public static let missingChannelID = APNsReason(rawValue: "MissingChannelId")
-    /// `BadChannelId` (400): Broadcast: the `apns-channel-id` value is invalid.
+    /// `BadChannelId` (400): Broadcast and channel management: the `apns-channel-id` is not properly encoded, or is longer than allowed.
     public static let badChannelID = APNsReason(rawValue: "BadChannelId")
-    /// `ChannelNotRegistered` (a broadcast-API status): Broadcast: the channel is not registered.
+    /// `ChannelNotRegistered`: Broadcast and channel management: the channel in `apns-channel-id` does not exist (deleted, or created in the other environment).
     public static let channelNotRegistered = APNsReason(rawValue: "ChannelNotRegistered")
     /// `BadRequestParams` (400): Channel management: the request parameters are invalid.
     public static let badRequestParams = APNsReason(rawValue: "BadRequestParams")
@@ -109,7 +109,7 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
     public static let badRequestPayload = APNsReason(rawValue: "BadRequestPayload")
     /// `MissingPushType` (400): Broadcast: the `apns-push-type` header is missing.
     public static let missingPushType = APNsReason(rawValue: "MissingPushType")
-    /// `CannotCreateChannelConfig` (400): Channel management: the channel configuration cannot be created.
+    /// `CannotCreateChannelConfig` (400): Channel management: the app has reached its channel limit (10,000 per environment); delete unused channels.
     public static let cannotCreateChannelConfig = APNsReason(rawValue: "CannotCreateChannelConfig")
     /// `TopicMismatch` (400): Broadcast: the topic does not match the channel's.
     public static let topicMismatch = APNsReason(rawValue: "TopicMismatch")

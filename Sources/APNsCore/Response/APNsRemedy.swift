@@ -6,6 +6,7 @@
 /// | ``retryLater`` | TooManyRequests (429), InternalServerError (500), ServiceUnavailable, Shutdown (503), IdleTimeout; any other 5xx | Send again after a delay; the client does this by itself within its ``RetryPolicy``. |
 /// | ``fixCredentials`` | BadCertificate, BadCertificateEnvironment, ExpiredProviderToken, Forbidden, InvalidProviderToken, MissingProviderToken, UnrelatedKeyIdInToken, BadEnvironmentKeyIdInToken (403), TooManyProviderTokenUpdates (429) | Check the key, key ID, team ID, certificate and environment; every request on these credentials will fail the same way. |
 /// | ``fixRequest`` | every other 4xx: BadDeviceToken, DeviceTokenNotForTopic, BadTopic, BadCollapseId, PayloadTooLarge, … | Do not resend as is. `BadDeviceToken` also means a token of the other environment: check the environment before deleting tokens. |
+/// | ``fixRequest`` | the broadcast and channel reasons, whatever their status: ChannelNotRegistered, BadChannelId, MissingChannelId, FeatureNotEnabled, CannotCreateChannelConfig, BadRequestParams, BadRequestPayload, MissingPushType, TopicMismatch | A channel is not a device token: `ChannelNotRegistered` means the channel was deleted or belongs to the other environment (create a new one); `CannotCreateChannelConfig` means the app has reached its channel limit (delete unused channels); `FeatureNotEnabled` means broadcast is not enabled for the app. |
 ///
 /// An unknown reason is classified by its status the same way (410 → remove, 429 and 5xx
 /// → retry, 403 → credentials, other → request).
@@ -26,6 +27,11 @@ public enum APNsRemedy: String, Sendable, Hashable, CaseIterable, CustomStringCo
             self = .removeDeviceToken
         case .tooManyRequests?, .internalServerError?, .serviceUnavailable?, .shutdown?, .idleTimeout?:
             self = .retryLater
+        case .channelNotRegistered?, .badChannelID?, .missingChannelID?, .featureNotEnabled?,
+            .cannotCreateChannelConfig?, .badRequestParams?, .badRequestPayload?, .missingPushType?, .topicMismatch?:
+            // Channel reasons never mean "remove a device token" or "retry", whatever status
+            // APNs pairs them with.
+            self = .fixRequest
         case .tooManyProviderTokenUpdates?, .badCertificate?, .badCertificateEnvironment?, .expiredProviderToken?,
             .forbidden?, .invalidProviderToken?, .missingProviderToken?, .unrelatedKeyIDInToken?,
             .badEnvironmentKeyIDInToken?:

@@ -1,0 +1,219 @@
+import Foundation
+import Logging
+
+// Broadcast pushes and channel management (iOS 18 Live Activities), through the same
+// attempt loop, transport and retry policy as device pushes.
+extension APNsClient {
+    /// Sends a Live Activity update once to every device subscribed to `channel`.
+    ///
+    /// The request goes to ``environment`` (`POST /4/broadcasts/apps/<bundle ID>`); it is
+    /// retried like a device push, reusing its `apns-request-id`.
+    ///
+    /// - Parameters:
+    ///   - notification: The update: payload, priority, expiration.
+    ///   - channel: The channel, from ``createChannel(bundleID:storagePolicy:)``.
+    ///   - bundleID: Your app's bundle ID (no `.push-type.liveactivity` suffix).
+    /// - Returns: The acceptance, with the `apns-request-id` (and `apns-unique-id` when APNs sends one).
+    /// - Throws: ``APNsError``. Broadcast rejections include `ChannelNotRegistered`,
+    ///   `BadChannelId`, `FeatureNotEnabled` and `BadExpirationDate` (a non-zero expiration on
+    ///   a channel that stores nothing).
+    ///
+    /// See [Sending broadcast push notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns).
+    public func broadcast(
+        _ notification: BroadcastNotification,
+        to channel: ChannelID,
+        bundleID: String
+    ) async throws(APNsError) -> BroadcastAccepted {
+        let prepared: BroadcastNotification.Prepared
+        do {
+            prepared = try notification.prepared()
+        } catch {
+            logger.debug("broadcast is invalid", metadata: ["apns.error": "\(error)"])
+            throw .invalid(error)
+        }
+        let requestID = notification.requestID ?? .random()
+        var logger = self.logger
+        logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
+        logger[metadataKey: "apns.channel-id"] = "\(channel.rawValue)"
+        return try await perform(
+            "broadcast",
+            logger: logger,
+            request: { (authorization: String?) throws(APNsRequestError) -> APNsRequest in
+                try prepared.request(
+                    to: channel,
+                    bundleID: bundleID,
+                    environment: self.environment,
+                    authorization: authorization,
+                    requestID: requestID,
+                    timeout: self.requestTimeout
+                )
+            },
+            interpret: { response, request in
+                if let accepted = BroadcastAccepted(response: response, request: request, channel: channel) {
+                    return .success(accepted)
+                }
+                return .failure(Self.rejection(response, request))
+            }
+        )
+    }
+
+    /// Sends a Live Activity payload once to every device subscribed to `channel`: a
+    /// shorthand for ``broadcast(_:to:bundleID:)`` with a ``BroadcastNotification``.
+    ///
+    /// - Parameters:
+    ///   - payload: A Live Activity payload (`event`, `timestamp`, `content-state`, …), at most 5120 bytes.
+    ///   - channel: The channel.
+    ///   - bundleID: Your app's bundle ID.
+    ///   - priority: The `apns-priority`; 10 unless given.
+    ///   - expiration: The `apns-expiration`; 0 unless given (required on a channel that stores nothing).
+    public func broadcast(
+        _ payload: Payload,
+        to channel: ChannelID,
+        bundleID: String,
+        priority: Priority = .immediate,
+        expiration: Expiration = .immediately
+    ) async throws(APNsError) -> BroadcastAccepted {
+        try await broadcast(
+            BroadcastNotification(payload: payload, priority: priority, expiration: expiration),
+            to: channel,
+            bundleID: bundleID
+        )
+    }
+
+    /// Creates a broadcast channel for the app (at most 10,000 per app and environment).
+    ///
+    /// The request goes to ``APNsEnvironment/channelManagement`` of ``environment``.
+    ///
+    /// - Parameters:
+    ///   - bundleID: Your app's bundle ID.
+    ///   - storagePolicy: What APNs keeps for offline devices; fixed for the channel's life.
+    /// - Returns: The new channel's ID (the `apns-channel-id` of APNs' `201` answer).
+    /// - Throws: ``APNsError``; `CannotCreateChannelConfig` when the app has reached its
+    ///   channel limit. A success answer without a valid `apns-channel-id` is
+    ///   ``APNsError/failed(_:)`` with ``APNsTransportError/Code/protocolError``.
+    ///
+    /// See [Sending channel management requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-channel-management-requests-to-apns).
+    public func createChannel(
+        bundleID: String,
+        storagePolicy: MessageStoragePolicy = .noStorage
+    ) async throws(APNsError) -> ChannelID {
+        try await manageChannels(.create(storagePolicy: storagePolicy), bundleID: bundleID) { response in
+            guard response.status == 201 || response.status == 200 else { return nil }
+            guard let header = response.header("apns-channel-id") else {
+                return .failure(.failed(.protocolError("APNs answered \(response.status) to a channel creation without apns-channel-id")))
+            }
+            do {
+                return .success(try ChannelID(header))
+            } catch {
+                return .failure(.failed(.protocolError("APNs answered a channel creation with an invalid apns-channel-id: \(error)")))
+            }
+        }
+    }
+
+    /// Reads a channel's configuration.
+    ///
+    /// - Parameters:
+    ///   - channel: The channel.
+    ///   - bundleID: Your app's bundle ID.
+    /// - Returns: The storage policy and push type APNs reports.
+    /// - Throws: ``APNsError``; `ChannelNotRegistered` when APNs does not know the channel.
+    public func channelConfiguration(
+        _ channel: ChannelID,
+        bundleID: String
+    ) async throws(APNsError) -> ChannelConfiguration {
+        try await manageChannels(.read(channel), bundleID: bundleID) { response in
+            guard response.status == 200 else { return nil }
+            guard let configuration = ChannelConfiguration(json: response.body) else {
+                return .failure(.failed(.protocolError("APNs answered 200 with a body that is not a channel configuration")))
+            }
+            return .success(configuration)
+        }
+    }
+
+    /// Lists every channel of the app.
+    ///
+    /// - Parameter bundleID: Your app's bundle ID.
+    /// - Returns: The channel IDs, in the order APNs lists them.
+    /// - Throws: ``APNsError``.
+    public func channels(bundleID: String) async throws(APNsError) -> [ChannelID] {
+        try await manageChannels(.list, bundleID: bundleID) { response in
+            guard response.status == 200 else { return nil }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
+                let list = object["channels"] as? [Any]
+            else {
+                return .failure(.failed(.protocolError("APNs answered 200 with a body that is not {\"channels\": [...]}")))
+            }
+            var channels: [ChannelID] = []
+            channels.reserveCapacity(list.count)
+            for (index, entry) in list.enumerated() {
+                guard let text = entry as? String, let channel = try? ChannelID(text) else {
+                    return .failure(.failed(.protocolError("entry \(index) of the channel list is not a base64 channel ID")))
+                }
+                channels.append(channel)
+            }
+            return .success(channels)
+        }
+    }
+
+    /// Deletes a channel; devices stop receiving its broadcasts.
+    ///
+    /// - Parameters:
+    ///   - channel: The channel.
+    ///   - bundleID: Your app's bundle ID.
+    /// - Throws: ``APNsError``; `ChannelNotRegistered` when APNs does not know the channel.
+    public func deleteChannel(_ channel: ChannelID, bundleID: String) async throws(APNsError) {
+        try await manageChannels(.delete(channel), bundleID: bundleID) { response in
+            response.status == 204 || response.status == 200 ? .success(()) : nil
+        }
+    }
+
+    /// Runs one channel management request through the attempt loop, on the channel
+    /// management endpoint that belongs with ``environment``. `success` reads a success
+    /// answer, or returns `nil` for a status that is a rejection.
+    private func manageChannels<Success: Sendable>(
+        _ operation: ChannelRequest,
+        bundleID: String,
+        success: @escaping (APNsResponse) -> Result<Success, APNsError>?
+    ) async throws(APNsError) -> Success {
+        let requestID = APNsRequestID.random()
+        let endpoint = environment.channelManagement
+        var logger = self.logger
+        logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
+        logger[metadataKey: "apns.channel-operation"] = "\(operation.logName)"
+        return try await perform(
+            "channel request",
+            logger: logger,
+            request: { (authorization: String?) throws(APNsRequestError) -> APNsRequest in
+                try operation.request(
+                    bundleID: bundleID,
+                    environment: endpoint,
+                    authorization: authorization,
+                    requestID: requestID,
+                    timeout: self.requestTimeout
+                )
+            },
+            interpret: { response, request in
+                if let result = success(response) { return result }
+                return .failure(Self.rejection(response, request))
+            }
+        )
+    }
+
+    /// The rejection a non-success answer means; a rejection with no reason when the body
+    /// is not APNs' JSON (or the status is one no rejection has).
+    static func rejection(_ response: APNsResponse, _ request: APNsRequest) -> APNsError {
+        .rejected(APNsRejection(response: response, request: request) ?? APNsRejection(status: response.status, reason: nil))
+    }
+}
+
+extension ChannelRequest {
+    /// `create`, `read`, `list` or `delete`, for logs.
+    var logName: String {
+        switch self {
+        case .create: "create"
+        case .read: "read"
+        case .list: "list"
+        case .delete: "delete"
+        }
+    }
+}
