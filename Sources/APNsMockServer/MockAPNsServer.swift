@@ -45,7 +45,7 @@ public final class MockAPNsServer: Sendable {
 
     /// The settings the server was created with.
     public let configuration: Configuration
-    private let state: ServerState
+    let state: ServerState
     private let lifecycle = Mutex(Lifecycle.idle)
 
     /// A server that is not listening yet; call ``start()``.

@@ -37,7 +37,7 @@ final class ServerConnection {
         var streamID: Int32
         var status: Int
         var body: [UInt8]
-        var apnsID: String
+        var headers: [(String, String)]
         var goAwayReason: String?
     }
 
@@ -141,7 +141,7 @@ final class ServerConnection {
             // GOAWAY first: its last-stream-id already covers this stream, and a client
             // that stops reading after its last answer still sees it.
             if let reason = entry.goAwayReason { goAway(reason: reason) }
-            submitResponse(streamID: entry.streamID, status: entry.status, body: entry.body, apnsID: entry.apnsID)
+            submitResponse(streamID: entry.streamID, status: entry.status, body: entry.body, headers: entry.headers)
         }
         flush()
     }
@@ -361,20 +361,39 @@ final class ServerConnection {
         var claims: ProviderTokenClaims?
         var tokenAccepted = false
         let request = RequestValidator.Request(headers: stream.headers.map { ($0.name, $0.value) }, body: stream.body)
-        let validation = loop.validator.validate(request, certificateTopics: certificateTopics) { authorization in
-            let (rejection, tokenClaims) = authorize(authorization)
+        let authorizeRequest: (String?) -> RequestValidator.Rejection? = { authorization in
+            let (rejection, tokenClaims) = self.authorize(authorization)
             claims = tokenClaims
             tokenAccepted = rejection == nil
             return rejection
         }
         var deviceToken: String?
         var rejection: RequestValidator.Rejection?
-        switch validation {
-        case .success(let accepted): deviceToken = accepted.deviceToken
-        case .failure(let failure): rejection = failure
+        /// `apns-id` for device pushes; `apns-request-id` for broadcasts and channel management.
+        let apnsID: String
+        var responseHeaders: [(String, String)]
+        var channelOperation: BroadcastRouter.Operation?
+        let path = stream.headers.first { $0.name == ":path" }?.value ?? ""
+        if BroadcastRouter.handles(path: path) {
+            let router = BroadcastRouter(bundleIDs: loop.validator.bundleIDs,
+                                         malformedPayloadReason: loop.validator.malformedPayloadReason,
+                                         channels: loop.state.channels)
+            let routed = router.route(request, certificateTopics: certificateTopics, authorize: authorizeRequest)
+            switch routed.result {
+            case .success(let operation): channelOperation = operation
+            case .failure(let failure): rejection = failure
+            }
+            apnsID = routed.requestID
+            responseHeaders = [("apns-request-id", apnsID)]
+        } else {
+            switch loop.validator.validate(request, certificateTopics: certificateTopics, authorize: authorizeRequest) {
+            case .success(let accepted): deviceToken = accepted.deviceToken
+            case .failure(let failure): rejection = failure
+            }
+            let requestedID = stream.headers.first { $0.name == "apns-id" }?.value
+            apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
+            responseHeaders = [("apns-id", apnsID)]
         }
-        let requestedID = stream.headers.first { $0.name == "apns-id" }?.value
-        let apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
 
         var record: RecordedRequest?
         let representations = headerTap.take(stream: streamID)
@@ -388,19 +407,28 @@ final class ServerConnection {
                 headerBlockLength: stream.headerBlockLength, body: stream.body, providerToken: claims,
                 status: 0, reason: nil, apnsID: apnsID)
         }
-        let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID)
+        let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID,
+                                         successStatus: channelOperation?.successStatus ?? 200)
         if decision.drop {
             dropRequested = true
             return
         }
-        let status = decision.response?.status ?? 200
-        let body = decision.response.map { Array($0.jsonBody.utf8) } ?? []
+        var status = decision.response?.status ?? 200
+        var body = decision.response.map { Array($0.jsonBody.utf8) } ?? []
+        if decision.response == nil, let channelOperation {
+            // Only now, when no scripted fault answers instead, does a channel change.
+            let answer = BroadcastRouter(bundleIDs: [], malformedPayloadReason: "", channels: loop.state.channels)
+                .commit(channelOperation)
+            status = answer.status
+            body = answer.body
+            responseHeaders += answer.headers
+        }
         if decision.delay > .zero {
             delayed.append(Delayed(due: .now + decision.delay, streamID: streamID, status: status, body: body,
-                                   apnsID: apnsID, goAwayReason: decision.goAwayReason))
+                                   headers: responseHeaders, goAwayReason: decision.goAwayReason))
         } else {
             if let reason = decision.goAwayReason { goAway(reason: reason) }
-            submitResponse(streamID: streamID, status: status, body: body, apnsID: apnsID)
+            submitResponse(streamID: streamID, status: status, body: body, headers: responseHeaders)
         }
         if tokenAccepted, tokenMode, !streamLimitRaised {
             submitStreamLimit(loop.state.shared.withLock { $0.maxConcurrentStreams })
@@ -451,9 +479,11 @@ final class ServerConnection {
         return (nil, claims)
     }
 
-    private func submitResponse(streamID: Int32, status: Int, body: [UInt8], apnsID: String) {
+    /// Answers `streamID`: `:status`, then `headers` (`apns-id`, or `apns-request-id` and
+    /// what a broadcast or channel answer adds), then the JSON body if any.
+    private func submitResponse(streamID: Int32, status: Int, body: [UInt8], headers: [(String, String)]) {
         guard let session else { return }
-        var fields: [(String, String)] = [(":status", String(status)), ("apns-id", apnsID)]
+        var fields: [(String, String)] = [(":status", String(status))] + headers
         if !body.isEmpty {
             fields.append(("content-type", "application/json"))
             fields.append(("content-length", String(body.count)))

@@ -44,6 +44,8 @@ final class ServerState: Sendable {
     }
 
     let shared: Mutex<Shared>
+    /// The broadcast channels, with their own lock (see ``ChannelRegistry``).
+    let channels = ChannelRegistry()
     /// The read end of a pipe the server thread polls; writing to ``wakeWriteFD`` wakes
     /// the thread. Both are closed only when the last reference goes, so a late wake
     /// never writes to a reused descriptor.
@@ -87,7 +89,7 @@ final class ServerState: Sendable {
     /// returns what to answer. `record` is filled in with the final outcome.
     func decide(
         validation: RequestValidator.Rejection?, deviceToken: String?, record: RecordedRequest?,
-        apnsID: String
+        apnsID: String, successStatus: Int = 200
     ) -> Decision {
         shared.withLock { shared in
             var response: ScriptedResponse?
@@ -124,7 +126,7 @@ final class ServerState: Sendable {
             if response == nil { shared.statistics.accepted += 1 } else { shared.statistics.rejected += 1 }
             if var record {
                 record.sequenceNumber = sequenceNumber
-                record.status = response?.status ?? 200
+                record.status = response?.status ?? successStatus
                 record.reason = response?.reason
                 record.apnsID = apnsID
                 if shared.recordLimit > 0 {
