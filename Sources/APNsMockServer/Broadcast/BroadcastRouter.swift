@@ -174,8 +174,7 @@ struct BroadcastRouter {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return reject("BadRequestPayload")
         }
-        guard let policy = object["message-storage-policy"] as? Int, policy == 0 || policy == 1,
-            !(object["message-storage-policy"] is Bool)
+        guard let policy = object["message-storage-policy"] as? Int, policy == 0 || policy == 1
         else { return reject("BadRequestPayload") }
         guard let pushType = object["push-type"] as? String else { return reject("MissingPushType") }
         guard pushType == "LiveActivity" else { return reject("InvalidPushType") }
