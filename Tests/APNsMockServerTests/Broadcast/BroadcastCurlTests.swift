@@ -14,13 +14,13 @@ struct CurlAnswer {
 extension CurlClient {
     /// Sends one request with curl and returns status, headers (lowercased names) and body.
     func exchange(
-        port: Int, path: String, method: String, headers: [String] = [], body: String? = nil
+        port: Int, path: String, method: String, headers: [String] = [], body: String? = nil, extra: [String] = []
     ) async throws -> CurlAnswer {
         let headerFile = FileManager.default.temporaryDirectory
             .appendingPathComponent("apns-curl-headers-\(UUID().uuidString).txt").path
         defer { try? FileManager.default.removeItem(atPath: headerFile) }
         let response = try await send(port: port, path: path, method: method, headers: headers, body: body,
-                                      extra: ["-D", headerFile])
+                                      extra: ["-D", headerFile] + extra)
         #expect(response.exitCode == 0, "curl failed: \(response.stderr)")
         #expect(response.httpVersion == "2", "curl did not speak HTTP/2")
         let text = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
@@ -273,6 +273,31 @@ let liveActivityBody = #"{"aps":{"timestamp":1168364460,"event":"update","conten
             #expect(answer.status == 200)
             #expect(answer.headers["apns-id"].flatMap(UUID.init(uuidString:)) != nil)
             #expect(answer.headers["apns-request-id"] == nil)
+        }
+    }
+
+    @Test func certificateModeAllowsTheCertificatesBundleIDs() async throws {
+        let certificates = try await ClientCertificates.make()
+        defer { certificates.remove() }
+        let configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: certificates.caPEM))
+        try await withServerAndCurl(configuration) { server, curl in
+            let identity = ["--cert", certificates.path("multi.pem"), "--key", certificates.path("multi.key")]
+            let created = try await curl.exchange(port: server.port, path: "/1/apps/com.example.app/channels",
+                                                  method: "POST", body: createBody, extra: identity)
+            #expect(created.status == 201)
+            let channel = try #require(created.headers["apns-channel-id"])
+            let sent = try await curl.exchange(
+                port: server.port, path: "/4/broadcasts/apps/com.example.app", method: "POST",
+                headers: ["apns-channel-id: \(channel)", "apns-push-type: liveactivity", "apns-priority: 10",
+                          "apns-expiration: 0"],
+                body: liveActivityBody, extra: identity)
+            #expect(sent.status == 200)
+            // The certificate lists com.example.app and its .voip topic, not com.other.app.
+            let foreign = try await curl.exchange(port: server.port, path: "/1/apps/com.other.app/channels",
+                                                  method: "POST", body: createBody, extra: identity)
+            #expect(foreign.status == 400)
+            #expect(foreign.reason == "TopicMismatch")
+            #expect(server.channels(bundleID: "com.other.app").isEmpty)
         }
     }
 
