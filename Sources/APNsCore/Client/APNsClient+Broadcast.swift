@@ -173,7 +173,7 @@ extension APNsClient {
     private func manageChannels<Success: Sendable>(
         _ operation: ChannelRequest,
         bundleID: String,
-        success: @escaping (APNsResponse) -> Result<Success, APNsError>?
+        success: (APNsResponse) -> Result<Success, APNsError>?
     ) async throws(APNsError) -> Success {
         let requestID = APNsRequestID.random()
         let endpoint = environment.channelManagement
