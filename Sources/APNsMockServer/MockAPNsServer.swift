@@ -213,11 +213,13 @@ public final class MockAPNsServer: Sendable {
         state.shared.withLock { $0.refuseUntil = .now + duration }
     }
 
-    /// Removes every scripted fault: per-token answers, queued failures, GOAWAY and drop
-    /// triggers, delay and connection refusal. The stream limit is left as it is.
+    /// Removes every scripted fault: per-token and per-channel answers, queued failures,
+    /// GOAWAY and drop triggers, delay and connection refusal. The stream limit and the
+    /// channels are left as they are.
     public func resetScript() {
         state.shared.withLock { shared in
             shared.perToken.removeAll()
+            shared.perChannel.removeAll()
             shared.failures.removeAll()
             shared.goAwayAfter = nil
             shared.dropAfter = nil

@@ -408,7 +408,8 @@ final class ServerConnection {
                 status: 0, reason: nil, apnsID: apnsID)
         }
         let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID,
-                                         successStatus: channelOperation?.successStatus ?? 200)
+                                         successStatus: channelOperation?.successStatus ?? 200,
+                                         broadcastChannel: channelOperation?.broadcastChannelID)
         if decision.drop {
             dropRequested = true
             return

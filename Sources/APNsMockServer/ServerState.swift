@@ -18,6 +18,8 @@ enum LoopCommand: Sendable {
 final class ServerState: Sendable {
     struct Shared {
         var perToken: [String: ScriptedResponse] = [:]
+        /// Answers for valid broadcasts, by `apns-channel-id`.
+        var perChannel: [String: ScriptedResponse] = [:]
         var failures: [(remaining: Int, response: ScriptedResponse)] = []
         var goAwayAfter: (remaining: Int, reason: String)?
         var dropAfter: Int?
@@ -89,13 +91,15 @@ final class ServerState: Sendable {
     /// returns what to answer. `record` is filled in with the final outcome.
     func decide(
         validation: RequestValidator.Rejection?, deviceToken: String?, record: RecordedRequest?,
-        apnsID: String, successStatus: Int = 200
+        apnsID: String, successStatus: Int = 200, broadcastChannel: String? = nil
     ) -> Decision {
         shared.withLock { shared in
             var response: ScriptedResponse?
             if let validation {
                 response = ScriptedResponse(status: validation.status, reason: validation.reason)
             } else if let deviceToken, let scripted = shared.perToken[deviceToken] {
+                response = scripted
+            } else if let broadcastChannel, let scripted = shared.perChannel[broadcastChannel] {
                 response = scripted
             } else if !shared.failures.isEmpty {
                 response = shared.failures[0].response

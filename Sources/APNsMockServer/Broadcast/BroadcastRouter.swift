@@ -22,6 +22,12 @@ struct BroadcastRouter {
         case list(bundleID: String)
         case delete(MockChannel)
 
+        /// The channel of a broadcast, for per-channel scripted answers; `nil` otherwise.
+        var broadcastChannelID: String? {
+            if case .broadcast(let channel) = self { return channel.id }
+            return nil
+        }
+
         /// The status of a successful answer: 201 for create, 204 for delete, 200 otherwise.
         var successStatus: Int {
             switch self {

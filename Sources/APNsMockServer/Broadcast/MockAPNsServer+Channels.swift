@@ -37,6 +37,14 @@ extension MockAPNsServer {
         state.channels.limit = limit
     }
 
+    /// Answers every valid broadcast to the channel `channelID` with `response` (for
+    /// example `ScriptedResponse(status: 400, reason: "ChannelNotRegistered")`, or
+    /// ``ScriptedResponse/tooManyRequests``); `nil` removes the rule. The channel itself is
+    /// left as it is. ``resetScript()`` removes every such rule.
+    public func respond(toChannel channelID: String, with response: ScriptedResponse?) {
+        state.shared.withLock { $0.perChannel[channelID] = response }
+    }
+
     /// Deletes every channel.
     public func removeAllChannels() {
         state.channels.removeAll()

@@ -266,6 +266,35 @@ let liveActivityBody = #"{"aps":{"timestamp":1168364460,"event":"update","conten
         }
     }
 
+    @Test func perChannelScriptAnswersBroadcastsToThatChannelOnly() async throws {
+        try await withServerAndCurl { server, curl in
+            let scripted = try #require(server.addChannel(bundleID: bundle))
+            let other = try #require(server.addChannel(bundleID: bundle))
+            server.respond(toChannel: scripted.id, with: .tooManyRequests)
+            func broadcast(_ channel: MockChannel) async throws -> CurlAnswer {
+                try await curl.exchange(
+                    port: server.port, path: "/4/broadcasts/apps/\(bundle)", method: "POST",
+                    headers: ["apns-channel-id: \(channel.id)", "apns-push-type: liveactivity", "apns-priority: 10",
+                              "apns-expiration: 0"],
+                    body: liveActivityBody)
+            }
+            for _ in 0..<2 {
+                let answer = try await broadcast(scripted)
+                #expect(answer.status == 429)
+                #expect(answer.reason == "TooManyRequests")
+            }
+            #expect(try await broadcast(other).status == 200)
+            // Validation comes first: an invalid broadcast to the channel gets its own reason.
+            let invalid = try await curl.exchange(
+                port: server.port, path: "/4/broadcasts/apps/\(bundle)", method: "POST",
+                headers: ["apns-channel-id: \(scripted.id)", "apns-priority: 10", "apns-expiration: 0"],
+                body: liveActivityBody)
+            #expect(invalid.reason == "MissingPushType")
+            server.resetScript()
+            #expect(try await broadcast(scripted).status == 200)
+        }
+    }
+
     @Test func devicePushesStillWorkBesideBroadcasts() async throws {
         try await withServerAndCurl { server, curl in
             let answer = try await curl.exchange(port: server.port, path: "/3/device/\(sampleDeviceToken)",
