@@ -29,7 +29,7 @@ public struct BroadcastNotification: Sendable {
     /// The `apns-request-id`; `nil` means a new random one for each call.
     public var requestID: APNsRequestID?
 
-    /// The largest broadcast payload, in bytes: 5120 (``PayloadLimit/broadcast``).
+    /// The largest broadcast payload, in bytes: 5120 (`PayloadLimit.broadcast`).
     public static let maximumPayloadBytes = PayloadLimit.broadcast.bytes
 
     /// A broadcast of a Live Activity payload.
