@@ -1,1 +1,55 @@
-print("quick tour")
+// The quick tour of README.md. The code between the README markers is quoted there
+// verbatim (a test checks it), so the README's example always compiles and runs:
+// `swift run QuickTour` needs no credentials and no network — it signs with a key made
+// for the run and sends through the in-memory MockTransport.
+
+// README:begin
+import APNsCore
+
+struct GameInvite: Encodable { let gameID: Int; let from: String }
+
+/// One client for the life of the process; it owns the transport's connections.
+func makeClient(key: ProviderKey, transport: some PushTransport) throws -> APNsClient {
+    // One token cache per key (ProviderKey(contentsOfFile: "AuthKey_ABC123DEFG.p8")),
+    // shared by every connection: one signature every 50 minutes.
+    let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+    return APNsClient(environment: .sandbox, credentials: .providerToken(tokens), transport: transport)
+}
+
+func sendGameInvite(to deviceToken: DeviceToken, with client: APNsClient) async throws {
+    // A payload: typed keys, custom data beside `aps`, checked for its push type.
+    var payload = Payload.alert(title: "Game Request", body: "Bob wants to play poker")
+    payload.aps.badge = 5
+    payload.aps.sound = "chime.aiff"
+    try payload.setCustom("invite", to: GameInvite(gameID: 4711, from: "Bob"))
+    print(String(decoding: try payload.encoded(for: .alert), as: UTF8.self))  // compact JSON, ≤ 4096 bytes
+
+
+    // Every notification ends in exactly one outcome.
+    let notification = PushNotification(payload: payload, topic: "com.example.game")
+    do {
+        let accepted = try await client.send(notification, to: deviceToken)
+        print("accepted:", accepted.apnsID?.description ?? "-")
+    } catch {
+        switch error {
+        case .rejected(let rejection) where rejection.remedy == .removeDeviceToken:
+            print("forget \(deviceToken):", rejection)  // Unregistered, ExpiredToken
+        case .rejected(let rejection):
+            print("APNs refused it:", rejection)  // Apple's reason, and what to do
+        case .failed(let failure):
+            print("no answer; may have reached APNs:", failure.mayHaveReachedAPNs)
+        case .invalid(let problem):
+            print("never sent:", problem)  // bad token, payload, topic…
+        }
+    }
+}
+// README:end
+
+let mock = MockTransport()
+let live = try DeviceToken(hex: "00FC13ADFF785122B4AD28809A3420982341241421348097878E577C991DE8F0")
+let dead = try DeviceToken(hex: "11fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f1")
+mock.respond(to: dead, with: .rejected(.unregistered, timestamp: .now))
+let client = try makeClient(key: ProviderKey.generate(), transport: mock)
+try await sendGameInvite(to: live, with: client)
+try await sendGameInvite(to: dead, with: client)
+await client.shutdown()

@@ -46,6 +46,7 @@ extension Payload {
     ///   - attributes: its static attributes.
     ///   - contentState: its initial `ContentState`.
     ///   - alert: the alert that announces the activity.
+    ///   - staleDate: when the content becomes outdated, UNIX seconds.
     ///   - inputPushToken: whether the activity should report an update push token.
     ///   - inputPushChannel: a broadcast channel the activity subscribes to.
     public static func liveActivityStart(
@@ -86,6 +87,7 @@ extension Payload {
     ///   - timestamp: when the content was produced, UNIX seconds.
     ///   - contentState: the final `ContentState`, if it changed.
     ///   - dismissalDate: when the ended activity leaves the Lock Screen, UNIX seconds.
+    ///   - alert: an alert that announces the end.
     public static func liveActivityEnd(
         timestamp: Int,
         contentState: JSONObject? = nil,

@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+
+extension MockAPNsServer {
+    /// How the mock server checks that a client may send.
+    public enum Authentication: Sendable {
+        /// No `authorization` header is required, as on a connection that authenticated
+        /// with a client certificate. (The mock does not ask for client certificates.)
+        case none
+        /// Token-based authentication: every request needs `authorization: bearer <JWT>`;
+        /// the verifier decides whether a signature is valid.
+        case providerToken(ProviderTokenCheck)
+    }
+
+    /// The certificate the mock server presents.
+    public enum CertificateSource: Sendable {
+        /// A new small CA and a server certificate for `localhost`, `127.0.0.1` and `::1`,
+        /// generated when the server starts (P-256 keys, SHA-256 signatures). Clients trust
+        /// ``MockAPNsServer/certificateAuthorityPEM``.
+        case generated
+        /// A given certificate chain (PEM, leaf first) and private key (PEM).
+        case pem(certificateChain: String, privateKey: String)
+    }
+
+    /// Settings fixed when the server starts. Faults are scripted on the running server.
+    public struct Configuration: Sendable {
+        /// Bundle identifiers the server accepts as topics (with the push type's suffix).
+        /// Empty accepts any topic, still checking the push type's suffix.
+        public var bundleIDs: [String]
+        /// How requests are authenticated.
+        public var authentication: Authentication
+        /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated. In token
+        /// mode a connection starts at 1 and is raised to this value after its first
+        /// request with a valid token, as APNs does.
+        public var maxConcurrentStreams: Int
+        /// Where the certificate comes from.
+        public var certificate: CertificateSource
+        /// Also listen on `::1` when the host has IPv6 loopback.
+        public var listensOnIPv6: Bool
+        /// How many requests ``MockAPNsServer/recordedRequests`` keeps (the oldest go first).
+        public var recordedRequestLimit: Int
+        /// The reason for a body that is not a JSON object with `aps` (see the integration
+        /// testing article for why the default is `BadRequestPayload`).
+        public var malformedPayloadReason: String
+        /// The clock used for token age and token-update checks.
+        public var now: @Sendable () -> Date
+        /// Where the server logs; nothing is logged at info or above unless something fails.
+        public var logger: Logger
+
+        /// A configuration.
+        /// - Parameters:
+        ///   - bundleIDs: Accepted bundle identifiers; empty accepts any.
+        ///   - authentication: `.none` or `.providerToken(verifier)`.
+        ///   - maxConcurrentStreams: The stream limit for authenticated connections.
+        ///   - certificate: `.generated` or PEM.
+        ///   - listensOnIPv6: Also listen on `::1` when the host has it.
+        ///   - recordedRequestLimit: How many requests to keep; `0` records none (fastest).
+        ///   - malformedPayloadReason: The reason for a body that is not a JSON object with `aps`.
+        ///   - now: The clock for token age and token-update checks.
+        ///   - logger: Where the server logs (debug level; errors only when something fails).
+        public init(
+            bundleIDs: [String] = [],
+            authentication: Authentication = .none,
+            maxConcurrentStreams: Int = 1000,
+            certificate: CertificateSource = .generated,
+            listensOnIPv6: Bool = true,
+            recordedRequestLimit: Int = 100_000,
+            malformedPayloadReason: String = "BadRequestPayload",
+            now: @escaping @Sendable () -> Date = { Date() },
+            logger: Logger = Logger(label: "apns.mock-server", factory: { _ in SwiftLogNoOpLogHandler() })
+        ) {
+            self.bundleIDs = bundleIDs
+            self.authentication = authentication
+            self.maxConcurrentStreams = maxConcurrentStreams
+            self.certificate = certificate
+            self.listensOnIPv6 = listensOnIPv6
+            self.recordedRequestLimit = recordedRequestLimit
+            self.malformedPayloadReason = malformedPayloadReason
+            self.now = now
+            self.logger = logger
+        }
+    }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// A stand-in for Apple Push Notification service on loopback: real TLS (1.2+, ALPN
+/// `h2`) and real HTTP/2 (nghttp2's server session), answering like APNs.
+///
+/// It validates each request with Apple's rules and reasons (path, method, provider
+/// token, topic, push type, priority, expiration, `apns-id`, collapse id, payload size
+/// and shape), can be scripted to fail (a fixed answer per device token, statuses for
+/// the next N requests, GOAWAY, delays, dropped or refused connections) and records
+/// every request, including whether each header arrived never-indexed.
+///
+/// ```swift
+/// try await withMockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"])) { server in
+///     // connect to https://localhost:\(server.port), trusting server.certificateAuthorityPEM
+/// }
+/// ```
+///
+/// All methods are safe to call from any thread while traffic flows. See
+/// [Handling notification responses from APNs](https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns).
+public final class MockAPNsServer: Sendable {
+    /// Counters since the server started.
+    public struct Statistics: Sendable, Hashable {
+        /// Requests answered (or dropped by a script).
+        public var requests = 0
+        /// Requests answered `200`.
+        public var accepted = 0
+        /// Requests answered with an error status.
+        public var rejected = 0
+        /// Connections accepted.
+        public var connections = 0
+        /// Connections closed at once because of ``refuseConnections(for:)``.
+        public var connectionsRefused = 0
+        /// GOAWAY frames sent.
+        public var goAways = 0
+    }
+
+    private enum Lifecycle {
+        case idle
+        case starting
+        case running(port: Int, addresses: [String], caPEM: String?)
+        case stopped
+    }
+
+    /// The settings the server was created with.
+    public let configuration: Configuration
+    private let state: ServerState
+    private let lifecycle = Mutex(Lifecycle.idle)
+
+    /// A server that is not listening yet; call ``start()``.
+    /// - Parameter configuration: Bundle identifiers, authentication, stream limit, certificate.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        // eventfd(2) only fails when the process is out of descriptors; start() reports it.
+        self.state = (try? ServerState(maxConcurrentStreams: configuration.maxConcurrentStreams,
+                                       recordLimit: configuration.recordedRequestLimit))
+            ?? ServerState.unusable(configuration: configuration)
+    }
+
+    // MARK: Lifecycle
+
+    /// Generates the certificate (unless one was given), binds 127.0.0.1 (and ::1) on a
+    /// port the system picks, and starts the server thread.
+    /// - Throws: ``MockAPNsServerError`` if the certificate, the TLS context or a socket fails,
+    ///   or if the server was already started.
+    public func start() async throws {
+        let configuration = configuration
+        let state = state
+        guard state.wakeFD >= 0 else { throw MockAPNsServerError("could not create the wake-up eventfd") }
+        try lifecycle.withLock { lifecycle in
+            guard case .idle = lifecycle else { throw MockAPNsServerError("start() called twice") }
+            lifecycle = .starting
+        }
+        do {
+            let chain: String
+            let key: String
+            var caPEM: String?
+            switch configuration.certificate {
+            case .generated:
+                let authority = try CertificateAuthority.generate()
+                chain = authority.serverChainPEM
+                key = authority.serverKeyPEM
+                caPEM = authority.certificatePEM
+            case .pem(let certificateChain, let privateKey):
+                chain = certificateChain
+                key = privateKey
+            }
+            let (port, addresses) = try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<(Int, [String]), Error>) in
+                let thread = Thread {
+                    let loop: ServerLoop
+                    do {
+                        let tls = try TLSServerContext(certificateChainPEM: chain, privateKeyPEM: key)
+                        loop = try ServerLoop(state: state, configuration: configuration, tls: tls)
+                        try loop.bind()
+                    } catch {
+                        state.markExited()
+                        continuation.resume(throwing: error)
+                        return
+                    }
+                    continuation.resume(returning: (loop.port, loop.addresses))
+                    loop.run()
+                    state.markExited()
+                }
+                thread.name = "apns-mock"  // Linux thread names hold 15 bytes
+                thread.start()
+            }
+            lifecycle.withLock { $0 = .running(port: port, addresses: addresses, caPEM: caPEM) }
+            configuration.logger.debug("mock APNs server listening", metadata: ["port": "\(port)"])
+        } catch {
+            configuration.logger.error("mock APNs server failed to start", metadata: ["error": "\(error)"])
+            lifecycle.withLock { $0 = .idle }
+            throw error
+        }
+    }
+
+    /// Stops the server: closes the listeners, sends GOAWAY on every connection, closes
+    /// them and waits for the server thread to end. Safe to call more than once.
+    public func stop() async {
+        let wasRunning = lifecycle.withLock { lifecycle -> Bool in
+            if case .running = lifecycle {
+                lifecycle = .stopped
+                return true
+            }
+            return false
+        }
+        guard wasRunning else { return }
+        state.send(.stop)
+        await state.waitForExit()
+    }
+
+    /// The TCP port, the same on 127.0.0.1 and ::1; `0` before ``start()`` and after ``stop()``.
+    public var port: Int {
+        lifecycle.withLock { if case .running(let port, _, _) = $0 { return port } else { return 0 } }
+    }
+
+    /// The addresses the server listens on: `127.0.0.1`, and `::1` when available.
+    public var addresses: [String] {
+        lifecycle.withLock { if case .running(_, let addresses, _) = $0 { return addresses } else { return [] } }
+    }
+
+    /// The generated CA certificate (PEM) that clients must trust; `nil` before ``start()``
+    /// or when the server uses a given certificate.
+    public var certificateAuthorityPEM: String? {
+        lifecycle.withLock { if case .running(_, _, let pem) = $0 { return pem } else { return nil } }
+    }
+
+    /// Writes ``certificateAuthorityPEM`` to a file, for clients that take a CA file path.
+    /// - Throws: ``MockAPNsServerError`` if there is no generated CA, or the file system's error.
+    public func writeCertificateAuthority(to path: String) throws {
+        guard let pem = certificateAuthorityPEM else {
+            throw MockAPNsServerError("no generated CA certificate: the server is not running or uses a given certificate")
+        }
+        try Data(pem.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    // MARK: Scripting
+
+    /// Answers every valid request for `deviceToken` with `response` (for example
+    /// ``ScriptedResponse/unregistered(since:)``); `nil` removes the rule.
+    public func respond(toDeviceToken deviceToken: String, with response: ScriptedResponse?) {
+        state.shared.withLock { $0.perToken[deviceToken] = response }
+    }
+
+    /// Answers the next `count` valid requests (after per-token rules) with `response`,
+    /// for example ``ScriptedResponse/serviceUnavailable``. Calls queue up in order.
+    public func failNextRequests(_ count: Int, with response: ScriptedResponse) {
+        guard count > 0 else { return }
+        state.shared.withLock { $0.failures.append((count, response)) }
+    }
+
+    /// After `count` more requests are answered, sends GOAWAY on the connection that
+    /// carried the last of them, with `{"reason": reason}` as debug data, then closes it.
+    public func sendGoAway(afterRequests count: Int, reason: String = "Shutdown") {
+        state.shared.withLock { $0.goAwayAfter = (max(1, count), reason) }
+    }
+
+    /// Sends GOAWAY now on every connection (last-stream-id: the last stream each
+    /// processed), with `{"reason": reason}` as debug data when given, then closes them.
+    public func sendGoAwayNow(reason: String? = "Shutdown") {
+        state.send(.goAwayAll(reason: reason))
+    }
+
+    /// Waits this long before each answer (`.zero` to stop delaying).
+    public func setResponseDelay(_ delay: Duration) {
+        state.shared.withLock { $0.delay = max(.zero, delay) }
+    }
+
+    /// Closes the connection abruptly (no answer, no GOAWAY, no TLS close_notify) when the
+    /// `count`-th request from now arrives; that request is never answered.
+    public func dropConnection(atRequest count: Int) {
+        state.shared.withLock { $0.dropAfter = max(1, count) }
+    }
+
+    /// Closes every connection abruptly now.
+    public func dropAllConnections() {
+        state.send(.dropAll)
+    }
+
+    /// Sets SETTINGS_MAX_CONCURRENT_STREAMS on every open connection and for new ones,
+    /// as APNs does when it lowers a connection's limit after errors.
+    public func setMaxConcurrentStreams(_ limit: Int) {
+        let limit = max(0, limit)
+        state.shared.withLock { $0.maxConcurrentStreams = limit }
+        state.send(.applyStreamLimit(limit))
+    }
+
+    /// Accepts and at once closes new connections for `duration`.
+    public func refuseConnections(for duration: Duration) {
+        state.shared.withLock { $0.refuseUntil = .now + duration }
+    }
+
+    /// Removes every scripted fault: per-token answers, queued failures, GOAWAY and drop
+    /// triggers, delay and connection refusal. The stream limit is left as it is.
+    public func resetScript() {
+        state.shared.withLock { shared in
+            shared.perToken.removeAll()
+            shared.failures.removeAll()
+            shared.goAwayAfter = nil
+            shared.dropAfter = nil
+            shared.delay = .zero
+            shared.refuseUntil = nil
+        }
+    }
+
+    // MARK: Recording
+
+    /// A copy of the recorded requests, oldest first (at most
+    /// ``Configuration/recordedRequestLimit``).
+    public var recordedRequests: [RecordedRequest] {
+        state.snapshot()
+    }
+
+    /// Counters since the server started.
+    public var statistics: Statistics {
+        state.shared.withLock { $0.statistics }
+    }
+
+    /// Forgets the recorded requests (counters keep counting).
+    public func removeRecordedRequests() {
+        state.shared.withLock { shared in
+            shared.records.removeAll()
+            shared.recordStart = 0
+        }
+    }
+
+    /// Every request answered from now on, as it is answered. The stream ends when the
+    /// server stops or the consumer stops iterating.
+    public func requests() -> AsyncStream<RecordedRequest> {
+        let (stream, continuation) = AsyncStream.makeStream(of: RecordedRequest.self)
+        let state = state
+        let key = state.shared.withLock { shared -> Int? in
+            if shared.exited { return nil }
+            let key = shared.nextSubscriber
+            shared.nextSubscriber += 1
+            shared.subscribers[key] = continuation
+            return key
+        }
+        guard let key else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { _ in
+            _ = state.shared.withLock { $0.subscribers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+}
+
+/// Starts a mock server, runs `body` with it, and stops it whether `body` returns or throws.
+/// - Parameters:
+///   - configuration: The server's configuration.
+///   - body: The test; the server is running while it runs.
+/// - Returns: What `body` returns.
+public func withMockAPNsServer<Value: Sendable>(
+    configuration: MockAPNsServer.Configuration = MockAPNsServer.Configuration(),
+    _ body: (MockAPNsServer) async throws -> Value
+) async throws -> Value {
+    let server = MockAPNsServer(configuration: configuration)
+    try await server.start()
+    do {
+        let result = try await body(server)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}

@@ -1,0 +1,161 @@
+/// The rules APNs applies to one request, as a pure function of the request.
+///
+/// Reasons and statuses follow Apple's table in
+/// [Handling notification responses from APNs](https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns)
+/// and the header rules in
+/// [Sending notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
+struct RequestValidator: Sendable {
+    /// A request as received: headers in order, and the body.
+    struct Request {
+        var headers: [(name: String, value: String)]
+        var body: [UInt8]
+    }
+
+    /// A refusal: the status and Apple's reason.
+    struct Rejection: Equatable, Error {
+        var status: Int
+        var reason: String
+    }
+
+    /// What a valid request asks for.
+    struct Accepted: Equatable {
+        var deviceToken: String
+        var pushType: String
+        var apnsID: String?
+    }
+
+    /// The eleven push types Apple documents, with the topic suffix each requires.
+    static let topicSuffixes: [String: String] = [
+        "alert": "", "background": "", "mdm": "",
+        "voip": ".voip",
+        "complication": ".complication",
+        "fileprovider": ".pushkit.fileprovider",
+        "location": ".location-query",
+        "liveactivity": ".push-type.liveactivity",
+        "pushtotalk": ".voip-ptt",
+        "widgets": ".push-type.widgets",
+        "controls": ".push-type.controls",
+    ]
+
+    /// Push types whose payload is not an `aps` dictionary (MDM: `{"mdm": …}`; File
+    /// Provider: `{"container-identifier": …, "domain": …}`).
+    static let typesWithoutAPS: Set<String> = ["mdm", "fileprovider"]
+
+    var bundleIDs: [String]
+    var malformedPayloadReason: String
+
+    /// Checks `request`; `authorize` is called with the `authorization` value (or `nil`)
+    /// at the point APNs checks it, and returns a rejection or `nil` to go on.
+    func validate(
+        _ request: Request,
+        authorize: (String?) -> Rejection?
+    ) -> Result<Accepted, Rejection> {
+        var method: String?
+        var path: String?
+        var fields: [String: String] = [:]
+        var duplicate = false
+        for (name, value) in request.headers {
+            switch name {
+            case ":method": method = value
+            case ":path": path = value
+            default:
+                if !name.hasPrefix(":"), fields.updateValue(value, forKey: name) != nil {
+                    duplicate = true
+                }
+            }
+        }
+        guard method == "POST" else { return .failure(Rejection(status: 405, reason: "MethodNotAllowed")) }
+        let prefix = "/3/device/"
+        guard let path, path.hasPrefix(prefix) else { return .failure(Rejection(status: 404, reason: "BadPath")) }
+        if duplicate { return .failure(Rejection(status: 400, reason: "DuplicateHeaders")) }
+        if let rejection = authorize(fields["authorization"]) { return .failure(rejection) }
+
+        let token = path.utf8.dropFirst(prefix.utf8.count)
+        guard !token.isEmpty else { return .failure(Rejection(status: 400, reason: "MissingDeviceToken")) }
+        guard token.count % 2 == 0, token.allSatisfy(Self.isHexDigit) else {
+            return .failure(Rejection(status: 400, reason: "BadDeviceToken"))
+        }
+
+        let pushType = fields["apns-push-type"] ?? "alert"
+        guard let suffix = Self.topicSuffixes[pushType] else {
+            return .failure(Rejection(status: 400, reason: "InvalidPushType"))
+        }
+        guard let topic = fields["apns-topic"], !topic.isEmpty else {
+            return .failure(Rejection(status: 400, reason: "MissingTopic"))
+        }
+        if let rejection = checkTopic(topic, suffix: suffix) { return .failure(rejection) }
+
+        if let priority = fields["apns-priority"] {
+            guard priority == "10" || priority == "5" || priority == "1" else {
+                return .failure(Rejection(status: 400, reason: "BadPriority"))
+            }
+            if priority == "10", pushType == "background" {
+                return .failure(Rejection(status: 400, reason: "BadPriority"))
+            }
+        }
+        if let expiration = fields["apns-expiration"] {
+            guard !expiration.isEmpty, expiration.utf8.count <= 18,
+                  expiration.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+            else { return .failure(Rejection(status: 400, reason: "BadExpirationDate")) }
+        }
+        let apnsID = fields["apns-id"]
+        if let apnsID, !Self.isCanonicalUUID(apnsID) {
+            return .failure(Rejection(status: 400, reason: "BadMessageId"))
+        }
+        if let collapseID = fields["apns-collapse-id"], collapseID.utf8.count > 64 {
+            return .failure(Rejection(status: 400, reason: "BadCollapseId"))
+        }
+
+        guard !request.body.isEmpty else { return .failure(Rejection(status: 400, reason: "PayloadEmpty")) }
+        let limit = pushType == "voip" ? 5120 : 4096
+        guard request.body.count <= limit else { return .failure(Rejection(status: 413, reason: "PayloadTooLarge")) }
+        guard let keys = JSONObjectScanner.topLevelKeys(of: request.body),
+              Self.typesWithoutAPS.contains(pushType) || keys.contains("aps")
+        else { return .failure(Rejection(status: 400, reason: malformedPayloadReason)) }
+
+        return .success(Accepted(deviceToken: String(decoding: token, as: UTF8.self),
+                                 pushType: pushType, apnsID: apnsID))
+    }
+
+    /// `BadTopic` when no accepted bundle identifier starts the topic; `DeviceTokenNotForTopic`
+    /// when one does but the rest is not the suffix the push type requires.
+    private func checkTopic(_ topic: String, suffix: String) -> Rejection? {
+        if bundleIDs.isEmpty {
+            if suffix.isEmpty {
+                let suffixed = Self.topicSuffixes.values.contains { !$0.isEmpty && topic.hasSuffix($0) }
+                return suffixed ? Rejection(status: 400, reason: "DeviceTokenNotForTopic") : nil
+            }
+            return topic.hasSuffix(suffix) && topic.utf8.count > suffix.utf8.count
+                ? nil : Rejection(status: 400, reason: "DeviceTokenNotForTopic")
+        }
+        var sawBundle = false
+        for bundleID in bundleIDs where topic.hasPrefix(bundleID) {
+            sawBundle = true
+            if topic.utf8.count == bundleID.utf8.count + suffix.utf8.count, topic.hasSuffix(suffix) {
+                return nil
+            }
+        }
+        return Rejection(status: 400, reason: sawBundle ? "DeviceTokenNotForTopic" : "BadTopic")
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    /// `8-4-4-4-12` hex digits, all lowercase or all uppercase.
+    static func isCanonicalUUID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        var sawLower = false
+        var sawUpper = false
+        for (offset, byte) in bytes.enumerated() {
+            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
+                guard byte == UInt8(ascii: "-") else { return false }
+                continue
+            }
+            guard isHexDigit(byte) else { return false }
+            if byte >= 0x61 { sawLower = true } else if byte >= 0x41 { sawUpper = true }
+        }
+        return !(sawLower && sawUpper)
+    }
+}

@@ -1,0 +1,546 @@
+import CNGHTTP2
+import COpenSSL
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client connection: TLS on a non-blocking socket, an nghttp2 server session fed
+/// with `nghttp2_session_mem_recv` and drained with `nghttp2_session_mem_send`.
+///
+/// Lives on the server thread only. nghttp2 callbacks never close the connection or
+/// flush; they set state that ``handle(revents:)`` acts on once `mem_recv` returns.
+final class ServerConnection {
+    private enum Phase {
+        case handshaking
+        case open
+        /// GOAWAY submitted: answer the streams it covers, then drain.
+        case goingAway(deadline: ContinuousClock.Instant)
+        /// TLS close_notify and TCP FIN sent; wait for the client to close.
+        case draining(deadline: ContinuousClock.Instant)
+        case closed
+    }
+
+    /// A request being received.
+    final class Stream {
+        var headers: [RecordedRequest.Header] = []
+        var headerBlockLength = 0
+        var body: [UInt8] = []
+        var bodyLength = 0
+        var responseBody: [UInt8] = []
+        var responseOffset = 0
+    }
+
+    private struct Delayed {
+        var due: ContinuousClock.Instant
+        var streamID: Int32
+        var status: Int
+        var body: [UInt8]
+        var apnsID: String
+        var goAwayReason: String?
+    }
+
+    let fd: Int32
+    let number: Int
+    private unowned let loop: ServerLoop
+    private var ssl: OpaquePointer?
+    private var session: OpaquePointer?
+    private var phase = Phase.handshaking
+    private var output: [UInt8] = []
+    private var outputStart = 0
+    private var sslWantsWrite = false
+    private var dropRequested = false
+    fileprivate var streams: [Int32: Stream] = [:]
+    private var delayed: [Delayed] = []
+    fileprivate var headerBlockBytes = 0
+    private var currentToken: Substring?
+    private var currentTokenSince = Date.distantPast
+    private var streamLimitRaised = false
+    private var tokenMode: Bool {
+        if case .providerToken = loop.configuration.authentication { return true }
+        return false
+    }
+
+    init?(fd: Int32, number: Int, loop: ServerLoop) {
+        guard let ssl = SSL_new(loop.tls.context) else { return nil }
+        guard SSL_set_fd(ssl, fd) == 1 else {
+            SSL_free(ssl)
+            return nil
+        }
+        SSL_set_accept_state(ssl)
+        self.ssl = ssl
+        self.fd = fd
+        self.number = number
+        self.loop = loop
+    }
+
+    deinit {
+        close()
+    }
+
+    var isClosed: Bool {
+        if case .closed = phase { return true }
+        return false
+    }
+
+    var pollEvents: Int16 {
+        let wantsOutput = sslWantsWrite || outputStart < output.count
+        return Int16(POLLIN) | (wantsOutput ? Int16(POLLOUT) : 0)
+    }
+
+    var nextDeadline: ContinuousClock.Instant? {
+        var earliest = delayed.map(\.due).min()
+        switch phase {
+        case .goingAway(let deadline), .draining(let deadline):
+            earliest = min(earliest ?? deadline, deadline)
+        default: break
+        }
+        return earliest
+    }
+
+    // MARK: I/O
+
+    func handle(revents: Int16) {
+        switch phase {
+        case .handshaking:
+            handshake()
+        case .open, .goingAway:
+            readAvailable()
+            flush()
+        case .draining:
+            discardInput()
+        case .closed:
+            return
+        }
+        if revents & Int16(POLLERR | POLLNVAL) != 0 { close() }
+    }
+
+    func runTimers(now: ContinuousClock.Instant) {
+        switch phase {
+        case .goingAway(let deadline) where deadline <= now, .draining(let deadline) where deadline <= now:
+            close()
+            return
+        default: break
+        }
+        guard !delayed.isEmpty, session != nil else { return }
+        var due: [Delayed] = []
+        delayed.removeAll { entry in
+            if entry.due <= now {
+                due.append(entry)
+                return true
+            }
+            return false
+        }
+        guard !due.isEmpty else { return }
+        for entry in due {
+            // GOAWAY first: its last-stream-id already covers this stream, and a client
+            // that stops reading after its last answer still sees it.
+            if let reason = entry.goAwayReason { goAway(reason: reason) }
+            submitResponse(streamID: entry.streamID, status: entry.status, body: entry.body, apnsID: entry.apnsID)
+        }
+        flush()
+    }
+
+    private func handshake() {
+        guard let ssl else { return }
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            var protocolName: UnsafePointer<UInt8>?
+            var length: UInt32 = 0
+            SSL_get0_alpn_selected(ssl, &protocolName, &length)
+            guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2") else {
+                loop.logger.debug("refusing a client that did not offer ALPN h2", metadata: ["connection": "\(number)"])
+                close()
+                return
+            }
+            sslWantsWrite = false
+            guard startSession() else {
+                close()
+                return
+            }
+            phase = .open
+            readAvailable()
+            flush()
+            return
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: sslWantsWrite = false
+        case SSL_ERROR_WANT_WRITE: sslWantsWrite = true
+        default:
+            loop.logger.debug("TLS handshake failed", metadata: ["connection": "\(number)"])
+            ERR_clear_error()
+            close()
+        }
+    }
+
+    private func startSession() -> Bool {
+        var session: OpaquePointer?
+        guard nghttp2_session_server_new(&session, loop.callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0,
+              let session
+        else { return false }
+        self.session = session
+        let limit = tokenMode ? 1 : loop.state.shared.withLock { $0.maxConcurrentStreams }
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(limit))]
+        return nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1) == 0
+    }
+
+    private func readAvailable() {
+        while let ssl, let session {
+            let count = loop.readBuffer.withUnsafeMutableBytes {
+                SSL_read(ssl, $0.baseAddress, Int32($0.count))
+            }
+            if count > 0 {
+                let consumed = loop.readBuffer.withUnsafeBytes {
+                    nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
+                }
+                if consumed < 0 || dropRequested {
+                    close()
+                    return
+                }
+                continue
+            }
+            switch SSL_get_error(ssl, count) {
+            case SSL_ERROR_WANT_READ:
+                return
+            case SSL_ERROR_WANT_WRITE:
+                sslWantsWrite = true
+                return
+            default:  // close_notify, EOF, reset
+                ERR_clear_error()
+                close()
+                return
+            }
+        }
+    }
+
+    func flush() {
+        while let ssl, let session {
+            if outputStart < output.count {
+                let written = output.withUnsafeBytes { bytes -> Int32 in
+                    guard let base = bytes.baseAddress else { return 0 }
+                    return SSL_write(ssl, base + outputStart, Int32(clamping: bytes.count - outputStart))
+                }
+                if written > 0 {
+                    outputStart += Int(written)
+                    if outputStart == output.count {
+                        output.removeAll(keepingCapacity: true)
+                        outputStart = 0
+                    }
+                    continue
+                }
+                switch SSL_get_error(ssl, written) {
+                case SSL_ERROR_WANT_WRITE:
+                    sslWantsWrite = true
+                    return
+                case SSL_ERROR_WANT_READ:
+                    return
+                default:
+                    ERR_clear_error()
+                    close()
+                    return
+                }
+            }
+            sslWantsWrite = false
+            var produced = false
+            while output.count < 64 * 1024 {
+                var chunk: UnsafePointer<UInt8>?
+                let length = nghttp2_session_mem_send(session, &chunk)
+                if length < 0 {
+                    close()
+                    return
+                }
+                guard length > 0, let chunk else { break }
+                output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+                produced = true
+            }
+            if !produced { break }
+        }
+        guard let session else { return }
+        if dropRequested {
+            close()
+            return
+        }
+        if case .goingAway = phase, streams.isEmpty, delayed.isEmpty, outputStart == output.count {
+            startDraining()
+        } else if nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
+                  outputStart == output.count {
+            close()
+        }
+    }
+
+    private func startDraining() {
+        guard let ssl else { return }
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+        shutdown(fd, Int32(SHUT_WR))
+        phase = .draining(deadline: .now + .seconds(1))
+    }
+
+    private func discardInput() {
+        guard let ssl else { return }
+        while true {
+            let count = loop.readBuffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+            if count > 0 { continue }
+            let error = SSL_get_error(ssl, count)
+            if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { return }
+            ERR_clear_error()
+            close()
+            return
+        }
+    }
+
+    /// Closes at once: no GOAWAY, no close_notify. Safe to call twice; never call it
+    /// from inside an nghttp2 callback.
+    func close() {
+        if case .closed = phase { return }
+        phase = .closed
+        if let session { nghttp2_session_del(session) }
+        session = nil
+        if let ssl { SSL_free(ssl) }
+        ssl = nil
+        Glibc.close(fd)
+        streams.removeAll()
+        delayed.removeAll()
+    }
+
+    // MARK: Commands
+
+    /// Submits GOAWAY with the last stream this connection processed and, when `reason`
+    /// is given, `{"reason": …}` as debug data (RFC 9113 §6.8); does not flush.
+    func goAway(reason: String?) {
+        guard let session else {
+            close()
+            return
+        }
+        switch phase {
+        case .open, .handshaking: break
+        default: return
+        }
+        let lastStreamID = nghttp2_session_get_last_proc_stream_id(session)
+        let debugData = reason.map { Array(ScriptedResponse(status: 0, reason: $0).jsonBody.utf8) } ?? []
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID,
+                                  NGHTTP2_NO_ERROR.rawValue, debugData, debugData.count)
+        phase = .goingAway(deadline: .now + .seconds(5))
+        loop.state.shared.withLock { $0.statistics.goAways += 1 }
+    }
+
+    /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
+    func applyStreamLimit(_ limit: Int) {
+        guard let session else { return }
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit))]
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
+        streamLimitRaised = true
+        flush()
+    }
+
+    // MARK: Requests
+
+    /// The request on `streamID` is complete (END_STREAM seen): validate, script, answer.
+    fileprivate func requestComplete(streamID: Int32) {
+        guard let stream = streams[streamID], session != nil else { return }
+        var claims: ProviderTokenClaims?
+        var tokenAccepted = false
+        let request = RequestValidator.Request(headers: stream.headers.map { ($0.name, $0.value) }, body: stream.body)
+        let validation = loop.validator.validate(request) { authorization in
+            let (rejection, tokenClaims) = authorize(authorization)
+            claims = tokenClaims
+            tokenAccepted = rejection == nil
+            return rejection
+        }
+        var deviceToken: String?
+        var rejection: RequestValidator.Rejection?
+        switch validation {
+        case .success(let accepted): deviceToken = accepted.deviceToken
+        case .failure(let failure): rejection = failure
+        }
+        let requestedID = stream.headers.first { $0.name == "apns-id" }?.value
+        let apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
+
+        var record: RecordedRequest?
+        if loop.state.isRecording {
+            record = RecordedRequest(
+                sequenceNumber: 0, connectionNumber: number, streamID: Int(streamID), headers: stream.headers,
+                headerBlockLength: stream.headerBlockLength, body: stream.body, providerToken: claims,
+                status: 0, reason: nil, apnsID: apnsID)
+        }
+        let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID)
+        if decision.drop {
+            dropRequested = true
+            return
+        }
+        let status = decision.response?.status ?? 200
+        let body = decision.response.map { Array($0.jsonBody.utf8) } ?? []
+        if decision.delay > .zero {
+            delayed.append(Delayed(due: .now + decision.delay, streamID: streamID, status: status, body: body,
+                                   apnsID: apnsID, goAwayReason: decision.goAwayReason))
+        } else {
+            if let reason = decision.goAwayReason { goAway(reason: reason) }
+            submitResponse(streamID: streamID, status: status, body: body, apnsID: apnsID)
+        }
+        if tokenAccepted, tokenMode, !streamLimitRaised, let session {
+            streamLimitRaised = true
+            let limit = loop.state.shared.withLock { $0.maxConcurrentStreams }
+            var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit))]
+            _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
+        }
+    }
+
+    /// Token-mode checks of the `authorization` value, in APNs' order: present, bearer
+    /// JWT, valid signature (verified once per token string), under an hour old, and not
+    /// a new token less than 20 minutes after this connection's previous one.
+    private func authorize(_ authorization: String?) -> (RequestValidator.Rejection?, ProviderTokenClaims?) {
+        guard case .providerToken(let verifier) = loop.configuration.authentication else { return (nil, nil) }
+        guard let authorization, !authorization.isEmpty else {
+            return (RequestValidator.Rejection(status: 403, reason: "MissingProviderToken"), nil)
+        }
+        let invalid = RequestValidator.Rejection(status: 403, reason: "InvalidProviderToken")
+        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return (invalid, nil) }
+        let jwt = authorization.dropFirst(7)
+        let claims: ProviderTokenClaims?
+        if let known = loop.tokenVerdicts[String(jwt)] {
+            claims = known
+        } else {
+            let token = String(jwt)
+            let decoded = ProviderTokenClaims(jwt: token)
+            claims = decoded.flatMap { verifier.isValid(token, claims: $0) ? $0 : nil }
+            if loop.tokenVerdicts.count >= 10_000 { loop.tokenVerdicts.removeAll() }
+            loop.tokenVerdicts[token] = claims
+        }
+        guard let claims else { return (invalid, ProviderTokenClaims(jwt: String(jwt))) }
+        let now = loop.configuration.now()
+        if now.timeIntervalSince1970 - Double(claims.issuedAt) > 3600 {
+            return (RequestValidator.Rejection(status: 403, reason: "ExpiredProviderToken"), claims)
+        }
+        if let currentToken, currentToken != jwt {
+            if now.timeIntervalSince(currentTokenSince) < 20 * 60 {
+                return (RequestValidator.Rejection(status: 429, reason: "TooManyProviderTokenUpdates"), claims)
+            }
+            self.currentToken = jwt
+            currentTokenSince = now
+        } else if currentToken == nil {
+            currentToken = jwt
+            currentTokenSince = now
+        }
+        return (nil, claims)
+    }
+
+    private func submitResponse(streamID: Int32, status: Int, body: [UInt8], apnsID: String) {
+        guard let session else { return }
+        var fields: [(String, String)] = [(":status", String(status)), ("apns-id", apnsID)]
+        if !body.isEmpty {
+            fields.append(("content-type", "application/json"))
+            fields.append(("content-length", String(body.count)))
+            streams[streamID]?.responseBody = body
+        }
+        var storage: [UInt8] = []
+        for (name, value) in fields {
+            storage.append(contentsOf: name.utf8)
+            storage.append(contentsOf: value.utf8)
+        }
+        storage.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            var nva: [nghttp2_nv] = []
+            nva.reserveCapacity(fields.count)
+            for (name, value) in fields {
+                let nameLength = name.utf8.count
+                let valueLength = value.utf8.count
+                nva.append(nghttp2_nv(name: base + offset, value: base + offset + nameLength,
+                                      namelen: nameLength, valuelen: valueLength,
+                                      flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                offset += nameLength + valueLength
+            }
+            if body.isEmpty {
+                _ = nghttp2_submit_response(session, streamID, nva, nva.count, nil)
+            } else {
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
+                _ = nghttp2_submit_response(session, streamID, nva, nva.count, &provider)
+            }
+        }
+    }
+}
+
+// MARK: - nghttp2 callbacks
+
+private func connection(_ userData: UnsafeMutableRawPointer?) -> ServerConnection? {
+    userData.map { Unmanaged<ServerConnection>.fromOpaque($0).takeUnretainedValue() }
+}
+
+private let readResponseBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
+    guard let connection = connection(userData), let stream = connection.streams[streamID], let buffer, let flags else {
+        return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+    }
+    let count = min(length, stream.responseBody.count - stream.responseOffset)
+    stream.responseBody.withUnsafeBufferPointer { bytes in
+        guard let base = bytes.baseAddress, count > 0 else { return }
+        buffer.update(from: base + stream.responseOffset, count: count)
+    }
+    stream.responseOffset += count
+    if stream.responseOffset == stream.responseBody.count {
+        flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+    }
+    return count
+}
+
+extension ServerLoop {
+    /// The callbacks every connection's session uses; `user_data` is the connection.
+    static func makeCallbacks() -> OpaquePointer? {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
+        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, userData in
+            guard let header, let connection = connection(userData) else { return 0 }
+            switch Int(header.pointee.type) {
+            case Int(NGHTTP2_HEADERS.rawValue): connection.headerBlockBytes = header.pointee.length
+            case Int(NGHTTP2_CONTINUATION.rawValue): connection.headerBlockBytes += header.pointee.length
+            default: break
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame, let connection = connection(userData) else { return 0 }
+            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                connection.streams[frame.pointee.hd.stream_id] = ServerConnection.Stream()
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback2(callbacks) { _, frame, name, value, flags, userData in
+            guard let frame, let name, let value, let connection = connection(userData),
+                  frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST,
+                  let stream = connection.streams[frame.pointee.hd.stream_id]
+            else { return 0 }
+            let nameBuffer = nghttp2_rcbuf_get_buf(name)
+            let valueBuffer = nghttp2_rcbuf_get_buf(value)
+            stream.headers.append(RecordedRequest.Header(
+                name: String(decoding: UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len), as: UTF8.self),
+                value: String(decoding: UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len), as: UTF8.self),
+                neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let data, let connection = connection(userData), let stream = connection.streams[streamID] else { return 0 }
+            let keep = min(length, max(0, 64 * 1024 - stream.body.count))
+            if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }
+            stream.bodyLength += length
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let connection = connection(userData) else { return 0 }
+            let streamID = frame.pointee.hd.stream_id
+            let type = Int(frame.pointee.hd.type)
+            if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.streams[streamID], stream.headerBlockLength == 0 {
+                stream.headerBlockLength = connection.headerBlockBytes
+            }
+            if (type == Int(NGHTTP2_HEADERS.rawValue) || type == Int(NGHTTP2_DATA.rawValue)),
+               frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                connection.requestComplete(streamID: streamID)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
+            connection(userData)?.streams.removeValue(forKey: streamID)
+            return 0
+        }
+        return callbacks
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the server loop is asked to do by other threads.
+enum LoopCommand: Sendable {
+    case stop
+    case goAwayAll(reason: String?)
+    case dropAll
+    case applyStreamLimit(Int)
+}
+
+/// The part of a running server that test threads and the server thread share: the fault
+/// script, the recorded requests, the counters and the command queue, all behind one
+/// `Mutex`. The server thread takes the lock once per request.
+final class ServerState: Sendable {
+    struct Shared {
+        var perToken: [String: ScriptedResponse] = [:]
+        var failures: [(remaining: Int, response: ScriptedResponse)] = []
+        var goAwayAfter: (remaining: Int, reason: String)?
+        var dropAfter: Int?
+        var delay: Duration = .zero
+        var refuseUntil: ContinuousClock.Instant?
+        var maxConcurrentStreams: Int
+        var commands: [LoopCommand] = []
+        var recordLimit: Int
+        var records: [RecordedRequest] = []
+        var recordStart = 0
+        var statistics = MockAPNsServer.Statistics()
+        var subscribers: [Int: AsyncStream<RecordedRequest>.Continuation] = [:]
+        var nextSubscriber = 0
+        var exited = false
+        var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// What the server thread should do with a request it has validated.
+    struct Decision {
+        var response: ScriptedResponse?
+        var delay: Duration
+        var goAwayReason: String?
+        var drop: Bool
+    }
+
+    let shared: Mutex<Shared>
+    /// The read end of a pipe the server thread polls; writing to ``wakeWriteFD`` wakes
+    /// the thread. Both are closed only when the last reference goes, so a late wake
+    /// never writes to a reused descriptor.
+    let wakeFD: Int32
+    private let wakeWriteFD: Int32
+
+    init(maxConcurrentStreams: Int, recordLimit: Int) throws {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw MockAPNsServerError("pipe() failed: \(String(cString: strerror(errno)))") }
+        for fd in ends {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeFD = ends[0]
+        wakeWriteFD = ends[1]
+        shared = Mutex(Shared(maxConcurrentStreams: maxConcurrentStreams, recordLimit: max(0, recordLimit)))
+    }
+
+    private init(invalidWithMaxConcurrentStreams limit: Int) {
+        wakeFD = -1
+        wakeWriteFD = -1
+        shared = Mutex(Shared(maxConcurrentStreams: limit, recordLimit: 0))
+    }
+
+    deinit {
+        if wakeFD >= 0 { close(wakeFD) }
+        if wakeWriteFD >= 0 { close(wakeWriteFD) }
+    }
+
+    func wake() {
+        var one: UInt8 = 1
+        _ = write(wakeWriteFD, &one, 1)
+    }
+
+    func send(_ command: LoopCommand) {
+        shared.withLock { $0.commands.append(command) }
+        wake()
+    }
+
+    /// Applies the script to a request whose validation gave `validation`, records it and
+    /// returns what to answer. `record` is filled in with the final outcome.
+    func decide(
+        validation: RequestValidator.Rejection?, deviceToken: String?, record: RecordedRequest?,
+        apnsID: String
+    ) -> Decision {
+        shared.withLock { shared in
+            var response: ScriptedResponse?
+            if let validation {
+                response = ScriptedResponse(status: validation.status, reason: validation.reason)
+            } else if let deviceToken, let scripted = shared.perToken[deviceToken] {
+                response = scripted
+            } else if !shared.failures.isEmpty {
+                response = shared.failures[0].response
+                shared.failures[0].remaining -= 1
+                if shared.failures[0].remaining <= 0 { shared.failures.removeFirst() }
+            }
+            var goAwayReason: String?
+            if var goAway = shared.goAwayAfter {
+                goAway.remaining -= 1
+                if goAway.remaining <= 0 {
+                    goAwayReason = goAway.reason
+                    shared.goAwayAfter = nil
+                } else {
+                    shared.goAwayAfter = goAway
+                }
+            }
+            var drop = false
+            if let remaining = shared.dropAfter {
+                if remaining <= 1 {
+                    drop = true
+                    shared.dropAfter = nil
+                } else {
+                    shared.dropAfter = remaining - 1
+                }
+            }
+            let sequenceNumber = shared.statistics.requests
+            shared.statistics.requests += 1
+            if response == nil { shared.statistics.accepted += 1 } else { shared.statistics.rejected += 1 }
+            if var record {
+                record.sequenceNumber = sequenceNumber
+                record.status = response?.status ?? 200
+                record.reason = response?.reason
+                record.apnsID = apnsID
+                if shared.recordLimit > 0 {
+                    if shared.records.count < shared.recordLimit {
+                        shared.records.append(record)
+                    } else {
+                        shared.records[shared.recordStart] = record
+                        shared.recordStart = (shared.recordStart + 1) % shared.recordLimit
+                    }
+                }
+                for subscriber in shared.subscribers.values { subscriber.yield(record) }
+            }
+            return Decision(response: response, delay: shared.delay, goAwayReason: goAwayReason, drop: drop)
+        }
+    }
+
+    /// Whether records are wanted at all (building one copies headers and body).
+    var isRecording: Bool {
+        shared.withLock { $0.recordLimit > 0 || !$0.subscribers.isEmpty }
+    }
+
+    func snapshot() -> [RecordedRequest] {
+        shared.withLock { shared in
+            Array(shared.records[shared.recordStart...] + shared.records[..<shared.recordStart])
+        }
+    }
+}
+
+extension ServerState {
+    /// A state whose eventfd could not be made; ``MockAPNsServer/start()`` refuses it.
+    static func unusable(configuration: MockAPNsServer.Configuration) -> ServerState {
+        ServerState(invalidWithMaxConcurrentStreams: configuration.maxConcurrentStreams)
+    }
+
+    /// Records that the server thread has ended and wakes whoever waits in ``waitForExit()``.
+    func markExited() {
+        let waiters = shared.withLock { shared in
+            shared.exited = true
+            for subscriber in shared.subscribers.values { subscriber.finish() }
+            shared.subscribers.removeAll()
+            defer { shared.exitWaiters.removeAll() }
+            return shared.exitWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the server thread has ended.
+    func waitForExit() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = shared.withLock { shared -> Bool in
+                if shared.exited { return true }
+                shared.exitWaiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}

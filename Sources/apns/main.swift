@@ -1,1 +1,0 @@
-print("apns: the demo arrives with the APNsPayload module")

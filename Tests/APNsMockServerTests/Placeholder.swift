@@ -1,6 +1,0 @@
-import Testing
-@testable import APNsMockServer
-
-@Test func mockServerModuleBuilds() {
-    #expect(Bool(true) == true)
-}

@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+@testable import APNsMockServer
+
+/// nghttp (nghttp2's own client) with verbose frames, for what curl does not show.
+func nghttpVerbose(server: MockAPNsServer, curl: CurlClient, token: String = sampleDeviceToken,
+                   extraHeaders: [String] = []) async throws -> ExternalTool.Result {
+    let bodyFile = curl.caFile + ".\(UUID().uuidString).body"
+    try Data(samplePayload.utf8).write(to: URL(fileURLWithPath: bodyFile))
+    defer { try? FileManager.default.removeItem(atPath: bodyFile) }
+    var arguments = ["-nv", "-d", bodyFile, "-H", "apns-topic: com.example.app"]
+    for header in extraHeaders { arguments += ["-H", header] }
+    arguments.append("https://127.0.0.1:\(server.port)/3/device/\(token)")
+    return try await ExternalTool.run("nghttp", arguments)
+}
+
+/// The stream id nghttp's request used, read from its `recv (stream_id=N) :status` line.
+func respondedStreamID(_ output: String) -> Int? {
+    guard let range = output.range(of: "recv (stream_id=") else { return nil }
+    return Int(output[range.upperBound...].prefix { $0.isNumber })
+}
+
+/// Waits (bounded) until the server has decided on `count` requests.
+func waitForRequests(_ server: MockAPNsServer, count: Int) async throws {
+    for _ in 0..<1000 where server.statistics.requests < count {
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+@Suite("Scripted faults")
+struct ScriptedFaultTests {
+    @Test("a device token scripted as unregistered gets 410 with the timestamp in milliseconds")
+    func unregistered() async throws {
+        try await withServerAndCurl { server, curl in
+            let goneToken = String(repeating: "ab", count: 32)
+            let since = Date(timeIntervalSince1970: 1_700_000_000.123)
+            server.respond(toDeviceToken: goneToken, with: .unregistered(since: since))
+            let gone = try await curl.send(port: server.port, path: "/3/device/\(goneToken)", headers: ["apns-topic: com.example.app"])
+            #expect(gone.status == 410)
+            #expect(gone.reason == "Unregistered")
+            #expect((gone.json?["timestamp"] as? NSNumber)?.int64Value == 1_700_000_000_123)
+            let other = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(other.status == 200)
+            server.respond(toDeviceToken: goneToken, with: nil)
+            let back = try await curl.send(port: server.port, path: "/3/device/\(goneToken)", headers: ["apns-topic: com.example.app"])
+            #expect(back.status == 200)
+        }
+    }
+
+    @Test("the next N valid requests fail with the scripted status, then requests succeed",
+          arguments: [ScriptedResponse.tooManyRequests, .internalServerError, .serviceUnavailable])
+    func failNext(response: ScriptedResponse) async throws {
+        try await withServerAndCurl { server, curl in
+            server.failNextRequests(2, with: response)
+            var statuses: [Int] = []
+            var reasons: [String?] = []
+            for _ in 0..<3 {
+                let answer = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                                 headers: ["apns-topic: com.example.app"])
+                statuses.append(answer.status)
+                reasons.append(answer.reason)
+            }
+            #expect(statuses == [response.status, response.status, 200])
+            #expect(reasons == [response.reason, response.reason, nil])
+        }
+    }
+
+    @Test("a scripted failure does not hide a validation error")
+    func validationFirst() async throws {
+        try await withServerAndCurl { server, curl in
+            server.failNextRequests(1, with: .serviceUnavailable)
+            let bad = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: [])
+            #expect(bad.reason == "MissingTopic")
+            let next = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(next.status == 503)
+        }
+    }
+
+    @Test("GOAWAY after N requests carries the reason JSON and the last processed stream id")
+    func goAwayAfterRequests() async throws {
+        try await withServerAndCurl { server, curl in
+            server.sendGoAway(afterRequests: 1, reason: "Shutdown")
+            let result = try await nghttpVerbose(server: server, curl: curl)
+            let streamID = try #require(respondedStreamID(result.stdout), "\(result.stdout)")
+            #expect(result.stdout.contains(":status: 200"))
+            #expect(result.stdout.contains("recv GOAWAY frame"))
+            #expect(result.stdout.contains("last_stream_id=\(streamID), error_code=NO_ERROR(0x00)"), "\(result.stdout)")
+            #expect(result.stdout.contains(#"[{"reason":"Shutdown"}]"#), "\(result.stdout)")
+            #expect(server.statistics.goAways == 1)
+        }
+    }
+
+    @Test("GOAWAY now, while a delayed answer is pending: the answer still arrives, then GOAWAY")
+    func goAwayNowWithDelay() async throws {
+        try await withServerAndCurl { server, curl in
+            server.setResponseDelay(.seconds(1))
+            async let output = nghttpVerbose(server: server, curl: curl)
+            try await waitForRequests(server, count: 1)
+            server.sendGoAwayNow(reason: "Shutdown")
+            let result = try await output
+            let streamID = try #require(respondedStreamID(result.stdout), "\(result.stdout)")
+            #expect(result.stdout.contains(":status: 200"))
+            #expect(result.stdout.contains("last_stream_id=\(streamID)"), "\(result.stdout)")
+        }
+    }
+
+    @Test("a lowered stream limit is announced on open connections")
+    func lowerStreamLimit() async throws {
+        try await withServerAndCurl { server, curl in
+            server.setResponseDelay(.milliseconds(500))
+            async let output = nghttpVerbose(server: server, curl: curl)
+            try await waitForRequests(server, count: 1)
+            server.setMaxConcurrentStreams(3)
+            let result = try await output
+            #expect(result.stdout.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):3]"), "\(result.stdout)")
+            #expect(result.stdout.contains(":status: 200"))
+        }
+    }
+
+    @Test("a dropped connection loses its request; the next connection works")
+    func drop() async throws {
+        try await withServerAndCurl { server, curl in
+            server.dropConnection(atRequest: 1)
+            let dropped = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(dropped.exitCode != 0)
+            #expect(dropped.status == 0)
+            let next = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(next.status == 200)
+            #expect(server.statistics.requests == 2)
+        }
+    }
+
+    @Test("refused connections fail until the script is reset")
+    func refuse() async throws {
+        try await withServerAndCurl { server, curl in
+            server.refuseConnections(for: .seconds(600))
+            let refused = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(refused.exitCode != 0)
+            #expect(server.statistics.connectionsRefused == 1)
+            server.resetScript()
+            let accepted = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(accepted.status == 200)
+        }
+    }
+}
+
+@Suite("Scripted faults on open connections")
+struct OpenConnectionFaultTests {
+    @Test("dropping all connections loses the pending answer")
+    func dropAll() async throws {
+        try await withServerAndCurl { server, curl in
+            server.setResponseDelay(.seconds(2))
+            async let output = nghttpVerbose(server: server, curl: curl)
+            try await waitForRequests(server, count: 1)
+            server.dropAllConnections()
+            let result = try await output
+            #expect(!result.stdout.contains(":status:"), "\(result.stdout)")
+            #expect(result.stdout.contains("Connected"))
+        }
+    }
+
+    @Test("a given certificate and key are served as they are")
+    func givenCertificate() async throws {
+        // Generate a chain with the openssl CLI, then serve it.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("given-cert-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.pem").path
+        let cert = directory.appendingPathComponent("cert.pem").path
+        let made = try await ExternalTool.run("openssl", [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+            "-out", cert, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        try #require(made.exitCode == 0, "\(made.stderr)")
+        let configuration = MockAPNsServer.Configuration(
+            bundleIDs: ["com.example.app"],
+            certificate: .pem(certificateChain: try String(contentsOfFile: cert, encoding: .utf8),
+                              privateKey: try String(contentsOfFile: key, encoding: .utf8)))
+        try await withMockAPNsServer(configuration: configuration) { server in
+            #expect(server.certificateAuthorityPEM == nil)
+            let result = try await ExternalTool.run("curl", [
+                "-sS", "--http2", "--cacert", cert, "-o", "/dev/null", "-w", "%{http_code}",
+                "-H", "apns-topic: com.example.app", "--data-binary", samplePayload,
+                "https://localhost:\(server.port)/3/device/\(sampleDeviceToken)",
+            ])
+            #expect(result.stdout == "200", "\(result.stderr)")
+        }
+    }
+
+    @Test("a broken PEM makes start() throw a typed error and leaves nothing listening")
+    func brokenPEM() async throws {
+        let server = MockAPNsServer(configuration: .init(certificate: .pem(certificateChain: "nope", privateKey: "nope")))
+        await #expect(throws: MockAPNsServerError.self) { try await server.start() }
+        #expect(server.port == 0)
+        await server.stop()
+    }
+}

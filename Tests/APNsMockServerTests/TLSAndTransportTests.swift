@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+@testable import APNsMockServer
+
+@Suite("TLS, ALPN and lifecycle, checked with curl and openssl")
+struct TLSAndTransportTests {
+    @Test("curl verifies the generated certificate for each loopback name and speaks HTTP/2",
+          arguments: ["127.0.0.1", "localhost"])
+    func verifiedHTTP2(host: String) async throws {
+        try await withServerAndCurl { server, curl in
+            let response = try await curl.send(
+                host: host, port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                headers: ["apns-topic: com.example.app", "apns-push-type: alert"])
+            #expect(response.exitCode == 0, "\(response.stderr)")
+            #expect(response.status == 200)
+            #expect(response.httpVersion == "2")
+            #expect(response.body.isEmpty)
+        }
+    }
+
+    @Test("curl verifies the certificate over IPv6 loopback when available")
+    func verifiedIPv6() async throws {
+        try await withServerAndCurl { server, curl in
+            guard server.addresses.contains("::1") else { return }
+            let response = try await curl.send(host: "::1", port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                               headers: ["apns-topic: com.example.app"])
+            #expect(response.status == 200, "\(response.stderr)")
+        }
+    }
+
+    @Test("without the CA, curl refuses the certificate (exit 60)")
+    func untrusted() async throws {
+        try await withServerAndCurl { server, curl in
+            let response = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                               headers: ["apns-topic: com.example.app"], trust: false)
+            #expect(response.exitCode == 60)
+            #expect(server.statistics.requests == 0)
+        }
+    }
+
+    @Test("a client that does not offer ALPN h2 gets no connection",
+          arguments: [["--http1.1"], ["--no-alpn"]])
+    func refusesHTTP1(flags: [String]) async throws {
+        try await withServerAndCurl { server, curl in
+            let response = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                               headers: ["apns-topic: com.example.app"], extra: flags)
+            #expect(response.exitCode != 0)
+            #expect(response.status != 200)
+            #expect(server.statistics.requests == 0)
+        }
+    }
+
+    @Test("TLS 1.1 is refused (openssl s_client)")
+    func tls11Refused() async throws {
+        try await withServerAndCurl { server, curl in
+            let result = try await ExternalTool.run("openssl", [
+                "s_client", "-connect", "127.0.0.1:\(server.port)", "-tls1_1", "-alpn", "h2", "-CAfile", curl.caFile,
+            ], timeout: .seconds(15))
+            #expect(result.exitCode != 0)
+        }
+    }
+
+    @Test("TLS 1.2 and TLS 1.3 are accepted with HTTP/2 (curl)",
+          arguments: [["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"]])
+    func tlsVersions(flags: [String]) async throws {
+        try await withServerAndCurl { server, curl in
+            let response = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                               headers: ["apns-topic: com.example.app"], extra: flags)
+            #expect(response.status == 200, "\(response.stderr)")
+            #expect(response.httpVersion == "2")
+        }
+    }
+
+    @Test("the CA file is a CA certificate openssl can read, for a P-256 key")
+    func caCertificate() async throws {
+        try await withServerAndCurl { _, curl in
+            let result = try await ExternalTool.run("openssl", ["x509", "-in", curl.caFile, "-noout", "-text"])
+            #expect(result.exitCode == 0)
+            #expect(result.stdout.contains("CA:TRUE"))
+            #expect(result.stdout.contains("prime256v1") || result.stdout.contains("P-256"))
+            #expect(result.stdout.contains("ecdsa-with-SHA256"))
+        }
+    }
+
+    /// Sockets in LISTEN state on `port`, read from the kernel's /proc/net/tcp{,6} tables.
+    static func listeningSockets(port: Int) throws -> Int {
+        let hexPort = String(format: "%04X", port)
+        var count = 0
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            // /proc files report size 0: read to EOF rather than trusting the size.
+            guard let handle = FileHandle(forReadingAtPath: table) else { continue }
+            let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+            try? handle.close()
+            for line in text.split(separator: "\n").dropFirst() {
+                let columns = line.split(separator: " ")
+                guard columns.count > 3 else { continue }
+                if columns[1].hasSuffix(":" + hexPort), columns[3] == "0A" { count += 1 }
+            }
+        }
+        return count
+    }
+
+    @Test("start reports a port; stop closes the listener and connections")
+    func stopReleasesEverything() async throws {
+        let server = MockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"]))
+        try await server.start()
+        let port = server.port
+        #expect(port > 0)
+        let listening = try Self.listeningSockets(port: port)
+        #expect(listening == server.addresses.count)
+        let curl = try CurlClient(server: server)
+        defer { curl.remove() }
+        let first = try await curl.send(port: port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+        #expect(first.status == 200)
+        await server.stop()
+        await server.stop()  // idempotent
+        #expect(server.port == 0)
+        let after = try await curl.send(port: port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+        #expect(after.exitCode == 7)  // curl: couldn't connect
+        #expect(try Self.listeningSockets(port: port) == 0)
+    }
+}

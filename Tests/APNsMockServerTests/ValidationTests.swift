@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+@testable import APNsMockServer
+
+/// A request and the answer Apple documents for it.
+struct ValidationCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var path = "/3/device/\(sampleDeviceToken)"
+    var method = "POST"
+    var headers = ["apns-topic: com.example.app"]
+    var body: String? = samplePayload
+    var status: Int
+    var reason: String?
+
+    var testDescription: String { name }
+}
+
+/// `{"aps":{"alert":"xxx…"}}` of exactly `size` bytes.
+func payload(ofSize size: Int) -> String {
+    let frame = #"{"aps":{"alert":""}}"#
+    return #"{"aps":{"alert":""# + String(repeating: "x", count: size - frame.utf8.count) + #""}}"#
+}
+
+// Statuses and reasons from Apple's "Handling notification responses from APNs" table and
+// the header rules of "Sending notification requests to APNs".
+let validationCases: [ValidationCase] = [
+    ValidationCase(name: "valid alert", status: 200),
+    ValidationCase(name: "GET", method: "GET", body: nil, status: 405, reason: "MethodNotAllowed"),
+    ValidationCase(name: "path outside /3/device", path: "/3/devices/\(sampleDeviceToken)", status: 404, reason: "BadPath"),
+    ValidationCase(name: "root path", path: "/", status: 404, reason: "BadPath"),
+    ValidationCase(name: "no device token", path: "/3/device/", status: 400, reason: "MissingDeviceToken"),
+    ValidationCase(name: "non-hex token", path: "/3/device/xyz1", status: 400, reason: "BadDeviceToken"),
+    ValidationCase(name: "odd-length token", path: "/3/device/abc", status: 400, reason: "BadDeviceToken"),
+    ValidationCase(name: "no topic", headers: [], status: 400, reason: "MissingTopic"),
+    ValidationCase(name: "foreign topic", headers: ["apns-topic: com.other.app"], status: 400, reason: "BadTopic"),
+    ValidationCase(name: "voip without .voip", headers: ["apns-topic: com.example.app", "apns-push-type: voip"],
+                   status: 400, reason: "DeviceTokenNotForTopic"),
+    ValidationCase(name: ".voip topic for alert", headers: ["apns-topic: com.example.app.voip", "apns-push-type: alert"],
+                   status: 400, reason: "DeviceTokenNotForTopic"),
+    ValidationCase(name: "unknown push type", headers: ["apns-topic: com.example.app", "apns-push-type: banana"],
+                   status: 400, reason: "InvalidPushType"),
+    ValidationCase(name: "priority 7", headers: ["apns-topic: com.example.app", "apns-priority: 7"], status: 400, reason: "BadPriority"),
+    ValidationCase(name: "background at priority 10",
+                   headers: ["apns-topic: com.example.app", "apns-push-type: background", "apns-priority: 10"],
+                   body: #"{"aps":{"content-available":1}}"#, status: 400, reason: "BadPriority"),
+    ValidationCase(name: "background at priority 5",
+                   headers: ["apns-topic: com.example.app", "apns-push-type: background", "apns-priority: 5"],
+                   body: #"{"aps":{"content-available":1}}"#, status: 200),
+    ValidationCase(name: "priority 1", headers: ["apns-topic: com.example.app", "apns-priority: 1"], status: 200),
+    ValidationCase(name: "negative expiration", headers: ["apns-topic: com.example.app", "apns-expiration: -1"],
+                   status: 400, reason: "BadExpirationDate"),
+    ValidationCase(name: "fractional expiration", headers: ["apns-topic: com.example.app", "apns-expiration: 1.5"],
+                   status: 400, reason: "BadExpirationDate"),
+    ValidationCase(name: "expiration 0", headers: ["apns-topic: com.example.app", "apns-expiration: 0"], status: 200),
+    ValidationCase(name: "apns-id not a UUID", headers: ["apns-topic: com.example.app", "apns-id: nope"],
+                   status: 400, reason: "BadMessageId"),
+    ValidationCase(name: "apns-id mixed case",
+                   headers: ["apns-topic: com.example.app", "apns-id: 123e4567-E89B-12d3-a456-426614174000"],
+                   status: 400, reason: "BadMessageId"),
+    ValidationCase(name: "apns-id upper case",
+                   headers: ["apns-topic: com.example.app", "apns-id: 123E4567-E89B-12D3-A456-426614174000"], status: 200),
+    ValidationCase(name: "collapse id of 65 bytes",
+                   headers: ["apns-topic: com.example.app", "apns-collapse-id: " + String(repeating: "c", count: 65)],
+                   status: 400, reason: "BadCollapseId"),
+    ValidationCase(name: "collapse id of 64 bytes",
+                   headers: ["apns-topic: com.example.app", "apns-collapse-id: " + String(repeating: "c", count: 64)], status: 200),
+    ValidationCase(name: "repeated apns-topic", headers: ["apns-topic: com.example.app", "apns-topic: com.example.app"],
+                   status: 400, reason: "DuplicateHeaders"),
+    ValidationCase(name: "empty body", body: "", status: 400, reason: "PayloadEmpty"),
+    ValidationCase(name: "4096 bytes", body: payload(ofSize: 4096), status: 200),
+    ValidationCase(name: "4097 bytes", body: payload(ofSize: 4097), status: 413, reason: "PayloadTooLarge"),
+    ValidationCase(name: "voip 5120 bytes", headers: ["apns-topic: com.example.app.voip", "apns-push-type: voip"],
+                   body: payload(ofSize: 5120), status: 200),
+    ValidationCase(name: "voip 5121 bytes", headers: ["apns-topic: com.example.app.voip", "apns-push-type: voip"],
+                   body: payload(ofSize: 5121), status: 413, reason: "PayloadTooLarge"),
+    ValidationCase(name: "not JSON", body: "hello", status: 400, reason: "BadRequestPayload"),
+    ValidationCase(name: "JSON array", body: "[1]", status: 400, reason: "BadRequestPayload"),
+    ValidationCase(name: "object without aps", body: #"{"foo":1}"#, status: 400, reason: "BadRequestPayload"),
+    ValidationCase(name: "trailing comma", body: #"{"aps":{},}"#, status: 400, reason: "BadRequestPayload"),
+    ValidationCase(name: "MDM payload without aps", headers: ["apns-topic: com.example.app", "apns-push-type: mdm"],
+                   body: #"{"mdm":"00000000-1111-3333-4444-555555555555"}"#, status: 200),
+]
+
+/// Each push type with the topic suffix Apple requires for it.
+let pushTypeTopics: [(String, String)] = [
+    ("alert", ""), ("background", ""), ("mdm", ""), ("voip", ".voip"), ("complication", ".complication"),
+    ("fileprovider", ".pushkit.fileprovider"), ("location", ".location-query"),
+    ("liveactivity", ".push-type.liveactivity"), ("pushtotalk", ".voip-ptt"),
+    ("widgets", ".push-type.widgets"), ("controls", ".push-type.controls"),
+]
+
+@Suite("Validation, as seen by curl")
+struct ValidationTests {
+    @Test("each rule answers Apple's status and reason", arguments: validationCases)
+    func rule(_ testCase: ValidationCase) async throws {
+        try await withServerAndCurl { server, curl in
+            let response = try await curl.send(port: server.port, path: testCase.path, method: testCase.method,
+                                               headers: testCase.headers, body: testCase.body)
+            #expect(response.exitCode == 0, "\(response.stderr)")
+            #expect(response.status == testCase.status)
+            if let reason = testCase.reason {
+                #expect(response.reason == reason, "body: \(response.body)")
+                #expect(response.json?.keys.sorted() == ["reason"])
+            } else {
+                #expect(response.body.isEmpty)
+            }
+            let recorded = server.recordedRequests
+            #expect(recorded.count == 1)
+            #expect(recorded.first?.status == testCase.status)
+            #expect(recorded.first?.reason == testCase.reason)
+        }
+    }
+
+    @Test("each documented push type is accepted with its topic suffix and refused without it",
+          arguments: pushTypeTopics)
+    func pushTypeSuffix(pushType: String, suffix: String) async throws {
+        try await withServerAndCurl { server, curl in
+            let body = pushType == "mdm" ? #"{"mdm":"magic"}"# : samplePayload
+            let priority = pushType == "background" ? ["apns-priority: 5"] : []
+            let good = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                           headers: ["apns-topic: com.example.app\(suffix)", "apns-push-type: \(pushType)"] + priority,
+                                           body: body)
+            #expect(good.status == 200, "\(good.body)")
+            let wrongTopic = suffix.isEmpty ? "com.example.app.voip" : "com.example.app"
+            let bad = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                          headers: ["apns-topic: \(wrongTopic)", "apns-push-type: \(pushType)"] + priority,
+                                          body: body)
+            #expect(bad.status == 400)
+            #expect(bad.reason == "DeviceTokenNotForTopic")
+        }
+    }
+
+    @Test("apns-id is echoed; without one the server makes a lowercase UUID")
+    func apnsIDEchoed() async throws {
+        try await withServerAndCurl { server, curl in
+            let id = "123e4567-e89b-12d3-a456-426614174000"
+            let echoed = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                             headers: ["apns-topic: com.example.app", "apns-id: \(id)"], extra: ["-D", "-"])
+            #expect(echoed.body.lowercased().contains("apns-id: \(id)"))
+            let generated = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
+                                                headers: ["apns-topic: com.example.app"], extra: ["-D", "-"])
+            let line = generated.body.split(separator: "\r\n").first { $0.hasPrefix("apns-id: ") }
+            let value = line.map { String($0.dropFirst("apns-id: ".count)) } ?? ""
+            #expect(UUID(uuidString: value) != nil)
+            #expect(value == value.lowercased())
+        }
+    }
+}
