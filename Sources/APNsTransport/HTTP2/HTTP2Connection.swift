@@ -170,6 +170,7 @@ final class HTTP2Connection: @unchecked Sendable {
                 }
                 submitQueued(machine)
                 try flush(machine, stream: opened)
+                if let failure = machine.connectionError { throw failure }
 
                 if machine.goAwayReceived, inFlight.isEmpty {
                     break sessionLoop

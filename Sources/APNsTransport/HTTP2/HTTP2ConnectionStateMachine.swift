@@ -134,6 +134,14 @@ final class HTTP2ConnectionStateMachine {
         }
     }
 
+    /// Set once nghttp2 has written a GOAWAY with an error code because the server broke
+    /// HTTP/2 (RFC 9113 §5.4.1): the connection must be closed after that output is written.
+    var connectionError: APNsTransportError? {
+        sink.connectionErrorCode.map {
+            .protocolError("the server broke HTTP/2; sent GOAWAY \(HTTP2Connection.errorName($0))")
+        }
+    }
+
     /// Moves the events produced so far into `events` (appended).
     func takeEvents(into events: inout [HTTP2ConnectionEvent]) {
         events.append(contentsOf: sink.events)
@@ -147,6 +155,12 @@ final class HTTP2ConnectionStateMachine {
     ///
     /// - Throws: ``APNsTransportError/Code/protocolError`` on a fatal nghttp2 error.
     func collectOutput(into buffer: inout [UInt8]) throws(APNsTransportError) {
+        if sink.windowGrew, !sink.deferred.isEmpty {
+            // The server's flow-control window grew: bodies held back whole may fit now.
+            for streamID in sink.deferred { _ = nghttp2_session_resume_data(session, streamID) }
+            sink.deferred.removeAll(keepingCapacity: true)
+        }
+        sink.windowGrew = false
         while true {
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &data)

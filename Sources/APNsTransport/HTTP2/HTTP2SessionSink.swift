@@ -35,6 +35,12 @@ final class HTTP2SessionSink {
     var headerPolicy = APNsHeaderEncoder()
     var headerScratch: [UInt8] = []
     var fieldScratch: [FieldSpan] = []
+    /// Streams whose body waits, whole, for the server's flow-control window.
+    var deferred: [Int32] = []
+    /// Whether a WINDOW_UPDATE or SETTINGS arrived since the last output.
+    var windowGrew = false
+    /// The error code of a GOAWAY nghttp2 sent because the peer broke the protocol.
+    var connectionErrorCode: UInt32?
 
     init(configuration: HTTP2ConnectionStateMachine.Configuration) {
         self.configuration = configuration
@@ -62,11 +68,19 @@ final class HTTP2SessionSink {
 
     // MARK: Callbacks (C entry points)
 
-    static let readBody: nghttp2_data_source_read_callback = { session, streamID, buffer, length, flags, _, _ in
+    static let readBody: nghttp2_data_source_read_callback = { session, streamID, buffer, length, flags, _, userData in
         guard let record = HTTP2SessionSink.record(session, streamID), let buffer, let flags else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
-        let count = min(length, record.body.count - record.bodyOffset)
+        let remaining = record.body.count - record.bodyOffset
+        // Send the body as one DATA frame: when the flow-control window (not the frame
+        // size) is what limits `length`, wait for a WINDOW_UPDATE rather than split it.
+        let maxFrame = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_FRAME_SIZE))
+        if length < remaining, remaining <= maxFrame, let sink = from(userData) {
+            sink.deferred.append(streamID)
+            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        }
+        let count = min(length, remaining)
         if count > 0 {
             record.body.withUnsafeBufferPointer { body in
                 if let base = body.baseAddress {
@@ -89,6 +103,10 @@ final class HTTP2SessionSink {
             record(session, frame.pointee.hd.stream_id)?.headersSent = true
         case Int(NGHTTP2_DATA.rawValue):
             sink.framesSent.data += 1
+        case Int(NGHTTP2_GOAWAY.rawValue):
+            sink.framesSent.other += 1
+            let code = frame.pointee.goaway.error_code
+            if code != NGHTTP2_NO_ERROR.rawValue { sink.connectionErrorCode = code }
         default:
             sink.framesSent.other += 1
         }
@@ -140,6 +158,7 @@ final class HTTP2SessionSink {
             )
         case Int(NGHTTP2_SETTINGS.rawValue):
             guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 else { return 0 }
+            sink.windowGrew = true
             sink.applySettings(session)
         case Int(NGHTTP2_GOAWAY.rawValue):
             let goaway = frame.pointee.goaway
@@ -150,6 +169,8 @@ final class HTTP2SessionSink {
             sink.goAwayReceived = true
             sink.goAwayLastStreamID = min(sink.goAwayLastStreamID, goaway.last_stream_id)
             sink.events.append(.goAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code, debugData: debug))
+        case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
+            sink.windowGrew = true
         case Int(NGHTTP2_PING.rawValue):
             if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
                 sink.events.append(.pingAcknowledged)
