@@ -171,6 +171,11 @@ final class HTTP2Connection: @unchecked Sendable {
                 submitQueued(machine)
                 try flush(machine, stream: opened)
                 if let failure = machine.connectionError { throw failure }
+                if !draining, !machine.goAwayReceived, machine.availableStreams != publishedFree {
+                    // Writing closed streams (a reset, say): publish the free streams
+                    // and take queued work before sleeping in poll.
+                    continue sessionLoop
+                }
 
                 if machine.goAwayReceived, inFlight.isEmpty {
                     break sessionLoop

@@ -28,7 +28,7 @@ final class InMemoryHTTP2Server {
     var completedStreams: [Int32] = []
     var receivedSettings: [Int32: UInt32] = [:]
 
-    init(maxConcurrentStreams: UInt32 = 1, headerTableSize: UInt32? = nil) {
+    init(maxConcurrentStreams: UInt32 = 1, headerTableSize: UInt32? = nil, ignorePings: Bool = false) {
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
@@ -72,9 +72,13 @@ final class InMemoryHTTP2Server {
             server.bodies[streamID, default: []].append(contentsOf: UnsafeBufferPointer(start: data, count: length))
             return 0
         }
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        if ignorePings { nghttp2_option_set_no_auto_ping_ack(option, 1) }
         var created: OpaquePointer?
-        nghttp2_session_server_new(&created, callbacks, Unmanaged.passUnretained(self).toOpaque())
+        nghttp2_session_server_new2(&created, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
         nghttp2_session_callbacks_del(callbacks)
+        nghttp2_option_del(option)
         session = created
         var settings = [
             nghttp2_settings_entry(
