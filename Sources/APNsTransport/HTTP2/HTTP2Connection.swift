@@ -288,7 +288,12 @@ final class HTTP2Connection: @unchecked Sendable {
         now: UInt64
     ) throws(APNsTransportError) {
         var timeout = UInt64.max
-        if !inFlight.isEmpty || pool.hasQueuedRequests || draining {
+        let free = draining || machine.goAwayReceived ? 0 : machine.availableStreams
+        let (hasWork, queueNonEmpty) = pool.prepareToSleep(self, freeStreams: free)
+        publishedFree = free
+        if hasWork {
+            timeout = 0
+        } else if !inFlight.isEmpty || queueNonEmpty || draining {
             timeout = 10_000_000
         }
         if let sent = pingSentAt {

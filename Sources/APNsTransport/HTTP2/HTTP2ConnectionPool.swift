@@ -44,7 +44,9 @@ final class HTTP2ConnectionPool: Sendable {
     private struct Slot {
         let connection: HTTP2Connection
         var freeStreams = 0
-        var wakeRequested = false
+        /// The connection's thread is (about to be) blocked in poll(2) and needs a signal
+        /// to see new work; an awake one takes queued work on its next iteration.
+        var sleeping = false
         var isIdle = false
         var isReady = false
         var isConnecting = false
@@ -116,15 +118,17 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// Picks the connection to wake for new work, or creates one. Called under the lock.
     private func chooseConnection(_ state: inout State) -> (wake: HTTP2Connection?, start: HTTP2Connection?) {
-        var sawFree = false
+        // An awake connection with a free stream takes the request on its next loop
+        // iteration: no system call. Otherwise wake one that sleeps in poll(2).
+        var sleeper: Int?
         for index in state.slots.indices where state.slots[index].freeStreams > 0 {
-            sawFree = true
-            if !state.slots[index].wakeRequested {
-                state.slots[index].wakeRequested = true
-                return (state.slots[index].connection, nil)
-            }
+            if !state.slots[index].sleeping { return (nil, nil) }
+            if sleeper == nil { sleeper = index }
         }
-        if sawFree { return (nil, nil) }
+        if let sleeper {
+            state.slots[sleeper].sleeping = false
+            return (state.slots[sleeper].connection, nil)
+        }
         if let index = state.slots.firstIndex(where: { $0.isIdle }) {
             state.slots[index].isIdle = false
             return (state.slots[index].connection, nil)
@@ -145,7 +149,7 @@ final class HTTP2ConnectionPool: Sendable {
     func take(for connection: HTTP2Connection, max: Int, into buffer: inout [PendingRequest]) {
         state.withLock { state in
             let index = connection.index
-            state.slots[index].wakeRequested = false
+            state.slots[index].sleeping = false
             var taken = 0
             while taken < max, let pending = state.queue.popFirst() {
                 if pending.isFinished { continue }
@@ -283,8 +287,21 @@ final class HTTP2ConnectionPool: Sendable {
         for pending in expired { pending.expire() }
     }
 
-    /// Whether requests are waiting.
-    var hasQueuedRequests: Bool { state.withLock { !$0.queue.isEmpty } }
+    /// Called by a connection about to block in poll(2) with `freeStreams` free streams.
+    ///
+    /// - Returns: `hasWork`: requests wait and the connection has a stream for them, so it
+    ///   must not block; `queueNonEmpty`: requests wait (their deadlines need the timer).
+    ///   When `hasWork` is `false` the connection is marked sleeping, so the next
+    ///   ``enqueue(_:)`` signals it.
+    func prepareToSleep(_ connection: HTTP2Connection, freeStreams: Int) -> (hasWork: Bool, queueNonEmpty: Bool) {
+        state.withLock { state in
+            let queueNonEmpty = !state.queue.isEmpty
+            if queueNonEmpty && freeStreams > 0 { return (true, true) }
+            state.slots[connection.index].freeStreams = freeStreams
+            state.slots[connection.index].sleeping = true
+            return (false, queueNonEmpty)
+        }
+    }
 
     /// The shutdown deadline, if shutdown has begun.
     var shutdownDeadline: UInt64? {

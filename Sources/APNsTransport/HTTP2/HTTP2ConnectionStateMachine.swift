@@ -205,10 +205,10 @@ final class HTTP2ConnectionStateMachine {
         }
         let hasBody = !request.body.isEmpty
         let userData = Unmanaged.passUnretained(record).toOpaque()
+        var nva = sink.nvScratch
+        nva.removeAll(keepingCapacity: true)
         let streamID: Int32 = scratch.withUnsafeMutableBufferPointer { bytes -> Int32 in
             guard let base = bytes.baseAddress else { return Int32(NGHTTP2_ERR_INVALID_ARGUMENT.rawValue) }
-            var nva = [nghttp2_nv]()
-            nva.reserveCapacity(fields.count)
             for span in fields {
                 nva.append(
                     nghttp2_nv(
@@ -233,6 +233,7 @@ final class HTTP2ConnectionStateMachine {
                 }
             }
         }
+        sink.nvScratch = nva
         sink.headerScratch = scratch
         sink.fieldScratch = fields
         guard streamID > 0 else {

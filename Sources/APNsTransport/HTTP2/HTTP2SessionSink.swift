@@ -35,6 +35,7 @@ final class HTTP2SessionSink {
     var headerPolicy = APNsHeaderEncoder()
     var headerScratch: [UInt8] = []
     var fieldScratch: [FieldSpan] = []
+    var nvScratch: [nghttp2_nv] = []
     /// Streams whose body waits, whole, for the server's flow-control window.
     var deferred: [Int32] = []
     /// Whether a WINDOW_UPDATE or SETTINGS arrived since the last output.
