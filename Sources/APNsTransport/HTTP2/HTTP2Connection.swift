@@ -85,6 +85,16 @@ final class HTTP2Connection: @unchecked Sendable {
 
     private func run() {
         defer { pool.threadExited(self) }
+        #if os(Linux)
+        // Foundation does not pass `Thread.name` to the kernel on Linux: name the thread
+        // for top, perf and /proc (at most 15 bytes) through its comm file.
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        if fd >= 0 {
+            var name = Array("apns-h2-\(index % 10_000)".utf8)
+            _ = write(fd, &name, name.count)
+            close(fd)
+        }
+        #endif
         let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { readBuffer.deallocate() }
         output.reserveCapacity(64 * 1024)
