@@ -32,7 +32,10 @@ final class HTTP2SessionSink {
     var goAwayLastStreamID: Int32 = .max
     var goAwaySent = false
     var framesSent = HTTP2FrameCounts()
-    var headerPolicy = APNsHeaderEncoder()
+    /// The APNs header policy. nghttp2 writes the bytes; the policy only decides the
+    /// indexing, and its decisions and table model depend on field sizes (RFC 7541 §4.1),
+    /// never on Huffman coding, so it runs without Huffman coding to save the work.
+    var headerPolicy = APNsHeaderEncoder(usesHuffmanCoding: false)
     var headerScratch: [UInt8] = []
     var fieldScratch: [FieldSpan] = []
     var nvScratch: [nghttp2_nv] = []
