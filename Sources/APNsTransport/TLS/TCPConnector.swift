@@ -1,0 +1,155 @@
+import APNsCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Opens a non-blocking TCP connection with a deadline: `getaddrinfo` (IPv4 and IPv6),
+/// then a non-blocking `connect(2)` and `poll(2)` on each address in turn, then
+/// `TCP_NODELAY` (HTTP/2 frames are small and latency matters more than packet count).
+enum TCPConnector {
+    /// Connects to `host:port` before `deadline`; the socket is non-blocking.
+    /// - Throws: ``APNsTransportError`` `.connectionFailed` with what went wrong.
+    static func connect(host: String, port: Int, deadline: ContinuousClock.Instant) throws(APNsTransportError) -> Int32 {
+        guard (1...65535).contains(port) else {
+            throw .connectionFailed("port \(port) of \(host) is outside 1...65535")
+        }
+        let name = unbracketed(host)
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        hints.ai_flags = AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        // getaddrinfo blocks and has no timeout of its own; the deadline applies after it.
+        let status = getaddrinfo(name, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            let reason = String(cString: gai_strerror(status))
+            throw .connectionFailed("cannot resolve \(host): \(reason)")
+        }
+        defer { freeaddrinfo(list) }
+
+        var failures: [String] = []
+        var current: UnsafeMutablePointer<addrinfo>? = first
+        while let info = current {
+            current = info.pointee.ai_next
+            let address = describe(info.pointee.ai_addr, port: port)
+            switch attempt(info.pointee, deadline: deadline) {
+            case .success(let fd):
+                return fd
+            case .failure(let reason):
+                failures.append("\(address): \(reason)")
+            }
+            if ContinuousClock.now >= deadline { break }
+        }
+        throw .connectionFailed("cannot connect to \(host):\(port): " + failures.joined(separator: "; "))
+    }
+
+    private enum Attempt {
+        case success(Int32)
+        case failure(String)
+    }
+
+    private static func attempt(_ info: addrinfo, deadline: ContinuousClock.Instant) -> Attempt {
+        let fd = socket(info.ai_family, info.ai_socktype, info.ai_protocol)
+        guard fd >= 0 else { return .failure("socket: \(errorString(errno))") }
+        var keep = false
+        defer { if !keep { _ = close(fd) } }
+        let flags = fcntl(fd, F_GETFL, 0)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
+            return .failure("fcntl: \(errorString(errno))")
+        }
+        #if canImport(Darwin)
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        if Glibc_connect(fd, info.ai_addr, info.ai_addrlen) != 0 {
+            guard errno == EINPROGRESS || errno == EINTR else {
+                return .failure(connectFailure(errno))
+            }
+            guard wait(fd, for: Int16(POLLOUT), until: deadline) else {
+                return .failure("timed out")
+            }
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else {
+                return .failure("getsockopt: \(errorString(errno))")
+            }
+            guard error == 0 else { return .failure(connectFailure(error)) }
+        }
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        keep = true
+        return .success(fd)
+    }
+
+    private static func connectFailure(_ code: Int32) -> String {
+        switch code {
+        case ECONNREFUSED: "connection refused (nothing listens on that port)"
+        case ENETUNREACH, EHOSTUNREACH: "\(errorString(code)) (check the network or the proxy settings)"
+        default: errorString(code)
+        }
+    }
+
+    /// Waits until `fd` is ready for `events` or `deadline` passes; whether it is ready
+    /// (an error or hang-up on the socket also counts as ready: the next call reports it).
+    static func wait(_ fd: Int32, for events: Int16, until deadline: ContinuousClock.Instant) -> Bool {
+        while true {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else { return false }
+            let (seconds, attoseconds) = remaining.components
+            let milliseconds = min(Int64(Int32.max), seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            var entry = pollfd(fd: fd, events: events, revents: 0)
+            let result = poll(&entry, 1, Int32(milliseconds))
+            if result > 0 { return true }
+            if result < 0, errno != EINTR { return true }
+        }
+    }
+
+    /// `host` without the brackets of an IPv6 literal (`[::1]` → `::1`).
+    static func unbracketed(_ host: String) -> String {
+        if host.hasPrefix("["), host.hasSuffix("]") { return String(host.dropFirst().dropLast()) }
+        return host
+    }
+
+    /// Whether `host` is an IPv4 or IPv6 literal (no SNI for those: RFC 6066 §3).
+    static func isIPLiteral(_ host: String) -> Bool {
+        var storage = in6_addr()
+        let name = unbracketed(host)
+        return inet_pton(AF_INET, name, &storage) == 1 || inet_pton(AF_INET6, name, &storage) == 1
+    }
+
+    static func errorString(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+
+    private static func describe(_ address: UnsafeMutablePointer<sockaddr>?, port: Int) -> String {
+        guard let address else { return "?" }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            var ip = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            inet_ntop(AF_INET, &ip, &text, socklen_t(text.count))
+            return String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) + ":\(port)"
+        case AF_INET6:
+            var ip = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+            inet_ntop(AF_INET6, &ip, &text, socklen_t(text.count))
+            return "[" + String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) + "]:\(port)"
+        default:
+            return "?"
+        }
+    }
+}
+
+/// `connect(2)`, named apart from ``TCPConnector/connect(host:port:deadline:)``.
+private func Glibc_connect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.connect(fd, address, length)
+    #else
+    Darwin.connect(fd, address, length)
+    #endif
+}
