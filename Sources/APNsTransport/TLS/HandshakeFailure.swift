@@ -4,6 +4,15 @@ import Foundation
 
 /// Turns a failed TLS handshake into a detail that says what happened and what to fix.
 enum HandshakeFailure {
+    /// Alerts a server sends when it refuses the client certificate, or the lack of one.
+    static let clientCertificateAlerts: [Int32] = [
+        SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED, SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE,
+        SSL_R_SSLV3_ALERT_BAD_CERTIFICATE, SSL_R_TLSV1_ALERT_UNKNOWN_CA,
+        SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED, SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED,
+        SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN, SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE,
+        SSL_R_TLSV1_ALERT_ACCESS_DENIED, SSL_R_TLSV1_ALERT_DECRYPT_ERROR,
+    ]
+
     static func describe(
         ssl: OpaquePointer, sslError: Int32, errors: OpenSSLErrors, errno systemError: Int32,
         host: String, where endpoint: String, configuration: TLSConfiguration
@@ -24,13 +33,6 @@ enum HandshakeFailure {
         if errors.contains(reason: SSL_R_WRONG_VERSION_NUMBER) || errors.contains(reason: SSL_R_PACKET_LENGTH_TOO_LONG) {
             return "\(endpoint) does not speak TLS (is it a plain-text port, or a proxy that needs configuring?) (\(openSSL))"
         }
-        let clientCertificateAlerts: [Int32] = [
-            SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED, SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE,
-            SSL_R_SSLV3_ALERT_BAD_CERTIFICATE, SSL_R_TLSV1_ALERT_UNKNOWN_CA,
-            SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED, SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED,
-            SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN, SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE,
-            SSL_R_TLSV1_ALERT_ACCESS_DENIED, SSL_R_TLSV1_ALERT_DECRYPT_ERROR,
-        ]
         if clientCertificateAlerts.contains(where: errors.contains(reason:)) {
             if let identity = configuration.clientIdentity {
                 let name = identity.subjectCommonName.map { "'\($0)'" } ?? "the client certificate"

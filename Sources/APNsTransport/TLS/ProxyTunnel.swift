@@ -38,8 +38,8 @@ enum ProxyTunnel {
             }
         }
 
-        // Read the response head. The server speaks TLS only after our ClientHello, so
-        // nothing may follow the head; read byte by byte-sized chunks up to its end.
+        // Read the response head one byte at a time, so that not a byte of the tunnel
+        // after it is consumed (the head is short; this costs a few hundred syscalls once).
         var head: [UInt8] = []
         let terminator: [UInt8] = Array("\r\n\r\n".utf8)
         var byte: UInt8 = 0
@@ -61,7 +61,7 @@ enum ProxyTunnel {
             }
         }
         let text = String(decoding: head, as: UTF8.self)
-        let statusLine = text.prefix(while: { $0 != "\r" && $0 != "\n" })
+        let statusLine = text.components(separatedBy: "\r\n").first ?? ""
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
             throw .connectionFailed("\(proxyName) answered CONNECT with something that is not HTTP/1.x: '\(statusLine.prefix(80))'")
@@ -69,9 +69,10 @@ enum ProxyTunnel {
         switch status {
         case 200..<300:
             return
-        case 407 where proxy.username == nil:
+        // 407 is the status for this (RFC 9110 §15.5.8); some proxies (tinyproxy) send 401.
+        case 401 where proxy.username == nil, 407 where proxy.username == nil:
             throw .connectionFailed("\(proxyName) requires authentication (\(statusLine)): set ProxyConfiguration(username:password:)")
-        case 407:
+        case 401, 407:
             throw .connectionFailed("\(proxyName) refused the credentials of user '\(proxy.username ?? "")' (\(statusLine))")
         default:
             throw .connectionFailed("\(proxyName) refused CONNECT \(authority(endpoint)): \(statusLine)")
@@ -81,7 +82,7 @@ enum ProxyTunnel {
     /// The CONNECT request; it holds the proxy password, so callers wipe it.
     static func request(to endpoint: TLSEndpoint, proxy: ProxyConfiguration) throws(APNsTransportError) -> String {
         let target = authority(endpoint)
-        for field in [endpoint.host, proxy.username ?? "", proxy.password ?? ""] where field.contains(where: { $0 == "\r" || $0 == "\n" }) {
+        for field in [endpoint.host, proxy.username ?? "", proxy.password ?? ""] where field.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) {
             throw .connectionFailed("the host name or proxy credentials contain a line break")
         }
         var request = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n"

@@ -51,10 +51,17 @@ final class TLSStream: @unchecked Sendable {
     private let lock = NSLock()
     /// The negotiated protocol version, for example `TLSv1.3`.
     let protocolVersion: String
+    /// For error details: the server's name and `host:port`, and the configuration.
+    private let host: String
+    private let endpointDescription: String
+    private let configuration: TLSConfiguration
 
-    private init(ssl: OpaquePointer, fd: Int32, protocolVersion: String) {
+    private init(ssl: OpaquePointer, fd: Int32, protocolVersion: String, host: String, endpointDescription: String, configuration: TLSConfiguration) {
         state = State(ssl: ssl, fd: fd)
         self.protocolVersion = protocolVersion
+        self.host = host
+        self.endpointDescription = endpointDescription
+        self.configuration = configuration
     }
 
     deinit {
@@ -163,7 +170,7 @@ final class TLSStream: @unchecked Sendable {
         }
         let version = SSL_get_version(ssl).map { String(cString: $0) } ?? "?"
         ok = true
-        return TLSStream(ssl: ssl, fd: fd, protocolVersion: version)
+        return TLSStream(ssl: ssl, fd: fd, protocolVersion: version, host: host, endpointDescription: where_, configuration: configuration)
     }
 
     // MARK: I/O
@@ -183,7 +190,7 @@ final class TLSStream: @unchecked Sendable {
         ERR_clear_error()
         let n = SSL_read(ssl, base, Int32(clamping: buffer.count))
         if n > 0 { return .done(Int(n)) }
-        return try Self.outcome(ssl: ssl, result: n, state: &state, operation: "read")
+        return try outcome(ssl: ssl, result: n, operation: "read")
     }
 
     /// Encrypts and writes bytes from `buffer`; with `.done(n)`, n may be less than the count.
@@ -196,13 +203,12 @@ final class TLSStream: @unchecked Sendable {
         ERR_clear_error()
         let n = SSL_write(ssl, base, Int32(clamping: buffer.count))
         if n > 0 { return .done(Int(n)) }
-        return try Self.outcome(ssl: ssl, result: n, state: &state, operation: "write")
+        return try outcome(ssl: ssl, result: n, operation: "write")
     }
 
     /// Maps a failed `SSL_read`/`SSL_write` to a result or an error (`SSL_get_error`).
-    private static func outcome(
-        ssl: OpaquePointer, result: Int32, state: inout State, operation: String
-    ) throws(APNsTransportError) -> TLSIOResult {
+    /// Called with `lock` held.
+    private func outcome(ssl: OpaquePointer, result: Int32, operation: String) throws(APNsTransportError) -> TLSIOResult {
         let systemError = errno
         let error = SSL_get_error(ssl, result)
         switch error {
@@ -220,7 +226,16 @@ final class TLSStream: @unchecked Sendable {
             throw .connectionClosed("TLS \(operation) failed: \(reason)")
         default:
             state.broken = true
-            throw .connectionClosed("TLS \(operation) failed: \(OpenSSLErrors.drain().text(or: "SSL error \(error)"))")
+            let errors = OpenSSLErrors.drain()
+            if HandshakeFailure.clientCertificateAlerts.contains(where: errors.contains(reason:)) {
+                // With TLS 1.3 the client's handshake ends before the server has checked
+                // the client certificate; its refusal arrives on the first read. Nothing
+                // was processed, so this is a TLS failure, not a closed connection.
+                throw .tlsFailure(HandshakeFailure.describe(
+                    ssl: ssl, sslError: error, errors: errors, errno: systemError,
+                    host: host, where: endpointDescription, configuration: configuration))
+            }
+            throw .connectionClosed("TLS \(operation) failed: \(errors.text(or: "SSL error \(error)"))")
         }
     }
 

@@ -37,8 +37,8 @@ struct ClientIdentityTests {
         let pki = try TestPKI.get()
         let identity = try ClientIdentity(pkcs12File: pki.path("client.p12"), password: TestPKI.password)
         #expect(identity.topics == ["com.example.app", "com.example.app.voip"])
-        // OpenSSL's own parser agrees on the encoding it made.
-        let text = try run("openssl", ["x509", "-in", pki.path("client.pem"), "-noout", "-ext", "1.2.840.113635.100.6.3.6"])
+        // The extension is really in the certificate, as OpenSSL prints it.
+        let text = try run("openssl", ["x509", "-in", pki.path("client.pem"), "-noout", "-text"])
         #expect(text.contains("1.2.840.113635.100.6.3.6"))
     }
 

@@ -24,7 +24,7 @@ import Testing
     @Test func closeIsIdempotentAndLaterCallsSeeClosed() throws {
         let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
         defer { server.stop() }
-        let stream = try TLSStream.connect(to: server.endpoint, configuration: .trustingTestCA(), timeout: .seconds(10))
+        let stream = try connectForTest(server.endpoint, .trustingTestCA())
         stream.close()
         stream.close()
         #expect(stream.fileDescriptor == -1)
@@ -33,21 +33,24 @@ import Testing
         #expect(try [1, 2, 3].withUnsafeBytes { try stream.write($0) } == .closed)
     }
 
+    /// s_server -rev answers a line "CLOSE" by shutting the connection down.
     @Test func peerShutdownReadsAsClosed() throws {
         let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
-        let stream = try TLSStream.connect(to: server.endpoint, configuration: .trustingTestCA(), timeout: .seconds(10))
+        defer { server.stop() }
+        let stream = try connectForTest(server.endpoint, .trustingTestCA())
         defer { stream.close() }
-        server.stop()
+        try writeAll(stream, Array("CLOSE\n".utf8))
         let (_, closed) = try readUntil(stream) { _ in false }
         #expect(closed)
+        #expect(server.background.log.contains("CONNECTION CLOSED"))
     }
 
     /// One megabyte in large write calls (partial writes, many TLS records), received
     /// intact by s_server, which prints what it reads.
     @Test func largeWritesArriveIntact() throws {
-        let server = try OpenSSLServer(options: ["-alpn", "h2", "-quiet"])
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-ign_eof"])
         defer { server.stop() }
-        let stream = try TLSStream.connect(to: server.endpoint, configuration: .trustingTestCA(), timeout: .seconds(10))
+        let stream = try connectForTest(server.endpoint, .trustingTestCA())
         defer { stream.close() }
         let line = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_\n".utf8)
         var payload: [UInt8] = []
@@ -156,11 +159,22 @@ import Testing
 
     @Test func serverRequiringAClientCertificateRefusesNone() throws {
         let pki = try TestPKI.get()
-        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev", "-Verify", "1", "-CAfile", pki.path("ca.pem")])
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev", "-Verify", "1", "-verify_return_error", "-CAfile", pki.path("ca.pem")])
         defer { server.stop() }
         let error = connectionErrorAfterFirstRead(server.endpoint, try .trustingTestCA())
-        #expect(error?.code == .tlsFailure || error?.code == .connectionClosed)
-        #expect(error?.detail?.contains("client certificate") == true || error?.detail?.contains("certificate required") == true, "\(String(describing: error))")
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(error?.detail?.contains("requires a client certificate: set TLSConfiguration(clientIdentity:)") == true, "\(String(describing: error))")
+    }
+
+    @Test func clientCertificateFromAnUnknownCAIsRejected() throws {
+        let pki = try TestPKI.get()
+        let stranger = try ClientIdentity(certificatePEM: pki.text("untrusted.pem"), privateKeyPEM: pki.text("untrusted.key"))
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev", "-Verify", "1", "-verify_return_error", "-CAfile", pki.path("ca.pem")])
+        defer { server.stop() }
+        let error = connectionErrorAfterFirstRead(server.endpoint, try .trustingTestCA(clientIdentity: stranger))
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.detail?.contains("rejected the client certificate 'localhost'") == true, "\(String(describing: error))")
     }
 
     @Test(arguments: ["pem", "p12", "legacy-p12"])
@@ -171,9 +185,9 @@ import Testing
         case "p12": try ClientIdentity(pkcs12File: pki.path("client.p12"), password: TestPKI.password)
         default: try ClientIdentity(pkcs12File: pki.path("client-legacy.p12"), password: TestPKI.password)
         }
-        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev", "-Verify", "1", "-CAfile", pki.path("ca.pem")])
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev", "-Verify", "1", "-verify_return_error", "-CAfile", pki.path("ca.pem")])
         defer { server.stop() }
-        let stream = try TLSStream.connect(to: server.endpoint, configuration: .trustingTestCA(clientIdentity: identity), timeout: .seconds(10))
+        let stream = try connectForTest(server.endpoint, .trustingTestCA(clientIdentity: identity))
         defer { stream.close() }
         try writeAll(stream, Array("ping\n".utf8))
         let (reply, _) = try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }

@@ -140,6 +140,8 @@ final class BackgroundProcess: @unchecked Sendable {
     // @unchecked: used by one test at a time; `Process` is only touched in init and stop.
     let process = Process()
     let logURL: URL
+    /// Kept open so that servers reading standard input (s_server) never see EOF on it.
+    private let input = Pipe()
 
     init(_ tool: String, _ arguments: [String], log name: String) throws {
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString).log")
@@ -149,7 +151,7 @@ final class BackgroundProcess: @unchecked Sendable {
         process.arguments = arguments
         process.standardOutput = handle
         process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input
         try process.run()
     }
 
@@ -169,7 +171,8 @@ final class BackgroundProcess: @unchecked Sendable {
 
     func stop() {
         if process.isRunning {
-            process.terminate()
+            // SIGKILL: the child inherits the test thread's blocked signals, SIGTERM among them.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }
@@ -265,5 +268,15 @@ func connectionError(
         return nil
     } catch {
         return error
+    }
+}
+
+/// Connects, and on failure throws a harness error with the full detail (Swift Testing
+/// prints only `description`, the code name, of an `APNsTransportError`).
+func connectForTest(_ endpoint: TLSEndpoint, _ configuration: TLSConfiguration) throws -> TLSStream {
+    do {
+        return try TLSStream.connect(to: endpoint, configuration: configuration, timeout: .seconds(10))
+    } catch {
+        throw HarnessError(description: error.debugDescription)
     }
 }
