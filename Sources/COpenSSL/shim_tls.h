@@ -4,6 +4,9 @@
 #ifndef COPENSSL_SHIM_TLS_H
 #define COPENSSL_SHIM_TLS_H
 #include "shim.h"
+#if OPENSSL_VERSION_NUMBER < 0x30000000L
+#error "swift-apns needs OpenSSL 3.0 or later (providers, X509_VERIFY_PARAM host checks, TLS 1.3)"
+#endif
 #include <string.h>
 #include <signal.h>
 #include <openssl/provider.h>

@@ -43,8 +43,9 @@ enum HandshakeFailure {
             }
             return "\(endpoint) refused the handshake (\(openSSL)); if it requires a client certificate, set TLSConfiguration(clientIdentity:)"
         }
-        if sslError == SSL_ERROR_SYSCALL && errors.codes.isEmpty {
-            let reason = systemError == 0 ? "the connection closed" : TCPConnector.errorString(systemError)
+        if sslError == SSL_ERROR_ZERO_RETURN || (sslError == SSL_ERROR_SYSCALL && errors.codes.isEmpty) {
+            let reason = sslError == SSL_ERROR_ZERO_RETURN || systemError == 0
+                ? "the connection closed" : TCPConnector.errorString(systemError)
             return "\(endpoint) ended the TLS handshake: \(reason)"
                 + (configuration.clientIdentity == nil ? "" : " (a server that rejects the client certificate may just close)")
         }

@@ -96,6 +96,15 @@ struct ClientIdentityTests {
         #expect(error?.description.contains("'Expired Push Services' expired on \(stamp)") == true, "\(String(describing: error)) vs \(stamp)")
     }
 
+    @Test func notYetValidCertificateIsReported() throws {
+        let pki = try TestPKI.get()
+        let error = #expect(throws: ClientIdentityError.self) {
+            try ClientIdentity(certificatePEM: pki.text("futureclient.pem"), privateKeyPEM: pki.text("futureclient.key"))
+        }
+        #expect(error?.kind == .notYetValid)
+        #expect(error?.description.contains("is not valid until 2099-12-31T00:00:00Z") == true, "\(String(describing: error))")
+    }
+
     @Test func garbageIsMalformed() throws {
         let garbage = Data("this is not a certificate".utf8)
         let p12 = #expect(throws: ClientIdentityError.self) { try ClientIdentity(pkcs12Data: garbage, password: "x") }

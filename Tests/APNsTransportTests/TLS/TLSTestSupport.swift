@@ -103,6 +103,26 @@ struct TestPKI: Sendable {
             try openssl(["x509", "-req", "-in", "\(name).csr", "-CA", "\(ca).pem", "-CAkey", "\(ca).key", "-CAcreateserial",
                          "-days", days, "-extfile", ext, "-out", "\(name).pem"])
         }
+        // A client certificate valid only from 2099 (`openssl ca` sets any start date).
+        try write("ca.cnf", """
+            [ca]
+            default_ca = test
+            [test]
+            database = index.txt
+            new_certs_dir = .
+            serial = serial.txt
+            default_md = sha256
+            policy = anything
+            unique_subject = no
+            [anything]
+            commonName = supplied
+
+            """)
+        try write("index.txt", "")
+        try write("serial.txt", "1000\n")
+        try openssl(["req", "-new"] + ec + ["-keyout", "futureclient.key", "-out", "futureclient.csr", "-subj", "/CN=Future Push Services"])
+        try openssl(["ca", "-batch", "-config", "ca.cnf", "-cert", "ca.pem", "-keyfile", "ca.key", "-notext",
+                     "-startdate", "20991231000000Z", "-enddate", "21000101000000Z", "-in", "futureclient.csr", "-out", "futureclient.pem"])
         // A key that belongs to no certificate here.
         try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "stray.key"])
         // The client key encrypted with a passphrase (PKCS#8, AES-256-CBC).
