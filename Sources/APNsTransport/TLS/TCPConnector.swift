@@ -33,12 +33,21 @@ enum TCPConnector {
         }
         defer { freeaddrinfo(list) }
 
-        var failures: [String] = []
+        var addresses: [addrinfo] = []
         var current: UnsafeMutablePointer<addrinfo>? = first
         while let info = current {
+            addresses.append(info.pointee)
             current = info.pointee.ai_next
-            let address = describe(info.pointee.ai_addr, port: port)
-            switch attempt(info.pointee, deadline: deadline) {
+        }
+        var failures: [String] = []
+        for (index, info) in addresses.enumerated() {
+            let address = describe(info.ai_addr, port: port)
+            // Each address gets an equal share of the time left, so one that drops packets
+            // (an IPv6 route that goes nowhere) cannot use up the whole timeout.
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            let share = remaining / (addresses.count - index)
+            let attemptDeadline = index == addresses.count - 1 ? deadline : ContinuousClock.now + share
+            switch attempt(info, deadline: attemptDeadline) {
             case .success(let fd):
                 return fd
             case .failure(let reason):

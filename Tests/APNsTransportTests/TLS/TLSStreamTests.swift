@@ -21,6 +21,78 @@ import Testing
         #expect(server.background.waitForLog { $0.contains("ALPN protocols advertised by the client: h2") || $0.contains("CONNECTION ESTABLISHED") })
     }
 
+    /// IPv6: the socket path, and verification of an IPv6 address SAN (no SNI for IPs).
+    @Test func connectsOverIPv6() throws {
+        let server = try OpenSSLServer(address: "::1", options: ["-alpn", "h2", "-rev"])
+        defer { server.stop() }
+        let stream = try connectForTest(TLSEndpoint(host: "::1", port: server.port), .trustingTestCA())
+        defer { stream.close() }
+        try writeAll(stream, Array("six\n".utf8))
+        let (reply, _) = try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }
+        #expect(String(decoding: reply, as: UTF8.self).contains("xis"))
+    }
+
+    /// Connect on one task, read and write on another: the stream is `Sendable`.
+    @Test func streamMovesBetweenTasks() async throws {
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
+        defer { server.stop() }
+        let endpoint = server.endpoint
+        let configuration = try TLSConfiguration.trustingTestCA()
+        let stream = try await Task.detached { try connectForTest(endpoint, configuration) }.value
+        let reply = try await Task.detached {
+            try writeAll(stream, Array("detached\n".utf8))
+            return try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }.bytes
+        }.value
+        stream.close()
+        #expect(String(decoding: reply, as: UTF8.self).contains("dehcated"))
+    }
+
+    /// Against a TLS server that never reads (Python's ssl module), writes must stop with
+    /// `.wantWrite` instead of blocking, and reads with `.wantRead`.
+    @Test func ioNeverBlocks() throws {
+        let pki = try TestPKI.get()
+        let server = try BackgroundProcess("/usr/bin/python3", ["-c", """
+            import socket, ssl, time
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain("\(pki.path("server.pem"))", "\(pki.path("server.key"))")
+            ctx.set_alpn_protocols(["h2"])
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+            print("PORT", s.getsockname()[1], flush=True)
+            c, _ = s.accept(); t = ctx.wrap_socket(c, server_side=True)
+            print("ALPN", t.selected_alpn_protocol(), flush=True)
+            time.sleep(60)
+            """], log: "python-tls")
+        defer { server.stop() }
+        var port = 0
+        #expect(server.waitForLog { log in
+            port = log.split(separator: "\n").first { $0.hasPrefix("PORT ") }.flatMap { Int($0.dropFirst(5)) } ?? 0
+            return port > 0
+        })
+        let stream = try connectForTest(TLSEndpoint(host: "127.0.0.1", port: port), .trustingTestCA())
+        defer { stream.close() }
+        #expect(server.waitForLog { $0.contains("ALPN h2") })
+
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var result = try buffer.withUnsafeMutableBytes { try stream.read(into: $0) }
+        while case .done = result {  // a TLS 1.3 session ticket is not application data
+            result = try buffer.withUnsafeMutableBytes { try stream.read(into: $0) }
+        }
+        #expect(result == .wantRead)
+
+        let chunk = [UInt8](repeating: 0x61, count: 256 * 1024)
+        var written = 0
+        var last: TLSIOResult = .done(0)
+        for _ in 0..<10_000 {
+            last = try chunk.withUnsafeBytes { try stream.write($0) }
+            guard case .done(let n) = last else { break }
+            #expect(n > 0 && n <= chunk.count)
+            written += n
+        }
+        #expect(last == .wantWrite, "wrote \(written) bytes without filling the socket")
+        // The retry after .wantWrite takes the same bytes and again does not block.
+        #expect(try chunk.withUnsafeBytes { try stream.write($0) } == .wantWrite)
+    }
+
     @Test func closeIsIdempotentAndLaterCallsSeeClosed() throws {
         let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
         defer { server.stop() }
