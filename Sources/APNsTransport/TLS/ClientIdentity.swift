@@ -247,7 +247,12 @@ public struct ClientIdentity: Sendable {
     private static func withCleansedCString<R>(_ string: String, _ body: (UnsafePointer<CChar>) -> R) -> R {
         var bytes = Array(string.utf8CString)
         defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { OPENSSL_cleanse(base, $0.count) } } }
-        return bytes.withUnsafeBufferPointer { body($0.baseAddress!) }
+        var empty: CChar = 0
+        return bytes.withUnsafeBufferPointer { buffer in
+            // `utf8CString` always holds at least the terminating NUL.
+            guard let base = buffer.baseAddress else { return withUnsafePointer(to: &empty) { body($0) } }
+            return body(base)
+        }
     }
 
     private static func cleanse(_ data: inout Data) {

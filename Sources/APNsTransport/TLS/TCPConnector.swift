@@ -51,7 +51,8 @@ enum TCPConnector {
             case .success(let fd):
                 return fd
             case .failure(let reason):
-                failures.append("\(address): \(reason)")
+                let target = TCPConnector.isIPLiteral(host) ? reason : "\(address): \(reason)"
+                failures.append(target)
             }
             if ContinuousClock.now >= deadline { break }
         }

@@ -37,6 +37,13 @@ struct TLSEndpoint: Sendable, Hashable {
 ///
 /// OpenSSL's rule for retrying a write: after `.wantWrite`, call ``write(_:)`` again with
 /// at least the same bytes (the buffer may move: `SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER`).
+/// A write may take part of a large buffer (`SSL_MODE_ENABLE_PARTIAL_WRITE`); pass the rest
+/// next time. A read can return `.wantWrite` and a write `.wantRead` (TLS may need to send
+/// or receive a record first); poll for what was asked and call the same function again.
+///
+/// The first ``connect(to:configuration:timeout:)`` sets SIGPIPE to "ignore" if it still
+/// has the default action (OpenSSL writes to the socket with `write(2)`, which would raise
+/// it when the peer has gone); a handler the application installed is left alone.
 // @unchecked Sendable: `state` (the `SSL *` and the descriptor) is read and written only
 // inside `lock`, and the `SSL *` is freed once, under the lock, in close().
 final class TLSStream: @unchecked Sendable {
