@@ -239,6 +239,38 @@ import Testing
         #expect(error?.detail?.contains("requires a client certificate: set TLSConfiguration(clientIdentity:)") == true, "\(String(describing: error))")
     }
 
+    /// The intermediate loaded with the client certificate is sent with it: the server
+    /// trusts only the root. Without the intermediate, the same server refuses.
+    @Test(arguments: ["pem", "p12", "leaf-only"])
+    func clientIntermediatesAreSent(source: String) throws {
+        let pki = try TestPKI.get()
+        let identity = switch source {
+        case "pem": try ClientIdentity(certificatePEM: pki.text("chainclient-with-intermediate.pem"), privateKeyPEM: pki.text("chainclient.key"))
+        case "p12": try ClientIdentity(pkcs12File: pki.path("chainclient.p12"), password: TestPKI.password)
+        default: try ClientIdentity(certificatePEM: pki.text("chainclient.pem"), privateKeyPEM: pki.text("chainclient.key"))
+        }
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev", "-Verify", "2", "-verify_return_error", "-CAfile", pki.path("ca.pem")])
+        defer { server.stop() }
+        if source == "leaf-only" {
+            let error = connectionErrorAfterFirstRead(server.endpoint, try .trustingTestCA(clientIdentity: identity))
+            #expect(error?.code == .tlsFailure)
+            #expect(error?.detail?.contains("rejected the client certificate 'Chained Push Services'") == true, "\(String(describing: error))")
+            return
+        }
+        #expect(identity.chain.count == 1)
+        let stream = try connectForTest(server.endpoint, .trustingTestCA(clientIdentity: identity))
+        defer { stream.close() }
+        try writeAll(stream, Array("chain\n".utf8))
+        let (reply, _) = try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }
+        #expect(String(decoding: reply, as: UTF8.self).contains("niahc"))
+    }
+
+    @Test func trustRootsWithoutACertificateAreATLSFailure() throws {
+        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 1), TLSConfiguration(trustRoots: .certificates("not a PEM")))
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.detail?.contains("holds no certificate") == true, "\(String(describing: error))")
+    }
+
     @Test func clientCertificateFromAnUnknownCAIsRejected() throws {
         let pki = try TestPKI.get()
         let stranger = try ClientIdentity(certificatePEM: pki.text("untrusted.pem"), privateKeyPEM: pki.text("untrusted.key"))

@@ -103,6 +103,18 @@ struct TestPKI: Sendable {
             try openssl(["x509", "-req", "-in", "\(name).csr", "-CA", "\(ca).pem", "-CAkey", "\(ca).key", "-CAcreateserial",
                          "-days", days, "-extfile", ext, "-out", "\(name).pem"])
         }
+        // An intermediate CA under "ca", and a client certificate it issued: the server
+        // trusts only "ca", so the client must send the intermediate.
+        try write("intermediate.ext", "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n")
+        try openssl(["req", "-new"] + ec + ["-keyout", "intermediate.key", "-out", "intermediate.csr", "-subj", "/CN=Test intermediate"])
+        try openssl(["x509", "-req", "-in", "intermediate.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                     "-days", "2", "-extfile", "intermediate.ext", "-out", "intermediate.pem"])
+        try openssl(["req", "-new"] + ec + ["-keyout", "chainclient.key", "-out", "chainclient.csr", "-subj", "/CN=Chained Push Services"])
+        try openssl(["x509", "-req", "-in", "chainclient.csr", "-CA", "intermediate.pem", "-CAkey", "intermediate.key", "-CAcreateserial",
+                     "-days", "2", "-extfile", "client.ext", "-out", "chainclient.pem"])
+        try write("chainclient-with-intermediate.pem", try text("chainclient.pem") + text("intermediate.pem"))
+        try openssl(["pkcs12", "-export", "-in", "chainclient.pem", "-inkey", "chainclient.key", "-certfile", "intermediate.pem",
+                     "-out", "chainclient.p12", "-passout", "pass:\(Self.password)"])
         // A client certificate valid only from 2099 (`openssl ca` sets any start date).
         try write("ca.cnf", """
             [ca]
