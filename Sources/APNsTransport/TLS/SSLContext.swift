@@ -34,9 +34,7 @@ final class SSLContext {
         switch configuration.trustRoots.source {
         case .system:
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-            guard SSL_CTX_set_default_verify_paths(context) == 1 else {
-                throw .tlsFailure("cannot load the system trust store: \(OpenSSLErrors.drain().text(or: "SSL_CTX_set_default_verify_paths failed"))")
-            }
+            try X509Store.system.get().install(in: context)
         case .certificates(let pem):
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
             let certificates = pemCertificates(pem)
