@@ -5,8 +5,8 @@ import Glibc
 import Darwin
 #endif
 
-/// Opens a non-blocking TCP connection with a deadline: `getaddrinfo` (IPv4 and IPv6),
-/// then a non-blocking `connect(2)` and `poll(2)` on each address in turn, then
+/// Opens a non-blocking TCP connection with a deadline: name resolution (IPv4 and IPv6,
+/// ``Resolver``), then a non-blocking `connect(2)` and `poll(2)` on each address in turn, then
 /// `TCP_NODELAY` (HTTP/2 frames are small and latency matters more than packet count).
 enum TCPConnector {
     /// Connects to `host:port` before `deadline`; the socket is non-blocking.
@@ -15,33 +15,10 @@ enum TCPConnector {
         guard (1...65535).contains(port) else {
             throw .connectionFailed("port \(port) of \(host) is outside 1...65535")
         }
-        let name = unbracketed(host)
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-        hints.ai_socktype = SOCK_STREAM
-        #endif
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        // getaddrinfo blocks and has no timeout of its own; the deadline applies after it.
-        let status = getaddrinfo(name, String(port), &hints, &list)
-        guard status == 0, let first = list else {
-            let reason = String(cString: gai_strerror(status))
-            throw .connectionFailed("cannot resolve \(host): \(reason)")
-        }
-        defer { freeaddrinfo(list) }
-
-        var addresses: [addrinfo] = []
-        var current: UnsafeMutablePointer<addrinfo>? = first
-        while let info = current {
-            addresses.append(info.pointee)
-            current = info.pointee.ai_next
-        }
+        let addresses = try Resolver.resolve(host: host, port: port, deadline: deadline)
         var failures: [String] = []
         for (index, info) in addresses.enumerated() {
-            let address = describe(info.ai_addr, port: port)
+            let address = info.description
             // Each address gets an equal share of the time left, so one that drops packets
             // (an IPv6 route that goes nowhere) cannot use up the whole timeout.
             let remaining = ContinuousClock.now.duration(to: deadline)
@@ -64,8 +41,8 @@ enum TCPConnector {
         case failure(String)
     }
 
-    private static func attempt(_ info: addrinfo, deadline: ContinuousClock.Instant) -> Attempt {
-        let fd = socket(info.ai_family, info.ai_socktype, info.ai_protocol)
+    private static func attempt(_ info: ResolvedAddress, deadline: ContinuousClock.Instant) -> Attempt {
+        let fd = socket(info.family, info.socketType, info.protocolNumber)
         guard fd >= 0 else { return .failure("socket: \(errorString(errno))") }
         var keep = false
         defer { if !keep { _ = close(fd) } }
@@ -77,7 +54,11 @@ enum TCPConnector {
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
-        if Glibc_connect(fd, info.ai_addr, info.ai_addrlen) != 0 {
+        let started = info.socketAddress.withUnsafeBytes { raw -> Int32 in
+            guard let base = raw.baseAddress else { return -1 }
+            return Glibc_connect(fd, base.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        }
+        if started != 0 {
             guard errno == EINPROGRESS || errno == EINTR else {
                 return .failure(connectFailure(errno))
             }
@@ -136,27 +117,10 @@ enum TCPConnector {
     static func errorString(_ code: Int32) -> String {
         String(cString: strerror(code))
     }
-
-    private static func describe(_ address: UnsafeMutablePointer<sockaddr>?, port: Int) -> String {
-        guard let address else { return "?" }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        switch Int32(address.pointee.sa_family) {
-        case AF_INET:
-            var ip = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
-            inet_ntop(AF_INET, &ip, &text, socklen_t(text.count))
-            return String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) + ":\(port)"
-        case AF_INET6:
-            var ip = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
-            inet_ntop(AF_INET6, &ip, &text, socklen_t(text.count))
-            return "[" + String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) + "]:\(port)"
-        default:
-            return "?"
-        }
-    }
 }
 
 /// `connect(2)`, named apart from ``TCPConnector/connect(host:port:deadline:)``.
-private func Glibc_connect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t) -> Int32 {
+private func Glibc_connect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
     #if canImport(Glibc)
     Glibc.connect(fd, address, length)
     #else

@@ -78,8 +78,9 @@ final class TLSStream: @unchecked Sendable {
     // MARK: Connecting
 
     /// Connects (through `configuration.proxy` when set), handshakes and checks ALPN `h2`.
-    /// Blocks the calling thread for at most `timeout` (name resolution, which has no
-    /// timeout of its own, comes first and is not bounded by it).
+    /// Blocks the calling thread for at most `timeout`, which covers name resolution
+    /// (run on a thread of its own, since `getaddrinfo` has no timeout), TCP connect, the
+    /// proxy tunnel and the handshake.
     /// - Throws: ``APNsTransportError`` `.connectionFailed` or `.tlsFailure`, with
     ///   `mayHaveReachedAPNs == false` and a detail that says what to fix.
     static func connect(
