@@ -136,7 +136,9 @@ public struct ClientIdentity: Sendable {
         }
         defer { PKCS12_free(archive) }
         if PKCS12_mac_present(archive) == 1 {
+            // An archive exported without a password may use an empty or an absent one.
             let verified = withCleansedCString(password) { PKCS12_verify_mac(archive, $0, -1) == 1 }
+                || (password.isEmpty && PKCS12_verify_mac(archive, nil, 0) == 1)
             guard verified else {
                 ERR_clear_error()
                 throw ClientIdentityError(.wrongPassword, "the password does not open \(source)")

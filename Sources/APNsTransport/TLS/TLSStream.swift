@@ -126,7 +126,7 @@ final class TLSStream: @unchecked Sendable {
             }
         }
         let host = TCPConnector.unbracketed(endpoint.host)
-        let where_ = "\(host):\(endpoint.port)"
+        let endpointText = ProxyTunnel.authority(endpoint)
         guard SSL_set_fd(ssl, fd) == 1 else {
             throw .tlsFailure("SSL_set_fd failed: \(OpenSSLErrors.drain().text(or: "?"))")
         }
@@ -161,10 +161,10 @@ final class TLSStream: @unchecked Sendable {
                 let systemError = errno
                 throw .tlsFailure(HandshakeFailure.describe(
                     ssl: ssl, sslError: error, errors: errors, errno: systemError,
-                    host: host, where: where_, configuration: configuration))
+                    host: host, where: endpointText, configuration: configuration))
             }
             guard ready else {
-                throw .tlsFailure("the TLS handshake with \(where_) did not finish within \(timeout)")
+                throw .tlsFailure("the TLS handshake with \(endpointText) did not finish within \(timeout)")
             }
         }
 
@@ -174,11 +174,11 @@ final class TLSStream: @unchecked Sendable {
         let protocolName = selected.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
         guard protocolName == "h2" else {
             throw .tlsFailure("the server did not negotiate HTTP/2 (ALPN h2); APNs requires it"
-                + (protocolName.map { " (\(where_) chose '\($0)')" } ?? " (\(where_) chose no protocol)"))
+                + (protocolName.map { " (\(endpointText) chose '\($0)')" } ?? " (\(endpointText) chose no protocol)"))
         }
         let version = SSL_get_version(ssl).map { String(cString: $0) } ?? "?"
         ok = true
-        return TLSStream(ssl: ssl, fd: fd, protocolVersion: version, host: host, endpointDescription: where_, configuration: configuration)
+        return TLSStream(ssl: ssl, fd: fd, protocolVersion: version, host: host, endpointDescription: endpointText, configuration: configuration)
     }
 
     // MARK: I/O
@@ -188,7 +188,7 @@ final class TLSStream: @unchecked Sendable {
         lock.withLock { state.fd }
     }
 
-    /// Reads decrypted bytes into `buffer`.
+    /// Reads decrypted bytes into `buffer` (an empty buffer returns `.done(0)` and reads nothing).
     /// - Throws: ``APNsTransportError`` `.connectionClosed` on a TLS or socket error.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
         lock.lock()

@@ -65,6 +65,12 @@ struct ClientIdentityTests {
         #expect(ClientIdentity.parseTopics([0x30, 0x81, 0x05, 0x0C, 0x03, 0x61, 0x62, 0x63]) == ["abc"])
     }
 
+    @Test func pkcs12WithoutAPasswordLoadsWithAnEmptyOne() throws {
+        let pki = try TestPKI.get()
+        let identity = try ClientIdentity(pkcs12File: pki.path("client-nopass.p12"), password: "")
+        #expect(identity.subjectCommonName == "Apple Push Services: com.example.app")
+    }
+
     @Test func wrongPKCS12PasswordIsReported() throws {
         let pki = try TestPKI.get()
         let error = #expect(throws: ClientIdentityError.self) {

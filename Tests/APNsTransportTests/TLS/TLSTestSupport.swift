@@ -142,6 +142,7 @@ struct TestPKI: Sendable {
         // PKCS#12: OpenSSL 3's default (AES, PBKDF2) and the legacy RC2/3DES that Keychain Access exports.
         try openssl(["pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-out", "client.p12", "-passout", "pass:\(Self.password)"])
         try openssl(["pkcs12", "-export", "-legacy", "-in", "client.pem", "-inkey", "client.key", "-out", "client-legacy.p12", "-passout", "pass:\(Self.password)"])
+        try openssl(["pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-out", "client-nopass.p12", "-passout", "pass:"])
         try openssl(["pkcs12", "-export", "-in", "expiredclient.pem", "-inkey", "expiredclient.key", "-out", "expiredclient.p12", "-passout", "pass:\(Self.password)"])
     }
 }
