@@ -41,6 +41,10 @@ struct TLSEndpoint: Sendable, Hashable {
 /// next time. A read can return `.wantWrite` and a write `.wantRead` (TLS may need to send
 /// or receive a record first); poll for what was asked and call the same function again.
 ///
+/// Read until `.wantRead` before polling for readability: OpenSSL may hold decrypted bytes
+/// (a TLS record holds up to 16 KB) that poll(2) on the socket cannot see; see
+/// ``hasBufferedBytes``.
+///
 /// The first ``connect(to:configuration:timeout:)`` sets SIGPIPE to "ignore" if it still
 /// has the default action (OpenSSL writes to the socket with `write(2)`, which would raise
 /// it when the peer has gone); a handler the application installed is left alone.
@@ -186,6 +190,15 @@ final class TLSStream: @unchecked Sendable {
     /// The socket, for poll(2); -1 after ``close()``.
     var fileDescriptor: Int32 {
         lock.withLock { state.fd }
+    }
+
+    /// Whether OpenSSL holds received bytes not yet returned by ``read(into:)``
+    /// (`SSL_has_pending`): if so, read again before polling the descriptor.
+    var hasBufferedBytes: Bool {
+        lock.withLock {
+            guard let ssl = state.ssl else { return false }
+            return SSL_has_pending(ssl) == 1
+        }
     }
 
     /// Reads decrypted bytes into `buffer` (an empty buffer returns `.done(0)` and reads nothing).

@@ -93,6 +93,30 @@ import Testing
         #expect(try chunk.withUnsafeBytes { try stream.write($0) } == .wantWrite)
     }
 
+    /// A small read leaves the rest of a TLS record inside OpenSSL, where poll(2) cannot
+    /// see it; `hasBufferedBytes` says so.
+    @Test func bufferedBytesAreReported() throws {
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
+        defer { server.stop() }
+        let stream = try connectForTest(server.endpoint, .trustingTestCA())
+        defer { stream.close() }
+        try writeAll(stream, Array("abcdefghijklmnopqrstuvwxyz\n".utf8))
+        var one = [UInt8](repeating: 0, count: 1)
+        var first: TLSIOResult = .wantRead
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            first = try one.withUnsafeMutableBytes { try stream.read(into: $0) }
+            guard first == .wantRead else { break }
+            _ = TCPConnector.wait(stream.fileDescriptor, for: Int16(POLLIN), until: deadline)
+        }
+        #expect(first == .done(1))
+        #expect(one == [UInt8(ascii: "z")])
+        #expect(stream.hasBufferedBytes)
+        let (rest, _) = try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }
+        #expect(String(decoding: rest, as: UTF8.self).hasPrefix("yxwvutsrqponmlkjihgfedcba"))
+        #expect(!stream.hasBufferedBytes)
+    }
+
     @Test func closeIsIdempotentAndLaterCallsSeeClosed() throws {
         let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
         defer { server.stop() }
