@@ -4,13 +4,14 @@ import Testing
 
 /// TLS through an HTTP CONNECT proxy: Debian's `tinyproxy` (1.11, with BasicAuth), started
 /// on a free loopback port with a temporary configuration and stopped by each test.
+private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/tinyproxy")
+
 @Suite(.serialized) struct ProxyTests {
     static let user = "alice"
     static let password = "s3cret-pass"
 
-    /// Starts tinyproxy; nil (and the test is skipped) when it is not installed.
-    static func startProxy() throws -> (BackgroundProcess, Int)? {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tinyproxy") else { return nil }
+    /// Starts tinyproxy on a free loopback port.
+    static func startProxy() throws -> (BackgroundProcess, Int) {
         for _ in 0..<5 {
             let port = try unusedLoopbackPort()
             let config = FileManager.default.temporaryDirectory.appendingPathComponent("tinyproxy-\(UUID().uuidString).conf")
@@ -30,8 +31,9 @@ import Testing
         throw HarnessError(description: "tinyproxy did not start")
     }
 
-    @Test func tunnelsTLSThroughAnAuthenticatingProxy() throws {
-        guard let (proxy, proxyPort) = try Self.startProxy() else { return }
+    @Test(.enabled(if: tinyproxyInstalled, "needs tinyproxy: apt-get install tinyproxy"))
+    func tunnelsTLSThroughAnAuthenticatingProxy() throws {
+        let (proxy, proxyPort) = try Self.startProxy()
         defer { proxy.stop() }
         let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
         defer { server.stop() }
@@ -47,8 +49,9 @@ import Testing
         #expect(proxy.log.contains("CONNECT localhost:\(server.port)"), "\(proxy.log)")
     }
 
-    @Test func wrongProxyPasswordIsAConnectionFailure() throws {
-        guard let (proxy, proxyPort) = try Self.startProxy() else { return }
+    @Test(.enabled(if: tinyproxyInstalled, "needs tinyproxy: apt-get install tinyproxy"))
+    func wrongProxyPasswordIsAConnectionFailure() throws {
+        let (proxy, proxyPort) = try Self.startProxy()
         defer { proxy.stop() }
         let configuration = TLSConfiguration(proxy: ProxyConfiguration(host: "127.0.0.1", port: proxyPort, username: Self.user, password: "wrong"))
         let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), configuration)
@@ -60,8 +63,9 @@ import Testing
         #expect(error?.detail?.contains("wrong") == false)
     }
 
-    @Test func missingProxyCredentialsAreAConnectionFailure() throws {
-        guard let (proxy, proxyPort) = try Self.startProxy() else { return }
+    @Test(.enabled(if: tinyproxyInstalled, "needs tinyproxy: apt-get install tinyproxy"))
+    func missingProxyCredentialsAreAConnectionFailure() throws {
+        let (proxy, proxyPort) = try Self.startProxy()
         defer { proxy.stop() }
         let configuration = TLSConfiguration(proxy: ProxyConfiguration(host: "127.0.0.1", port: proxyPort))
         let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), configuration)
