@@ -293,3 +293,10 @@ struct DERReader {
         return (tag, Array(bytes[cursor..<cursor + length]))
     }
 }
+
+extension ClientIdentity: CustomStringConvertible {
+    /// The subject, expiry and topics, safe to log: never key material.
+    public var description: String {
+        "ClientIdentity(\(subjectCommonName.map { "'\($0)'" } ?? "no common name"), notAfter: \(Self.format(notAfter)), topics: \(topics))"
+    }
+}

@@ -65,6 +65,17 @@ struct ClientIdentityTests {
         #expect(ClientIdentity.parseTopics([0x30, 0x81, 0x05, 0x0C, 0x03, 0x61, 0x62, 0x63]) == ["abc"])
     }
 
+    @Test func descriptionNamesTheCertificateAndHidesTheKey() throws {
+        let pki = try TestPKI.get()
+        let identity = try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.key"))
+        let text = "\(identity)" + String(reflecting: identity)
+        #expect(text.contains("'Apple Push Services: com.example.app'"))
+        #expect(text.contains("com.example.app.voip"))
+        let keyBody = try pki.text("client.key").split(separator: "\n").dropFirst().first.map(String.init) ?? "?"
+        #expect(!text.contains(keyBody))
+        #expect(!text.contains("PRIVATE KEY"))
+    }
+
     @Test func pkcs12WithoutAPasswordLoadsWithAnEmptyOne() throws {
         let pki = try TestPKI.get()
         let identity = try ClientIdentity(pkcs12File: pki.path("client-nopass.p12"), password: "")
