@@ -4,12 +4,19 @@ import Logging
 extension MockAPNsServer {
     /// How the mock server checks that a client may send.
     public enum Authentication: Sendable {
-        /// No `authorization` header is required, as on a connection that authenticated
-        /// with a client certificate. (The mock does not ask for client certificates.)
+        /// No `authorization` header is required and no client certificate is asked for.
         case none
         /// Token-based authentication: every request needs `authorization: bearer <JWT>`;
         /// the verifier decides whether a signature is valid.
         case providerToken(ProviderTokenCheck)
+        /// Certificate-based authentication: the TLS handshake requires a client
+        /// certificate issued by `trustedCAPEM` (one or more PEM certificates), and the
+        /// topics a connection may push to come from that certificate, as APNs reads them:
+        /// the topics extension (`1.2.840.113635.100.6.3.6`), else the subject's `UID`.
+        /// A request without `apns-topic` uses the certificate's topic when it has exactly
+        /// one (`MissingTopic` otherwise); a topic the certificate does not list is
+        /// `400 TopicDisallowed`. No `authorization` header is needed.
+        case certificate(trustedCAPEM: String)
     }
 
     /// The certificate the mock server presents.
@@ -33,6 +40,10 @@ extension MockAPNsServer {
         /// mode a connection starts at 1 and is raised to this value after its first
         /// request with a valid token, as APNs does.
         public var maxConcurrentStreams: Int
+        /// When set, a connection's SETTINGS_MAX_CONCURRENT_STREAMS drops to this value
+        /// after any request on it is rejected, as APNs has been seen to do; `nil` (the
+        /// default) keeps the limit.
+        public var streamLimitAfterRejection: Int?
         /// Where the certificate comes from.
         public var certificate: CertificateSource
         /// Also listen on `::1` when the host has IPv6 loopback.
@@ -50,8 +61,9 @@ extension MockAPNsServer {
         /// A configuration.
         /// - Parameters:
         ///   - bundleIDs: Accepted bundle identifiers; empty accepts any.
-        ///   - authentication: `.none` or `.providerToken(verifier)`.
+        ///   - authentication: `.none`, `.providerToken(check)` or `.certificate(trustedCAPEM:)`.
         ///   - maxConcurrentStreams: The stream limit for authenticated connections.
+        ///   - streamLimitAfterRejection: The stream limit after a rejection; `nil` keeps it.
         ///   - certificate: `.generated` or PEM.
         ///   - listensOnIPv6: Also listen on `::1` when the host has it.
         ///   - recordedRequestLimit: How many requests to keep; `0` records none (fastest).
@@ -62,6 +74,7 @@ extension MockAPNsServer {
             bundleIDs: [String] = [],
             authentication: Authentication = .none,
             maxConcurrentStreams: Int = 1000,
+            streamLimitAfterRejection: Int? = nil,
             certificate: CertificateSource = .generated,
             listensOnIPv6: Bool = true,
             recordedRequestLimit: Int = 100_000,
@@ -72,6 +85,7 @@ extension MockAPNsServer {
             self.bundleIDs = bundleIDs
             self.authentication = authentication
             self.maxConcurrentStreams = maxConcurrentStreams
+            self.streamLimitAfterRejection = streamLimitAfterRejection
             self.certificate = certificate
             self.listensOnIPv6 = listensOnIPv6
             self.recordedRequestLimit = recordedRequestLimit

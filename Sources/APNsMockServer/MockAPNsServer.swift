@@ -91,7 +91,9 @@ public final class MockAPNsServer: Sendable {
                 let thread = Thread {
                     let loop: ServerLoop
                     do {
-                        let tls = try TLSServerContext(certificateChainPEM: chain, privateKeyPEM: key)
+                        var clientCA: String?
+                        if case .certificate(let trusted) = configuration.authentication { clientCA = trusted }
+                        let tls = try TLSServerContext(certificateChainPEM: chain, privateKeyPEM: key, clientCAPEM: clientCA)
                         loop = try ServerLoop(state: state, configuration: configuration, tls: tls)
                         try loop.bind()
                     } catch {

@@ -3,6 +3,19 @@
 /// Headers are kept in the order they arrived, each with whether the client sent it as
 /// an HPACK *never indexed* literal ([RFC 7541 §6.2.3](https://www.rfc-editor.org/rfc/rfc7541#section-6.2.3)).
 public struct RecordedRequest: Sendable, Hashable {
+    /// How a header field was represented in the HPACK header block
+    /// ([RFC 7541 §6](https://www.rfc-editor.org/rfc/rfc7541#section-6)).
+    public enum HeaderRepresentation: String, Sendable, Hashable, CaseIterable {
+        /// An index into the static or dynamic table (§6.1): name and value both indexed.
+        case indexed
+        /// A literal the server adds to its dynamic table (§6.2.1).
+        case incrementalIndexing
+        /// A literal the server does not add to its table (§6.2.2).
+        case withoutIndexing
+        /// A literal no intermediary may ever index (§6.2.3).
+        case neverIndexed
+    }
+
     /// A header field as received.
     public struct Header: Sendable, Hashable {
         /// The lowercase header name, pseudo-headers included (`:path`).
@@ -11,6 +24,17 @@ public struct RecordedRequest: Sendable, Hashable {
         public var value: String
         /// Whether the field arrived as a never-indexed literal (nghttp2's `NGHTTP2_NV_FLAG_NO_INDEX`).
         public var neverIndexed: Bool
+        /// How the field was represented, read from the raw header block; `nil` if the
+        /// block could not be read.
+        public var representation: HeaderRepresentation?
+
+        /// A header field as received.
+        public init(name: String, value: String, neverIndexed: Bool, representation: HeaderRepresentation? = nil) {
+            self.name = name
+            self.value = value
+            self.neverIndexed = neverIndexed
+            self.representation = representation
+        }
     }
 
     /// Position of this request among all requests the server answered, from 0.

@@ -46,8 +46,10 @@ struct RequestValidator: Sendable {
 
     /// Checks `request`; `authorize` is called with the `authorization` value (or `nil`)
     /// at the point APNs checks it, and returns a rejection or `nil` to go on.
+    /// `certificateTopics` are the topics of the client certificate in certificate mode.
     func validate(
         _ request: Request,
+        certificateTopics: [String]? = nil,
         authorize: (String?) -> Rejection?
     ) -> Result<Accepted, Rejection> {
         var method: String?
@@ -80,7 +82,16 @@ struct RequestValidator: Sendable {
         guard let suffix = Self.topicSuffixes[pushType] else {
             return .failure(Rejection(status: 400, reason: "InvalidPushType"))
         }
-        guard let topic = fields["apns-topic"], !topic.isEmpty else {
+        var topic = fields["apns-topic"].flatMap { $0.isEmpty ? nil : $0 }
+        if let certificateTopics {
+            // APNs uses the certificate's topic when the request names none and the
+            // certificate has exactly one; a topic the certificate does not list is refused.
+            if topic == nil, certificateTopics.count == 1 { topic = certificateTopics[0] }
+            if let named = topic, !certificateTopics.contains(named) {
+                return .failure(Rejection(status: 400, reason: "TopicDisallowed"))
+            }
+        }
+        guard let topic else {
             return .failure(Rejection(status: 400, reason: "MissingTopic"))
         }
         if let rejection = checkTopic(topic, suffix: suffix) { return .failure(rejection) }

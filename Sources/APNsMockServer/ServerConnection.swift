@@ -57,6 +57,10 @@ final class ServerConnection {
     private var currentToken: Substring?
     private var currentTokenSince = Date.distantPast
     private var streamLimitRaised = false
+    /// In certificate mode, the topics of the client's certificate (read after the handshake).
+    private var certificateTopics: [String]?
+    /// How each header was represented on the wire, read beside nghttp2.
+    fileprivate var headerTap = HeaderBlockTap()
     private var tokenMode: Bool {
         if case .providerToken = loop.configuration.authentication { return true }
         return false
@@ -155,6 +159,15 @@ final class ServerConnection {
                 return
             }
             sslWantsWrite = false
+            if case .certificate = loop.configuration.authentication {
+                // The handshake required and verified a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
+                guard let certificate = SSL_get1_peer_certificate(ssl) else {
+                    close()
+                    return
+                }
+                certificateTopics = CertificateTopics.topics(of: certificate)
+                X509_free(certificate)
+            }
             guard startSession() else {
                 close()
                 return
@@ -192,7 +205,8 @@ final class ServerConnection {
             }
             if count > 0 {
                 let consumed = loop.readBuffer.withUnsafeBytes {
-                    nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
+                    headerTap.feed(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)]))
+                    return nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
                 }
                 if consumed < 0 || dropRequested {
                     close()
@@ -327,11 +341,16 @@ final class ServerConnection {
 
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
     func applyStreamLimit(_ limit: Int) {
+        submitStreamLimit(limit)
+        streamLimitRaised = true
+        flush()
+    }
+
+    /// Queues a SETTINGS frame with SETTINGS_MAX_CONCURRENT_STREAMS = `limit`.
+    private func submitStreamLimit(_ limit: Int) {
         guard let session else { return }
         var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit))]
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
-        streamLimitRaised = true
-        flush()
     }
 
     // MARK: Requests
@@ -342,7 +361,7 @@ final class ServerConnection {
         var claims: ProviderTokenClaims?
         var tokenAccepted = false
         let request = RequestValidator.Request(headers: stream.headers.map { ($0.name, $0.value) }, body: stream.body)
-        let validation = loop.validator.validate(request) { authorization in
+        let validation = loop.validator.validate(request, certificateTopics: certificateTopics) { authorization in
             let (rejection, tokenClaims) = authorize(authorization)
             claims = tokenClaims
             tokenAccepted = rejection == nil
@@ -358,9 +377,14 @@ final class ServerConnection {
         let apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
 
         var record: RecordedRequest?
+        let representations = headerTap.take(stream: streamID)
         if loop.state.isRecording {
+            var headers = stream.headers
+            if let representations, representations.count == headers.count {
+                for index in headers.indices { headers[index].representation = representations[index] }
+            }
             record = RecordedRequest(
-                sequenceNumber: 0, connectionNumber: number, streamID: Int(streamID), headers: stream.headers,
+                sequenceNumber: 0, connectionNumber: number, streamID: Int(streamID), headers: headers,
                 headerBlockLength: stream.headerBlockLength, body: stream.body, providerToken: claims,
                 status: 0, reason: nil, apnsID: apnsID)
         }
@@ -378,11 +402,13 @@ final class ServerConnection {
             if let reason = decision.goAwayReason { goAway(reason: reason) }
             submitResponse(streamID: streamID, status: status, body: body, apnsID: apnsID)
         }
-        if tokenAccepted, tokenMode, !streamLimitRaised, let session {
+        if tokenAccepted, tokenMode, !streamLimitRaised {
+            submitStreamLimit(loop.state.shared.withLock { $0.maxConcurrentStreams })
             streamLimitRaised = true
-            let limit = loop.state.shared.withLock { $0.maxConcurrentStreams }
-            var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit))]
-            _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
+        }
+        if rejection != nil, let dropped = loop.configuration.streamLimitAfterRejection {
+            // APNs has been seen to lower a connection's stream limit after errors.
+            submitStreamLimit(dropped)
         }
     }
 
@@ -538,7 +564,9 @@ extension ServerLoop {
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            connection(userData)?.streams.removeValue(forKey: streamID)
+            guard let connection = connection(userData) else { return 0 }
+            connection.streams.removeValue(forKey: streamID)
+            _ = connection.headerTap.take(stream: streamID)
             return 0
         }
         return callbacks

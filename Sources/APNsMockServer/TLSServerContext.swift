@@ -6,7 +6,9 @@ import COpenSSL
 final class TLSServerContext {
     let context: OpaquePointer
 
-    init(certificateChainPEM: String, privateKeyPEM: String) throws {
+    /// - Parameter clientCAPEM: When given, clients must present a certificate issued by
+    ///   one of these PEM certificates (certificate-based authentication).
+    init(certificateChainPEM: String, privateKeyPEM: String, clientCAPEM: String? = nil) throws {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw openSSLError("creating the TLS context") }
         self.context = context
         guard capns_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
@@ -18,6 +20,7 @@ final class TLSServerContext {
         try Self.useChain(certificateChainPEM, in: context)
         try Self.useKey(privateKeyPEM, in: context)
         guard SSL_CTX_check_private_key(context) == 1 else { throw openSSLError("matching the key to the certificate") }
+        if let clientCAPEM { try Self.requireClientCertificates(issuedBy: clientCAPEM, in: context) }
         SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, input, inputLength, _ in
             // Pick "h2" from the client's list (RFC 7301 §3.2); no h2, no connection.
             guard let input, let out, let outLength else { return SSL_TLSEXT_ERR_ALERT_FATAL }
@@ -53,6 +56,21 @@ final class TLSServerContext {
             }
         }
         ERR_clear_error()  // the loop ends with a "no start line" error
+    }
+
+    private static func requireClientCertificates(issuedBy pem: String, in context: OpaquePointer) throws {
+        let bio = try memoryBIO(pem)
+        defer { BIO_free(bio) }
+        guard let store = SSL_CTX_get_cert_store(context) else { throw openSSLError("reading the trust store") }
+        var count = 0
+        while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+            defer { X509_free(certificate) }
+            guard X509_STORE_add_cert(store, certificate) == 1 else { throw openSSLError("trusting a client CA") }
+            count += 1
+        }
+        ERR_clear_error()  // the loop ends with a "no start line" error
+        guard count > 0 else { throw openSSLError("reading the client CA PEM (no certificate in it)") }
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
     }
 
     private static func useKey(_ pem: String, in context: OpaquePointer) throws {

@@ -97,29 +97,44 @@ struct ProviderTokenTests {
         }
     }
 
-    @Test("token mode announces 1 stream, then the configured limit after a valid token (nghttp -v)")
-    func streamLimitRaised() async throws {
-        try await withServerAndCurl(Self.configuration()) { server, curl in
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS values nghttp received on one request.
+    static func announcedStreamLimits(_ configuration: MockAPNsServer.Configuration, topic: String) async throws -> ([Int], String) {
+        try await withServerAndCurl(configuration) { server, curl in
             let bodyFile = curl.caFile + ".body"
             try Data(samplePayload.utf8).write(to: URL(fileURLWithPath: bodyFile))
             defer { try? FileManager.default.removeItem(atPath: bodyFile) }
             let result = try await ExternalTool.run("nghttp", [
-                "-nv", "-d", bodyFile, "-H", "apns-topic: com.example.app",
+                "-nv", "-d", bodyFile, "-H", "apns-topic: \(topic)",
                 "-H", "authorization: bearer \(Self.goodToken)",
                 "https://127.0.0.1:\(server.port)/3/device/\(sampleDeviceToken)",
             ])
             // Only the SETTINGS frames nghttp received (it also prints those it sent).
             var receiving = false
-            var limits: [Substring] = []
+            var limits: [Int] = []
             for line in result.stdout.split(separator: "\n") {
                 if line.contains(" frame <") { receiving = line.contains("recv SETTINGS") }
-                if receiving, line.contains("SETTINGS_MAX_CONCURRENT_STREAMS") { limits.append(line) }
+                if receiving, let range = line.range(of: "SETTINGS_MAX_CONCURRENT_STREAMS(0x03):") {
+                    limits.append(Int(line[range.upperBound...].prefix { $0.isNumber }) ?? -1)
+                }
             }
-            #expect(limits.count == 2, "\(result.stdout)")
-            #expect(limits.first?.contains("(0x03):1]") == true)
-            #expect(limits.last?.contains("(0x03):500]") == true)
-            #expect(result.stdout.contains(":status: 200"))
+            return (limits, result.stdout)
         }
+    }
+
+    @Test("token mode announces 1 stream, then the configured limit after a valid token (nghttp -v)")
+    func streamLimitRaised() async throws {
+        let (limits, output) = try await Self.announcedStreamLimits(Self.configuration(), topic: "com.example.app")
+        #expect(limits == [1, 500], "\(output)")
+        #expect(output.contains(":status: 200"))
+    }
+
+    @Test("with streamLimitAfterRejection, a rejection drops the limit again (nghttp -v)")
+    func streamLimitDroppedAfterRejection() async throws {
+        var configuration = Self.configuration()
+        configuration.streamLimitAfterRejection = 1
+        let (limits, output) = try await Self.announcedStreamLimits(configuration, topic: "com.other.app")
+        #expect(limits == [1, 500, 1], "\(output)")
+        #expect(output.contains(":status: 400"))
     }
 }
 
