@@ -131,18 +131,35 @@ struct HTTP2TransportPoolTests {
         let server = SocketPairHTTP2Server(behaviour)
         let transport = makeTransport(server)
         let result = try await sendMany(transport, count: 1, timeout: .milliseconds(200))
-        // A second request queues behind the first (limit 1) and times out there.
-        let results = try await sendMany(transport, count: 2, timeout: .milliseconds(200))
+        // With the stream limit at 1, a request holds the only stream for 600 ms while a
+        // second one, with a 200 ms timeout, waits in the queue and expires there.
+        let holder = try devicePush(token: 1, timeout: .milliseconds(600))
+        let waiter = try devicePush(token: 2, timeout: .milliseconds(200))
+        let held = Task { () -> APNsTransportError? in
+            do throws(APNsTransportError) {
+                _ = try await transport.send(holder)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        while transport.statistics.requestsSent < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        var queued: APNsTransportError?
+        do throws(APNsTransportError) {
+            _ = try await transport.send(waiter)
+        } catch {
+            queued = error
+        }
+        let sent = await held.value
         await transport.shutdown()
         await server.stop()
 
         #expect(result.first?.failure?.code == .timeout)
         #expect(result.first?.failure?.mayHaveReachedAPNs == true)
-        // One was sent and reset, the other never left the queue.
-        let failures = results.compactMap(\.failure)
-        #expect(failures.count == 2)
-        #expect(failures.allSatisfy { $0.code == .timeout })
-        #expect(failures.filter(\.mayHaveReachedAPNs).count == 1)
+        #expect(queued?.code == .timeout)
+        #expect(queued?.mayHaveReachedAPNs == false)
+        #expect(sent?.code == .timeout)
+        #expect(sent?.mayHaveReachedAPNs == true)
         #expect(server.snapshot.resetCodes.contains(NGHTTP2_CANCEL.rawValue))
     }
 
