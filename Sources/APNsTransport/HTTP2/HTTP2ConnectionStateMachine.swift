@@ -9,7 +9,7 @@ import CNGHTTP2
 /// What it does for APNs:
 /// - honours the server's SETTINGS: the stream limit starts at 1 (APNs raises it after the
 ///   first answered request with token authentication) and ``availableStreams`` follows
-///   every change; the header table size goes to the ``APNsHeaderEncoder`` policy;
+///   every change; the header table size goes to the ``APNsCore/APNsHeaderEncoder`` policy;
 /// - opens large flow-control windows (stream and connection) so responses never stall;
 /// - sends each request as one HEADERS frame and, when it has a body, one DATA frame with
 ///   END_STREAM (nghttp2 splits the body only above the 16,384-octet maximum frame size);
@@ -36,7 +36,7 @@ final class HTTP2ConnectionStateMachine {
 
     /// Creates the session and queues the client preface's SETTINGS and WINDOW_UPDATE.
     ///
-    /// - Throws: ``APNsTransportError/Code/protocolError`` if nghttp2 cannot allocate.
+    /// - Throws: ``APNsCore/APNsTransportError/Code/protocolError`` if nghttp2 cannot allocate.
     init(configuration: Configuration = Configuration()) throws(APNsTransportError) {
         let sink = HTTP2SessionSink(configuration: configuration)
         var callbacks: OpaquePointer?
@@ -124,7 +124,7 @@ final class HTTP2ConnectionStateMachine {
 
     /// Feeds bytes read from the socket. Events go to ``takeEvents(into:)``.
     ///
-    /// - Throws: ``APNsTransportError/Code/protocolError`` when the peer broke HTTP/2;
+    /// - Throws: ``APNsCore/APNsTransportError/Code/protocolError`` when the peer broke HTTP/2;
     ///   nghttp2 has then queued a GOAWAY, and the connection must be closed.
     func receive(_ bytes: UnsafeRawBufferPointer) throws(APNsTransportError) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
@@ -153,7 +153,7 @@ final class HTTP2ConnectionStateMachine {
     /// Serializes every frame nghttp2 has ready into `buffer` (appended), so that one
     /// socket write carries them all.
     ///
-    /// - Throws: ``APNsTransportError/Code/protocolError`` on a fatal nghttp2 error.
+    /// - Throws: ``APNsCore/APNsTransportError/Code/protocolError`` on a fatal nghttp2 error.
     func collectOutput(into buffer: inout [UInt8]) throws(APNsTransportError) {
         if sink.windowGrew, !sink.deferred.isEmpty {
             // The server's flow-control window grew: bodies held back whole may fit now.
@@ -178,8 +178,8 @@ final class HTTP2ConnectionStateMachine {
     /// policy's flags) and, for a non-empty body, one DATA frame with END_STREAM.
     ///
     /// - Returns: The stream id.
-    /// - Throws: ``APNsTransportError/Code/streamRefused`` (not sent) when nghttp2 cannot
-    ///   open a stream (ids exhausted, GOAWAY); ``APNsTransportError/Code/protocolError``
+    /// - Throws: ``APNsCore/APNsTransportError/Code/streamRefused`` (not sent) when nghttp2 cannot
+    ///   open a stream (ids exhausted, GOAWAY); ``APNsCore/APNsTransportError/Code/protocolError``
     ///   for a header nghttp2 refuses.
     func submit(_ request: APNsRequest) throws(APNsTransportError) -> Int32 {
         if sink.goAwayReceived || sink.goAwaySent {

@@ -21,7 +21,7 @@ extension HTTP2Transport {
         public var connectionCount: Int
         /// The most requests waiting for a free stream. While every connection is at its
         /// stream limit, `send` suspends in this queue; past it, `send` fails at once with
-        /// ``APNsTransportError/Code/queueFull`` (back-pressure).
+        /// ``APNsCore/APNsTransportError/Code/queueFull`` (back-pressure).
         public var maxQueuedRequests: Int
         /// The cap on concurrent streams per connection, whatever the server allows.
         public var maxConcurrentStreamsPerConnection: Int
@@ -50,7 +50,7 @@ extension HTTP2Transport {
         /// Creates a configuration.
         ///
         /// - Parameters:
-        ///   - environment: The APNs endpoint, for example ``APNsEnvironment/production``.
+        ///   - environment: The APNs endpoint, for example ``APNsCore/APNsEnvironment/production``.
         ///   - tls: TLS settings; the default verifies APNs against the system trust store.
         ///   - connectionCount: Connections per endpoint (at least 1).
         ///   - maxQueuedRequests: Requests that may wait for a stream (at least 0).

@@ -13,7 +13,7 @@ extension HTTP2Transport {
         public var requestsSent = 0
         /// Responses received, by HTTP status.
         public var responsesByStatus: [Int: Int] = [:]
-        /// Failed requests, by ``APNsTransportError/Code`` name (`timeout`, `queueFull`, …).
+        /// Failed requests, by ``APNsCore/APNsTransportError/Code`` name (`timeout`, `queueFull`, …).
         public var failuresByCode: [String: Int] = [:]
         /// Requests the server did not process (above a GOAWAY's last-stream-id, or reset
         /// with REFUSED_STREAM) that the transport sent again, on another connection when

@@ -1,7 +1,7 @@
 import APNsCore
 import Synchronization
 
-/// The production ``PushTransport``: HTTP/2 over TLS to APNs, on nghttp2 and OpenSSL,
+/// The production ``APNsCore/PushTransport``: HTTP/2 over TLS to APNs, on nghttp2 and OpenSSL,
 /// with a pool of long-lived connections.
 ///
 /// ```swift
@@ -18,20 +18,20 @@ import Synchronization
 /// pool waits an exponential, jittered delay before the next one
 /// (``Configuration/reconnectBackoffBase`` to ``Configuration/reconnectBackoffMax``);
 /// while it waits with no connection up, ``send(_:)`` fails at once with
-/// ``APNsTransportError/Code/connectionFailed`` rather than hammer APNs, which treats
+/// ``APNsCore/APNsTransportError/Code/connectionFailed`` rather than hammer APNs, which treats
 /// rapid reconnects as an attack.
 ///
 /// **Streams and back-pressure.** Each connection honours the server's
 /// SETTINGS_MAX_CONCURRENT_STREAMS (APNs starts at 1 and raises it after the first
 /// answered request). A request goes to a connection with a free stream; when none has
 /// one, ``send(_:)`` waits in a queue of at most ``Configuration/maxQueuedRequests``;
-/// beyond that it fails at once with ``APNsTransportError/Code/queueFull``.
+/// beyond that it fails at once with ``APNsCore/APNsTransportError/Code/queueFull``.
 ///
 /// **Requests the server did not process** (above a GOAWAY's last-stream-id, RFC 9113
 /// §6.8; RST_STREAM REFUSED_STREAM, §8.7) are sent again inside the transport, first in
 /// line, on another connection when there is one, up to ``Configuration/maxRequeues``
-/// times; then they fail with ``APNsTransportError/Code/goAway`` or
-/// ``APNsTransportError/Code/streamRefused`` and `mayHaveReachedAPNs == false`. The GOAWAY
+/// times; then they fail with ``APNsCore/APNsTransportError/Code/goAway`` or
+/// ``APNsCore/APNsTransportError/Code/streamRefused`` and `mayHaveReachedAPNs == false`. The GOAWAY
 /// reason (debug data) is logged at warning level and included in the error's detail.
 ///
 /// **Other hosts.** A request whose `:authority` differs from the configured environment's
@@ -39,10 +39,10 @@ import Synchronization
 /// to a separate pool for that authority, created on first use with the same settings
 /// and TLS configuration.
 ///
-/// **Timeouts and cancellation.** ``APNsRequest/timeout`` counts from the call, queueing
+/// **Timeouts and cancellation.** ``APNsCore/APNsRequest/timeout`` counts from the call, queueing
 /// included; on expiry a sent request's stream is reset (RST_STREAM CANCEL) and the call
-/// throws ``APNsTransportError/Code/timeout`` (`mayHaveReachedAPNs` true once sent).
-/// Cancelling the calling task does the same with ``APNsTransportError/Code/cancelled``.
+/// throws ``APNsCore/APNsTransportError/Code/timeout`` (`mayHaveReachedAPNs` true once sent).
+/// Cancelling the calling task does the same with ``APNsCore/APNsTransportError/Code/cancelled``.
 ///
 /// Call ``shutdown()`` before releasing the transport: it stops the connection threads.
 public final class HTTP2Transport: PushTransport {
@@ -88,11 +88,11 @@ public final class HTTP2Transport: PushTransport {
 
     /// Sends `request` on a pooled connection and returns APNs' answer, whatever its status.
     ///
-    /// - Throws: ``APNsTransportError`` when no answer arrived: `queueFull`, `shutdown`,
+    /// - Throws: ``APNsCore/APNsTransportError`` when no answer arrived: `queueFull`, `shutdown`,
     ///   `connectionFailed`/`tlsFailure` (not sent), `goAway`/`streamRefused` (not
     ///   processed, after the transport's own re-sends), `timeout`, `cancelled`,
     ///   `connectionClosed`, `streamReset`, `protocolError`; see
-    ///   ``APNsTransportError/mayHaveReachedAPNs`` for whether a retry could duplicate.
+    ///   ``APNsCore/APNsTransportError/mayHaveReachedAPNs`` for whether a retry could duplicate.
     public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
         let pool = request.authority == defaultAuthority ? defaultPool : try pool(for: request.authority)
         if Task.isCancelled {
@@ -115,7 +115,7 @@ public final class HTTP2Transport: PushTransport {
         return try outcome.get()
     }
 
-    /// Stops taking requests (new ones fail with ``APNsTransportError/Code/shutdown``),
+    /// Stops taking requests (new ones fail with ``APNsCore/APNsTransportError/Code/shutdown``),
     /// fails queued ones, gives in-flight ones up to ``Configuration/shutdownGracePeriod``
     /// to finish (then fails them with `shutdown` and `mayHaveReachedAPNs == true`),
     /// closes every connection with GOAWAY, and returns when every thread has ended.

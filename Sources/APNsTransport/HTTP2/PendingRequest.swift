@@ -133,7 +133,7 @@ final class PendingRequest: Sendable {
         }
     }
 
-    /// The deadline passed: fails with ``APNsTransportError/Code/timeout``,
+    /// The deadline passed: fails with ``APNsCore/APNsTransportError/Code/timeout``,
     /// `mayHaveReachedAPNs` true unless the request was still queued.
     ///
     /// - Returns: The phase the request was in, or `nil` if it had finished.
