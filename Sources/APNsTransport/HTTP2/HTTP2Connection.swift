@@ -181,13 +181,13 @@ final class HTTP2Connection: @unchecked Sendable {
                 submitQueued(machine)
                 try flush(machine, stream: opened)
                 if let failure = machine.connectionError { throw failure }
-                if !draining, !machine.goAwayReceived, machine.availableStreams != publishedFree {
+                if !draining, !machine.isClosing, machine.availableStreams != publishedFree {
                     // Writing closed streams (a reset, say): publish the free streams
                     // and take queued work before sleeping in poll.
                     continue sessionLoop
                 }
 
-                if machine.goAwayReceived, inFlight.isEmpty {
+                if machine.isClosing, inFlight.isEmpty {
                     break sessionLoop
                 }
 
@@ -223,7 +223,7 @@ final class HTTP2Connection: @unchecked Sendable {
     }
 
     private func submitQueued(_ machine: HTTP2ConnectionStateMachine) {
-        guard !draining, !machine.goAwayReceived else { return }
+        guard !draining, !machine.isClosing else { return }
         let free = machine.availableStreams
         guard free > 0 || publishedFree > 0 else { return }
         taken.removeAll(keepingCapacity: true)
@@ -298,7 +298,7 @@ final class HTTP2Connection: @unchecked Sendable {
         now: UInt64
     ) throws(APNsTransportError) {
         var timeout = UInt64.max
-        let free = draining || machine.goAwayReceived ? 0 : machine.availableStreams
+        let free = draining || machine.isClosing ? 0 : machine.availableStreams
         let (hasWork, queueNonEmpty) = pool.prepareToSleep(self, freeStreams: free)
         publishedFree = free
         if hasWork {

@@ -105,6 +105,9 @@ final class HTTP2ConnectionStateMachine {
     /// Whether a GOAWAY has arrived from the server.
     var goAwayReceived: Bool { sink.goAwayReceived }
 
+    /// Whether the connection takes no new stream: a GOAWAY was received or sent.
+    var isClosing: Bool { sink.goAwayReceived || sink.goAwaySent }
+
     /// Frames serialized so far, by type: what the benchmark divides by requests.
     var framesSent: HTTP2FrameCounts { sink.framesSent }
 
@@ -238,6 +241,8 @@ final class HTTP2ConnectionStateMachine {
         sink.fieldScratch = fields
         guard streamID > 0 else {
             if streamID == Int32(NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue) {
+                // 2^30 requests on one connection: close it gracefully; a new one takes over.
+                submitGoAway()
                 throw .streamRefused("no stream id left on this connection")
             }
             throw .protocolError("nghttp2 refused the request: \(Self.describe(streamID))")

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// ```swift
 /// let transport = HTTP2Transport(configuration: .init(environment: .production, connectionCount: 2))
-/// let client = APNsClient(transport: transport, credentials: credentials)
+/// let client = APNsClient(environment: .production, credentials: credentials, transport: transport)
 /// // …
 /// await transport.shutdown()
 /// ```

@@ -70,6 +70,26 @@ struct HTTP2TransportPoolTests {
         #expect(statistics.framesSent <= 2000 + 10 * state.connections + 50)
     }
 
+    @Test("with the server's limit held at 1, requests wait for the one stream and none is refused")
+    func limitHeldAtOne() async throws {
+        var behaviour = SocketPairHTTP2Server.Behaviour()
+        behaviour.initialStreamLimit = 1
+        behaviour.raisedStreamLimit = 1
+        let server = SocketPairHTTP2Server(behaviour)
+        let transport = makeTransport(server)
+        let results = try await sendMany(transport, count: 50)
+        await transport.shutdown()
+        await server.stop()
+
+        #expect(results.allSatisfy { (try? $0.get().status) == 200 })
+        // nghttp2's server session refuses a stream beyond its SETTINGS_MAX_CONCURRENT_STREAMS
+        // (RFC 9113 §5.1.2); none was, so none had to be sent twice.
+        #expect(transport.statistics.requestsSent == 50)
+        #expect(transport.statistics.requestsRequeued == 0)
+        #expect(server.snapshot.answeredIDs.count == 50)
+        #expect(server.snapshot.connections == 1)
+    }
+
     @Test("GOAWAY mid-flight: requests above the last-stream-id are sent again on a new connection, none twice")
     func goAwayMidFlight() async throws {
         var behaviour = SocketPairHTTP2Server.Behaviour()
