@@ -59,21 +59,31 @@ if let index = arguments.firstIndex(of: "--requests"), index + 1 < arguments.cou
     totalRequests = n
 }
 
+// `--connect PORT CA_PATH`: use a server started separately with `TransportBenchmark server`
+// (to profile the client alone, for example under valgrind, which cannot spawn it).
 let child = Process()
-child.executableURL = URL(fileURLWithPath: arguments[0])
-child.arguments = ["server"]
-let childOut = Pipe()
 let childIn = Pipe()
-child.standardOutput = childOut
-child.standardInput = childIn
-try child.run()
-let firstLine = String(decoding: childOut.fileHandleForReading.availableData, as: UTF8.self)
-let fields = firstLine.split(separator: " ").map(String.init)
-guard fields.count >= 3, fields[0] == "READY", let port = Int(fields[1].trimmingCharacters(in: .whitespacesAndNewlines)) else {
-    print("the server did not start: \(firstLine)")
-    exit(1)
+let port: Int
+let caPath: String
+if let index = arguments.firstIndex(of: "--connect"), index + 2 < arguments.count, let given = Int(arguments[index + 1]) {
+    port = given
+    caPath = arguments[index + 2]
+} else {
+    child.executableURL = URL(fileURLWithPath: arguments[0])
+    child.arguments = ["server"]
+    let childOut = Pipe()
+    child.standardOutput = childOut
+    child.standardInput = childIn
+    try child.run()
+    let firstLine = String(decoding: childOut.fileHandleForReading.availableData, as: UTF8.self)
+    let fields = firstLine.split(separator: " ").map(String.init)
+    guard fields.count >= 3, fields[0] == "READY", let parsed = Int(fields[1].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        print("the server did not start: \(firstLine)")
+        exit(1)
+    }
+    port = parsed
+    caPath = fields[2].trimmingCharacters(in: .whitespacesAndNewlines)
 }
-let caPath = fields[2].trimmingCharacters(in: .whitespacesAndNewlines)
 let caPEM = try String(contentsOfFile: caPath, encoding: .utf8)
 
 let payload = Array(#"{"aps":{"alert":{"title":"Benchmark","body":"A notification of a typical size, about a hundred bytes."}}}"#.utf8)
@@ -327,8 +337,10 @@ for (connections, streams) in shapes {
 }
 print("peak RSS of the client process: \(format(CPU.peakRSSMegabytes())) MB")
 for line in ratios { print(line) }
-try? childIn.fileHandleForWriting.close()
-child.waitUntilExit()
+if child.isRunning {
+    try? childIn.fileHandleForWriting.close()
+    child.waitUntilExit()
+}
 
 extension String {
     func leftPadded(_ width: Int) -> String {
