@@ -55,6 +55,9 @@ final class HTTP2Connection: @unchecked Sendable {
     private var draining = false
     private var pollForWrite = false
     private var peerClosed = false
+    /// The last read stopped at its iteration cap with data possibly still buffered in
+    /// TLS (which poll(2) cannot see): read again without blocking.
+    private var moreToRead = false
     private var submittedAny = false
 
     init(index: Int, pool: HTTP2ConnectionPool) {
@@ -152,6 +155,7 @@ final class HTTP2Connection: @unchecked Sendable {
         draining = false
         pollForWrite = false
         peerClosed = false
+        moreToRead = false
         submittedAny = false
         output.removeAll(keepingCapacity: true)
         outputOffset = 0
@@ -301,7 +305,7 @@ final class HTTP2Connection: @unchecked Sendable {
         let free = draining || machine.isClosing ? 0 : machine.availableStreams
         let (hasWork, queueNonEmpty) = pool.prepareToSleep(self, freeStreams: free)
         publishedFree = free
-        if hasWork {
+        if hasWork || moreToRead {
             timeout = 0
         } else if !inFlight.isEmpty || queueNonEmpty || draining {
             timeout = 10_000_000
@@ -324,7 +328,7 @@ final class HTTP2Connection: @unchecked Sendable {
             throw .connectionClosed("poll failed: errno \(errno)")
         }
         if fds[1].revents != 0 { wakeup.drain() }
-        if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+        if moreToRead || fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
             try readAvailable(machine, stream: stream, readBuffer: readBuffer)
         }
     }
@@ -334,17 +338,21 @@ final class HTTP2Connection: @unchecked Sendable {
         stream: any HTTP2ByteStream,
         readBuffer: UnsafeMutableRawBufferPointer
     ) throws(APNsTransportError) {
+        moreToRead = true
         for _ in 0..<64 {
             switch try stream.read(into: readBuffer) {
             case .done(let count):
                 lastReceived = MonotonicTime.now()
                 try machine.receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
             case .wantRead:
+                moreToRead = false
                 return
             case .wantWrite:
+                moreToRead = false
                 pollForWrite = true
                 return
             case .closed:
+                moreToRead = false
                 peerClosed = true
                 return
             }
