@@ -144,15 +144,16 @@ final class HTTP2ConnectionPool: Sendable {
 
     // MARK: Connections
 
-    /// Pops up to `max` live requests for `connection` and records how many streams it
-    /// still has free afterwards.
+    /// Pops up to `max` requests for `connection` and records how many streams it still
+    /// has free afterwards.
     func take(for connection: HTTP2Connection, max: Int, into buffer: inout [PendingRequest]) {
         state.withLock { state in
             let index = connection.index
             state.slots[index].sleeping = false
             var taken = 0
+            // Finished requests (cancelled, timed out) are not checked here, under the
+            // pool lock: the connection skips them when it submits.
             while taken < max, let pending = state.queue.popFirst() {
-                if pending.isFinished { continue }
                 buffer.append(pending)
                 taken += 1
             }
