@@ -108,6 +108,26 @@ struct HTTP2TransportPoolTests {
         #expect(transport.statistics.goAwaysReceived == 1)
     }
 
+    @Test("with re-sends disabled, requests above the last-stream-id fail with goAway, never sent, with the reason")
+    func goAwayWithoutRequeue() async throws {
+        var behaviour = SocketPairHTTP2Server.Behaviour()
+        behaviour.initialStreamLimit = 100
+        behaviour.goAwayAfterRequests = (connection: 1, requests: 10)
+        let server = SocketPairHTTP2Server(behaviour)
+        let transport = makeTransport(server) { $0.maxRequeues = 0 }
+        let results = try await sendMany(transport, count: 50)
+        await transport.shutdown()
+        await server.stop()
+
+        let failures = results.compactMap(\.failure)
+        let answered = server.snapshot.answeredIDs
+        #expect(!failures.isEmpty)
+        #expect(failures.allSatisfy { $0.code == .goAway && !$0.mayHaveReachedAPNs })
+        #expect(failures.allSatisfy { $0.detail?.contains("reason Shutdown") == true })
+        #expect(failures.count + answered.count == 50)
+        #expect(answered.values.allSatisfy { $0 == 1 })
+    }
+
     @Test("RST_STREAM REFUSED_STREAM: the request is sent again inside the transport")
     func refusedStreamIsRetried() async throws {
         var behaviour = SocketPairHTTP2Server.Behaviour()
