@@ -68,8 +68,11 @@ final class HTTP2ConnectionStateMachine {
                 settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
                 value: UInt32(configuration.streamWindowSize)
             ),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
         ]
+        let noPriorities = capns_settings_no_rfc7540_priorities()
+        if noPriorities >= 0 {
+            settings.append(nghttp2_settings_entry(settings_id: noPriorities, value: 1))
+        }
         let settingsRC = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
         let windowRC = nghttp2_session_set_local_window_size(
             created,

@@ -154,7 +154,8 @@ struct HTTP2ConnectionStateMachineTests {
         try exchange(client, server)
         #expect(server.receivedSettings[Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue)] == 0)
         #expect(server.receivedSettings[Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue)] == 1 << 24)
-        #expect(server.receivedSettings[Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue)] == 1)
+        // RFC 9218 §2.1: SETTINGS_NO_RFC7540_PRIORITIES is 0x09.
+        #expect(server.receivedSettings[0x09] == 1)
         // nghttp2's view of how much it may send us on the connection: far above 65,535.
         #expect(nghttp2_session_get_remote_window_size(server.session) >= 1 << 30)
 
