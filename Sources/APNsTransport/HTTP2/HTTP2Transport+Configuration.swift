@@ -62,7 +62,8 @@ extension HTTP2Transport {
         ///   - reconnectBackoffMax: Largest reconnect delay.
         ///   - shutdownGracePeriod: Time in-flight requests get at shutdown.
         ///   - maxRequeues: Re-sends of a request the server did not process.
-        ///   - logger: The logger.
+        ///   - logger: Where the transport logs; nothing by default. It logs at debug and
+        ///     trace, and warns only when something is wrong (a GOAWAY, a lost connection).
         public init(
             environment: APNsEnvironment,
             tls: TLSConfiguration = .default,
@@ -76,7 +77,7 @@ extension HTTP2Transport {
             reconnectBackoffMax: Duration = .seconds(60),
             shutdownGracePeriod: Duration = .seconds(10),
             maxRequeues: Int = 3,
-            logger: Logger = Logger(label: "swift-apns.transport")
+            logger: Logger = Logger(label: "swift-apns.transport", factory: { _ in SwiftLogNoOpLogHandler() })
         ) {
             self.environment = environment
             self.tls = tls
