@@ -28,7 +28,10 @@ public struct ChannelID: Sendable, Hashable, CustomStringConvertible, Codable {
                 continue
             }
             guard padding == 0 else {
-                throw Self.invalid(position: offset, "the channel ID has '=' padding before offset \(offset); padding may only end it")
+                throw Self.invalid(
+                    position: offset,
+                    "the channel ID has '=' padding before offset \(offset); padding may only end it"
+                )
             }
             guard Self.isBase64Digit(byte) else {
                 throw Self.invalid(
@@ -38,7 +41,10 @@ public struct ChannelID: Sendable, Hashable, CustomStringConvertible, Codable {
             }
         }
         guard padding <= 2, padding < bytes.count else {
-            throw Self.invalid(position: bytes.count - padding, "the channel ID ends in \(padding) '=' characters; base64 allows at most 2")
+            throw Self.invalid(
+                position: bytes.count - padding,
+                "the channel ID ends in \(padding) '=' characters; base64 allows at most 2"
+            )
         }
         guard bytes.count % 4 == 0 else {
             throw Self.invalid(

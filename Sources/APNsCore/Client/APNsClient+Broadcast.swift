@@ -100,12 +100,20 @@ extension APNsClient {
         try await manageChannels(.create(storagePolicy: storagePolicy), bundleID: bundleID) { response in
             guard response.status == 201 || response.status == 200 else { return nil }
             guard let header = response.header("apns-channel-id") else {
-                return .failure(.failed(.protocolError("APNs answered \(response.status) to a channel creation without apns-channel-id")))
+                return .failure(
+                    .failed(
+                        .protocolError("APNs answered \(response.status) to a channel creation without apns-channel-id")
+                    )
+                )
             }
             do {
                 return .success(try ChannelID(header))
             } catch {
-                return .failure(.failed(.protocolError("APNs answered a channel creation with an invalid apns-channel-id: \(error)")))
+                return .failure(
+                    .failed(
+                        .protocolError("APNs answered a channel creation with an invalid apns-channel-id: \(error)")
+                    )
+                )
             }
         }
     }
@@ -124,7 +132,9 @@ extension APNsClient {
         try await manageChannels(.read(channel), bundleID: bundleID) { response in
             guard response.status == 200 else { return nil }
             guard let configuration = ChannelConfiguration(json: response.body) else {
-                return .failure(.failed(.protocolError("APNs answered 200 with a body that is not a channel configuration")))
+                return .failure(
+                    .failed(.protocolError("APNs answered 200 with a body that is not a channel configuration"))
+                )
             }
             return .success(configuration)
         }
@@ -141,13 +151,17 @@ extension APNsClient {
             guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
                 let list = object["channels"] as? [Any]
             else {
-                return .failure(.failed(.protocolError("APNs answered 200 with a body that is not {\"channels\": [...]}")))
+                return .failure(
+                    .failed(.protocolError("APNs answered 200 with a body that is not {\"channels\": [...]}"))
+                )
             }
             var channels: [ChannelID] = []
             channels.reserveCapacity(list.count)
             for (index, entry) in list.enumerated() {
                 guard let text = entry as? String, let channel = try? ChannelID(text) else {
-                    return .failure(.failed(.protocolError("entry \(index) of the channel list is not a base64 channel ID")))
+                    return .failure(
+                        .failed(.protocolError("entry \(index) of the channel list is not a base64 channel ID"))
+                    )
                 }
                 channels.append(channel)
             }
@@ -202,7 +216,9 @@ extension APNsClient {
     /// The rejection a non-success answer means; a rejection with no reason when the body
     /// is not APNs' JSON (or the status is one no rejection has).
     static func rejection(_ response: APNsResponse, _ request: APNsRequest) -> APNsError {
-        .rejected(APNsRejection(response: response, request: request) ?? APNsRejection(status: response.status, reason: nil))
+        .rejected(
+            APNsRejection(response: response, request: request) ?? APNsRejection(status: response.status, reason: nil)
+        )
     }
 }
 

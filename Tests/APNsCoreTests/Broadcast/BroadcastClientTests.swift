@@ -23,8 +23,13 @@ extension MockTransport {
 }
 
 func response(_ status: Int, _ headers: [(String, String)] = [], body: String = "") -> MockTransport.Response {
-    .response(APNsResponse(status: status, headers: headers.map { HeaderField(name: $0.0, value: $0.1) },
-                           body: Array(body.utf8)))
+    .response(
+        APNsResponse(
+            status: status,
+            headers: headers.map { HeaderField(name: $0.0, value: $0.1) },
+            body: Array(body.utf8)
+        )
+    )
 }
 
 func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}"# }
@@ -35,8 +40,15 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
     static let bundle = "com.example.scores"
 
     @Test func broadcastGoesToThePushHostAndReadsTheAnswer() async throws {
-        let mock = MockTransport.answering(response(200, [("apns-request-id", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"),
-                                                          ("apns-unique-id", "a3a9e2ae-9a43-4b1e-9d0a-3c3f0f6f1f2b")]))
+        let mock = MockTransport.answering(
+            response(
+                200,
+                [
+                    ("apns-request-id", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"),
+                    ("apns-unique-id", "a3a9e2ae-9a43-4b1e-9d0a-3c3f0f6f1f2b"),
+                ]
+            )
+        )
         let client = APNsClient.testing(transport: mock)
         let accepted = try await client.broadcast(sampleUpdate, to: sampleChannel, bundleID: Self.bundle)
         #expect(accepted.requestID?.uuidString == "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
@@ -53,7 +65,10 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         let client = APNsClient.testing(transport: mock)
         let requestID = APNsRequestID.random()
         let accepted = try await client.broadcast(
-            BroadcastNotification(payload: sampleUpdate, requestID: requestID), to: sampleChannel, bundleID: Self.bundle)
+            BroadcastNotification(payload: sampleUpdate, requestID: requestID),
+            to: sampleChannel,
+            bundleID: Self.bundle
+        )
         #expect(accepted.requestID == requestID)
         #expect(mock.requests.first?.header("apns-request-id") == requestID.uuidString)
     }
@@ -61,7 +76,9 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
     @Test(arguments: [APNsReason.serviceUnavailable, .internalServerError, .tooManyRequests])
     func broadcastRetriesLikeADevicePushWithTheSameRequestID(reason: APNsReason) async throws {
         let mock = MockTransport.answering(
-            response(reason.status ?? 500, body: rejectionBody(reason.rawValue)), response(200))
+            response(reason.status ?? 500, body: rejectionBody(reason.rawValue)),
+            response(200)
+        )
         let sleeper = CoreRecordingSleeper()
         let client = APNsClient.testing(transport: mock, sleeper: sleeper)
         _ = try await client.broadcast(sampleUpdate, to: sampleChannel, bundleID: Self.bundle)
@@ -73,8 +90,10 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         #expect(sleeper.durations == [.milliseconds(250)])
     }
 
-    @Test(arguments: [("ChannelNotRegistered", 410), ("ChannelNotRegistered", 400), ("BadChannelId", 400),
-                      ("FeatureNotEnabled", 400), ("BadExpirationDate", 400), ("PayloadTooLarge", 413)])
+    @Test(arguments: [
+        ("ChannelNotRegistered", 410), ("ChannelNotRegistered", 400), ("BadChannelId", 400),
+        ("FeatureNotEnabled", 400), ("BadExpirationDate", 400), ("PayloadTooLarge", 413),
+    ])
     func broadcastRejectionIsNotRetried(reason: String, status: Int) async throws {
         let mock = MockTransport.answering(response(status, body: rejectionBody(reason)), response(200))
         let client = APNsClient.testing(transport: mock)
@@ -94,16 +113,23 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         let expired = response(403, body: rejectionBody("ExpiredProviderToken"))
         let tokens = CoreCountingTokenSource()
         let sleeper = CoreRecordingSleeper()
-        let mock = MockTransport.answering(expired, response(200), expired, response(201, [("apns-channel-id", "Zm9vYmFy")]))
+        let mock = MockTransport.answering(
+            expired,
+            response(200),
+            expired,
+            response(201, [("apns-channel-id", "Zm9vYmFy")])
+        )
         let client = APNsClient.testing(transport: mock, credentials: .providerToken(tokens), sleeper: sleeper)
         _ = try await client.broadcast(sampleUpdate, to: sampleChannel, bundleID: Self.bundle)
         let channel = try await client.createChannel(bundleID: Self.bundle)
         #expect(channel.rawValue == "Zm9vYmFy")
         let authorizations = mock.requests.map { $0.header("authorization") }
-        #expect(authorizations == [
-            "bearer header.claims.signature-1", "bearer header.claims.signature-2",
-            "bearer header.claims.signature-2", "bearer header.claims.signature-3",
-        ])
+        #expect(
+            authorizations == [
+                "bearer header.claims.signature-1", "bearer header.claims.signature-2",
+                "bearer header.claims.signature-2", "bearer header.claims.signature-3",
+            ]
+        )
         #expect(tokens.invalidated == ["header.claims.signature-1", "header.claims.signature-2"])
         #expect(sleeper.durations.isEmpty)
         // The retry of the creation reuses its apns-request-id.
@@ -121,9 +147,11 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
 
     // MARK: Channel management
 
-    @Test(arguments: [(APNsEnvironment.sandbox, "api-manage-broadcast.sandbox.push.apple.com:2195"),
-                      (.production, "api-manage-broadcast.push.apple.com:2196"),
-                      (.custom(host: "127.0.0.1", port: 8443), "127.0.0.1:8443")])
+    @Test(arguments: [
+        (APNsEnvironment.sandbox, "api-manage-broadcast.sandbox.push.apple.com:2195"),
+        (.production, "api-manage-broadcast.push.apple.com:2196"),
+        (.custom(host: "127.0.0.1", port: 8443), "127.0.0.1:8443"),
+    ])
     func channelCallsGoToTheChannelManagementHost(environment: APNsEnvironment, authority: String) async throws {
         let mock = MockTransport.answering(response(201, [("apns-channel-id", "Zm9vYmFy")]))
         let client = APNsClient(environment: environment, credentials: .certificate, transport: mock)
@@ -133,11 +161,21 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
 
     @Test func createReadListDeleteParseApplesAnswers() async throws {
         let mock = MockTransport.answering(
-            response(201, [("apns-request-id", "6f1c9d2a-3b4e-4f5a-8b6c-7d8e9f0a1b2c"), ("apns-channel-id", "dHN0LXNyY2gtY2hubA==")]),
-            response(200, [("content-type", "application/json")],
-                     body: #"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#),
+            response(
+                201,
+                [
+                    ("apns-request-id", "6f1c9d2a-3b4e-4f5a-8b6c-7d8e9f0a1b2c"),
+                    ("apns-channel-id", "dHN0LXNyY2gtY2hubA=="),
+                ]
+            ),
+            response(
+                200,
+                [("content-type", "application/json")],
+                body: #"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#
+            ),
             response(200, body: #"{"channels": ["dHN0LXNyY2gtY2hubA==", "Zm9vYmFy"]}"#),
-            response(204))
+            response(204)
+        )
         let client = APNsClient.testing(transport: mock)
         let channel = try await client.createChannel(bundleID: Self.bundle, storagePolicy: .mostRecentMessage)
         #expect(channel == sampleChannel)
@@ -147,10 +185,12 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         let all = try await client.channels(bundleID: Self.bundle)
         #expect(all.map(\.rawValue) == ["dHN0LXNyY2gtY2hubA==", "Zm9vYmFy"])
         try await client.deleteChannel(channel, bundleID: Self.bundle)
-        #expect(mock.requests.map { "\($0.method) \($0.path)" } == [
-            "POST /1/apps/com.example.scores/channels", "GET /1/apps/com.example.scores/channels",
-            "GET /1/apps/com.example.scores/all-channels", "DELETE /1/apps/com.example.scores/channels",
-        ])
+        #expect(
+            mock.requests.map { "\($0.method) \($0.path)" } == [
+                "POST /1/apps/com.example.scores/channels", "GET /1/apps/com.example.scores/channels",
+                "GET /1/apps/com.example.scores/all-channels", "DELETE /1/apps/com.example.scores/channels",
+            ]
+        )
         // Every channel call carries its own apns-request-id.
         #expect(Set(mock.requests.compactMap { $0.header("apns-request-id") }).count == 4)
     }
@@ -205,7 +245,11 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         let mock = MockTransport.answering(response(200))
         let client = APNsClient.testing(transport: mock)
         await #expect {
-            try await client.broadcast(.alert(title: "Not", body: "a Live Activity"), to: sampleChannel, bundleID: Self.bundle)
+            try await client.broadcast(
+                .alert(title: "Not", body: "a Live Activity"),
+                to: sampleChannel,
+                bundleID: Self.bundle
+            )
         } throws: { ($0 as? APNsError)?.requestError?.code == .invalidPayload }
         #expect(mock.requests.isEmpty)
     }

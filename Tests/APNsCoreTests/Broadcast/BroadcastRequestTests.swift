@@ -84,10 +84,12 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
         #expect(request.path == "/4/broadcasts/apps/com.example.scores")
         // The normal push host on 443: the port is left out of :authority.
         #expect(request.authority == "api.sandbox.push.apple.com")
-        #expect(request.headers.map(\.name) == [
-            ":method", ":scheme", ":path", ":authority", "authorization", "apns-channel-id", "apns-push-type",
-            "apns-priority", "apns-expiration", "apns-request-id",
-        ])
+        #expect(
+            request.headers.map(\.name) == [
+                ":method", ":scheme", ":path", ":authority", "authorization", "apns-channel-id", "apns-push-type",
+                "apns-priority", "apns-expiration", "apns-request-id",
+            ]
+        )
         #expect(request.header("apns-channel-id") == "dHN0LXNyY2gtY2hubA==")
         #expect(request.header("apns-push-type") == "liveactivity")
         #expect(request.header("apns-priority") == "10")
@@ -104,8 +106,12 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
     }
 
     @Test func broadcastWithCertificateHasNoAuthorizationAndProductionHost() throws {
-        let request = try BroadcastNotification(payload: sampleUpdate, priority: .low, expiration: .unixTime(1_900_000_000))
-            .request(to: sampleChannel, bundleID: "com.example.scores", environment: .production)
+        let request = try BroadcastNotification(
+            payload: sampleUpdate,
+            priority: .low,
+            expiration: .unixTime(1_900_000_000)
+        )
+        .request(to: sampleChannel, bundleID: "com.example.scores", environment: .production)
         #expect(request.authority == "api.push.apple.com")
         #expect(request.header("authorization") == nil)
         #expect(request.header("apns-priority") == "1")
@@ -116,7 +122,8 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
     @Test(arguments: [(5120, true), (5121, false), (4097, true)])
     func broadcastPayloadLimitIs5120Bytes(size: Int, accepted: Bool) throws {
         let frame = #"{"aps":{"timestamp":1,"event":"update","content-state":{"s":""}}}"#
-        let body = #"{"aps":{"timestamp":1,"event":"update","content-state":{"s":""#
+        let body =
+            #"{"aps":{"timestamp":1,"event":"update","content-state":{"s":""#
             + String(repeating: "x", count: size - frame.utf8.count) + #""}}}"#
         #expect(body.utf8.count == size)
         let notification = BroadcastNotification(body: .raw(Array(body.utf8)))
@@ -130,9 +137,15 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
         }
         // The same limit for an encoded payload: a 4097..5120-byte update is a valid broadcast.
         let big = Payload.liveActivityUpdate(
-            timestamp: 1, contentState: ["s": .string(String(repeating: "x", count: size - frame.utf8.count))])
+            timestamp: 1,
+            contentState: ["s": .string(String(repeating: "x", count: size - frame.utf8.count))]
+        )
         let encoded = Result { () throws(APNsRequestError) in
-            try BroadcastNotification(payload: big).request(to: sampleChannel, bundleID: "com.example", environment: .sandbox)
+            try BroadcastNotification(payload: big).request(
+                to: sampleChannel,
+                bundleID: "com.example",
+                environment: .sandbox
+            )
         }
         #expect(((try? encoded.get()) != nil) == accepted)
     }
@@ -148,14 +161,22 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
                 .request(to: sampleChannel, bundleID: "com.example", environment: .sandbox)
         } throws: { ($0 as? APNsRequestError)?.code == .invalidPayload }
         #expect {
-            try BroadcastNotification(body: .raw([])).request(to: sampleChannel, bundleID: "com.example", environment: .sandbox)
+            try BroadcastNotification(body: .raw([])).request(
+                to: sampleChannel,
+                bundleID: "com.example",
+                environment: .sandbox
+            )
         } throws: { ($0 as? APNsRequestError)?.code == .invalidPayload }
     }
 
     @Test(arguments: ["", "com.example/../x", "com.example\r\nx-evil: 1", "com example", "com.example?x=1", "é.app"])
     func bundleIDThatCouldBendThePathIsRefused(_ bundleID: String) {
         #expect {
-            try BroadcastNotification(payload: sampleUpdate).request(to: sampleChannel, bundleID: bundleID, environment: .sandbox)
+            try BroadcastNotification(payload: sampleUpdate).request(
+                to: sampleChannel,
+                bundleID: bundleID,
+                environment: .sandbox
+            )
         } throws: { ($0 as? APNsRequestError)?.code == .invalidTopic }
         #expect {
             try ChannelRequest.list.request(bundleID: bundleID, environment: .sandboxChannelManagement)
@@ -165,8 +186,12 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
     @Test func headerInjectionIsStillRefusedByTheRequestModel() {
         #expect {
             try APNsRequest(
-                method: .post, authority: "api.push.apple.com", path: "/4/broadcasts/apps/com.example",
-                headers: [HeaderField(name: "apns-channel-id", value: "Zm9v\r\nx-evil: 1")], body: [])
+                method: .post,
+                authority: "api.push.apple.com",
+                path: "/4/broadcasts/apps/com.example",
+                headers: [HeaderField(name: "apns-channel-id", value: "Zm9v\r\nx-evil: 1")],
+                body: []
+            )
         } throws: { ($0 as? APNsRequestError)?.header == "apns-channel-id" }
     }
 
@@ -175,14 +200,19 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
     @Test func createChannelRequest() throws {
         let requestID = APNsRequestID.random()
         let request = try ChannelRequest.create(storagePolicy: .mostRecentMessage).request(
-            bundleID: "com.example.scores", environment: APNsEnvironment.sandbox.channelManagement,
-            authorization: "bearer a.b.c", requestID: requestID)
+            bundleID: "com.example.scores",
+            environment: APNsEnvironment.sandbox.channelManagement,
+            authorization: "bearer a.b.c",
+            requestID: requestID
+        )
         #expect(request.method == .post)
         #expect(request.path == "/1/apps/com.example.scores/channels")
         #expect(request.authority == "api-manage-broadcast.sandbox.push.apple.com:2195")
-        #expect(request.headers.map(\.name) == [
-            ":method", ":scheme", ":path", ":authority", "authorization", "apns-request-id", "content-type",
-        ])
+        #expect(
+            request.headers.map(\.name) == [
+                ":method", ":scheme", ":path", ":authority", "authorization", "apns-request-id", "content-type",
+            ]
+        )
         #expect(request.header("apns-request-id") == requestID.uuidString)
         let body = try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
         #expect(body.count == 2)
@@ -197,7 +227,11 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
         #expect(read.method == .get)
         #expect(read.path == "/1/apps/com.example/channels")
         #expect(read.authority == "api-manage-broadcast.push.apple.com:2196")
-        #expect(read.headers.map(\.name) == [":method", ":scheme", ":path", ":authority", "apns-channel-id", "apns-request-id"])
+        #expect(
+            read.headers.map(\.name) == [
+                ":method", ":scheme", ":path", ":authority", "apns-channel-id", "apns-request-id",
+            ]
+        )
         #expect(read.header("apns-channel-id") == sampleChannel.rawValue)
         #expect(read.body.isEmpty)
 
@@ -212,15 +246,24 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
         #expect(delete.header(":method") == "DELETE")
         #expect(delete.path == "/1/apps/com.example/channels")
         #expect(delete.header("apns-channel-id") == sampleChannel.rawValue)
-        #expect([ChannelRequest.read(sampleChannel), .list, .delete(sampleChannel)].map(\.successStatus) == [200, 200, 204])
+        #expect(
+            [ChannelRequest.read(sampleChannel), .list, .delete(sampleChannel)].map(\.successStatus) == [200, 200, 204]
+        )
     }
 
     @Test func channelConfigurationParsesApplesJSON() {
-        #expect(ChannelConfiguration(json: Array(#"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#.utf8))
-            == ChannelConfiguration(storagePolicy: .mostRecentMessage))
-        #expect(ChannelConfiguration(json: Array(#"{"message-storage-policy": 0, "push-type": "LiveActivity"}"#.utf8))?
-            .storagePolicy == .noStorage)
-        #expect(ChannelConfiguration(json: Array(#"{"message-storage-policy": 3, "push-type": "LiveActivity"}"#.utf8)) == nil)
+        #expect(
+            ChannelConfiguration(json: Array(#"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#.utf8))
+                == ChannelConfiguration(storagePolicy: .mostRecentMessage)
+        )
+        #expect(
+            ChannelConfiguration(json: Array(#"{"message-storage-policy": 0, "push-type": "LiveActivity"}"#.utf8))?
+                .storagePolicy == .noStorage
+        )
+        #expect(
+            ChannelConfiguration(json: Array(#"{"message-storage-policy": 3, "push-type": "LiveActivity"}"#.utf8))
+                == nil
+        )
         #expect(ChannelConfiguration(json: Array(#"{"push-type": "LiveActivity"}"#.utf8)) == nil)
         #expect(ChannelConfiguration(json: Array("not json".utf8)) == nil)
     }
