@@ -93,7 +93,9 @@ struct ScriptedFaultTests {
     @Test("GOAWAY now, while a delayed answer is pending: the answer still arrives, then GOAWAY")
     func goAwayNowWithDelay() async throws {
         try await withServerAndCurl { server, curl in
-            server.setResponseDelay(.seconds(1))
+            // The delay keeps the stream open while the test acts; generous, because the
+            // whole suite runs in parallel on two shared cores.
+            server.setResponseDelay(.seconds(3))
             async let output = nghttpVerbose(server: server, curl: curl)
             try await waitForRequests(server, count: 1)
             server.sendGoAwayNow(reason: "Shutdown")
@@ -107,7 +109,7 @@ struct ScriptedFaultTests {
     @Test("a lowered stream limit is announced on open connections")
     func lowerStreamLimit() async throws {
         try await withServerAndCurl { server, curl in
-            server.setResponseDelay(.milliseconds(500))
+            server.setResponseDelay(.seconds(3))  // generous: see goAwayNowWithDelay
             async let output = nghttpVerbose(server: server, curl: curl)
             try await waitForRequests(server, count: 1)
             server.setMaxConcurrentStreams(3)
