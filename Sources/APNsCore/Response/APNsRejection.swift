@@ -27,6 +27,9 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
     public let timestamp: Date?
     /// The device token the notification was sent to, if it was a device push.
     public let deviceToken: DeviceToken?
+    /// The `apns-request-id` of a broadcast or channel-management call (APNs echoes it;
+    /// the request's stands in when the response has none); `nil` for device pushes.
+    public let requestID: APNsRequestID?
 
     /// Creates a rejection.
     public init(
@@ -34,31 +37,36 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
         reason: APNsReason?,
         apnsID: APNsID? = nil,
         timestamp: Date? = nil,
-        deviceToken: DeviceToken? = nil
+        deviceToken: DeviceToken? = nil,
+        requestID: APNsRequestID? = nil
     ) {
         self.status = status
         self.reason = reason
         self.apnsID = apnsID
         self.timestamp = timestamp
         self.deviceToken = deviceToken
+        self.requestID = requestID
     }
 
     /// The rejection `response` says, if its status is not 200; `nil` for a 200.
     ///
     /// - Parameters:
     ///   - response: The response.
-    ///   - request: The request it answers; its `apns-id` stands in if the response has
-    ///     none, and its device token is kept.
+    ///   - request: The request it answers; its `apns-id` and `apns-request-id` stand in
+    ///     if the response has none, and its device token is kept.
     public init?(response: APNsResponse, request: APNsRequest? = nil) {
         guard response.status != 200 else { return nil }
         let body = APNsErrorBody(parsing: response.body)
         let echoed = response.header("apns-id").flatMap { try? APNsID($0) }
+        let requestID = (response.header("apns-request-id") ?? request?.header("apns-request-id"))
+            .flatMap { try? APNsRequestID($0) }
         self.init(
             status: response.status,
             reason: body?.reason.map(APNsReason.init(rawValue:)),
             apnsID: echoed ?? request?.apnsID,
             timestamp: body?.timestamp.map { Date(timeIntervalSince1970: $0 / 1000) },
-            deviceToken: request?.deviceToken
+            deviceToken: request?.deviceToken,
+            requestID: requestID
         )
     }
 
@@ -69,6 +77,7 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         var text = String(status) + " " + (reason?.rawValue ?? "(no reason)")
         if let deviceToken { text += " for device token " + deviceToken.redacted }
+        if let requestID { text += " (apns-request-id " + requestID.uuidString + ")" }
         return text
     }
 }

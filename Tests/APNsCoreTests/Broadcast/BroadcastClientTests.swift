@@ -105,6 +105,9 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
             #expect(error.rejection?.status == status)
             #expect(error.rejection?.remedy == .fixRequest)
             #expect(error.rejection?.deviceToken == nil)
+            // The rejection carries the request id that was sent, for Apple's logs.
+            let sent = try #require(mock.requests.first?.header("apns-request-id"))
+            #expect(error.rejection?.requestID?.uuidString == sent)
         }
         #expect(mock.requests.count == 1)
     }
