@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// Keys and tokens for the tests, made by OpenSSL's command-line tool (an implementation
+/// independent of ours), so the tool reads a `.p8` exactly as Apple issues it: an
+/// unencrypted PKCS#8 P-256 private key in PEM.
+enum Fixtures {
+    static let goodToken = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f1"
+    static let otherToken = "7b5e0f6c8a3d4e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f"
+    static let unregisteredToken = "11fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f1"
+    static let keyID = "ABC123DEFG"
+    static let teamID = "DEF123GHIJ"
+    static let topic = "com.example.app"
+
+    struct KeyPair {
+        var privateKeyPath: String
+        var publicKeyPEM: String
+        var privateKeyPEM: String
+    }
+
+    /// A new P-256 key in a `.p8` file with `mode`, and its public half.
+    static func makeKey(in directory: URL, mode: Int = 0o600) async throws -> KeyPair {
+        let keyPath = directory.appendingPathComponent("AuthKey_\(keyID).p8").path
+        let publicPath = directory.appendingPathComponent("public.pem").path
+        let generated = try await CLI.tool("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyPath])
+        #expect(generated.status == 0, "\(generated)")
+        let exported = try await CLI.tool("/usr/bin/openssl", ["pkey", "-in", keyPath, "-pubout", "-out", publicPath])
+        #expect(exported.status == 0, "\(exported)")
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: keyPath)
+        return KeyPair(
+            privateKeyPath: keyPath,
+            publicKeyPEM: try String(contentsOfFile: publicPath, encoding: .utf8),
+            privateKeyPEM: try String(contentsOfFile: keyPath, encoding: .utf8)
+        )
+    }
+
+    /// Whether the built tool has the HTTP/2 transport: without it `apns send` says so
+    /// instead of connecting (here to a closed port).
+    static let toolHasHTTP2Transport: Bool = {
+        guard let executable = try? CLI.executable else { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["send", "--no-auth", "--host", "127.0.0.1", "--port", "9", "--topic", "t", "--body", "b", goodToken]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return !text.contains("no HTTP/2 transport")
+    }()
+}
