@@ -92,9 +92,10 @@ struct BenchCommand: AsyncParsableCommand {
 
         if !skipH2load {
             if FileManager.default.isExecutableFile(atPath: h2load) {
-                let h2Rate = try runH2load(host: serverHost, port: serverPort)
+                let (h2Rate, statusCodes, cpu) = try runH2load(host: serverHost, port: serverPort)
                 if let h2Rate {
-                    print(String(format: "h2load:     %.0f requests/s", h2Rate))
+                    print(String(format: "h2load:     %.0f requests/s, %.1f µs client CPU per request (%@)",
+                                 h2Rate, cpu / Double(count) * 1e6, statusCodes))
                     if let sdkRate { print(String(format: "ratio swift-apns / h2load: %.2f", sdkRate / h2Rate)) }
                 } else {
                     print("h2load: its output had no \"req/s\" figure")
@@ -163,8 +164,11 @@ struct BenchCommand: AsyncParsableCommand {
                          p50: percentile(0.50), p99: percentile(0.99), accepted: accepted)
     }
 
-    /// Runs h2load with the same method, path, headers and body; returns its req/s.
-    private func runH2load(host: String, port: Int) throws -> Double? {
+    /// Runs h2load with the same method, path, headers and body; returns its req/s, its
+    /// "status codes" line and its CPU time (user + system, from RUSAGE_CHILDREN: the mock
+    /// server child is still running, so only h2load has been waited for).
+    private func runH2load(host: String, port: Int) throws -> (Double?, String, Double) {
+        let cpuBefore = Self.cpuSeconds(children: true)
         let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(getpid()).json")
         try Data(Self.payload.utf8).write(to: body)
         defer { try? FileManager.default.removeItem(at: body) }
@@ -182,23 +186,31 @@ struct BenchCommand: AsyncParsableCommand {
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let cpu = Self.cpuSeconds(children: true) - cpuBefore
         let text = String(decoding: data, as: UTF8.self)
+        var rate: Double?
+        var statusCodes = "no status line"
         // "finished in 1.02s, 19607.84 req/s, 1.10MB/s"
-        for line in text.split(separator: "\n") where line.hasPrefix("finished in") {
-            for part in line.split(separator: ",") where part.hasSuffix("req/s") {
-                return Double(part.trimmingCharacters(in: .whitespaces).split(separator: " ")[0])
+        // "status codes: 100000 2xx, 0 3xx, 0 4xx, 0 5xx"
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("finished in") {
+                for part in line.split(separator: ",") where part.hasSuffix("req/s") {
+                    rate = Double(part.trimmingCharacters(in: .whitespaces).split(separator: " ")[0])
+                }
+            } else if line.hasPrefix("status codes: ") {
+                statusCodes = String(line.dropFirst("status codes: ".count))
             }
         }
-        return nil
+        return (rate, statusCodes, cpu)
     }
 
-    /// User plus system CPU time of this process so far.
-    static func cpuSeconds() -> Double {
+    /// User plus system CPU time so far of this process, or of its waited-for children.
+    static func cpuSeconds(children: Bool = false) -> Double {
         var usage = rusage()
         #if canImport(Glibc)
-        getrusage(RUSAGE_SELF.rawValue, &usage)
+        getrusage(children ? RUSAGE_CHILDREN.rawValue : RUSAGE_SELF.rawValue, &usage)
         #else
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &usage)
         #endif
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
