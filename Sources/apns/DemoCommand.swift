@@ -140,7 +140,10 @@ struct DemoCommand: AsyncParsableCommand {
             ("alert", PushNotification(payload: .alert(title: "Game Request", body: "Bob wants to play poker"), topic: topic)),
             ("localized alert", PushNotification(payload: localized, topic: topic)),
             ("background", PushNotification(payload: .background(["sync": "inbox"]), pushType: .background, topic: topic)),
-            ("VoIP", PushNotification(payload: .voip(["caller": "Jenna", "call-id": "4711"]), pushType: .voip, topic: topic)),
+            // APNs asks for an `aps` dictionary in every payload, and an empty one is what a
+            // VoIP push carries; Payload omits an empty `aps`, so this one is sent as raw JSON.
+            ("VoIP", PushNotification(
+                body: .raw(Array(#"{"aps":{},"caller":"Jenna","call-id":"4711"}"#.utf8)), pushType: .voip, topic: topic)),
             ("Live Activity", PushNotification(
                 payload: .liveActivityUpdate(timestamp: now, contentState: ["score": "2-1"]), pushType: .liveactivity, topic: topic)),
         ]

@@ -102,13 +102,30 @@ struct NotificationOptions: ParsableArguments {
             do { expirationValue = try Self.parseExpiration(expiration) } catch { throw CLIError.usage("\(error)") }
         }
         return PushNotification(
-            payload: payload,
+            body: try body(payload, pushType: pushType),
             pushType: pushType,
             topic: topic,
             priority: priority.flatMap(Priority.init(rawValue:)),
             expiration: expirationValue,
             collapseID: collapseID
         )
+    }
+
+    /// The payload as the request body. A payload built from flags with custom keys only
+    /// (a VoIP push, say) would have no `aps` key, since `Payload` omits an empty `aps`;
+    /// APNs asks for an `aps` dictionary in every payload but MDM and File Provider ones,
+    /// so an empty one is added.
+    private func body(_ payload: Payload, pushType: PushType) throws(CLIError) -> PushNotification.Body {
+        guard payloadFile == nil, payload.aps.isEmpty, !payload.custom.isEmpty,
+            pushType != .mdm, pushType != .fileprovider
+        else { return .payload(payload) }
+        let encoded: [UInt8]
+        do {
+            encoded = try payload.encoded(for: pushType)
+        } catch {
+            throw CLIError("the payload cannot be sent: \(error)")
+        }
+        return .raw(Array(#"{"aps":{},"#.utf8) + encoded.dropFirst())
     }
 
     private func makePayload(standardInput: () -> [UInt8]) throws(CLIError) -> Payload {

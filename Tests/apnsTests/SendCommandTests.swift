@@ -144,6 +144,10 @@ struct SendCommandTests {
                 ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--push-type", "voip", "--custom", #"caller="Jenna""#, Fixtures.goodToken])
             #expect(result.status == 0, "\(result)")
             #expect(server.recordedRequests.first?.value(of: "apns-topic") == Fixtures.topic + ".voip")
+            // Every payload carries an aps dictionary, even one built from custom keys only.
+            let payload = try receivedPayload(server, token: Fixtures.goodToken)
+            #expect(payload["aps"] is [String: Any])
+            #expect(payload["caller"] as? String == "Jenna")
         }
     }
 
