@@ -81,9 +81,11 @@ struct BenchCommand: AsyncParsableCommand {
         print("server: \(serverHost):\(serverPort)\(child == nil ? "" : " (apns mock-server, child process)"); \(count) alerts, \(connections) connection(s) × \(streams) streams")
 
         var sdkRate: Double?
+        var sdkCPU: Double?
         do {
             let result = try await runSDK(host: serverHost, port: serverPort, caPath: caPath)
             sdkRate = result.rate
+            sdkCPU = result.cpuMicroseconds
             print(String(format: "swift-apns: %.0f notifications/s, %.1f µs client CPU per notification, latency p50 %.2f ms p99 %.2f ms (%d accepted, %d failed)",
                          result.rate, result.cpuMicroseconds, result.p50 * 1000, result.p99 * 1000, result.accepted, count - result.accepted))
         } catch let error as CLIError {
@@ -96,7 +98,10 @@ struct BenchCommand: AsyncParsableCommand {
                 if let h2Rate {
                     print(String(format: "h2load:     %.0f requests/s, %.1f µs client CPU per request (%@)",
                                  h2Rate, cpu / Double(count) * 1e6, statusCodes))
-                    if let sdkRate { print(String(format: "ratio swift-apns / h2load: %.2f", sdkRate / h2Rate)) }
+                    if let sdkRate, let sdkCPU {
+                        print(String(format: "ratio swift-apns / h2load: %.2f× the throughput at %.1f× the CPU per request",
+                                     sdkRate / h2Rate, sdkCPU / max(cpu / Double(count) * 1e6, 0.001)))
+                    }
                 } else {
                     print("h2load: its output had no \"req/s\" figure")
                 }
