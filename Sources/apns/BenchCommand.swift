@@ -52,7 +52,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("skip-h2load"), help: "Do not run h2load.")
     var skipH2load = false
 
-    func validate() throws {
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
         if !(1...64).contains(connections) { throw ValidationError("--connections must be 1...64") }
         if !(1...10_000).contains(streams) { throw ValidationError("--streams must be 1...10000") }
         if count < 1 { throw ValidationError("--count must be at least 1") }
@@ -65,6 +67,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let deviceToken = String(repeating: "ab", count: 32)
 
     func run() async throws {
+        try check()
         Terminal.bootstrapLogging(level: .error)
         var child: MockServerProcess?
         let serverHost: String

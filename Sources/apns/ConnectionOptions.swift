@@ -22,7 +22,9 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "HTTP/2 connections to open (1–4 is typical).")
     var connections = 1
 
-    func validate() throws {
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
         if sandbox && production { throw ValidationError("--sandbox and --production exclude each other") }
         if host != nil && (sandbox || production) { throw ValidationError("--host replaces --sandbox/--production: give one of them") }
         if let port, !(1...65535).contains(port) { throw ValidationError("--port \(port) is not a TCP port (1-65535)") }

@@ -25,7 +25,9 @@ struct CredentialOptions: ParsableArguments {
     @Flag(name: .customLong("no-auth"), help: "Send no credentials (for a mock server that accepts any request).")
     var noAuth = false
 
-    func validate() throws {
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
         let tokenFlags = [keyFile, keyID, teamID].compactMap { $0 }.count
         if tokenFlags > 0 && certFile != nil {
             throw ValidationError("give a .p8 key (--key-file, --key-id, --team-id) or a certificate (--cert-file), not both")

@@ -29,7 +29,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "HTTP/2 connections to the mock server.")
     var connections = 2
 
-    func validate() throws {
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
         if !(1...1_000_000).contains(batch) { throw ValidationError("--batch must be 1...1000000") }
         if !(1...64).contains(connections) { throw ValidationError("--connections must be 1...64") }
     }
@@ -40,6 +42,7 @@ struct DemoCommand: AsyncParsableCommand {
     private static let unregisteredToken = "11fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f1"
 
     func run() async throws {
+        try check()
         Terminal.bootstrapLogging(level: .error)
         try showPayloads()
         try showHeaders()

@@ -74,7 +74,9 @@ struct MockServerCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print a line per request.")
     var verbose = false
 
-    func validate() throws {
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
         if tokenKey != nil && keyID == nil { throw ValidationError("--token-key needs --key-id") }
         if keyID != nil && tokenKey == nil { throw ValidationError("--key-id needs --token-key") }
         if tokenKey != nil && acceptAnyToken { throw ValidationError("--token-key and --accept-any-token exclude each other") }
@@ -89,6 +91,7 @@ struct MockServerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try check()
         Terminal.bootstrapLogging(level: .warning)
         var authentication = MockAPNsServer.Authentication.none
         if let tokenKey, let keyID {

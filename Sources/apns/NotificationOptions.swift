@@ -57,7 +57,9 @@ struct NotificationOptions: ParsableArguments {
             || threadID != nil || mutableContent || contentAvailable || !custom.isEmpty
     }
 
-    func validate() throws {
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
         if payloadFile != nil && hasPayloadFlags {
             throw ValidationError("--payload-file excludes the payload flags (--title, --body, --custom, …): put everything in the file")
         }

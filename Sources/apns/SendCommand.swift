@@ -54,7 +54,9 @@ struct SendCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("Device tokens in hexadecimal.", valueName: "device-token"))
     var deviceTokens: [String] = []
 
-    func validate() throws {
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
         if tokensFile == "-" && notification.readsPayloadFromStandardInput {
             throw ValidationError("--tokens-file - and --payload-file - both read standard input: put one of them in a file")
         }
@@ -62,6 +64,10 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try credentials.check()
+        try connection.check()
+        try notification.check()
+        try check()
         Terminal.bootstrapLogging(level: verbose ? .debug : .warning)
         let logger = Logger(label: "apns.send")
         let loaded = try credentials.load()

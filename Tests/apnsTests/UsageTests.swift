@@ -33,6 +33,13 @@ struct UsageTests {
         #expect(result.stdout.isEmpty, "\(result)")
     }
 
+    @Test("a misspelled flag is named as such, with the flag it resembles, before other checks")
+    func misspelledFlag() async throws {
+        let result = try await CLI.run(["send", "--no-auth", "--topic", Fixtures.topic, "--bodyy", "hi", Fixtures.goodToken])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.errorLines == ["apns: Unknown option '--bodyy'. Did you mean '--body'? (run with --help for usage)"], "\(result)")
+    }
+
     @Test("a key file that does not exist or holds no key exits 1 with one line naming it")
     func unreadableKey() async throws {
         let directory = try CLI.temporaryDirectory()
