@@ -97,7 +97,7 @@ struct SendCommand: AsyncParsableCommand {
             environment: connection.environment, credentials: apnsCredentials, transport: transport, logger: logger)
         let report = await send(push, to: tokens, with: client)
         await client.shutdown()
-        if report.failed > 0 { throw ExitCode(1) }
+        if report.accepted < tokens.count { throw ExitCode(1) }
     }
 
     /// Tokens from arguments, `--tokens-file`, or standard input when it is not a terminal.
@@ -130,82 +130,101 @@ struct SendCommand: AsyncParsableCommand {
         var accepted = 0
         var rejected = 0
         var failed = 0
-    }
 
-    /// Sends to every token through a sliding window, printing results in input order.
-    private func send(_ push: PushNotification, to tokens: [String], with client: APNsClient) async -> Report {
-        let progress = ProgressBar(total: tokens.count, enabled: Terminal.standardErrorIsTerminal && tokens.count >= 100)
-        var report = Report()
-        var pending: [Int: Result<APNsAccepted, APNsError>] = [:]
-        var nextToPrint = 0
-        var done = 0
-        let start = ContinuousClock.now
-
-        func emit(_ index: Int, _ result: Result<APNsAccepted, APNsError>) {
+        mutating func record(_ result: Result<APNsAccepted, APNsError>) {
             switch result {
-            case .success: report.accepted += 1
-            case .failure(.rejected): report.rejected += 1
-            case .failure: break
-            }
-            if json {
-                print(OutcomeText.json(token: tokens[index], result: result))
-            } else {
-                print("\(tokens[index])  \(OutcomeText.line(result))")
+            case .success: accepted += 1
+            case .failure(.rejected): rejected += 1
+            case .failure: failed += 1
             }
         }
+    }
 
-        await withTaskGroup(of: (Int, Result<APNsAccepted, APNsError>).self) { group in
-            var next = 0
-            func start(_ index: Int) {
-                let text = tokens[index]
-                group.addTask {
-                    let token: DeviceToken
-                    do throws(APNsRequestError) {
-                        token = try DeviceToken(hex: text)
-                    } catch {
-                        return (index, .failure(.invalid(error)))
-                    }
-                    do throws(APNsError) {
-                        return (index, .success(try await client.send(push, to: token)))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
+    private typealias Finished = (index: Int, result: Result<APNsAccepted, APNsError>)
+
+    /// Parses the token at `index` and sends to it, in a new child task of `group`.
+    private static func startSending(
+        _ push: PushNotification, to text: String, index: Int, with client: APNsClient,
+        in group: inout TaskGroup<Finished>
+    ) {
+        group.addTask {
+            await (index, outcome(of: push, to: text, with: client))
+        }
+    }
+
+    /// Parses `text` as a device token and sends `push` to it.
+    private static func outcome(
+        of push: PushNotification, to text: String, with client: APNsClient
+    ) async -> Result<APNsAccepted, APNsError> {
+        let token: DeviceToken
+        do {
+            token = try DeviceToken(hex: text)
+        } catch {
+            return .failure(.invalid(error))
+        }
+        do {
+            return .success(try await client.send(push, to: token))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Prints one token's outcome as text or JSON.
+    private func printOutcome(token: String, _ result: Result<APNsAccepted, APNsError>) {
+        if json {
+            print(OutcomeText.json(token: token, result: result))
+        } else {
+            print("\(token)  \(OutcomeText.line(result))")
+        }
+    }
+
+    /// Sends to every token through a sliding window of `concurrency` requests, printing
+    /// the outcomes in input order as they become available.
+    private func send(_ push: PushNotification, to tokens: [String], with client: APNsClient) async -> Report {
+        let progress = ProgressBar(total: tokens.count, enabled: Terminal.standardErrorIsTerminal && tokens.count >= 100)
+        let start = ContinuousClock.now
+        let width = min(concurrency, tokens.count)
+        let report = await withTaskGroup(of: Finished.self) { group -> Report in
+            var report = Report()
+            var waiting: [Int: Result<APNsAccepted, APNsError>] = [:]
+            var nextToPrint = 0
+            var finished = 0
+            var nextToStart = 0
+            while nextToStart < width {
+                Self.startSending(push, to: tokens[nextToStart], index: nextToStart, with: client, in: &group)
+                nextToStart += 1
             }
-            while next < min(concurrency, tokens.count) {
-                start(next)
-                next += 1
-            }
-            while let (index, result) = await group.next() {
-                if next < tokens.count {
-                    start(next)
-                    next += 1
+            for await (index, result) in group {
+                if nextToStart < tokens.count {
+                    Self.startSending(push, to: tokens[nextToStart], index: nextToStart, with: client, in: &group)
+                    nextToStart += 1
                 }
-                pending[index] = result
-                done += 1
-                progress.update(done: done)
-                while let ready = pending.removeValue(forKey: nextToPrint) {
+                waiting[index] = result
+                finished += 1
+                progress.update(done: finished)
+                while let ready = waiting.removeValue(forKey: nextToPrint) {
                     progress.finish()
-                    emit(nextToPrint, ready)
+                    report.record(ready)
+                    printOutcome(token: tokens[nextToPrint], ready)
                     nextToPrint += 1
                 }
             }
+            return report
         }
         progress.finish()
         let seconds = Terminal.seconds(since: start)
-        report.failed = tokens.count - report.accepted
         let rate = seconds > 0 ? Double(tokens.count) / seconds : 0
         if json {
             print(OutcomeText.jsonLine([
                 "summary": [
                     "sent": tokens.count, "accepted": report.accepted, "rejected": report.rejected,
-                    "failed": report.failed - report.rejected, "seconds": (seconds * 1000).rounded() / 1000,
+                    "failed": report.failed, "seconds": (seconds * 1000).rounded() / 1000,
                 ] as [String: Any]
             ]))
         } else {
             print(String(format: "%d notification%@: %d accepted, %d rejected, %d not sent or failed in %.2f s (%.0f/s)",
                          tokens.count, tokens.count == 1 ? "" : "s", report.accepted, report.rejected,
-                         report.failed - report.rejected, seconds, rate))
+                         report.failed, seconds, rate))
         }
         return report
     }

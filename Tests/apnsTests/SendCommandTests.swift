@@ -137,6 +137,21 @@ struct SendCommandTests {
         }
     }
 
+    @Test("a batch wider than the window: one line per token, in input order, and every request reaches the server")
+    func batchKeepsOrder() async throws {
+        try await withServer { server, _, target in
+            let tokens = (0..<250).map { i in String(format: "%064x", i * 7919 + 1) }
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--body", "Hi", "--concurrency", "16", "--json"],
+                standardInput: tokens.joined(separator: "\n"))
+            #expect(result.status == 0, "\(result)")
+            let objects = try result.lines.map(CLI.jsonObject)
+            #expect(objects.dropLast().compactMap { $0["token"] as? String } == tokens)
+            #expect(objects.dropLast().allSatisfy { $0["outcome"] as? String == "accepted" })
+            #expect(Set(server.recordedRequests.compactMap(\.deviceToken)) == Set(tokens))
+        }
+    }
+
     @Test("a VoIP push to a bundle ID goes to the .voip topic")
     func voipTopicSuffix() async throws {
         try await withServer { server, _, target in
