@@ -113,7 +113,9 @@ struct DemoCommand: AsyncParsableCommand {
                     environment: environment, trustedCAPEM: server.certificateAuthorityPEM, certificate: nil,
                     connections: connections, logger: Logger(label: "apns.demo"))
                 let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
-                try await sendAll(with: client, over: "TLS + HTTP/2 on loopback, \(connections) connection(s)")
+                try await sendAll(with: client, over: "TLS + HTTP/2 on loopback, \(connections) connection(s)") {
+                    showWire(server.recordedRequests)
+                }
                 await client.shutdown()
                 let stats = server.statistics
                 print("  the server answered \(stats.requests) requests on \(stats.connections) connection(s): \(stats.accepted) accepted, \(stats.rejected) rejected")
@@ -127,13 +129,23 @@ struct DemoCommand: AsyncParsableCommand {
             let mock = MockTransport()
             mock.respond(to: try DeviceToken(hex: Self.unregisteredToken), with: .rejected(.unregistered, timestamp: Date()))
             let client = APNsClient(environment: .sandbox, credentials: .providerToken(tokens), transport: mock)
-            try await sendAll(with: client, over: "in memory")
+            try await sendAll(with: client, over: "in memory") {}
             await client.shutdown()
         }
         showNextSteps()
     }
 
-    private func sendAll(with client: APNsClient, over medium: String) async throws {
+    /// What the server decoded from the first requests: header block sizes and how the
+    /// secrets and per-request values arrived.
+    private func showWire(_ requests: [RecordedRequest]) {
+        guard let first = requests.first else { return }
+        let sameConnection = requests.filter { $0.connectionNumber == first.connectionNumber }
+        let sizes = sameConnection.prefix(5).map { String($0.headerBlockLength) }.joined(separator: ", ")
+        let neverIndexed = first.headers.filter { $0.representation == .neverIndexed }.map(\.name)
+        print("  as the server decoded them: header blocks of \(sizes) bytes on one connection; sent never-indexed: \(neverIndexed.joined(separator: ", "))")
+    }
+
+    private func sendAll(with client: APNsClient, over medium: String, afterExamples: () -> Void) async throws {
         let device = try DeviceToken(hex: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f1")
         let topic = Topic.bundleID(Self.bundleID)
         var localized = Payload(aps: APS(alert: .localized("GAME_PLAY_REQUEST_FORMAT", arguments: ["Jenna", "Frank"])))
@@ -156,6 +168,8 @@ struct DemoCommand: AsyncParsableCommand {
             let topicValue = (try? push.topic.value(for: push.pushType)) ?? "?"
             print("  \(pad(name, 15)) \(pad(push.pushType.rawValue, 13)) \(pad(topicValue, 41)) \(OutcomeText.line(result))")
         }
+
+        afterExamples()
 
         // A batch to distinct tokens, spread over the connection pool.
         let batchTokens = try (0..<batch).map { i in
