@@ -45,6 +45,9 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(help: "One JSON object per line (per token, then a summary) instead of text.")
     var json = false
 
+    @Flag(name: .customLong("dry-run"), help: "Print each request (method, URL, headers, payload) instead of sending it; the provider token is never shown.")
+    var dryRun = false
+
     @Option(help: "The most notifications in flight at once.")
     var concurrency = 100
 
@@ -77,6 +80,11 @@ struct SendCommand: AsyncParsableCommand {
             throw CLIError.usage("no device tokens: give them as arguments, with --tokens-file, or on standard input")
         }
 
+        if dryRun {
+            if try printRequests(push, to: tokens, credentials: loaded) < tokens.count { throw ExitCode(1) }
+            return
+        }
+
         let apnsCredentials: APNsCredentials
         var certificate: (path: String, keyPath: String?, password: String?)?
         switch loaded {
@@ -98,6 +106,44 @@ struct SendCommand: AsyncParsableCommand {
         let report = await send(push, to: tokens, with: client)
         await client.shutdown()
         if report.accepted < tokens.count { throw ExitCode(1) }
+    }
+
+    /// Prints the request each token would get (`--dry-run`); returns how many were valid.
+    /// The `authorization` value is a description of the token, never a signed JWT.
+    private func printRequests(_ push: PushNotification, to tokens: [String], credentials: CredentialOptions.Loaded) throws -> Int {
+        var authorization: String?
+        if case .providerToken(let cache) = credentials {
+            authorization = "bearer <ES256 provider token, kid \(cache.keyID), iss \(cache.teamID): not shown>"
+        }
+        var valid = 0
+        for text in tokens {
+            let request: APNsRequest
+            do {
+                request = try push.request(to: try DeviceToken(hex: text), environment: connection.environment, authorization: authorization)
+            } catch {
+                let result = Result<APNsAccepted, APNsError>.failure(.invalid(error))
+                printOutcome(token: text, result)
+                continue
+            }
+            valid += 1
+            let url = "\(request.scheme)://\(request.authority)\(request.path)"
+            let body = String(decoding: request.body, as: UTF8.self)
+            if json {
+                var object: [String: Any] = [
+                    "token": text, "method": request.method.rawValue, "url": url,
+                    "headers": request.headers.map { [$0.name, $0.value] },
+                ]
+                object["payload"] = try? JSONSerialization.jsonObject(with: Data(request.body))
+                print(OutcomeText.jsonLine(object))
+            } else {
+                print("\(request.method) \(url)")
+                for header in request.headers { print("\(header.name): \(header.value)") }
+                print("")
+                print("\(body)  (\(request.body.count) bytes)")
+                print("")
+            }
+        }
+        return valid
     }
 
     /// Tokens from arguments, `--tokens-file`, or standard input when it is not a terminal.
