@@ -2,12 +2,12 @@
 # Installs what swift-apns needs on a Debian machine, and nothing that is already there.
 #   scripts/bootstrap.sh          build dependencies (libssl-dev, libnghttp2-dev, pkg-config)
 #   scripts/bootstrap.sh --test   plus the outside tools the tests check against
-#                                 (openssl, curl, nghttp2-client for h2load, Python's h2)
+#                                 (openssl, curl, nghttp2-client for nghttp and h2load, tinyproxy)
 set -euo pipefail
 
 packages=(libssl-dev libnghttp2-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-    packages+=(openssl curl nghttp2-client)
+    packages+=(openssl curl nghttp2-client tinyproxy)
 fi
 
 missing=()

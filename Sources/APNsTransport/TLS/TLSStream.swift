@@ -1,6 +1,11 @@
-// CONTRACT STUB — replaced by the TLS implementation. The HTTP/2 connection's I/O
-// shell uses exactly these internal signatures.
 import APNsCore
+import COpenSSL
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The outcome of one non-blocking read or write on a ``TLSStream``.
 enum TLSIOResult: Sendable, Equatable {
@@ -21,10 +26,65 @@ struct TLSEndpoint: Sendable, Hashable {
 }
 
 /// A connected TCP socket with a completed TLS handshake that negotiated ALPN `h2`,
-/// in non-blocking mode. Used by one I/O thread at a time.
-final class TLSStream {
+/// in non-blocking mode: the one type that owns an `SSL *` and its socket.
+///
+/// ``connect(to:configuration:timeout:)`` blocks the calling thread (DNS, TCP, the proxy
+/// tunnel and the handshake). After it, ``read(into:)`` and ``write(_:)`` never block:
+/// they return `.wantRead` / `.wantWrite`, and the caller polls ``fileDescriptor``.
+///
+/// Calls from different threads are serialised by a lock; an I/O loop on one thread is
+/// still the intended use (the lock is then never contended).
+///
+/// OpenSSL's rule for retrying a write: after `.wantWrite`, call ``write(_:)`` again with
+/// at least the same bytes (the buffer may move: `SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER`).
+/// A write may take part of a large buffer (`SSL_MODE_ENABLE_PARTIAL_WRITE`); pass the rest
+/// next time. A read can return `.wantWrite` and a write `.wantRead` (TLS may need to send
+/// or receive a record first); poll for what was asked and call the same function again.
+///
+/// Read until `.wantRead` before polling for readability: OpenSSL may hold decrypted bytes
+/// (a TLS record holds up to 16 KB) that poll(2) on the socket cannot see; see
+/// ``hasBufferedBytes``.
+///
+/// The first ``connect(to:configuration:timeout:)`` sets SIGPIPE to "ignore" if it still
+/// has the default action (OpenSSL writes to the socket with `write(2)`, which would raise
+/// it when the peer has gone); a handler the application installed is left alone.
+// @unchecked Sendable: `state` (the `SSL *` and the descriptor) is read and written only
+// inside `lock`, and the `SSL *` is freed once, under the lock, in close().
+final class TLSStream: @unchecked Sendable {
+    private struct State {
+        var ssl: OpaquePointer?
+        var fd: Int32
+        /// A fatal TLS or socket error happened: no close_notify may be sent.
+        var broken = false
+    }
+
+    private var state: State
+    private let lock = NSLock()
+    /// The negotiated protocol version, for example `TLSv1.3`.
+    let protocolVersion: String
+    /// For error details: the server's name and `host:port`, and the configuration.
+    private let host: String
+    private let endpointDescription: String
+    private let configuration: TLSConfiguration
+
+    private init(ssl: OpaquePointer, fd: Int32, protocolVersion: String, host: String, endpointDescription: String, configuration: TLSConfiguration) {
+        state = State(ssl: ssl, fd: fd)
+        self.protocolVersion = protocolVersion
+        self.host = host
+        self.endpointDescription = endpointDescription
+        self.configuration = configuration
+    }
+
+    deinit {
+        close()
+    }
+
+    // MARK: Connecting
+
     /// Connects (through `configuration.proxy` when set), handshakes and checks ALPN `h2`.
-    /// Blocks the calling thread for at most `timeout`.
+    /// Blocks the calling thread for at most `timeout`, which covers name resolution
+    /// (run on a thread of its own, since `getaddrinfo` has no timeout), TCP connect, the
+    /// proxy tunnel and the handshake.
     /// - Throws: ``APNsTransportError`` `.connectionFailed` or `.tlsFailure`, with
     ///   `mayHaveReachedAPNs == false` and a detail that says what to fix.
     static func connect(
@@ -32,26 +92,198 @@ final class TLSStream {
         configuration: TLSConfiguration,
         timeout: Duration
     ) throws(APNsTransportError) -> TLSStream {
-        throw .connectionFailed("TLS is not implemented yet")
+        capns_ignore_sigpipe_if_default()
+        let deadline = ContinuousClock.now + timeout
+        let context = try SSLContext(configuration: configuration)
+
+        let fd: Int32
+        if let proxy = configuration.proxy {
+            fd = try TCPConnector.connect(host: proxy.host, port: proxy.port, deadline: deadline)
+            do {
+                try ProxyTunnel.open(fd, to: endpoint, through: proxy, deadline: deadline)
+            } catch {
+                _ = Glibc_close(fd)
+                throw error
+            }
+        } else {
+            fd = try TCPConnector.connect(host: endpoint.host, port: endpoint.port, deadline: deadline)
+        }
+
+        guard let ssl = context.makeSSL() else {
+            _ = Glibc_close(fd)
+            throw .tlsFailure("SSL_new failed: \(OpenSSLErrors.drain().text(or: "out of memory"))")
+        }
+        // From here `handshake` owns both; on failure it frees them.
+        return try handshake(ssl: ssl, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout)
     }
 
-    /// The socket, for poll(2).
-    var fileDescriptor: Int32 { -1 }
+    private static func handshake(
+        ssl: OpaquePointer, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
+        deadline: ContinuousClock.Instant, timeout: Duration
+    ) throws(APNsTransportError) -> TLSStream {
+        var ok = false
+        defer {
+            if !ok {
+                SSL_free(ssl)
+                _ = Glibc_close(fd)
+                ERR_clear_error()
+            }
+        }
+        let host = TCPConnector.unbracketed(endpoint.host)
+        let endpointText = ProxyTunnel.authority(endpoint)
+        guard SSL_set_fd(ssl, fd) == 1 else {
+            throw .tlsFailure("SSL_set_fd failed: \(OpenSSLErrors.drain().text(or: "?"))")
+        }
+        if TCPConnector.isIPLiteral(host) {
+            // No SNI for IP literals (RFC 6066 §3); verify the IP address SAN instead.
+            if configuration.trustRoots.source != .none, X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1 {
+                throw .tlsFailure("cannot verify the IP address \(host): \(OpenSSLErrors.drain().text(or: "X509_VERIFY_PARAM_set1_ip_asc failed"))")
+            }
+        } else {
+            guard capns_SSL_set_tlsext_host_name(ssl, host) == 1 else {
+                throw .tlsFailure("cannot send the server name \(host) (SNI): \(OpenSSLErrors.drain().text(or: "SSL_set_tlsext_host_name failed"))")
+            }
+            if configuration.trustRoots.source != .none, SSL_set1_host(ssl, host) != 1 {
+                throw .tlsFailure("cannot verify the host name \(host): \(OpenSSLErrors.drain().text(or: "SSL_set1_host failed"))")
+            }
+        }
+        SSL_set_connect_state(ssl)
 
-    /// Reads decrypted bytes into `buffer`.
+        while true {
+            ERR_clear_error()
+            let result = SSL_connect(ssl)
+            if result == 1 { break }
+            let error = SSL_get_error(ssl, result)
+            let ready: Bool
+            switch error {
+            case SSL_ERROR_WANT_READ:
+                ready = TCPConnector.wait(fd, for: Int16(POLLIN), until: deadline)
+            case SSL_ERROR_WANT_WRITE:
+                ready = TCPConnector.wait(fd, for: Int16(POLLOUT), until: deadline)
+            default:
+                let errors = OpenSSLErrors.drain()
+                let systemError = errno
+                throw .tlsFailure(HandshakeFailure.describe(
+                    ssl: ssl, sslError: error, errors: errors, errno: systemError,
+                    host: host, where: endpointText, configuration: configuration))
+            }
+            guard ready else {
+                throw .tlsFailure("the TLS handshake with \(endpointText) did not finish within \(timeout)")
+            }
+        }
+
+        var selected: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &selected, &length)
+        let protocolName = selected.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
+        guard protocolName == "h2" else {
+            throw .tlsFailure("the server did not negotiate HTTP/2 (ALPN h2); APNs requires it"
+                + (protocolName.map { " (\(endpointText) chose '\($0)')" } ?? " (\(endpointText) chose no protocol)"))
+        }
+        let version = SSL_get_version(ssl).map { String(cString: $0) } ?? "?"
+        ok = true
+        return TLSStream(ssl: ssl, fd: fd, protocolVersion: version, host: host, endpointDescription: endpointText, configuration: configuration)
+    }
+
+    // MARK: I/O
+
+    /// The socket, for poll(2); -1 after ``close()``.
+    var fileDescriptor: Int32 {
+        lock.withLock { state.fd }
+    }
+
+    /// Whether OpenSSL holds received bytes not yet returned by ``read(into:)``
+    /// (`SSL_has_pending`): if so, read again before polling the descriptor.
+    var hasBufferedBytes: Bool {
+        lock.withLock {
+            guard let ssl = state.ssl else { return false }
+            return SSL_has_pending(ssl) == 1
+        }
+    }
+
+    /// Reads decrypted bytes into `buffer` (an empty buffer returns `.done(0)` and reads nothing).
     /// - Throws: ``APNsTransportError`` `.connectionClosed` on a TLS or socket error.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(APNsTransportError) -> TLSIOResult { .closed }
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let ssl = state.ssl else { return .closed }
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return .done(0) }
+        ERR_clear_error()
+        let n = SSL_read(ssl, base, Int32(clamping: buffer.count))
+        if n > 0 { return .done(Int(n)) }
+        return try outcome(ssl: ssl, result: n, operation: "read")
+    }
 
     /// Encrypts and writes bytes from `buffer`; with `.done(n)`, n may be less than the count.
     /// - Throws: ``APNsTransportError`` `.connectionClosed` on a TLS or socket error.
-    func write(_ buffer: UnsafeRawBufferPointer) throws(APNsTransportError) -> TLSIOResult { .closed }
+    func write(_ buffer: UnsafeRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let ssl = state.ssl else { return .closed }
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return .done(0) }
+        ERR_clear_error()
+        let n = SSL_write(ssl, base, Int32(clamping: buffer.count))
+        if n > 0 { return .done(Int(n)) }
+        return try outcome(ssl: ssl, result: n, operation: "write")
+    }
+
+    /// Maps a failed `SSL_read`/`SSL_write` to a result or an error (`SSL_get_error`).
+    /// Called with `lock` held.
+    private func outcome(ssl: OpaquePointer, result: Int32, operation: String) throws(APNsTransportError) -> TLSIOResult {
+        let systemError = errno
+        let error = SSL_get_error(ssl, result)
+        switch error {
+        case SSL_ERROR_WANT_READ:
+            return .wantRead
+        case SSL_ERROR_WANT_WRITE:
+            return .wantWrite
+        case SSL_ERROR_ZERO_RETURN:
+            return .closed
+        case SSL_ERROR_SYSCALL:
+            state.broken = true
+            let errors = OpenSSLErrors.drain()
+            if errors.codes.isEmpty && (result == 0 || systemError == 0) { return .closed }
+            let reason = errors.messages.isEmpty ? TCPConnector.errorString(systemError) : errors.text(or: "")
+            throw .connectionClosed("TLS \(operation) failed: \(reason)")
+        default:
+            state.broken = true
+            let errors = OpenSSLErrors.drain()
+            if HandshakeFailure.clientCertificateAlerts.contains(where: errors.contains(reason:)) {
+                // With TLS 1.3 the client's handshake ends before the server has checked
+                // the client certificate; its refusal arrives on the first read. Nothing
+                // was processed, so this is a TLS failure, not a closed connection.
+                throw .tlsFailure(HandshakeFailure.describe(
+                    ssl: ssl, sslError: error, errors: errors, errno: systemError,
+                    host: host, where: endpointDescription, configuration: configuration))
+            }
+            throw .connectionClosed("TLS \(operation) failed: \(errors.text(or: "SSL error \(error)"))")
+        }
+    }
 
     /// Sends TLS close_notify (best effort) and closes the socket. Idempotent.
-    func close() {}
+    func close() {
+        lock.withLock {
+            if let ssl = state.ssl {
+                if !state.broken, SSL_is_init_finished(ssl) == 1 {
+                    _ = SSL_shutdown(ssl)
+                }
+                ERR_clear_error()
+                SSL_free(ssl)
+                state.ssl = nil
+            }
+            if state.fd >= 0 {
+                _ = Glibc_close(state.fd)
+                state.fd = -1
+            }
+        }
+    }
 }
 
-/// CONTRACT STUB: how the transport sets up TLS (trust, client identity, proxy).
-public struct TLSConfiguration: Sendable {
-    /// Verifies APNs against the system trust store, with no client certificate.
-    public static let `default` = TLSConfiguration()
+/// `close(2)`, named apart from ``TLSStream/close()``.
+private func Glibc_close(_ fd: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.close(fd)
+    #else
+    Darwin.close(fd)
+    #endif
 }

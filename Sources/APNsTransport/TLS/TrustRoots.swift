@@ -1,0 +1,38 @@
+/// The certificates that a server's chain must lead to.
+///
+/// The default, ``system``, is the operating system's trust store, which holds the roots
+/// that APNs certificates chain to. Pass ``certificates(_:)`` to trust a private CA
+/// instead, such as the mock server's. Verification (chain and host name, RFC 6125) is
+/// always on, except with the deliberately loud
+/// ``insecureNoVerification_forTestingOnly``.
+public struct TrustRoots: Sendable, Hashable {
+    enum Source: Sendable, Hashable {
+        case system
+        case certificates(pem: String)
+        case none
+    }
+
+    let source: Source
+
+    private init(_ source: Source) { self.source = source }
+
+    /// The system trust store (OpenSSL's default verify paths: on Debian,
+    /// `/etc/ssl/certs`), which holds the roots APNs chains to.
+    public static let system = TrustRoots(.system)
+
+    /// Trusts only the CA certificates in `pem` (one or more
+    /// `-----BEGIN CERTIFICATE-----` blocks), not the system store.
+    ///
+    /// The PEM is read when a connection is made; a PEM without a certificate fails that
+    /// connection with ``APNsTransportError/Code/tlsFailure``.
+    public static func certificates(_ pem: String) -> TrustRoots {
+        TrustRoots(.certificates(pem: pem))
+    }
+
+    /// Accepts any server certificate, for any name: FOR TESTS ONLY.
+    ///
+    /// Anyone on the network path can then read and change the traffic, including
+    /// provider tokens. Never use it against APNs; to test against a local server, prefer
+    /// ``certificates(_:)`` with that server's CA.
+    public static let insecureNoVerification_forTestingOnly = TrustRoots(.none)
+}
