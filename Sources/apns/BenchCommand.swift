@@ -128,7 +128,8 @@ struct BenchCommand: AsyncParsableCommand {
         }
         let environment = APNsEnvironment.custom(host: host, port: port)
         let transport = try TransportFactory.make(
-            environment: environment, trustedCAPEM: String(decoding: ca, as: UTF8.self), certificate: nil,
+            environment: environment,
+            tls: try TLSSetup.configuration(trustedCAPEM: String(decoding: ca, as: UTF8.self), certificate: nil),
             connections: connections, logger: Logger(label: "apns.bench"))
         let client = APNsClient(environment: environment, credentials: .certificate, transport: transport)
         let token = try DeviceToken(hex: Self.deviceToken)

@@ -110,7 +110,8 @@ struct DemoCommand: AsyncParsableCommand {
                 print("  provider token: ES256, key \(Self.keyID), team \(Self.teamID); the server verifies each signature with the public key")
                 let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
                 let transport = try TransportFactory.make(
-                    environment: environment, trustedCAPEM: server.certificateAuthorityPEM, certificate: nil,
+                    environment: environment,
+                    tls: try TLSSetup.configuration(trustedCAPEM: server.certificateAuthorityPEM, certificate: nil),
                     connections: connections, logger: Logger(label: "apns.demo"))
                 let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
                 try await sendAll(with: client, over: "TLS + HTTP/2 on loopback, \(connections) connection(s)") {

@@ -86,21 +86,20 @@ struct SendCommand: AsyncParsableCommand {
         }
 
         let apnsCredentials: APNsCredentials
-        var certificate: (path: String, keyPath: String?, password: String?)?
+        var certificate: TLSSetup.CertificateFiles?
         switch loaded {
         case .providerToken(let cache): apnsCredentials = .providerToken(cache)
         case .certificate(let path, let keyPath, let password):
             apnsCredentials = .certificate
-            certificate = (path, keyPath, password)
+            certificate = TLSSetup.CertificateFiles(path: path, keyPath: keyPath, password: password)
         case .none: apnsCredentials = .certificate  // no authorization header
         }
+        let tls = try TLSSetup.configuration(trustedCAPEM: try connection.trustedCAPEM(), certificate: certificate)
+        if let identity = tls.clientIdentity, let certificate {
+            TLSSetup.warnAbout(identity, topic: (try? push.topic.value(for: push.pushType)) ?? notification.topic, path: certificate.path)
+        }
         let transport = try TransportFactory.make(
-            environment: connection.environment,
-            trustedCAPEM: try connection.trustedCAPEM(),
-            certificate: certificate,
-            connections: connection.connections,
-            logger: logger
-        )
+            environment: connection.environment, tls: tls, connections: connection.connections, logger: logger)
         let client = APNsClient(
             environment: connection.environment, credentials: apnsCredentials, transport: transport, logger: logger)
         let report = await send(push, to: tokens, with: client)

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `apns send` with a client certificate against a mock server in certificate mode.
-@Suite("apns send with a certificate", .enabled(if: Fixtures.toolHasClientCertificates, "the apns tool is built without client certificates"))
+@Suite("apns send with a certificate")
 struct CertificateSendTests {
     func withCertificateServer(_ body: (URL, [String], MockAPNsServer) async throws -> Void) async throws {
         let directory = try CLI.temporaryDirectory()
@@ -18,7 +18,8 @@ struct CertificateSendTests {
         }
     }
 
-    @Test("a .p12 with its password, and a PEM certificate with its key: accepted, no authorization header")
+    @Test("a .p12 with its password, and a PEM certificate with its key: accepted, no authorization header",
+          .enabled(if: Fixtures.toolHasHTTP2Transport, "the apns tool is built without the HTTP/2 transport"))
     func certificates() async throws {
         try await withCertificateServer { directory, target, server in
             let p12 = try await CLI.run(["send", "--cert-file", directory.appendingPathComponent("client.p12").path,
@@ -32,6 +33,20 @@ struct CertificateSendTests {
             let requests = server.recordedRequests
             #expect(requests.count == 2)
             #expect(requests.allSatisfy { $0.value(of: "authorization") == nil && $0.status == 200 })
+        }
+    }
+
+    @Test("a .p12 for another topic draws a TopicDisallowed warning before sending",
+          .enabled(if: Fixtures.toolHasHTTP2Transport, "the apns tool is built without the HTTP/2 transport"))
+    func otherTopicWarning() async throws {
+        try await withCertificateServer { directory, target, _ in
+            let result = try await CLI.run(["send", "--cert-file", directory.appendingPathComponent("client.p12").path,
+                                            "--cert-password", Fixtures.p12Password] + target
+                                           + ["--topic", "com.example.other", "--body", "Hi", Fixtures.goodToken])
+            #expect(result.stderr.contains("covers the topics com.example.app, not com.example.other"), "\(result)")
+            // The mock server reads the topics from the certificate as APNs does.
+            #expect(result.stdout.contains("TopicDisallowed"), "\(result)")
+            #expect(result.status == 1)
         }
     }
 

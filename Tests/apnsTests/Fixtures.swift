@@ -53,15 +53,14 @@ enum Fixtures {
 }
 
 extension Fixtures {
-    /// A client certificate for `com.example.app` (topic in the subject's UID, as in
-    /// Apple's single-topic certificates), issued by a CA made for the test, all by the
+    /// A client certificate for `com.example.app` (in Apple's topics extension and in the
+    /// subject's UID), issued by a CA made for the test, all by the
     /// `openssl` tool: `ca.pem`, `client.pem`, `client.key`, and `client.p12` (password
     /// ``p12Password``).
     static func makeClientCertificate(in directory: URL) async throws {
         let script = """
             set -e
             cd "$1"
-            printf '[req]\\ndistinguished_name = dn\\n[dn]\\n[client]\\nbasicConstraints = CA:FALSE\\nextendedKeyUsage = clientAuth\\n' > openssl.cnf
             openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \\
               -days 2 -subj "/CN=apns CLI test CA" 2>/dev/null
             openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout client.key -out client.csr \\
@@ -71,26 +70,25 @@ extension Fixtures {
             openssl pkcs12 -export -inkey client.key -in client.pem -out client.p12 -passout pass:$2
             chmod 600 client.key client.p12
             """
+        // Apple's topics extension: SEQUENCE { UTF8String topic, SEQUENCE { UTF8String kind } }.
+        let config = """
+            [req]
+            distinguished_name = dn
+            [dn]
+            [client]
+            basicConstraints = CA:FALSE
+            extendedKeyUsage = clientAuth
+            1.2.840.113635.100.6.3.6 = ASN1:SEQUENCE:topics
+            [topics]
+            topic = UTF8String:com.example.app
+            kinds = SEQUENCE:kinds
+            [kinds]
+            kind = UTF8String:app
+            """
+        try config.write(to: directory.appendingPathComponent("openssl.cnf"), atomically: true, encoding: .utf8)
         let result = try await CLI.tool("/bin/sh", ["-c", script, "sh", directory.path, p12Password])
         #expect(result.status == 0, "openssl could not make the client certificate: \(result)")
     }
 
     static let p12Password = "s3cret-p12"
-
-    /// Whether the built tool can present a client certificate (the TLS layer's
-    /// `ClientIdentity`): without it `apns send --cert-file` says so.
-    static let toolHasClientCertificates: Bool = {
-        guard toolHasHTTP2Transport, let executable = try? CLI.executable else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["send", "--cert-file", "/dev/null", "--host", "127.0.0.1", "--port", "9", "--topic", "t", "--body", "b", goodToken]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return !text.contains("ClientIdentity, which is not in this build")
-    }()
 }
