@@ -6,17 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-graphs=.build-docs/symbol-graphs
+swift package dump-symbol-graph >/dev/null
+graphs=.build/docs-symbol-graphs
 rm -rf "$graphs" && mkdir -p "$graphs"
-# APNsCore re-exports APNsPayload, so its symbol graph documents both modules. The
-# graph is written only when the module compiles, so make it compile.
-rm -rf .build-docs/debug/APNsCore.build
-swift build --scratch-path .build-docs --target APNsCore \
-    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs" | tail -n 3
-find "$graphs" -name '*.symbols.json' ! -name 'APNsCore*.symbols.json' -delete
-out="${1:-.build-docs/SwiftAPNs.doccarchive}"
+# One catalog over the four library modules; articles link symbols as ``Module/Symbol``.
+for module in APNsPayload APNsCore APNsTransport APNsMockServer; do
+    cp "$(swift build --show-bin-path)/../symbolgraph/$module"*.symbols.json "$graphs/"
+done
+out="${1:-.build/SwiftAPNs.doccarchive}"
 docc convert Documentation/SwiftAPNs.docc \
     --additional-symbol-graph-dir "$graphs" \
     --output-path "$out" \
-    --warnings-as-errors --analyze
+    --warnings-as-errors --analyze >/dev/null
 echo "docs: Documentation/SwiftAPNs.docc built without warnings ($out)"

@@ -15,7 +15,7 @@ enum ProxyTunnel {
     static let maximumResponseHead = 16 * 1024
 
     /// Opens the tunnel to `endpoint` on `fd` (non-blocking) before `deadline`.
-    /// - Throws: ``APNsTransportError`` `.connectionFailed` saying what the proxy answered.
+    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionFailed` saying what the proxy answered.
     static func open(
         _ fd: Int32, to endpoint: TLSEndpoint, through proxy: ProxyConfiguration, deadline: ContinuousClock.Instant
     ) throws(APNsTransportError) {

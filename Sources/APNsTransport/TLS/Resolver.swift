@@ -26,7 +26,7 @@ struct ResolvedAddress: Sendable, CustomStringConvertible {
 /// outlives it finishes in the background and is dropped. IP literals resolve inline.
 enum Resolver {
     /// The addresses of `host:port`, IPv6 and IPv4 in the system's preferred order.
-    /// - Throws: ``APNsTransportError`` `.connectionFailed` when the name does not resolve
+    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionFailed` when the name does not resolve
     ///   or the deadline passes first.
     static func resolve(host: String, port: Int, deadline: ContinuousClock.Instant) throws(APNsTransportError) -> [ResolvedAddress] {
         let name = TCPConnector.unbracketed(host)

@@ -14,7 +14,7 @@ final class SSLContext {
     static let alpnProtocols: [UInt8] = [2] + Array("h2".utf8)
 
     /// Builds the context.
-    /// - Throws: ``APNsTransportError`` `.tlsFailure` when the trust roots or the client
+    /// - Throws: ``APNsCore/APNsTransportError`` `.tlsFailure` when the trust roots or the client
     ///   identity cannot be installed.
     init(configuration: TLSConfiguration) throws(APNsTransportError) {
         ERR_clear_error()

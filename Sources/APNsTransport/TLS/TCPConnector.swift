@@ -10,7 +10,7 @@ import Darwin
 /// `TCP_NODELAY` (HTTP/2 frames are small and latency matters more than packet count).
 enum TCPConnector {
     /// Connects to `host:port` before `deadline`; the socket is non-blocking.
-    /// - Throws: ``APNsTransportError`` `.connectionFailed` with what went wrong.
+    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionFailed` with what went wrong.
     static func connect(host: String, port: Int, deadline: ContinuousClock.Instant) throws(APNsTransportError) -> Int32 {
         guard (1...65535).contains(port) else {
             throw .connectionFailed("port \(port) of \(host) is outside 1...65535")

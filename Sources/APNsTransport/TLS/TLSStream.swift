@@ -85,7 +85,7 @@ final class TLSStream: @unchecked Sendable {
     /// Blocks the calling thread for at most `timeout`, which covers name resolution
     /// (run on a thread of its own, since `getaddrinfo` has no timeout), TCP connect, the
     /// proxy tunnel and the handshake.
-    /// - Throws: ``APNsTransportError`` `.connectionFailed` or `.tlsFailure`, with
+    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionFailed` or `.tlsFailure`, with
     ///   `mayHaveReachedAPNs == false` and a detail that says what to fix.
     static func connect(
         to endpoint: TLSEndpoint,
@@ -202,7 +202,7 @@ final class TLSStream: @unchecked Sendable {
     }
 
     /// Reads decrypted bytes into `buffer` (an empty buffer returns `.done(0)` and reads nothing).
-    /// - Throws: ``APNsTransportError`` `.connectionClosed` on a TLS or socket error.
+    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionClosed` on a TLS or socket error.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
         lock.lock()
         defer { lock.unlock() }
@@ -215,7 +215,7 @@ final class TLSStream: @unchecked Sendable {
     }
 
     /// Encrypts and writes bytes from `buffer`; with `.done(n)`, n may be less than the count.
-    /// - Throws: ``APNsTransportError`` `.connectionClosed` on a TLS or socket error.
+    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionClosed` on a TLS or socket error.
     func write(_ buffer: UnsafeRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
         lock.lock()
         defer { lock.unlock() }

@@ -24,7 +24,7 @@ public struct TrustRoots: Sendable, Hashable {
     /// `-----BEGIN CERTIFICATE-----` blocks), not the system store.
     ///
     /// The PEM is read when a connection is made; a PEM without a certificate fails that
-    /// connection with ``APNsTransportError/Code/tlsFailure``.
+    /// connection with ``APNsCore/APNsTransportError/Code/tlsFailure``.
     public static func certificates(_ pem: String) -> TrustRoots {
         TrustRoots(.certificates(pem: pem))
     }
