@@ -77,7 +77,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "QuickTour",
-            dependencies: ["APNsPayload", "APNsCore"],
+            dependencies: ["APNsTransport"],
             path: "Examples/QuickTour"
         ),
         .executableTarget(

@@ -1,1 +1,356 @@
-print("transport benchmark")
+// TransportBenchmark: HTTP2Transport against APNsMockServer, beside h2load against the
+// same server with the same request shape.
+//
+//   swift run -c release TransportBenchmark [--requests N] [--shape CxM] [--no-h2load]
+//                                            [--connect PORT CA_PATH]
+//
+// Each run sends N notifications (default 50,000) over C connections with M concurrent
+// streams each (C×M sending tasks), after a warm-up of 2,000, and prints notifications
+// per second, client CPU µs per notification (and the share of the connection threads),
+// p50/p99 latency, frames written per notification and failures; then h2load with the
+// same request shape against the same server, and the CPU ratio.
+//
+// The mock server runs in a child process (this executable with `server`), so
+// getrusage(RUSAGE_SELF) measures the client's CPU alone; h2load's CPU is read with
+// getrusage(RUSAGE_CHILDREN) around its run.
+import APNsMockServer
+import APNsTransport
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+
+// MARK: Child: the server
+
+if arguments.count > 1, arguments[1] == "server" {
+    let server = MockAPNsServer(
+        configuration: .init(maxConcurrentStreams: 1000, listensOnIPv6: false, recordedRequestLimit: 0)
+    )
+    let box = ResultBox()
+    Task.detached {
+        do {
+            try await server.start()
+            let caPath = NSTemporaryDirectory() + "transport-benchmark-ca-\(getpid()).pem"
+            try server.writeCertificateAuthority(to: caPath)
+            print("READY \(server.port) \(caPath)")
+            fflush(nil)
+        } catch {
+            print("FAILED \(error)")
+            fflush(nil)
+            exit(1)
+        }
+        box.signal()
+    }
+    box.wait()
+    // Serve until the parent closes our stdin.
+    while let _ = readLine() {}
+    exit(0)
+}
+
+/// A one-shot semaphore for the top-level code.
+final class ResultBox: @unchecked Sendable {
+    // Safe: DispatchSemaphore is thread-safe.
+    private let semaphore = DispatchSemaphore(value: 0)
+    func signal() { semaphore.signal() }
+    func wait() { semaphore.wait() }
+}
+
+// MARK: Parent: the client
+
+var totalRequests = 50_000
+if let index = arguments.firstIndex(of: "--requests"), index + 1 < arguments.count, let n = Int(arguments[index + 1]) {
+    totalRequests = n
+}
+
+// `--connect PORT CA_PATH`: use a server started separately with `TransportBenchmark server`
+// (to profile the client alone, for example under valgrind, which cannot spawn it).
+let child = Process()
+let childIn = Pipe()
+let port: Int
+let caPath: String
+if let index = arguments.firstIndex(of: "--connect"), index + 2 < arguments.count, let given = Int(arguments[index + 1]) {
+    port = given
+    caPath = arguments[index + 2]
+} else {
+    child.executableURL = URL(fileURLWithPath: arguments[0])
+    child.arguments = ["server"]
+    let childOut = Pipe()
+    child.standardOutput = childOut
+    child.standardInput = childIn
+    try child.run()
+    let firstLine = String(decoding: childOut.fileHandleForReading.availableData, as: UTF8.self)
+    let fields = firstLine.split(separator: " ").map(String.init)
+    guard fields.count >= 3, fields[0] == "READY", let parsed = Int(fields[1].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        print("the server did not start: \(firstLine)")
+        exit(1)
+    }
+    port = parsed
+    caPath = fields[2].trimmingCharacters(in: .whitespacesAndNewlines)
+}
+let caPEM = try String(contentsOfFile: caPath, encoding: .utf8)
+
+let payload = Array(#"{"aps":{"alert":{"title":"Benchmark","body":"A notification of a typical size, about a hundred bytes."}}}"#.utf8)
+let topic = "com.example.benchmark"
+
+func request(_ index: Int) throws -> APNsRequest {
+    var hex = String(index, radix: 16)
+    hex = String(repeating: "0", count: 64 - hex.count) + hex
+    return try APNsRequest(
+        method: .post,
+        authority: "127.0.0.1:\(port)",
+        path: "/3/device/" + hex,
+        headers: [
+            HeaderField(name: "apns-push-type", value: "alert"),
+            HeaderField(name: "apns-expiration", value: "0"),
+            HeaderField(name: "apns-priority", value: "10"),
+            HeaderField(name: "apns-topic", value: topic),
+        ],
+        body: payload
+    )
+}
+
+struct CPU {
+    static func selfMicroseconds() -> Double { usage(RUSAGE_SELF.rawValue) }
+    static func childrenMicroseconds() -> Double { usage(RUSAGE_CHILDREN.rawValue) }
+    static func usage(_ who: Int32) -> Double {
+        var usage = rusage()
+        getrusage(who, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+    }
+    /// CPU of this process's threads whose name starts with `prefix` (from /proc), in µs.
+    static func threadsMicroseconds(prefix: String) -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        var total = 0.0
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        for tid in tasks {
+            guard let comm = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8),
+                comm.hasPrefix(prefix),
+                let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // Fields after the command: state is [0]; utime [11], stime [12].
+            if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
+                total += (user + system) / ticks * 1e6
+            }
+        }
+        return total
+    }
+
+    static func peakRSSMegabytes() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_maxrss) / 1024
+    }
+}
+
+struct Figures {
+    var label: String
+    var requests: Int
+    var seconds: Double
+    var cpuMicroseconds: Double
+    var p50: Double
+    var p99: Double
+    var framesPerRequest: Double
+    var failures: Int
+    var ioThreadMicroseconds: Double = .nan
+    var perSecond: Double { Double(requests) / seconds }
+    var cpuPerRequest: Double { cpuMicroseconds / Double(requests) }
+}
+
+func runTransport(connections: Int, streams: Int, requests: Int) async throws -> Figures {
+    var tls = TLSConfiguration()
+    tls.trustRoots = .certificates(caPEM)
+    let transport = HTTP2Transport(
+        configuration: .init(
+            environment: .custom(host: "127.0.0.1", port: port),
+            tls: tls,
+            connectionCount: connections,
+            maxQueuedRequests: connections * streams * 2,
+            maxConcurrentStreamsPerConnection: streams,
+            logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+    )
+    let prepared = try (0..<(requests + 2_000)).map { try request($0) }
+    // Warm up: open the connections and let the stream limit rise.
+    _ = await drive(transport, Array(prepared[requests...]), concurrency: connections * streams)
+
+    let before = transport.statistics
+    let clock = ContinuousClock()
+    let cpuStart = CPU.selfMicroseconds()
+    let ioStart = CPU.threadsMicroseconds(prefix: "apns-h2")
+    let start = clock.now
+    let (failures, unsorted) = await drive(transport, Array(prepared[..<requests]), concurrency: connections * streams)
+    let elapsed = clock.now - start
+    let cpu = CPU.selfMicroseconds() - cpuStart
+    let ioCPU = CPU.threadsMicroseconds(prefix: "apns-h2") - ioStart
+    let after = transport.statistics
+    await transport.shutdown()
+    let latencies = unsorted.sorted()
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return Figures(
+        label: "HTTP2Transport c=\(connections) m=\(streams)",
+        requests: requests,
+        seconds: seconds,
+        cpuMicroseconds: cpu,
+        p50: latencies[requests / 2],
+        p99: latencies[requests * 99 / 100],
+        framesPerRequest: Double(after.framesSent - before.framesSent) / Double(after.requestsSent - before.requestsSent),
+        failures: failures,
+        ioThreadMicroseconds: ioCPU
+    )
+}
+
+/// Sends every request with `concurrency` tasks; returns the failures and each latency in µs.
+func drive(_ transport: HTTP2Transport, _ requests: [APNsRequest], concurrency: Int) async -> (failures: Int, latencies: [Double]) {
+    let next = Counter()
+    let recorder = LatencyRecorder(count: requests.count)
+    let failures = await withTaskGroup(of: Int.self) { group in
+        for _ in 0..<min(concurrency, requests.count) {
+            group.addTask {
+                var failed = 0
+                let clock = ContinuousClock()
+                while let index = next.take(limit: requests.count) {
+                    let start = clock.now
+                    do {
+                        let response = try await transport.send(requests[index])
+                        if response.status != 200 { failed += 1 }
+                    } catch {
+                        failed += 1
+                    }
+                    let elapsed = clock.now - start
+                    recorder.record(index, Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6)
+                }
+                return failed
+            }
+        }
+        var total = 0
+        for await failed in group { total += failed }
+        return total
+    }
+    return (failures, recorder.values)
+}
+
+import Synchronization
+
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func take(limit: Int) -> Int? {
+        let index = value.wrappingAdd(1, ordering: .relaxed).oldValue
+        return index < limit ? index : nil
+    }
+}
+
+final class LatencyRecorder: @unchecked Sendable {
+    // Safe: each index is written by exactly one task, and read after all tasks finished.
+    private let storage: UnsafeMutableBufferPointer<Double>
+    init(count: Int) {
+        storage = .allocate(capacity: count)
+        storage.initialize(repeating: 0)
+    }
+    deinit { storage.deallocate() }
+    func record(_ index: Int, _ microseconds: Double) { storage[index] = microseconds }
+    var values: [Double] { Array(storage) }
+}
+
+func runH2load(connections: Int, streams: Int, requests: Int) throws -> Figures? {
+    let payloadPath = NSTemporaryDirectory() + "transport-benchmark-payload.json"
+    try Data(payload).write(to: URL(fileURLWithPath: payloadPath))
+    let h2load = Process()
+    h2load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/h2load") else { return nil }
+    h2load.arguments = [
+        "-n", String(requests), "-c", String(connections), "-m", String(streams), "-t", "1",
+        "-d", payloadPath,
+        "-H", "apns-push-type: alert", "-H", "apns-expiration: 0", "-H", "apns-priority: 10",
+        "-H", "apns-topic: \(topic)",
+        "https://127.0.0.1:\(port)/3/device/" + String(repeating: "ab", count: 32),
+    ]
+    let out = Pipe()
+    h2load.standardOutput = out
+    h2load.standardError = Pipe()
+    let cpuStart = CPU.childrenMicroseconds()
+    try h2load.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    h2load.waitUntilExit()
+    let cpu = CPU.childrenMicroseconds() - cpuStart
+    // "finished in 1.23s, 40650.41 req/s, ..." and "requests: ... 50000 succeeded, 0 failed"
+    guard let finished = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }) else { return nil }
+    // "finished in 58.12ms, 86028.91 req/s, ..." (the unit is us, ms or s).
+    let elapsedText = finished.split(separator: " ")[2].trimmingCharacters(in: CharacterSet(charactersIn: ","))
+    let seconds: Double
+    if elapsedText.hasSuffix("ms") {
+        seconds = (Double(elapsedText.dropLast(2)) ?? 0) / 1e3
+    } else if elapsedText.hasSuffix("us") {
+        seconds = (Double(elapsedText.dropLast(2)) ?? 0) / 1e6
+    } else {
+        seconds = Double(elapsedText.dropLast(1)) ?? 0
+    }
+    let failed = text.split(separator: "\n").first { $0.hasPrefix("requests:") }
+        .flatMap { line in line.split(separator: ",").first { $0.contains("failed") } }
+        .flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0
+    let statusLine = text.split(separator: "\n").first { $0.hasPrefix("status codes:") } ?? ""
+    return Figures(
+        label: "h2load        c=\(connections) m=\(streams)",
+        requests: requests,
+        seconds: seconds,
+        cpuMicroseconds: cpu,
+        p50: .nan,
+        p99: .nan,
+        framesPerRequest: .nan,
+        failures: failed + (statusLine.contains(" 0 2xx") ? requests : 0)
+    )
+}
+
+func format(_ value: Double, _ digits: Int = 1) -> String {
+    value.isNaN ? "-" : String(format: "%.\(digits)f", value)
+}
+
+print("TransportBenchmark: \(totalRequests) notifications per run against APNsMockServer (TLS, child process)")
+print("run                              req/s    CPU µs/req   p50 µs    p99 µs  frames/req  failures  I/O-thread µs/req")
+var ratios: [String] = []
+var shapes = [(1, 100), (1, 1000), (4, 100), (4, 1000)]
+if let index = arguments.firstIndex(of: "--shape"), index + 1 < arguments.count {
+    // --shape 1x100: one run only (for profiling).
+    let parts = arguments[index + 1].split(separator: "x").compactMap { Int($0) }
+    if parts.count == 2 { shapes = [(parts[0], parts[1])] }
+}
+let skipH2load = arguments.contains("--no-h2load")
+for (connections, streams) in shapes {
+    let ours = try await runTransport(connections: connections, streams: streams, requests: totalRequests)
+    let theirs = skipH2load ? nil : try runH2load(connections: connections, streams: streams, requests: totalRequests)
+    for figures in [ours] + (theirs.map { [$0] } ?? []) {
+        print(
+            figures.label.padding(toLength: 30, withPad: " ", startingAt: 0),
+            format(figures.perSecond, 0).leftPadded(9),
+            format(figures.cpuPerRequest, 2).leftPadded(12),
+            format(figures.p50, 0).leftPadded(9),
+            format(figures.p99, 0).leftPadded(9),
+            format(figures.framesPerRequest, 2).leftPadded(11),
+            String(figures.failures).leftPadded(9),
+            format(figures.ioThreadMicroseconds / Double(figures.requests), 2).leftPadded(18)
+        )
+    }
+    if let theirs {
+        ratios.append(
+            "c=\(connections) m=\(streams): CPU per request \(format(ours.cpuPerRequest / theirs.cpuPerRequest, 2))× h2load's"
+        )
+    }
+}
+print("peak RSS of the client process: \(format(CPU.peakRSSMegabytes())) MB")
+for line in ratios { print(line) }
+if child.isRunning {
+    try? childIn.fileHandleForWriting.close()
+    child.waitUntilExit()
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

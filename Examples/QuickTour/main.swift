@@ -1,12 +1,17 @@
 // The quick tour of README.md. The code between the README markers is quoted there
 // verbatim (a test checks it), so the README's example always compiles and runs:
 // `swift run QuickTour` needs no credentials and no network — it signs with a key made
-// for the run and sends through the in-memory MockTransport.
+// for the run and sends through the in-memory MockTransport instead of makeTransport().
 
 // README:begin
-import APNsCore
+import APNsTransport  // re-exports APNsCore and APNsPayload
 
 struct GameInvite: Encodable { let gameID: Int; let from: String }
+
+/// The real transport: HTTP/2 over TLS to APNs, a pool of long-lived connections.
+func makeTransport() -> HTTP2Transport {
+    HTTP2Transport(configuration: .init(environment: .sandbox, connectionCount: 2))
+}
 
 /// One client for the life of the process; it owns the transport's connections.
 func makeClient(key: ProviderKey, transport: some PushTransport) throws -> APNsClient {

@@ -57,6 +57,9 @@ final class ServerConnection {
     private var currentToken: Substring?
     private var currentTokenSince = Date.distantPast
     private var streamLimitRaised = false
+    /// The last-stream-id of the GOAWAY this connection sent, if any: streams above it are
+    /// never processed (RFC 9113 §6.8), so a client may safely send them again elsewhere.
+    private var goAwayLastStreamID: Int32?
     /// In certificate mode, the topics of the client's certificate (read after the handshake).
     private var certificateTopics: [String]?
     /// How each header was represented on the wire, read beside nghttp2.
@@ -332,6 +335,7 @@ final class ServerConnection {
         default: return
         }
         let lastStreamID = nghttp2_session_get_last_proc_stream_id(session)
+        goAwayLastStreamID = lastStreamID
         let debugData = reason.map { Array(ScriptedResponse(status: 0, reason: $0).jsonBody.utf8) } ?? []
         _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID,
                                   NGHTTP2_NO_ERROR.rawValue, debugData, debugData.count)
@@ -357,7 +361,14 @@ final class ServerConnection {
 
     /// The request on `streamID` is complete (END_STREAM seen): validate, script, answer.
     fileprivate func requestComplete(streamID: Int32) {
-        guard let stream = streams[streamID], session != nil else { return }
+        guard let stream = streams[streamID], let session else { return }
+        if let goAwayLastStreamID, streamID > goAwayLastStreamID {
+            // Opened before our GOAWAY reached the client, and above its last-stream-id:
+            // not processed, exactly as the GOAWAY promised.
+            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                          NGHTTP2_REFUSED_STREAM.rawValue)
+            return
+        }
         var claims: ProviderTokenClaims?
         var tokenAccepted = false
         let request = RequestValidator.Request(headers: stream.headers.map { ($0.name, $0.value) }, body: stream.body)

@@ -1,0 +1,503 @@
+import APNsCore
+import CNGHTTP2
+import Foundation
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The I/O shell of one connection: a thread that connects (when the pool has work and
+/// the backoff allows), then runs a poll(2) loop on the socket and a wake-up descriptor,
+/// feeding an ``HTTP2ConnectionStateMachine`` and acting on its events.
+///
+/// One loop iteration: apply stream resets asked for by cancelled tasks; take as many
+/// queued requests as there are free streams and submit them; serialize every pending
+/// frame into one buffer and write it with one call (many frames per TLS record); poll;
+/// read everything available; complete, re-queue or fail requests per event; check
+/// deadlines, the PING timer and shutdown.
+///
+/// Thread safety (why `@unchecked Sendable` is sound): the properties marked "I/O thread
+/// only" are read and written only by the connection's own thread, started once by
+/// ``start()``; other threads touch only the immutable properties, ``wakeup`` (a
+/// descriptor, thread-safe) and ``inbox`` (a `Mutex`).
+final class HTTP2Connection: @unchecked Sendable {
+    /// This connection's slot in the pool.
+    let index: Int
+    let pool: HTTP2ConnectionPool
+    let wakeup: WakeupSignal
+    private let logger: Logger
+
+    private struct Inbox {
+        var resets: [(Int32, PendingRequest)] = []
+    }
+    private let inbox = Mutex(Inbox())
+
+    // MARK: I/O thread only
+    private var stream: (any HTTP2ByteStream)?
+    private var machine: HTTP2ConnectionStateMachine?
+    private var inFlight: [Int32: PendingRequest] = [:]
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var events: [HTTP2ConnectionEvent] = []
+    private var taken: [PendingRequest] = []
+    private var expired: [(Int32, PendingRequest)] = []
+    private var lastReceived: UInt64 = 0
+    private var pingSentAt: UInt64?
+    private var hadResponse = false
+    private var nextDeadlineScan: UInt64 = 0
+    private var publishedFree = 0
+    private var framesReported = 0
+    private var goAwayDetail: String?
+    private var draining = false
+    private var pollForWrite = false
+    private var peerClosed = false
+    /// The last read stopped at its iteration cap with data possibly still buffered in
+    /// TLS (which poll(2) cannot see): read again without blocking.
+    private var moreToRead = false
+    private var submittedAny = false
+
+    init(index: Int, pool: HTTP2ConnectionPool) {
+        self.index = index
+        self.pool = pool
+        // An eventfd failing means the process is out of descriptors; the connection
+        // then reports that when it tries to connect (see `run`).
+        self.wakeup = WakeupSignal()
+        var logger = pool.settings.logger
+        logger[metadataKey: "apns.connection"] = "\(index)"
+        self.logger = logger
+    }
+
+    /// Starts the connection's thread.
+    func start() {
+        let thread = Thread { [self] in self.run() }
+        thread.name = "apns-h2-\(index)"
+        thread.start()
+    }
+
+    /// Asks the I/O thread to reset `streamID` of `pending` (its task was cancelled).
+    func requestReset(of streamID: Int32, for pending: PendingRequest) {
+        inbox.withLock { $0.resets.append((streamID, pending)) }
+        wakeup.signal()
+    }
+
+    // MARK: Thread body
+
+    private func run() {
+        defer { pool.threadExited(self) }
+        #if os(Linux)
+        // Foundation does not pass `Thread.name` to the kernel on Linux: name the thread
+        // for top, perf and /proc (at most 15 bytes) through its comm file.
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        if fd >= 0 {
+            var name = Array("apns-h2-\(index % 10_000)".utf8)
+            _ = write(fd, &name, name.count)
+            close(fd)
+        }
+        #endif
+        let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        defer { readBuffer.deallocate() }
+        output.reserveCapacity(64 * 1024)
+        while true {
+            switch pool.connectPermission(for: self) {
+            case .exit:
+                return
+            case .idle:
+                waitForWakeup(timeoutNanoseconds: nil)
+            case .wait(let nanoseconds):
+                waitForWakeup(timeoutNanoseconds: min(nanoseconds, 10_000_000))
+                pool.expireQueued(now: MonotonicTime.now())
+            case .connect:
+                if !wakeup.isValid {
+                    pool.connectFailed(self, error: .connectionFailed("cannot create a wake-up descriptor"))
+                    continue
+                }
+                let endpoint = pool.settings.endpoint
+                let opened: any HTTP2ByteStream
+                do {
+                    opened = try pool.connector(endpoint, pool.settings.connectTimeout)
+                } catch {
+                    pool.connectFailed(self, error: error)
+                    continue
+                }
+                runSession(on: opened, readBuffer: readBuffer)
+            }
+        }
+    }
+
+    private func waitForWakeup(timeoutNanoseconds: UInt64?) {
+        var fd = pollfd(fd: wakeup.readDescriptor, events: Int16(POLLIN), revents: 0)
+        let timeout = timeoutNanoseconds.map { Int32(clamping: ($0 + 999_999) / 1_000_000) } ?? -1
+        if poll(&fd, 1, timeout) > 0 { wakeup.drain() }
+    }
+
+    // MARK: Session
+
+    private func runSession(on opened: any HTTP2ByteStream, readBuffer: UnsafeMutableRawBufferPointer) {
+        let machine: HTTP2ConnectionStateMachine
+        do {
+            machine = try HTTP2ConnectionStateMachine(configuration: pool.settings.machine)
+        } catch {
+            opened.close()
+            pool.connectFailed(self, error: error)
+            return
+        }
+        self.stream = opened
+        self.machine = machine
+        let now = MonotonicTime.now()
+        lastReceived = now
+        pingSentAt = nil
+        hadResponse = false
+        goAwayDetail = nil
+        draining = false
+        pollForWrite = false
+        peerClosed = false
+        moreToRead = false
+        submittedAny = false
+        output.removeAll(keepingCapacity: true)
+        outputOffset = 0
+        framesReported = 0
+        publishedFree = machine.availableStreams
+        pool.connectSucceeded(self, freeStreams: publishedFree)
+        logger.debug("APNs connection established")
+
+        var closeReason: APNsTransportError?
+        var lost = false
+        sessionLoop: while true {
+            do throws(APNsTransportError) {
+                let now = MonotonicTime.now()
+                applyResets(machine)
+                if let deadline = pool.shutdownDeadline {
+                    if !draining {
+                        draining = true
+                        pool.connectionUnavailable(self, closed: false)
+                    }
+                    if inFlight.isEmpty || now >= deadline {
+                        failInFlightForShutdown()
+                        machine.submitGoAway()
+                        try flush(machine, stream: opened)
+                        break sessionLoop
+                    }
+                }
+                submitQueued(machine)
+                try flush(machine, stream: opened)
+                if let failure = machine.connectionError { throw failure }
+                if !draining, !machine.isClosing, machine.availableStreams != publishedFree {
+                    // Writing closed streams (a reset, say): publish the free streams
+                    // and take queued work before sleeping in poll.
+                    continue sessionLoop
+                }
+
+                if machine.isClosing, inFlight.isEmpty {
+                    break sessionLoop
+                }
+
+                try waitForIO(machine, stream: opened, readBuffer: readBuffer, now: now)
+                try handleEvents(machine)
+                if peerClosed {
+                    if machine.goAwayReceived, inFlight.isEmpty { break sessionLoop }
+                    throw APNsTransportError.connectionClosed(
+                        goAwayDetail.map { "the server closed the connection after \($0)" }
+                            ?? "the server closed the connection"
+                    )
+                }
+                try checkTimers(machine)
+            } catch {
+                closeReason = error
+                lost = true
+                break sessionLoop
+            }
+        }
+        teardown(machine, stream: opened, reason: closeReason, lost: lost)
+    }
+
+    private func applyResets(_ machine: HTTP2ConnectionStateMachine) {
+        let resets = inbox.withLock { inbox -> [(Int32, PendingRequest)] in
+            if inbox.resets.isEmpty { return [] }
+            defer { inbox.resets.removeAll(keepingCapacity: true) }
+            return inbox.resets
+        }
+        for (streamID, pending) in resets where inFlight[streamID] === pending {
+            inFlight.removeValue(forKey: streamID)
+            machine.cancelStream(streamID)
+        }
+    }
+
+    private func submitQueued(_ machine: HTTP2ConnectionStateMachine) {
+        guard !draining, !machine.isClosing else { return }
+        let free = machine.availableStreams
+        guard free > 0 || publishedFree > 0 else { return }
+        taken.removeAll(keepingCapacity: true)
+        pool.take(for: self, max: free, into: &taken)
+        publishedFree = free - taken.count
+        guard !taken.isEmpty else { return }
+        var sent = 0
+        for pending in taken {
+            do {
+                let streamID = try pending.markInFlight(on: self) { () throws(APNsTransportError) -> Int32 in
+                    try machine.submit(pending.request)
+                }
+                if let streamID {
+                    inFlight[streamID] = pending
+                    sent += 1
+                    submittedAny = true
+                }
+            } catch {
+                if error.code == .streamRefused {
+                    requeue(pending, failure: error)
+                } else {
+                    pending.finish(.failure(error))
+                }
+            }
+        }
+        taken.removeAll(keepingCapacity: true)
+        if sent > 0 {
+            pool.statistics.update { $0.requestsSent += sent }
+        }
+    }
+
+    /// Serializes everything nghttp2 has ready and writes it with as few calls as the
+    /// socket allows (usually one).
+    private func flush(_ machine: HTTP2ConnectionStateMachine, stream: any HTTP2ByteStream) throws(APNsTransportError) {
+        if outputOffset >= output.count {
+            output.removeAll(keepingCapacity: true)
+            outputOffset = 0
+            try machine.collectOutput(into: &output)
+            let frames = machine.framesSent.total
+            if frames != framesReported {
+                let delta = frames - framesReported
+                framesReported = frames
+                pool.statistics.update { $0.framesSent += delta }
+            }
+        }
+        pollForWrite = false
+        while outputOffset < output.count {
+            let offset = outputOffset
+            let attempt = output.withUnsafeBytes { bytes -> Result<TLSIOResult, APNsTransportError> in
+                do throws(APNsTransportError) {
+                    return .success(try stream.write(UnsafeRawBufferPointer(rebasing: bytes[offset...])))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch try attempt.get() {
+            case .done(let count):
+                outputOffset += count
+            case .wantWrite, .wantRead:
+                pollForWrite = true
+                return
+            case .closed:
+                throw .connectionClosed("the server closed the connection")
+            }
+        }
+    }
+
+    private func waitForIO(
+        _ machine: HTTP2ConnectionStateMachine,
+        stream: any HTTP2ByteStream,
+        readBuffer: UnsafeMutableRawBufferPointer,
+        now: UInt64
+    ) throws(APNsTransportError) {
+        var timeout = UInt64.max
+        let free = draining || machine.isClosing ? 0 : machine.availableStreams
+        let (hasWork, queueNonEmpty) = pool.prepareToSleep(self, freeStreams: free)
+        publishedFree = free
+        if hasWork || moreToRead {
+            timeout = 0
+        } else if !inFlight.isEmpty || queueNonEmpty || draining {
+            timeout = 10_000_000
+        }
+        if let sent = pingSentAt {
+            let due = sent &+ pool.settings.pingTimeout
+            timeout = min(timeout, due > now ? due - now : 0)
+        } else {
+            let due = lastReceived &+ pool.settings.pingInterval
+            timeout = min(timeout, due > now ? due - now : 0)
+        }
+        var fds = [
+            pollfd(fd: stream.fileDescriptor, events: Int16(POLLIN) | (pollForWrite ? Int16(POLLOUT) : 0), revents: 0),
+            pollfd(fd: wakeup.readDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        let milliseconds = timeout == UInt64.max ? -1 : Int32(clamping: (timeout + 999_999) / 1_000_000)
+        let ready = poll(&fds, 2, milliseconds)
+        if ready < 0 {
+            if errno == EINTR { return }
+            throw .connectionClosed("poll failed: errno \(errno)")
+        }
+        if fds[1].revents != 0 { wakeup.drain() }
+        if moreToRead || fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+            try readAvailable(machine, stream: stream, readBuffer: readBuffer)
+        }
+    }
+
+    private func readAvailable(
+        _ machine: HTTP2ConnectionStateMachine,
+        stream: any HTTP2ByteStream,
+        readBuffer: UnsafeMutableRawBufferPointer
+    ) throws(APNsTransportError) {
+        moreToRead = true
+        for _ in 0..<64 {
+            switch try stream.read(into: readBuffer) {
+            case .done(let count):
+                lastReceived = MonotonicTime.now()
+                try machine.receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
+            case .wantRead:
+                moreToRead = false
+                return
+            case .wantWrite:
+                moreToRead = false
+                pollForWrite = true
+                return
+            case .closed:
+                moreToRead = false
+                peerClosed = true
+                return
+            }
+        }
+    }
+
+    private func handleEvents(_ machine: HTTP2ConnectionStateMachine) throws(APNsTransportError) {
+        machine.takeEvents(into: &events)
+        defer { events.removeAll(keepingCapacity: true) }
+        for event in events {
+            switch event {
+            case .response(let streamID, let response):
+                if let pending = inFlight.removeValue(forKey: streamID) {
+                    pending.finish(.success(response))
+                }
+                if !hadResponse {
+                    hadResponse = true
+                    pool.connectionProved()
+                }
+            case .streamClosed(let streamID, let errorCode, let unprocessed):
+                guard let pending = inFlight.removeValue(forKey: streamID) else { continue }
+                let name = Self.errorName(errorCode)
+                if unprocessed {
+                    let failure: APNsTransportError = goAwayDetail.map { .goAway($0) }
+                        ?? .streamRefused("RST_STREAM \(name): the server did not process the request")
+                    requeue(pending, failure: failure)
+                } else {
+                    pending.finish(.failure(.streamReset("RST_STREAM \(name) on stream \(streamID)")))
+                }
+            case .goAway(let lastStreamID, let errorCode, let debugData):
+                let reason = APNsReason(errorBody: debugData)
+                let detail = "GOAWAY \(Self.errorName(errorCode)), last-stream-id \(lastStreamID)"
+                    + (reason.map { ", reason \($0.rawValue)" } ?? "")
+                goAwayDetail = detail
+                pool.connectionUnavailable(self, closed: false)
+                pool.statistics.update { $0.goAwaysReceived += 1 }
+                logger.warning(
+                    "APNs sent GOAWAY; unprocessed requests go to another connection",
+                    metadata: [
+                        "lastStreamID": "\(lastStreamID)",
+                        "errorCode": "\(Self.errorName(errorCode))",
+                        "reason": "\(reason?.rawValue ?? "none")",
+                        "inFlight": "\(inFlight.count)",
+                    ]
+                )
+            case .settingsChanged(let maxConcurrentStreams, let headerTableSize):
+                logger.debug(
+                    "APNs SETTINGS",
+                    metadata: [
+                        "maxConcurrentStreams": "\(maxConcurrentStreams)",
+                        "headerTableSize": "\(headerTableSize)",
+                    ]
+                )
+            case .pingAcknowledged:
+                pingSentAt = nil
+            }
+        }
+    }
+
+    private func checkTimers(_ machine: HTTP2ConnectionStateMachine) throws(APNsTransportError) {
+        let now = MonotonicTime.now()
+        if let sent = pingSentAt {
+            if now >= sent &+ pool.settings.pingTimeout {
+                throw .connectionClosed("no PING answer within the PING timeout; the connection is considered dead")
+            }
+        } else if now >= lastReceived &+ pool.settings.pingInterval {
+            machine.ping()
+            pingSentAt = now
+        }
+        guard now >= nextDeadlineScan else { return }
+        nextDeadlineScan = now + 10_000_000
+        pool.expireQueued(now: now)
+        guard !inFlight.isEmpty else { return }
+        expired.removeAll(keepingCapacity: true)
+        for (streamID, pending) in inFlight where pending.deadline <= now {
+            expired.append((streamID, pending))
+        }
+        for (streamID, pending) in expired {
+            inFlight.removeValue(forKey: streamID)
+            machine.cancelStream(streamID)
+            pending.expire()
+        }
+        expired.removeAll(keepingCapacity: true)
+    }
+
+    private func requeue(_ pending: PendingRequest, failure: APNsTransportError) {
+        guard let count = pending.markRequeued() else { return }
+        if count > pool.settings.maxRequeues {
+            pending.finish(.failure(failure))
+        } else {
+            pool.requeue(pending)
+        }
+    }
+
+    private func failInFlightForShutdown() {
+        for (_, pending) in inFlight {
+            pending.finish(
+                .failure(
+                    APNsTransportError(
+                        code: .shutdown,
+                        mayHaveReachedAPNs: true,
+                        detail: "the transport shut down before the response arrived"
+                    )
+                )
+            )
+        }
+        inFlight.removeAll()
+    }
+
+    private func teardown(
+        _ machine: HTTP2ConnectionStateMachine,
+        stream: any HTTP2ByteStream,
+        reason: APNsTransportError?,
+        lost: Bool
+    ) {
+        pool.connectionUnavailable(self, closed: true)
+        let detail = reason?.detail ?? "the connection closed"
+        for (streamID, pending) in inFlight {
+            if machine.hasSentHeaders(streamID) {
+                pending.finish(.failure(.connectionClosed(detail)))
+            } else {
+                requeue(pending, failure: .connectionClosed(detail))
+            }
+        }
+        inFlight.removeAll()
+        stream.close()
+        self.stream = nil
+        self.machine = nil
+        output.removeAll(keepingCapacity: true)
+        outputOffset = 0
+        if submittedAny, !hadResponse {
+            // Requests went out and nothing came back: count it against the endpoint, so
+            // a server that drops every connection is not hammered with reconnects.
+            pool.sessionFailedWithoutResponse()
+        }
+        if lost {
+            pool.statistics.update { $0.connectionsLost += 1 }
+            logger.warning("APNs connection lost", metadata: ["error": "\(reason?.debugDescription ?? "")"])
+        } else {
+            logger.debug("APNs connection closed")
+        }
+    }
+
+    static func errorName(_ code: UInt32) -> String {
+        guard let name = nghttp2_http2_strerror(code) else { return "\(code)" }
+        return String(cString: name)
+    }
+}

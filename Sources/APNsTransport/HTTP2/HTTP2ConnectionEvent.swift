@@ -1,0 +1,26 @@
+import APNsCore
+
+/// What an ``HTTP2ConnectionStateMachine`` reports after it has processed input: the
+/// I/O shell acts on each event (completes a request, re-queues one, closes the
+/// connection). The state machine never touches a socket or a continuation itself.
+enum HTTP2ConnectionEvent: Sendable, Equatable {
+    /// The whole response of `streamID` arrived (END_STREAM on HEADERS or DATA).
+    case response(streamID: Int32, APNsResponse)
+
+    /// `streamID` closed without a complete response.
+    ///
+    /// `unprocessed` is `true` when the server certainly did not process it: the stream
+    /// was never written, it was reset with REFUSED_STREAM (RFC 9113 §8.7), or it is above
+    /// the last-stream-id of a GOAWAY (RFC 9113 §6.8).
+    case streamClosed(streamID: Int32, errorCode: UInt32, unprocessed: Bool)
+
+    /// The server sent GOAWAY: streams above `lastStreamID` were not processed, no new
+    /// stream may be opened, and `debugData` usually holds `{"reason":"..."}`.
+    case goAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
+
+    /// The server's SETTINGS changed the stream limit or the header table size.
+    case settingsChanged(maxConcurrentStreams: Int, headerTableSize: Int)
+
+    /// The server answered our PING.
+    case pingAcknowledged
+}

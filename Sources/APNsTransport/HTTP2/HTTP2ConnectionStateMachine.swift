@@ -1,0 +1,299 @@
+import APNsCore
+import CNGHTTP2
+
+/// One HTTP/2 client connection as a pure state machine over an nghttp2 client session:
+/// bytes in (``receive(_:)``), bytes out (``collectOutput(into:)``), events out
+/// (``takeEvents(into:)``). It never touches a socket, a thread or a clock, so the tests
+/// drive it against an nghttp2 server session in memory.
+///
+/// What it does for APNs:
+/// - honours the server's SETTINGS: the stream limit starts at 1 (APNs raises it after the
+///   first answered request with token authentication) and ``availableStreams`` follows
+///   every change; the header table size goes to the ``APNsCore/APNsHeaderEncoder`` policy;
+/// - opens large flow-control windows (stream and connection) so responses never stall;
+/// - sends each request as one HEADERS frame and, when it has a body, one DATA frame with
+///   END_STREAM (nghttp2 splits the body only above the 16,384-octet maximum frame size);
+/// - applies the header policy's indexing decisions as `NGHTTP2_NV_FLAG_NO_INDEX`;
+/// - never sends PRIORITY (Apple asks providers not to): requests carry no priority and
+///   the initial SETTINGS include `SETTINGS_NO_RFC7540_PRIORITIES = 1` (RFC 9218 §2.1).
+///
+/// Not thread-safe: one I/O thread owns it.
+final class HTTP2ConnectionStateMachine {
+    /// Flow-control and limit knobs.
+    struct Configuration: Sendable {
+        /// SETTINGS_INITIAL_WINDOW_SIZE we announce, per stream (RFC 9113 §6.9.2).
+        var streamWindowSize: Int32 = 1 << 24
+        /// The connection-level receive window we open with WINDOW_UPDATE.
+        var connectionWindowSize: Int32 = 1 << 30
+        /// The stream limit assumed before the server's first SETTINGS arrives.
+        var initialStreamLimit = 1
+        /// A cap on streams, whatever the server allows.
+        var maxStreamLimit = 1000
+    }
+
+    private let session: OpaquePointer
+    private let sink: HTTP2SessionSink
+
+    /// Creates the session and queues the client preface's SETTINGS and WINDOW_UPDATE.
+    ///
+    /// - Throws: ``APNsCore/APNsTransportError/Code/protocolError`` if nghttp2 cannot allocate.
+    init(configuration: Configuration = Configuration()) throws(APNsTransportError) {
+        let sink = HTTP2SessionSink(configuration: configuration)
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
+            throw .protocolError("nghttp2_session_callbacks_new failed")
+        }
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        HTTP2SessionSink.install(on: callbacks)
+
+        var option: OpaquePointer?
+        guard nghttp2_option_new(&option) == 0, let option else {
+            throw .protocolError("nghttp2_option_new failed")
+        }
+        defer { nghttp2_option_del(option) }
+        nghttp2_option_set_peer_max_concurrent_streams(option, UInt32(max(1, configuration.initialStreamLimit)))
+        nghttp2_option_set_no_closed_streams(option, 1)
+
+        var created: OpaquePointer?
+        let rc = nghttp2_session_client_new2(&created, callbacks, Unmanaged.passUnretained(sink).toOpaque(), option)
+        guard rc == 0, let created else {
+            throw .protocolError("nghttp2_session_client_new2 failed: \(HTTP2ConnectionStateMachine.describe(rc))")
+        }
+        self.session = created
+        self.sink = sink
+
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                value: UInt32(configuration.streamWindowSize)
+            ),
+        ]
+        let noPriorities = capns_settings_no_rfc7540_priorities()
+        if noPriorities >= 0 {
+            settings.append(nghttp2_settings_entry(settings_id: noPriorities, value: 1))
+        }
+        let settingsRC = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        let windowRC = nghttp2_session_set_local_window_size(
+            created,
+            UInt8(NGHTTP2_FLAG_NONE.rawValue),
+            0,
+            configuration.connectionWindowSize
+        )
+        guard settingsRC == 0, windowRC == 0 else {
+            nghttp2_session_del(created)
+            throw .protocolError("cannot queue the client SETTINGS: \(Self.describe(settingsRC != 0 ? settingsRC : windowRC))")
+        }
+    }
+
+    deinit {
+        nghttp2_session_del(session)
+    }
+
+    // MARK: State
+
+    /// How many more streams may be opened now: the server's limit (capped) minus the
+    /// streams open; 0 once a GOAWAY arrived or after ``submitGoAway()``.
+    var availableStreams: Int {
+        if sink.goAwayReceived || sink.goAwaySent { return 0 }
+        return max(0, sink.streamLimit - sink.records.count)
+    }
+
+    /// The number of streams opened and not yet closed.
+    var openStreams: Int { sink.records.count }
+
+    /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS, capped by the configuration.
+    var streamLimit: Int { sink.streamLimit }
+
+    /// Whether a GOAWAY has arrived from the server.
+    var goAwayReceived: Bool { sink.goAwayReceived }
+
+    /// Whether the connection takes no new stream: a GOAWAY was received or sent.
+    var isClosing: Bool { sink.goAwayReceived || sink.goAwaySent }
+
+    /// Frames serialized so far, by type: what the benchmark divides by requests.
+    var framesSent: HTTP2FrameCounts { sink.framesSent }
+
+    /// Whether the session has nothing left to do (both directions finished, as after a
+    /// GOAWAY exchange with no stream left).
+    var isFinished: Bool {
+        nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
+    }
+
+    /// Whether the HEADERS of `streamID` have been serialized (so the request may have
+    /// reached the server).
+    func hasSentHeaders(_ streamID: Int32) -> Bool {
+        sink.records[streamID]?.headersSent ?? false
+    }
+
+    // MARK: Input
+
+    /// Feeds bytes read from the socket. Events go to ``takeEvents(into:)``.
+    ///
+    /// - Throws: ``APNsCore/APNsTransportError/Code/protocolError`` when the peer broke HTTP/2;
+    ///   nghttp2 has then queued a GOAWAY, and the connection must be closed.
+    func receive(_ bytes: UnsafeRawBufferPointer) throws(APNsTransportError) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        let rc = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if rc < 0 {
+            throw .protocolError("HTTP/2 input rejected: \(Self.describe(Int32(truncatingIfNeeded: rc)))")
+        }
+    }
+
+    /// Set once nghttp2 has written a GOAWAY with an error code because the server broke
+    /// HTTP/2 (RFC 9113 §5.4.1): the connection must be closed after that output is written.
+    var connectionError: APNsTransportError? {
+        sink.connectionErrorCode.map {
+            .protocolError("the server broke HTTP/2; sent GOAWAY \(HTTP2Connection.errorName($0))")
+        }
+    }
+
+    /// Moves the events produced so far into `events` (appended).
+    func takeEvents(into events: inout [HTTP2ConnectionEvent]) {
+        events.append(contentsOf: sink.events)
+        sink.events.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Output
+
+    /// Serializes every frame nghttp2 has ready into `buffer` (appended), so that one
+    /// socket write carries them all.
+    ///
+    /// - Throws: ``APNsCore/APNsTransportError/Code/protocolError`` on a fatal nghttp2 error.
+    func collectOutput(into buffer: inout [UInt8]) throws(APNsTransportError) {
+        if sink.windowGrew, !sink.deferred.isEmpty {
+            // The server's flow-control window grew: bodies held back whole may fit now.
+            for streamID in sink.deferred { _ = nghttp2_session_resume_data(session, streamID) }
+            sink.deferred.removeAll(keepingCapacity: true)
+        }
+        sink.windowGrew = false
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n < 0 {
+                throw .protocolError("HTTP/2 output failed: \(Self.describe(Int32(truncatingIfNeeded: n)))")
+            }
+            guard n > 0, let data else { return }
+            buffer.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
+        }
+    }
+
+    // MARK: Commands
+
+    /// Opens a stream for `request`: HEADERS (in the request's order, with the header
+    /// policy's flags) and, for a non-empty body, one DATA frame with END_STREAM.
+    ///
+    /// - Returns: The stream id.
+    /// - Throws: ``APNsCore/APNsTransportError/Code/streamRefused`` (not sent) when nghttp2 cannot
+    ///   open a stream (ids exhausted, GOAWAY); ``APNsCore/APNsTransportError/Code/protocolError``
+    ///   for a header nghttp2 refuses.
+    func submit(_ request: APNsRequest) throws(APNsTransportError) -> Int32 {
+        if sink.goAwayReceived || sink.goAwaySent {
+            throw .streamRefused("the connection is closing (GOAWAY)")
+        }
+        let decisions = sink.headerPolicy.decisions(for: request.headers)
+        let record = HTTP2StreamRecord(body: request.body)
+
+        // One contiguous copy of every name and value; nghttp2 copies the list again
+        // into one allocation of its own while submitting, so it need not outlive the call.
+        var scratch = sink.headerScratch
+        scratch.removeAll(keepingCapacity: true)
+        var fields = sink.fieldScratch
+        fields.removeAll(keepingCapacity: true)
+        for (index, field) in request.headers.enumerated() {
+            let nameStart = scratch.count
+            scratch.append(contentsOf: field.name.utf8)
+            let valueStart = scratch.count
+            scratch.append(contentsOf: field.value.utf8)
+            let flags = index < decisions.count && decisions[index].requiresNoIndexFlag
+                ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+            fields.append(FieldSpan(nameStart: nameStart, valueStart: valueStart, end: scratch.count, flags: flags))
+        }
+        let hasBody = !request.body.isEmpty
+        let userData = Unmanaged.passUnretained(record).toOpaque()
+        var nva = sink.nvScratch
+        nva.removeAll(keepingCapacity: true)
+        let streamID: Int32 = scratch.withUnsafeMutableBufferPointer { bytes -> Int32 in
+            guard let base = bytes.baseAddress else { return Int32(NGHTTP2_ERR_INVALID_ARGUMENT.rawValue) }
+            for span in fields {
+                nva.append(
+                    nghttp2_nv(
+                        name: base + span.nameStart,
+                        value: base + span.valueStart,
+                        namelen: span.valueStart - span.nameStart,
+                        valuelen: span.end - span.valueStart,
+                        flags: span.flags
+                    )
+                )
+            }
+            return nva.withUnsafeBufferPointer { list -> Int32 in
+                guard let listBase = list.baseAddress else { return Int32(NGHTTP2_ERR_INVALID_ARGUMENT.rawValue) }
+                if hasBody {
+                    var provider = nghttp2_data_provider(
+                        source: nghttp2_data_source(ptr: nil),
+                        read_callback: HTTP2SessionSink.readBody
+                    )
+                    return nghttp2_submit_request(session, nil, listBase, list.count, &provider, userData)
+                } else {
+                    return nghttp2_submit_request(session, nil, listBase, list.count, nil, userData)
+                }
+            }
+        }
+        sink.nvScratch = nva
+        sink.headerScratch = scratch
+        sink.fieldScratch = fields
+        guard streamID > 0 else {
+            if streamID == Int32(NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue) {
+                // 2^30 requests on one connection: close it gracefully; a new one takes over.
+                submitGoAway()
+                throw .streamRefused("no stream id left on this connection")
+            }
+            throw .protocolError("nghttp2 refused the request: \(Self.describe(streamID))")
+        }
+        record.streamID = streamID
+        sink.records[streamID] = record
+        return streamID
+    }
+
+    /// Resets `streamID` with CANCEL (RFC 9113 §8.4); its close produces no event.
+    func cancelStream(_ streamID: Int32) {
+        guard let record = sink.records[streamID] else { return }
+        record.cancelled = true
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
+    }
+
+    /// Queues a PING (RFC 9113 §6.7); the answer produces ``HTTP2ConnectionEvent/pingAcknowledged``.
+    func ping() {
+        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    }
+
+    /// Queues a GOAWAY with NO_ERROR: no new stream opens; open streams may finish.
+    func submitGoAway() {
+        guard !sink.goAwaySent else { return }
+        sink.goAwaySent = true
+        _ = nghttp2_submit_goaway(
+            session,
+            UInt8(NGHTTP2_FLAG_NONE.rawValue),
+            nghttp2_session_get_last_proc_stream_id(session),
+            NGHTTP2_NO_ERROR.rawValue,
+            nil,
+            0
+        )
+    }
+
+    /// The stream ids still open, for failing them when the connection dies.
+    var openStreamIDs: [Int32] { Array(sink.records.keys) }
+
+    static func describe(_ code: Int32) -> String {
+        guard let text = nghttp2_strerror(code) else { return "error \(code)" }
+        return String(cString: text) + " (\(code))"
+    }
+}
+
+/// Where one header's name and value sit in the scratch buffer.
+struct FieldSpan {
+    var nameStart: Int
+    var valueStart: Int
+    var end: Int
+    var flags: UInt8
+}

@@ -1,0 +1,192 @@
+import APNsCore
+import CNGHTTP2
+
+/// The nghttp2 callbacks' target: turns frames into ``HTTP2ConnectionEvent``s and keeps
+/// the per-stream records. Lives as long as its session (the state machine owns both).
+final class HTTP2SessionSink {
+    let configuration: HTTP2ConnectionStateMachine.Configuration
+    var records: [Int32: HTTP2StreamRecord] = [:]
+    var events: [HTTP2ConnectionEvent] = []
+    var streamLimit: Int
+    var headerTableSize = 4096
+    var goAwayReceived = false
+    var goAwayLastStreamID: Int32 = .max
+    var goAwaySent = false
+    var framesSent = HTTP2FrameCounts()
+    /// The APNs header policy. nghttp2 writes the bytes; the policy only decides the
+    /// indexing, and its decisions and table model depend on field sizes (RFC 7541 §4.1),
+    /// never on Huffman coding, so it runs without Huffman coding to save the work.
+    var headerPolicy = APNsHeaderEncoder(usesHuffmanCoding: false)
+    var headerScratch: [UInt8] = []
+    var fieldScratch: [FieldSpan] = []
+    var nvScratch: [nghttp2_nv] = []
+    /// Streams whose body waits, whole, for the server's flow-control window.
+    var deferred: [Int32] = []
+    /// Whether a WINDOW_UPDATE or SETTINGS arrived since the last output.
+    var windowGrew = false
+    /// The error code of a GOAWAY nghttp2 sent because the peer broke the protocol.
+    var connectionErrorCode: UInt32?
+
+    init(configuration: HTTP2ConnectionStateMachine.Configuration) {
+        self.configuration = configuration
+        self.streamLimit = max(1, min(configuration.initialStreamLimit, configuration.maxStreamLimit))
+        headerScratch.reserveCapacity(1024)
+    }
+
+    static func from(_ userData: UnsafeMutableRawPointer?) -> HTTP2SessionSink? {
+        guard let userData else { return nil }
+        return Unmanaged<HTTP2SessionSink>.fromOpaque(userData).takeUnretainedValue()
+    }
+
+    static func record(_ session: OpaquePointer?, _ streamID: Int32) -> HTTP2StreamRecord? {
+        guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
+        return Unmanaged<HTTP2StreamRecord>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    static func install(on callbacks: OpaquePointer) {
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameRecv)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, onFrameSend)
+    }
+
+    // MARK: Callbacks (C entry points)
+
+    static let readBody: nghttp2_data_source_read_callback = { session, streamID, buffer, length, flags, _, userData in
+        guard let record = HTTP2SessionSink.record(session, streamID), let buffer, let flags else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        let remaining = record.body.count - record.bodyOffset
+        // Send the body as one DATA frame: when the flow-control window (not the frame
+        // size) is what limits `length`, wait for a WINDOW_UPDATE rather than split it.
+        let maxFrame = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_FRAME_SIZE))
+        if length < remaining, remaining <= maxFrame, let sink = from(userData) {
+            sink.deferred.append(streamID)
+            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        }
+        let count = min(length, remaining)
+        if count > 0 {
+            record.body.withUnsafeBufferPointer { body in
+                if let base = body.baseAddress {
+                    buffer.update(from: base + record.bodyOffset, count: count)
+                }
+            }
+            record.bodyOffset += count
+        }
+        if record.bodyOffset >= record.body.count {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+        }
+        return count
+    }
+
+    static let onFrameSend: nghttp2_on_frame_send_callback = { session, frame, userData in
+        guard let sink = from(userData), let frame else { return 0 }
+        switch Int(frame.pointee.hd.type) {
+        case Int(NGHTTP2_HEADERS.rawValue):
+            sink.framesSent.headers += 1
+            record(session, frame.pointee.hd.stream_id)?.headersSent = true
+        case Int(NGHTTP2_DATA.rawValue):
+            sink.framesSent.data += 1
+        case Int(NGHTTP2_GOAWAY.rawValue):
+            sink.framesSent.other += 1
+            let code = frame.pointee.goaway.error_code
+            if code != NGHTTP2_NO_ERROR.rawValue { sink.connectionErrorCode = code }
+        default:
+            sink.framesSent.other += 1
+        }
+        return 0
+    }
+
+    static let onHeader: nghttp2_on_header_callback = { session, frame, name, nameLength, value, valueLength, _, _ in
+        guard let frame, let name, let value,
+            frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
+            let record = record(session, frame.pointee.hd.stream_id)
+        else { return 0 }
+        let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
+        let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
+        if nameLength == 7, nameBytes.elementsEqual(":status".utf8) {
+            var status = 0
+            for byte in valueBytes where byte >= 0x30 && byte <= 0x39 {
+                status = status * 10 + Int(byte - 0x30)
+            }
+            // An interim 1xx answer is followed by the final one.
+            record.status = status
+            return 0
+        }
+        record.headers.append(
+            HeaderField(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
+        )
+        return 0
+    }
+
+    static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { session, _, streamID, data, length, _ in
+        guard let record = record(session, streamID), let data else { return 0 }
+        record.responseBody.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+        return 0
+    }
+
+    static let onFrameRecv: nghttp2_on_frame_recv_callback = { session, frame, userData in
+        guard let sink = from(userData), let frame else { return 0 }
+        let header = frame.pointee.hd
+        let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        switch Int(header.type) {
+        case Int(NGHTTP2_HEADERS.rawValue), Int(NGHTTP2_DATA.rawValue):
+            guard endStream, let record = record(session, header.stream_id), !record.responded, !record.cancelled
+            else { return 0 }
+            record.responded = true
+            sink.events.append(
+                .response(
+                    streamID: header.stream_id,
+                    APNsResponse(status: record.status, headers: record.headers, body: record.responseBody)
+                )
+            )
+        case Int(NGHTTP2_SETTINGS.rawValue):
+            guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 else { return 0 }
+            sink.windowGrew = true
+            sink.applySettings(session)
+        case Int(NGHTTP2_GOAWAY.rawValue):
+            let goaway = frame.pointee.goaway
+            var debug: [UInt8] = []
+            if let opaque = goaway.opaque_data, goaway.opaque_data_len > 0 {
+                debug = Array(UnsafeBufferPointer(start: opaque, count: goaway.opaque_data_len))
+            }
+            sink.goAwayReceived = true
+            sink.goAwayLastStreamID = min(sink.goAwayLastStreamID, goaway.last_stream_id)
+            sink.events.append(.goAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code, debugData: debug))
+        case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
+            sink.windowGrew = true
+        case Int(NGHTTP2_PING.rawValue):
+            if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                sink.events.append(.pingAcknowledged)
+            }
+        default:
+            break
+        }
+        return 0
+    }
+
+    static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
+        guard let sink = from(userData), let record = sink.records.removeValue(forKey: streamID) else { return 0 }
+        if record.responded || record.cancelled { return 0 }
+        let unprocessed = !record.headersSent
+            || errorCode == NGHTTP2_REFUSED_STREAM.rawValue
+            || (sink.goAwayReceived && streamID > sink.goAwayLastStreamID)
+        sink.events.append(.streamClosed(streamID: streamID, errorCode: errorCode, unprocessed: unprocessed))
+        return 0
+    }
+
+    /// Reads the server's settings as nghttp2 applied them and reports a change.
+    func applySettings(_ session: OpaquePointer?) {
+        let limit = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+        let tableSize = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_HEADER_TABLE_SIZE))
+        let newLimit = max(0, min(limit, configuration.maxStreamLimit))
+        guard newLimit != streamLimit || tableSize != headerTableSize else { return }
+        if tableSize != headerTableSize {
+            headerTableSize = tableSize
+            headerPolicy.setPeerHeaderTableSize(tableSize)
+        }
+        streamLimit = newLimit
+        events.append(.settingsChanged(maxConcurrentStreams: newLimit, headerTableSize: tableSize))
+    }
+}

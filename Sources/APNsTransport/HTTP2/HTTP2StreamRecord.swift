@@ -1,0 +1,20 @@
+import APNsCore
+
+/// One stream of an ``HTTP2ConnectionStateMachine``: the body still to send and the
+/// response as it arrives. nghttp2 holds it as the stream's user data (unretained; the
+/// sink's `records` owns it until the stream closes).
+final class HTTP2StreamRecord {
+    var streamID: Int32 = 0
+    let body: [UInt8]
+    var bodyOffset = 0
+    var headersSent = false
+    var cancelled = false
+    var responded = false
+    var status = 0
+    var headers: [HeaderField] = []
+    var responseBody: [UInt8] = []
+
+    init(body: [UInt8]) {
+        self.body = body
+    }
+}

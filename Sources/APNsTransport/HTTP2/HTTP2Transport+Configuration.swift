@@ -1,0 +1,97 @@
+import APNsCore
+import Logging
+
+extension HTTP2Transport {
+    /// How an ``HTTP2Transport`` connects, how many connections it keeps, how much it
+    /// queues, and its timers.
+    ///
+    /// **Sizing the pool.** One HTTP/2 connection to APNs carries as many concurrent
+    /// streams as APNs allows in SETTINGS_MAX_CONCURRENT_STREAMS: 1 until the first
+    /// request with a valid provider token is answered, then typically 500–1,000. One
+    /// connection therefore sustains thousands of notifications per second; 1–4
+    /// connections is typical, more only when one connection's round trip × stream limit
+    /// is the bottleneck. Apple asks providers to keep connections open rather than
+    /// opening one per notification.
+    public struct Configuration: Sendable {
+        /// Where requests go: host and port for TCP, TLS SNI and `:authority`.
+        public var environment: APNsEnvironment
+        /// Trust, client identity and proxy settings for every connection.
+        public var tls: TLSConfiguration
+        /// The most connections per endpoint, opened lazily as load needs them (1–4 is typical).
+        public var connectionCount: Int
+        /// The most requests waiting for a free stream. While every connection is at its
+        /// stream limit, `send` suspends in this queue; past it, `send` fails at once with
+        /// ``APNsCore/APNsTransportError/Code/queueFull`` (back-pressure).
+        public var maxQueuedRequests: Int
+        /// The cap on concurrent streams per connection, whatever the server allows.
+        public var maxConcurrentStreamsPerConnection: Int
+        /// How long one TCP connect plus TLS handshake may take.
+        public var connectTimeout: Duration
+        /// A connection that has received nothing for this long is sent a PING
+        /// (RFC 9113 §6.7).
+        public var pingInterval: Duration
+        /// A PING not answered within this time closes the connection; the requests in
+        /// flight on it fail with `mayHaveReachedAPNs == true`.
+        public var pingTimeout: Duration
+        /// The first delay before reconnecting after a failed connection attempt.
+        public var reconnectBackoffBase: Duration
+        /// The largest delay between connection attempts.
+        public var reconnectBackoffMax: Duration
+        /// How long ``HTTP2Transport/shutdown()`` lets requests in flight finish before it
+        /// fails them and closes the connections.
+        public var shutdownGracePeriod: Duration
+        /// How many times a request the server did not process (GOAWAY, REFUSED_STREAM)
+        /// is sent again inside the transport before it fails with `mayHaveReachedAPNs == false`.
+        public var maxRequeues: Int
+        /// Where the transport logs: debug for routine events, warning for GOAWAY, lost
+        /// connections and failed connects. Nothing at info or above when all is well.
+        public var logger: Logger
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - environment: The APNs endpoint, for example ``APNsCore/APNsEnvironment/production``.
+        ///   - tls: TLS settings; the default verifies APNs against the system trust store.
+        ///   - connectionCount: Connections per endpoint (at least 1).
+        ///   - maxQueuedRequests: Requests that may wait for a stream (at least 0).
+        ///   - maxConcurrentStreamsPerConnection: Cap on streams per connection (at least 1).
+        ///   - connectTimeout: Limit for TCP connect plus TLS handshake.
+        ///   - pingInterval: Idle time before a PING.
+        ///   - pingTimeout: Time a PING may go unanswered.
+        ///   - reconnectBackoffBase: First reconnect delay.
+        ///   - reconnectBackoffMax: Largest reconnect delay.
+        ///   - shutdownGracePeriod: Time in-flight requests get at shutdown.
+        ///   - maxRequeues: Re-sends of a request the server did not process.
+        ///   - logger: Where the transport logs; nothing by default. It logs at debug and
+        ///     trace, and warns only when something is wrong (a GOAWAY, a lost connection).
+        public init(
+            environment: APNsEnvironment,
+            tls: TLSConfiguration = .default,
+            connectionCount: Int = 1,
+            maxQueuedRequests: Int = 10_000,
+            maxConcurrentStreamsPerConnection: Int = 1_000,
+            connectTimeout: Duration = .seconds(10),
+            pingInterval: Duration = .seconds(60),
+            pingTimeout: Duration = .seconds(10),
+            reconnectBackoffBase: Duration = .milliseconds(500),
+            reconnectBackoffMax: Duration = .seconds(60),
+            shutdownGracePeriod: Duration = .seconds(10),
+            maxRequeues: Int = 3,
+            logger: Logger = Logger(label: "swift-apns.transport", factory: { _ in SwiftLogNoOpLogHandler() })
+        ) {
+            self.environment = environment
+            self.tls = tls
+            self.connectionCount = connectionCount
+            self.maxQueuedRequests = maxQueuedRequests
+            self.maxConcurrentStreamsPerConnection = maxConcurrentStreamsPerConnection
+            self.connectTimeout = connectTimeout
+            self.pingInterval = pingInterval
+            self.pingTimeout = pingTimeout
+            self.reconnectBackoffBase = reconnectBackoffBase
+            self.reconnectBackoffMax = reconnectBackoffMax
+            self.shutdownGracePeriod = shutdownGracePeriod
+            self.maxRequeues = maxRequeues
+            self.logger = logger
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import APNsCore
+import Synchronization
+
+/// The production ``APNsCore/PushTransport``: HTTP/2 over TLS to APNs, on nghttp2 and OpenSSL,
+/// with a pool of long-lived connections.
+///
+/// ```swift
+/// let transport = HTTP2Transport(configuration: .init(environment: .production, connectionCount: 2))
+/// let client = APNsClient(environment: .production, credentials: credentials, transport: transport)
+/// // …
+/// await transport.shutdown()
+/// ```
+///
+/// **Connections.** Each connection is an nghttp2 client session driven by its own
+/// thread (a poll(2) loop). Connections open lazily, when requests need them, up to
+/// ``Configuration/connectionCount``, and stay open; an idle one is PINGed
+/// (RFC 9113 §6.7) and closed if the PING goes unanswered. After a failed attempt the
+/// pool waits an exponential, jittered delay before the next one
+/// (``Configuration/reconnectBackoffBase`` to ``Configuration/reconnectBackoffMax``);
+/// while it waits with no connection up, ``send(_:)`` fails at once with
+/// ``APNsCore/APNsTransportError/Code/connectionFailed`` rather than hammer APNs, which treats
+/// rapid reconnects as an attack.
+///
+/// **Streams and back-pressure.** Each connection honours the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS (APNs starts at 1 and raises it after the first
+/// answered request). A request goes to a connection with a free stream; when none has
+/// one, ``send(_:)`` waits in a queue of at most ``Configuration/maxQueuedRequests``;
+/// beyond that it fails at once with ``APNsCore/APNsTransportError/Code/queueFull``.
+///
+/// **Requests the server did not process** (above a GOAWAY's last-stream-id, RFC 9113
+/// §6.8; RST_STREAM REFUSED_STREAM, §8.7) are sent again inside the transport, first in
+/// line, on another connection when there is one, up to ``Configuration/maxRequeues``
+/// times; then they fail with ``APNsCore/APNsTransportError/Code/goAway`` or
+/// ``APNsCore/APNsTransportError/Code/streamRefused`` and `mayHaveReachedAPNs == false`. The GOAWAY
+/// reason (debug data) is logged at warning level and included in the error's detail.
+///
+/// **Other hosts.** A request whose `:authority` differs from the configured environment's
+/// (for example channel management on `api-manage-broadcast.push.apple.com:2196`) goes
+/// to a separate pool for that authority, created on first use with the same settings
+/// and TLS configuration.
+///
+/// **Timeouts and cancellation.** ``APNsCore/APNsRequest/timeout`` counts from the call, queueing
+/// included; on expiry a sent request's stream is reset (RST_STREAM CANCEL) and the call
+/// throws ``APNsCore/APNsTransportError/Code/timeout`` (`mayHaveReachedAPNs` true once sent).
+/// Cancelling the calling task does the same with ``APNsCore/APNsTransportError/Code/cancelled``.
+///
+/// Call ``shutdown()`` before releasing the transport: it stops the connection threads.
+public final class HTTP2Transport: PushTransport {
+    /// The configuration the transport was created with.
+    public let configuration: Configuration
+
+    private let statisticsBox = StatisticsBox()
+    private let defaultAuthority: String
+    private let defaultPool: HTTP2ConnectionPool
+    private let connector: HTTP2Connector
+    private let otherPools = Mutex<OtherPools>(OtherPools())
+
+    private struct OtherPools {
+        var pools: [String: HTTP2ConnectionPool] = [:]
+        var shutDown = false
+    }
+
+    /// Creates a transport; no connection opens until the first request.
+    public convenience init(configuration: Configuration) {
+        let tls = configuration.tls
+        self.init(configuration: configuration) { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
+            try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout)
+        }
+    }
+
+    /// Creates a transport whose connections come from `connector` (tests use plain
+    /// sockets with an in-process HTTP/2 server).
+    init(configuration: Configuration, connector: @escaping HTTP2Connector) {
+        self.configuration = configuration
+        self.connector = connector
+        self.defaultAuthority = configuration.environment.authority
+        let endpoint = TLSEndpoint(host: configuration.environment.host, port: configuration.environment.port)
+        self.defaultPool = HTTP2ConnectionPool(
+            settings: Self.poolSettings(configuration, endpoint: endpoint),
+            connector: connector,
+            statistics: statisticsBox
+        )
+    }
+
+    /// The counters so far: requests in flight, sent, responses by status, failures by
+    /// code, re-queued requests, connections opened and lost, GOAWAYs, frames.
+    public var statistics: Statistics { statisticsBox.snapshot }
+
+    /// Sends `request` on a pooled connection and returns APNs' answer, whatever its status.
+    ///
+    /// - Throws: ``APNsCore/APNsTransportError`` when no answer arrived: `queueFull`, `shutdown`,
+    ///   `connectionFailed`/`tlsFailure` (not sent), `goAway`/`streamRefused` (not
+    ///   processed, after the transport's own re-sends), `timeout`, `cancelled`,
+    ///   `connectionClosed`, `streamReset`, `protocolError`; see
+    ///   ``APNsCore/APNsTransportError/mayHaveReachedAPNs`` for whether a retry could duplicate.
+    public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
+        let pool = request.authority == defaultAuthority ? defaultPool : try pool(for: request.authority)
+        if Task.isCancelled {
+            throw .cancelled(mayHaveReachedAPNs: false, "the task was cancelled before the request was sent")
+        }
+        let pending = PendingRequest(
+            request: request,
+            deadline: MonotonicTime.deadline(after: request.timeout),
+            statistics: statisticsBox
+        )
+        statisticsBox.recordAccepted()
+        let outcome = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<PendingRequest.Outcome, Never>) in
+                pending.install(continuation)
+                pool.enqueue(pending)
+            }
+        } onCancel: {
+            pending.cancel()
+        }
+        return try outcome.get()
+    }
+
+    /// Stops taking requests (new ones fail with ``APNsCore/APNsTransportError/Code/shutdown``),
+    /// fails queued ones, gives in-flight ones up to ``Configuration/shutdownGracePeriod``
+    /// to finish (then fails them with `shutdown` and `mayHaveReachedAPNs == true`),
+    /// closes every connection with GOAWAY, and returns when every thread has ended.
+    public func shutdown() async {
+        let others = otherPools.withLock { state -> [HTTP2ConnectionPool] in
+            state.shutDown = true
+            return Array(state.pools.values)
+        }
+        await defaultPool.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+        for pool in others {
+            await pool.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+        }
+    }
+
+    private func pool(for authority: String) throws(APNsTransportError) -> HTTP2ConnectionPool {
+        guard let endpoint = Self.endpoint(authority: authority) else {
+            throw .connectionFailed("cannot connect to the :authority '\(authority)': expected host or host:port")
+        }
+        let result: HTTP2ConnectionPool? = otherPools.withLock { state in
+            if state.shutDown { return nil }
+            if let pool = state.pools[authority] { return pool }
+            let pool = HTTP2ConnectionPool(
+                settings: Self.poolSettings(configuration, endpoint: endpoint),
+                connector: connector,
+                statistics: statisticsBox
+            )
+            state.pools[authority] = pool
+            return pool
+        }
+        guard let result else { throw .shutdown("the transport is shut down") }
+        return result
+    }
+
+    /// Parses `host`, `host:port` or `[v6]:port` (RFC 3986 §3.2.2); the port defaults to 443.
+    static func endpoint(authority: String) -> TLSEndpoint? {
+        var host = Substring(authority)
+        var port = 443
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return nil }
+            let rest = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":"), let parsed = Int(rest.dropFirst()) else { return nil }
+                port = parsed
+            }
+        } else if let colon = host.lastIndex(of: ":") {
+            guard let parsed = Int(host[host.index(after: colon)...]) else { return nil }
+            port = parsed
+            host = host[..<colon]
+        }
+        guard !host.isEmpty, (1...65535).contains(port) else { return nil }
+        return TLSEndpoint(host: String(host), port: port)
+    }
+
+    private static func poolSettings(_ configuration: Configuration, endpoint: TLSEndpoint) -> HTTP2ConnectionPool.Settings {
+        var machine = HTTP2ConnectionStateMachine.Configuration()
+        machine.maxStreamLimit = max(1, configuration.maxConcurrentStreamsPerConnection)
+        return HTTP2ConnectionPool.Settings(
+            endpoint: endpoint,
+            connectionCount: max(1, configuration.connectionCount),
+            maxQueuedRequests: max(0, configuration.maxQueuedRequests),
+            connectTimeout: configuration.connectTimeout,
+            pingInterval: max(1_000_000, MonotonicTime.nanoseconds(configuration.pingInterval)),
+            pingTimeout: max(1_000_000, MonotonicTime.nanoseconds(configuration.pingTimeout)),
+            backoff: ReconnectBackoff(base: configuration.reconnectBackoffBase, maximum: configuration.reconnectBackoffMax),
+            maxRequeues: max(0, configuration.maxRequeues),
+            machine: machine,
+            logger: configuration.logger
+        )
+    }
+}

@@ -1,0 +1,149 @@
+import APNsCore
+import Synchronization
+
+/// One call to ``HTTP2Transport/send(_:)`` on its way: the request, its deadline and the
+/// continuation of the suspended caller.
+///
+/// The caller's continuation is resumed exactly once, by whichever comes first: the
+/// connection thread (response or failure), the timer scan (timeout), the cancellation
+/// handler, or the pool (queue full, shutdown). ``finish(_:)`` is the one place that
+/// resumes, under the lock, so a second outcome is ignored; if the outcome arrives before
+/// the continuation is installed, it is kept and ``install(_:)`` resumes at once.
+final class PendingRequest: Sendable {
+    typealias Outcome = Result<APNsResponse, APNsTransportError>
+
+    /// Where the request is.
+    enum Phase {
+        /// In the pool's queue, not yet given to a connection.
+        case queued
+        /// Submitted on `connection` as `streamID`.
+        case inFlight(HTTP2Connection, Int32)
+        /// Finished: the outcome is decided.
+        case finished
+    }
+
+    private struct State {
+        var phase: Phase = .queued
+        var continuation: UnsafeContinuation<Outcome, Never>?
+        var early: Outcome?
+        /// Times the request was put back in the queue (GOAWAY, REFUSED_STREAM).
+        var requeues = 0
+    }
+
+    let request: APNsRequest
+    /// The monotonic time after which the request fails with a timeout.
+    let deadline: UInt64
+    private let statistics: StatisticsBox
+    private let state = Mutex(State())
+
+    init(request: APNsRequest, deadline: UInt64, statistics: StatisticsBox) {
+        self.request = request
+        self.deadline = deadline
+        self.statistics = statistics
+    }
+
+    /// Installs the caller's continuation; resumes it at once if the outcome is known.
+    func install(_ continuation: UnsafeContinuation<Outcome, Never>) {
+        let early: Outcome? = state.withLock { state in
+            if let early = state.early {
+                state.early = nil
+                return early
+            }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(returning: early) }
+    }
+
+    /// Whether the outcome is decided.
+    var isFinished: Bool {
+        state.withLock { if case .finished = $0.phase { return true } else { return false } }
+    }
+
+    /// Decides the outcome, if not decided yet, and resumes the caller.
+    ///
+    /// - Returns: `false` if the request had already finished (nothing happens).
+    @discardableResult
+    func finish(_ outcome: Outcome) -> Bool {
+        finish { _ in outcome } != nil
+    }
+
+    /// Decides the outcome from the phase, under the lock, and resumes the caller.
+    ///
+    /// - Returns: The phase the request was in, or `nil` if it had already finished.
+    private func finish(_ decide: (Phase) -> Outcome) -> Phase? {
+        let decided: (Phase, Outcome, UnsafeContinuation<Outcome, Never>?)? = state.withLock { state in
+            if case .finished = state.phase { return nil }
+            let previous = state.phase
+            let outcome = decide(previous)
+            state.phase = .finished
+            if let continuation = state.continuation {
+                state.continuation = nil
+                return (previous, outcome, continuation)
+            }
+            state.early = outcome
+            return (previous, outcome, nil)
+        }
+        guard let (previous, outcome, continuation) = decided else { return nil }
+        statistics.recordCompletion(outcome)
+        continuation?.resume(returning: outcome)
+        return previous
+    }
+
+    /// Runs `submit` while holding the lock, unless the request has finished; the stream
+    /// id it returns makes the request in flight on `connection`. Holding the lock makes
+    /// cancellation see either "queued" (nothing sent) or "in flight" (reset the stream).
+    ///
+    /// - Returns: The stream id, or `nil` if the request had finished (cancelled, timed out).
+    func markInFlight(
+        on connection: HTTP2Connection,
+        _ submit: () throws(APNsTransportError) -> Int32
+    ) throws(APNsTransportError) -> Int32? {
+        try state.withLock { (state) throws(APNsTransportError) -> Int32? in
+            guard case .queued = state.phase else { return nil }
+            let streamID = try submit()
+            state.phase = .inFlight(connection, streamID)
+            return streamID
+        }
+    }
+
+    /// Moves an in-flight request back to `queued` for another attempt.
+    ///
+    /// - Returns: The number of times it has now been re-queued, or `nil` if it had finished.
+    func markRequeued() -> Int? {
+        state.withLock { state in
+            if case .finished = state.phase { return nil }
+            state.phase = .queued
+            state.requeues += 1
+            return state.requeues
+        }
+    }
+
+    /// The calling task was cancelled: a queued request fails at once with
+    /// `mayHaveReachedAPNs == false`; an in-flight one fails with `true` and its stream is reset.
+    func cancel() {
+        let previous = finish { phase in
+            if case .queued = phase {
+                return .failure(.cancelled(mayHaveReachedAPNs: false, "the task was cancelled before the request was sent"))
+            }
+            return .failure(.cancelled(mayHaveReachedAPNs: true, "the task was cancelled after the request was sent"))
+        }
+        if case .inFlight(let connection, let streamID) = previous {
+            connection.requestReset(of: streamID, for: self)
+        }
+    }
+
+    /// The deadline passed: fails with ``APNsCore/APNsTransportError/Code/timeout``,
+    /// `mayHaveReachedAPNs` true unless the request was still queued.
+    ///
+    /// - Returns: The phase the request was in, or `nil` if it had finished.
+    @discardableResult
+    func expire() -> Phase? {
+        finish { phase in
+            if case .queued = phase {
+                return .failure(.timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent"))
+            }
+            return .failure(.timeout(mayHaveReachedAPNs: true, "no response before the request's timeout; the stream was reset"))
+        }
+    }
+}

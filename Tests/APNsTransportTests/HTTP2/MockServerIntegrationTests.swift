@@ -1,0 +1,245 @@
+import APNsMockServer
+import Logging
+import Synchronization
+import Testing
+@testable import APNsTransport
+
+/// A log handler that keeps the metadata of every warning, so a test can read what the
+/// transport reported (the GOAWAY's last-stream-id).
+struct CapturingLogHandler: LogHandler {
+    final class Store: Sendable {
+        let warnings = Mutex<[Logger.Metadata]>([])
+    }
+    let store: Store
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .warning
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {
+        guard event.level >= .warning else { return }
+        store.warnings.withLock { $0.append(self.metadata.merging(event.metadata ?? [:]) { $1 }) }
+    }
+}
+
+/// A device push for the mock server: no `authorization` (the mock runs without token
+/// authentication here), a distinct token and apns-id per index.
+func mockPush(_ index: Int, port: Int, timeout: Duration = .seconds(20)) throws -> APNsRequest {
+    let hex = String(index, radix: 16)
+    let token = String(repeating: "0", count: 64 - hex.count) + hex
+    let suffix = String(repeating: "0", count: 12 - hex.count) + hex
+    return try APNsRequest(
+        method: .post,
+        authority: "127.0.0.1:\(port)",
+        path: "/3/device/" + token,
+        headers: [
+            HeaderField(name: "apns-id", value: "00000000-0000-4000-8000-" + suffix.uppercased()),
+            HeaderField(name: "apns-push-type", value: "alert"),
+            HeaderField(name: "apns-expiration", value: "0"),
+            HeaderField(name: "apns-priority", value: "10"),
+            HeaderField(name: "apns-topic", value: "com.example.app"),
+        ],
+        body: Array(#"{"aps":{"alert":"Hello"}}"#.utf8),
+        timeout: timeout
+    )
+}
+
+func mockTransport(
+    _ server: MockAPNsServer,
+    _ configure: (inout HTTP2Transport.Configuration) -> Void = { _ in }
+) throws -> HTTP2Transport {
+    let pem = try #require(server.certificateAuthorityPEM)
+    var configuration = HTTP2Transport.Configuration(
+        environment: .custom(host: "127.0.0.1", port: server.port),
+        tls: TLSConfiguration(trustRoots: .certificates(pem)),
+        logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    )
+    configure(&configuration)
+    return HTTP2Transport(configuration: configuration)
+}
+
+func sendToMock(
+    _ transport: HTTP2Transport,
+    port: Int,
+    indices: Range<Int>,
+    timeout: Duration = .seconds(20)
+) async throws -> [Result<APNsResponse, APNsTransportError>] {
+    let requests = try indices.map { try mockPush($0, port: port, timeout: timeout) }
+    return await withTaskGroup(of: Result<APNsResponse, APNsTransportError>.self) { group in
+        for request in requests {
+            group.addTask {
+                do throws(APNsTransportError) {
+                    return .success(try await transport.send(request))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        var results: [Result<APNsResponse, APNsTransportError>] = []
+        for await result in group { results.append(result) }
+        return results
+    }
+}
+
+/// How many times each apns-id was answered by the server.
+func answeredIDs(_ server: MockAPNsServer) -> [String: Int] {
+    var counts: [String: Int] = [:]
+    for record in server.recordedRequests { counts[record.apnsID.uppercased(), default: 0] += 1 }
+    return counts
+}
+
+@Suite("HTTP2Transport against APNsMockServer (TLS + HTTP/2 on loopback)")
+struct MockServerIntegrationTests {
+    @Test("10,000 notifications, every one answered exactly once", arguments: [1, 4])
+    func tenThousand(connections: Int) async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server) { $0.connectionCount = connections }
+            let results = try await sendToMock(transport, port: server.port, indices: 0..<10_000)
+            await transport.shutdown()
+            #expect(results.count == 10_000)
+            #expect(results.allSatisfy { (try? $0.get().status) == 200 })
+            let answered = answeredIDs(server)
+            #expect(answered.count == 10_000)
+            #expect(answered.values.allSatisfy { $0 == 1 })
+            #expect(server.statistics.accepted == 10_000)
+            let statistics = transport.statistics
+            #expect(statistics.responsesByStatus == [200: 10_000])
+            #expect(statistics.connectionsOpened <= connections)
+            #expect(statistics.requestsInFlight == 0)
+        }
+    }
+
+    @Test("GOAWAY mid-flight: nothing lost, nothing the server declared processed is sent twice")
+    func goAwayMidFlight() async throws {
+        try await withMockAPNsServer { server in
+            let logs = CapturingLogHandler.Store()
+            let transport = try mockTransport(server) {
+                $0.logger = Logger(label: "test", factory: { _ in CapturingLogHandler(store: logs) })
+            }
+            server.sendGoAway(afterRequests: 500, reason: "Shutdown")
+            let results = try await sendToMock(transport, port: server.port, indices: 0..<3_000)
+            await transport.shutdown()
+            #expect(results.count == 3_000)
+            #expect(results.allSatisfy { (try? $0.get().status) == 200 })
+            #expect(transport.statistics.goAwaysReceived == 1)
+            #expect(transport.statistics.connectionsOpened == 2)
+
+            // The GOAWAY as the transport logged it: a warning with the reason.
+            let goAway = try #require(logs.warnings.withLock { $0 }.first { $0["lastStreamID"] != nil })
+            #expect(goAway["reason"] == "Shutdown")
+            let lastStreamID = try #require(Int("\(goAway["lastStreamID"] ?? "")"))
+
+            // Every notification was processed exactly once: the server processes no stream
+            // above the last-stream-id it announced, and the transport re-sends only those.
+            let records = server.recordedRequests
+            let answered = answeredIDs(server)
+            #expect(answered.count == 3_000)
+            #expect(answered.values.allSatisfy { $0 == 1 })
+            #expect(records.filter { $0.connectionNumber == 0 }.allSatisfy { $0.streamID <= lastStreamID })
+        }
+    }
+
+    @Test("a dropped connection: the requests on it fail with mayHaveReachedAPNs, the rest succeed, none twice")
+    func droppedConnection() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server)
+            server.dropConnection(atRequest: 100)
+            let results = try await sendToMock(transport, port: server.port, indices: 0..<1_000)
+            // The next request reconnects.
+            let after = try await transport.send(mockPush(5_000, port: server.port))
+            #expect(after.status == 200)
+            await transport.shutdown()
+            let failures = results.compactMap { result -> APNsTransportError? in
+                if case .failure(let error) = result { return error } else { return nil }
+            }
+            let successes = results.count - failures.count
+            #expect(!failures.isEmpty)
+            #expect(failures.allSatisfy { $0.code == .connectionClosed && $0.mayHaveReachedAPNs })
+            // Nothing is sent twice: the failed requests may have reached the server, and
+            // the transport left the retry decision to the caller.
+            #expect(answeredIDs(server).values.allSatisfy { $0 == 1 })
+            #expect(successes + failures.count == 1_000)
+            #expect(transport.statistics.connectionsLost == 1)
+        }
+    }
+
+    @Test("a slow server: the request times out with its stream reset, the connection stays usable")
+    func slowServer() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server)
+            _ = try await transport.send(mockPush(0, port: server.port))
+            server.setResponseDelay(.milliseconds(500))
+            let slow = try await sendToMock(transport, port: server.port, indices: 1..<4, timeout: .milliseconds(100))
+            server.setResponseDelay(.zero)
+            let after = try await transport.send(mockPush(9, port: server.port))
+            await transport.shutdown()
+            for result in slow {
+                guard case .failure(let error) = result else {
+                    Issue.record("expected a timeout, got \(result)")
+                    continue
+                }
+                #expect(error.code == .timeout)
+                #expect(error.mayHaveReachedAPNs)
+            }
+            #expect(after.status == 200)
+            #expect(transport.statistics.connectionsOpened == 1)
+        }
+    }
+
+    @Test("a server refusing connections: bounded attempts with backoff, failures never sent")
+    func refusingConnections() async throws {
+        try await withMockAPNsServer { server in
+            server.refuseConnections(for: .seconds(5))
+            let transport = try mockTransport(server) {
+                $0.reconnectBackoffBase = .milliseconds(100)
+                $0.reconnectBackoffMax = .milliseconds(400)
+                $0.connectTimeout = .seconds(2)
+            }
+            var failures: [APNsTransportError] = []
+            let clock = ContinuousClock()
+            let start = clock.now
+            let request = try mockPush(0, port: server.port)
+            // Send one request every 10 ms until 30 have failed and the pool has tried
+            // at least twice (bounded by 10 s on a very slow machine).
+            while (failures.count < 30 || transport.statistics.connectionFailures < 2), clock.now - start < .seconds(10) {
+                do throws(APNsTransportError) {
+                    _ = try await transport.send(request)
+                } catch {
+                    failures.append(error)
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            await transport.shutdown()
+            #expect(!failures.isEmpty)
+            #expect(failures.allSatisfy { !$0.mayHaveReachedAPNs })
+            let attempts = transport.statistics.connectionFailures
+            #expect(attempts >= 2)
+            #expect(attempts < failures.count / 2)
+            #expect(server.recordedRequests.isEmpty)
+        }
+    }
+
+    @Test("shutdown with requests in flight: they fail with shutdown after the grace period, nothing hangs")
+    func shutdownInFlight() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server) { $0.shutdownGracePeriod = .milliseconds(100) }
+            _ = try await transport.send(mockPush(0, port: server.port))
+            server.setResponseDelay(.seconds(3))
+            async let results = sendToMock(transport, port: server.port, indices: 1..<21)
+            while transport.statistics.requestsSent < 21 { try await Task.sleep(for: .milliseconds(5)) }
+            await transport.shutdown()
+            let outcomes = try await results
+            #expect(outcomes.count == 20)
+            for outcome in outcomes {
+                guard case .failure(let error) = outcome else {
+                    Issue.record("expected a shutdown failure, got \(outcome)")
+                    continue
+                }
+                #expect(error.code == .shutdown)
+                #expect(error.mayHaveReachedAPNs)
+            }
+            #expect(transport.statistics.requestsInFlight == 0)
+        }
+    }
+}
