@@ -2,14 +2,11 @@ import APNsCore
 import APNsTransport
 import Logging
 
-/// Makes the transport the tool sends through: `APNsTransport`'s `HTTP2Transport`
-/// (TLS + HTTP/2 over OpenSSL and nghttp2).
-///
-/// Until the HTTP/2 transport is part of the build this says so; `apns demo` then sends
-/// through ``APNsCore/MockTransport`` and says that too.
+/// Makes the transport the tool sends through: ``APNsTransport/HTTP2Transport`` (TLS +
+/// HTTP/2 over OpenSSL and nghttp2).
 enum TransportFactory {
     /// Whether this build has the real HTTP/2 transport.
-    static let hasHTTP2Transport = false
+    static let hasHTTP2Transport = true
 
     /// A transport to `environment` with `tls`.
     /// - Parameters:
@@ -23,6 +20,6 @@ enum TransportFactory {
         connections: Int,
         logger: Logger
     ) throws(CLIError) -> any PushTransport {
-        throw CLIError("this build has no HTTP/2 transport yet (APNsTransport's HTTP2Transport): `apns send` cannot reach \(environment) until it lands")
+        HTTP2Transport(configuration: .init(environment: environment, tls: tls, connectionCount: connections, logger: logger))
     }
 }
