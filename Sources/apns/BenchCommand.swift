@@ -127,7 +127,7 @@ struct BenchCommand: AsyncParsableCommand {
             throw CLIError("cannot read the CA file \(caPath)")
         }
         let environment = APNsEnvironment.custom(host: host, port: port)
-        let transport = try TransportFactory.make(
+        let transport = TransportFactory.make(
             environment: environment,
             tls: try TLSSetup.configuration(trustedCAPEM: String(decoding: ca, as: UTF8.self), certificate: nil),
             connections: connections, logger: Logger(label: "apns.bench"))

@@ -97,42 +97,33 @@ struct DemoCommand: AsyncParsableCommand {
         var verifier = ProviderTokenVerifier()
         verifier.register(key, keyID: Self.keyID)
 
-        if TransportFactory.hasHTTP2Transport {
-            let server = MockAPNsServer(configuration: .init(
-                bundleIDs: [Self.bundleID],
-                authentication: .providerToken(.signature(verifier)),
-                recordedRequestLimit: 16
-            ))
-            try await server.start()
-            do {
-                server.respond(toDeviceToken: Self.unregisteredToken, with: .unregistered())
-                section("3. Sending through HTTP2Transport (TLS + HTTP/2) to the mock APNs server on 127.0.0.1:\(server.port)")
-                print("  provider token: ES256, key \(Self.keyID), team \(Self.teamID); the server verifies each signature with the public key")
-                let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
-                let transport = try TransportFactory.make(
-                    environment: environment,
-                    tls: try TLSSetup.configuration(trustedCAPEM: server.certificateAuthorityPEM, certificate: nil),
-                    connections: connections, logger: Logger(label: "apns.demo"))
-                let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
-                try await sendAll(with: client, over: "TLS + HTTP/2 on loopback, \(connections) connection(s)") {
-                    showWire(server.recordedRequests)
-                }
-                await client.shutdown()
-                let stats = server.statistics
-                print("  the server answered \(stats.requests) requests on \(stats.connections) connection(s): \(stats.accepted) accepted, \(stats.rejected) rejected")
-            } catch {
-                await server.stop()
-                throw error
+        let server = MockAPNsServer(configuration: .init(
+            bundleIDs: [Self.bundleID],
+            authentication: .providerToken(.signature(verifier)),
+            recordedRequestLimit: 16
+        ))
+        try await server.start()
+        do {
+            server.respond(toDeviceToken: Self.unregisteredToken, with: .unregistered())
+            section("3. Sending through HTTP2Transport (TLS + HTTP/2) to the mock APNs server on 127.0.0.1:\(server.port)")
+            print("  provider token: ES256, key \(Self.keyID), team \(Self.teamID); the server verifies each signature with the public key")
+            let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
+            let transport = TransportFactory.make(
+                environment: environment,
+                tls: try TLSSetup.configuration(trustedCAPEM: server.certificateAuthorityPEM, certificate: nil),
+                connections: connections, logger: Logger(label: "apns.demo"))
+            let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
+            try await sendAll(with: client, over: "TLS + HTTP/2 on loopback, \(connections) connection(s)") {
+                showWire(server.recordedRequests)
             }
-            await server.stop()
-        } else {
-            section("3. Sending through MockTransport (in memory; the HTTP/2 transport is not in this build)")
-            let mock = MockTransport()
-            mock.respond(to: try DeviceToken(hex: Self.unregisteredToken), with: .rejected(.unregistered, timestamp: Date()))
-            let client = APNsClient(environment: .sandbox, credentials: .providerToken(tokens), transport: mock)
-            try await sendAll(with: client, over: "in memory") {}
             await client.shutdown()
+            let stats = server.statistics
+            print("  the server answered \(stats.requests) requests on \(stats.connections) connection(s): \(stats.accepted) accepted, \(stats.rejected) rejected")
+        } catch {
+            await server.stop()
+            throw error
         }
+        await server.stop()
         showNextSteps()
     }
 

@@ -98,7 +98,7 @@ struct SendCommand: AsyncParsableCommand {
         if let identity = tls.clientIdentity, let certificate {
             TLSSetup.warnAbout(identity, topic: (try? push.topic.value(for: push.pushType)) ?? notification.topic, path: certificate.path)
         }
-        let transport = try TransportFactory.make(
+        let transport = TransportFactory.make(
             environment: connection.environment, tls: tls, connections: connection.connections, logger: logger)
         let client = APNsClient(
             environment: connection.environment, credentials: apnsCredentials, transport: transport, logger: logger)

@@ -3,12 +3,9 @@ import APNsTransport
 import Logging
 
 /// Makes the transport the tool sends through: ``APNsTransport/HTTP2Transport`` (TLS +
-/// HTTP/2 over OpenSSL and nghttp2).
+/// HTTP/2 over OpenSSL and nghttp2), one place for `send`, `demo` and `bench`.
 enum TransportFactory {
-    /// Whether this build has the real HTTP/2 transport.
-    static let hasHTTP2Transport = true
-
-    /// A transport to `environment` with `tls`.
+    /// A transport to `environment` with `tls`; no connection opens until the first request.
     /// - Parameters:
     ///   - environment: Host and port.
     ///   - tls: Trust and client certificate (see ``TLSSetup``).
@@ -19,7 +16,7 @@ enum TransportFactory {
         tls: TLSConfiguration,
         connections: Int,
         logger: Logger
-    ) throws(CLIError) -> any PushTransport {
+    ) -> HTTP2Transport {
         HTTP2Transport(configuration: .init(environment: environment, tls: tls, connectionCount: connections, logger: logger))
     }
 }

@@ -18,8 +18,7 @@ struct CertificateSendTests {
         }
     }
 
-    @Test("a .p12 with its password, and a PEM certificate with its key: accepted, no authorization header",
-          .enabled(if: Fixtures.toolHasHTTP2Transport, "the apns tool is built without the HTTP/2 transport"))
+    @Test("a .p12 with its password, and a PEM certificate with its key: accepted, no authorization header")
     func certificates() async throws {
         try await withCertificateServer { directory, target, server in
             let p12 = try await CLI.run(["send", "--cert-file", directory.appendingPathComponent("client.p12").path,
@@ -36,8 +35,7 @@ struct CertificateSendTests {
         }
     }
 
-    @Test("a .p12 for another topic draws a TopicDisallowed warning before sending",
-          .enabled(if: Fixtures.toolHasHTTP2Transport, "the apns tool is built without the HTTP/2 transport"))
+    @Test("a .p12 for another topic draws a TopicDisallowed warning before sending")
     func otherTopicWarning() async throws {
         try await withCertificateServer { directory, target, _ in
             let result = try await CLI.run(["send", "--cert-file", directory.appendingPathComponent("client.p12").path,

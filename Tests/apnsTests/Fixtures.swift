@@ -33,23 +33,6 @@ enum Fixtures {
             privateKeyPEM: try String(contentsOfFile: keyPath, encoding: .utf8)
         )
     }
-
-    /// Whether the built tool has the HTTP/2 transport: without it `apns send` says so
-    /// instead of connecting (here to a closed port).
-    static let toolHasHTTP2Transport: Bool = {
-        guard let executable = try? CLI.executable else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["send", "--no-auth", "--host", "127.0.0.1", "--port", "9", "--topic", "t", "--body", "b", goodToken]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return !text.contains("no HTTP/2 transport")
-    }()
 }
 
 extension Fixtures {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `apns send` against an in-process mock APNs server, over the real HTTP/2 transport.
-@Suite("apns send", .enabled(if: Fixtures.toolHasHTTP2Transport, "the apns tool is built without the HTTP/2 transport"))
+@Suite("apns send")
 struct SendCommandTests {
     /// Runs `body` with a running server and a directory holding its CA file.
     func withServer<T: Sendable>(
@@ -175,7 +175,7 @@ struct SendCommandTests {
 }
 
 /// `apns bench` end to end, with a small count.
-@Suite("apns bench", .enabled(if: Fixtures.toolHasHTTP2Transport, "the apns tool is built without the HTTP/2 transport"))
+@Suite("apns bench")
 struct BenchCommandTests {
     @Test("reports throughput, CPU per notification and latency percentiles")
     func bench() async throws {
