@@ -64,7 +64,8 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let long = Payload.alert(title: "Digest", body: String(repeating: "Ünïcödé news 📰 ", count: 400))
         let fitted = try long.encoded(for: .alert, fitting: .truncatingBody)
-        print("  a 9 KB alert is refused, or fitted to \(fitted.count)/4096 B by shortening its body on a character boundary")
+        let size = (try? long.encoded(limit: PayloadLimit(bytes: 1 << 20)).count) ?? 0
+        print("  an alert of \(size) B is refused, or fitted to \(fitted.count)/4096 B by shortening its body on a character boundary")
     }
 
     // MARK: 2. Headers
@@ -86,7 +87,7 @@ struct DemoCommand: AsyncParsableCommand {
             sizes.append(block.count)
         }
         print("  three requests: header blocks of \(sizes.map(String.init).joined(separator: ", ")) bytes; the server's table holds \(encoder.tableEntries.count) entries (\(encoder.tableSize) B)")
-        print("  device token, apns-id and authorization are never indexed; topic, push type and priority are, once")
+        print("  device token, apns-id and authorization never enter the server's table; topic, push type and priority do, once")
     }
 
     // MARK: 3. Sending
