@@ -152,6 +152,29 @@ struct SendCommandTests {
         }
     }
 
+    @Test("on a terminal a long batch draws a progress bar with rate and ETA on standard error; off a terminal, none")
+    func progressBar() async throws {
+        try await withServer { server, directory, target in
+            server.setResponseDelay(.milliseconds(1))
+            let tokens = (0..<300).map { i in String(format: "%064x", i + 1) }
+            let tokensFile = directory.appendingPathComponent("tokens.txt")
+            try Data(tokens.joined(separator: "\n").utf8).write(to: tokensFile)
+            let arguments = ["send", "--no-auth"] + target
+                + ["--topic", Fixtures.topic, "--body", "Hi", "--concurrency", "10", "--tokens-file", tokensFile.path]
+            // util-linux script(1) gives the command a pseudo-terminal; standard output goes
+            // to /dev/null, so what script prints is standard error as a terminal shows it.
+            let command = ([try CLI.executable] + arguments).joined(separator: " ") + " >/dev/null"
+            let onTerminal = try await CLI.tool("/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"], timeout: .seconds(60))
+            #expect(onTerminal.status == 0, "\(onTerminal)")
+            #expect(onTerminal.stdout.contains("300/300 100%"), "\(onTerminal)")
+            #expect(onTerminal.stdout.contains("/s ETA"), "\(onTerminal)")
+            let offTerminal = try await CLI.run(arguments)
+            #expect(offTerminal.status == 0, "\(offTerminal)")
+            #expect(offTerminal.stderr.isEmpty, "\(offTerminal)")
+            #expect(offTerminal.lines.count == 301)
+        }
+    }
+
     @Test("a VoIP push to a bundle ID goes to the .voip topic")
     func voipTopicSuffix() async throws {
         try await withServer { server, _, target in
