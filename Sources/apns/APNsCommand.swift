@@ -1,11 +1,56 @@
 import ArgumentParser
+import Foundation
 
-/// The `apns` command-line tool.
+/// The `apns` command-line tool: send notifications, run a mock APNs server, run the demo
+/// and the benchmark.
+///
+/// Exit status: 0 when everything worked, 1 when something failed at run time (a
+/// notification was not accepted, a key could not be read), 2 for a usage error (a bad
+/// flag or value), with one line on standard error saying what to fix.
 @main
 struct APNsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns",
         abstract: "Send and test Apple Push Notification service requests.",
-        subcommands: [DemoCommand.self]
+        discussion: """
+            Examples:
+              apns send --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ \\
+                --topic com.example.app --title Hello --body World <device-token>
+              apns mock-server --unregistered <device-token> --verbose
+              apns demo
+              apns bench --connections 2 --count 100000
+            """,
+        subcommands: [SendCommand.self, MockServerCommand.self, DemoCommand.self, BenchCommand.self]
     )
+
+    /// Runs the tool with the exit statuses the tool documents: ArgumentParser's usage
+    /// errors become status 2 with a single line, ``CLIError`` its own status.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as CLIError {
+            Terminal.standardError("apns: \(error.message)")
+            Terminal.exit(error.status)
+        } catch let code as ExitCode {
+            Terminal.exit(code.rawValue)
+        } catch {
+            let status = exitCode(for: error)
+            if status == .success {
+                // --help, --version: the full text on standard output.
+                print(fullMessage(for: error))
+                Terminal.exit(0)
+            }
+            var message = message(for: error)
+                .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }.joined(separator: "; ")
+            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+            Terminal.standardError("apns: \(message) (run with --help for usage)")
+            Terminal.exit(status == .validationFailure ? 2 : status.rawValue)
+        }
+    }
 }

@@ -1,0 +1,227 @@
+import APNsCore
+import ArgumentParser
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `apns bench`: throughput, client CPU per notification and latency percentiles of the
+/// SDK against a mock server, beside h2load against the same server.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure throughput, CPU per notification and latency against a mock APNs server, beside h2load.",
+        discussion: """
+            Without --host, starts `apns mock-server` as a child process (so getrusage counts only \
+            the client) and sends --count alerts over --connections HTTP/2 connections with up to \
+            --streams requests in flight on each. When h2load is installed (nghttp2-client), runs \
+            it with the same request shape against the same server and prints the ratio.
+
+            Examples:
+              apns bench
+              apns bench --connections 2 --streams 500 --count 200000
+              apns bench --host 127.0.0.1 --port 8443 --ca-file /tmp/apns-mock-ca.pem
+            """
+    )
+
+    @Option(help: "HTTP/2 connections.")
+    var connections = 1
+
+    @Option(help: "Requests in flight per connection.")
+    var streams = 100
+
+    @Option(help: "Notifications to send.")
+    var count = 20_000
+
+    @Option(help: "A running mock server's host (default: start one).")
+    var host: String?
+
+    @Option(help: "The running mock server's port.")
+    var port: Int?
+
+    @Option(name: .customLong("ca-file"), help: "The running mock server's CA file.")
+    var caFile: String?
+
+    @Option(help: "The h2load executable.")
+    var h2load = "/usr/bin/h2load"
+
+    @Flag(name: .customLong("skip-h2load"), help: "Do not run h2load.")
+    var skipH2load = false
+
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
+        if !(1...64).contains(connections) { throw ValidationError("--connections must be 1...64") }
+        if !(1...10_000).contains(streams) { throw ValidationError("--streams must be 1...10000") }
+        if count < 1 { throw ValidationError("--count must be at least 1") }
+        if (host == nil) != (port == nil) { throw ValidationError("--host and --port go together") }
+        if host != nil && caFile == nil { throw ValidationError("--host needs --ca-file (the mock server's CA)") }
+    }
+
+    static let topic = "com.example.bench"
+    static let payload = #"{"aps":{"alert":{"title":"Benchmark","body":"Hello from apns bench"}}}"#
+    static let deviceToken = String(repeating: "ab", count: 32)
+
+    func run() async throws {
+        try check()
+        Terminal.bootstrapLogging(level: .error)
+        var child: MockServerProcess?
+        let serverHost: String
+        let serverPort: Int
+        let caPath: String
+        if let host, let port, let caFile {
+            (serverHost, serverPort, caPath) = (host, port, caFile)
+        } else {
+            let started = try await MockServerProcess.start(maxStreams: max(streams, 1))
+            child = started
+            (serverHost, serverPort, caPath) = ("127.0.0.1", started.port, started.caPath)
+        }
+        defer { child?.stop() }
+        print("server: \(serverHost):\(serverPort)\(child == nil ? "" : " (apns mock-server, child process)"); \(count) alerts, \(connections) connection(s) × \(streams) streams")
+
+        var sdkRate: Double?
+        var sdkCPU: Double?
+        do {
+            let result = try await runSDK(host: serverHost, port: serverPort, caPath: caPath)
+            sdkRate = result.rate
+            sdkCPU = result.cpuMicroseconds
+            print(String(format: "swift-apns: %.0f notifications/s, %.1f µs client CPU per notification, latency p50 %.2f ms p99 %.2f ms (%d accepted, %d failed)",
+                         result.rate, result.cpuMicroseconds, result.p50 * 1000, result.p99 * 1000, result.accepted, count - result.accepted))
+        } catch let error as CLIError {
+            print("swift-apns: skipped: \(error.message)")
+        }
+
+        if !skipH2load {
+            if FileManager.default.isExecutableFile(atPath: h2load) {
+                let (h2Rate, statusCodes, cpu) = try runH2load(host: serverHost, port: serverPort)
+                if let h2Rate {
+                    print(String(format: "h2load:     %.0f requests/s, %.1f µs client CPU per request (%@)",
+                                 h2Rate, cpu / Double(count) * 1e6, statusCodes))
+                    if let sdkRate, let sdkCPU {
+                        print(String(format: "ratio swift-apns / h2load: %.2f× the throughput at %.1f× the CPU per request",
+                                     sdkRate / h2Rate, sdkCPU / max(cpu / Double(count) * 1e6, 0.001)))
+                    }
+                } else {
+                    print("h2load: its output had no \"req/s\" figure")
+                }
+            } else {
+                print("h2load: not installed (apt-get install nghttp2-client) — skipped")
+            }
+        }
+    }
+
+    private struct SDKResult {
+        var rate: Double
+        var cpuMicroseconds: Double
+        var p50: Double
+        var p99: Double
+        var accepted: Int
+    }
+
+    private func runSDK(host: String, port: Int, caPath: String) async throws -> SDKResult {
+        guard let ca = FileManager.default.contents(atPath: caPath) else {
+            throw CLIError("cannot read the CA file \(caPath)")
+        }
+        let environment = APNsEnvironment.custom(host: host, port: port)
+        let transport = TransportFactory.make(
+            environment: environment,
+            tls: try TLSSetup.configuration(trustedCAPEM: String(decoding: ca, as: UTF8.self), certificate: nil),
+            connections: connections, logger: Logger(label: "apns.bench"))
+        let client = APNsClient(environment: environment, credentials: .certificate, transport: transport)
+        let token = try DeviceToken(hex: Self.deviceToken)
+        let push = PushNotification(body: .raw(Array(Self.payload.utf8)), topic: .bundleID(Self.topic))
+        // Warm up: open the connections and learn the stream limit.
+        _ = await client.send(push, to: Array(repeating: token, count: min(count, connections * 10)), maxConcurrency: connections)
+
+        let width = connections * streams
+        var latencies = [Double](repeating: 0, count: count)
+        var accepted = 0
+        let cpuBefore = Self.cpuSeconds()
+        let start = ContinuousClock.now
+        await withTaskGroup(of: (Int, Double, Bool).self) { group in
+            var next = 0
+            func launch(_ index: Int) {
+                group.addTask {
+                    let begin = ContinuousClock.now
+                    let ok = (try? await client.send(push, to: token)) != nil
+                    return (index, Terminal.seconds(since: begin), ok)
+                }
+            }
+            while next < min(width, count) {
+                launch(next)
+                next += 1
+            }
+            while let (index, latency, ok) = await group.next() {
+                latencies[index] = latency
+                if ok { accepted += 1 }
+                if next < count {
+                    launch(next)
+                    next += 1
+                }
+            }
+        }
+        let elapsed = Terminal.seconds(since: start)
+        let cpu = Self.cpuSeconds() - cpuBefore
+        await client.shutdown()
+        latencies.sort()
+        func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        return SDKResult(rate: Double(count) / elapsed, cpuMicroseconds: cpu / Double(count) * 1e6,
+                         p50: percentile(0.50), p99: percentile(0.99), accepted: accepted)
+    }
+
+    /// Runs h2load with the same method, path, headers and body; returns its req/s, its
+    /// "status codes" line and its CPU time (user + system, from RUSAGE_CHILDREN: the mock
+    /// server child is still running, so only h2load has been waited for).
+    private func runH2load(host: String, port: Int) throws -> (Double?, String, Double) {
+        let cpuBefore = Self.cpuSeconds(children: true)
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(getpid()).json")
+        try Data(Self.payload.utf8).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: h2load)
+        process.arguments = [
+            "-n", String(count), "-c", String(connections), "-m", String(streams),
+            "-d", body.path,
+            "-H", "apns-topic: \(Self.topic)", "-H", "apns-push-type: alert", "-H", "apns-priority: 10",
+            "https://\(host):\(port)/3/device/\(Self.deviceToken)",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let cpu = Self.cpuSeconds(children: true) - cpuBefore
+        let text = String(decoding: data, as: UTF8.self)
+        var rate: Double?
+        var statusCodes = "no status line"
+        // "finished in 1.02s, 19607.84 req/s, 1.10MB/s"
+        // "status codes: 100000 2xx, 0 3xx, 0 4xx, 0 5xx"
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("finished in") {
+                for part in line.split(separator: ",") where part.hasSuffix("req/s") {
+                    rate = Double(part.trimmingCharacters(in: .whitespaces).split(separator: " ")[0])
+                }
+            } else if line.hasPrefix("status codes: ") {
+                statusCodes = String(line.dropFirst("status codes: ".count))
+            }
+        }
+        return (rate, statusCodes, cpu)
+    }
+
+    /// User plus system CPU time so far of this process, or of its waited-for children.
+    static func cpuSeconds(children: Bool = false) -> Double {
+        var usage = rusage()
+        #if canImport(Glibc)
+        getrusage(children ? RUSAGE_CHILDREN.rawValue : RUSAGE_SELF.rawValue, &usage)
+        #else
+        getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &usage)
+        #endif
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+}

@@ -1,0 +1,55 @@
+import APNsCore
+import ArgumentParser
+import Foundation
+
+/// Where notifications go: APNs' sandbox (default), production, or any host (a mock server).
+struct ConnectionOptions: ParsableArguments {
+    @Flag(help: "Send to APNs' development server, api.sandbox.push.apple.com (the default).")
+    var sandbox = false
+
+    @Flag(help: "Send to APNs' production server, api.push.apple.com.")
+    var production = false
+
+    @Option(help: ArgumentHelp("Send to this host instead (for example 127.0.0.1 for `apns mock-server`).", valueName: "host"))
+    var host: String?
+
+    @Option(help: ArgumentHelp("The port: 443 (default) or 2197 for APNs, the mock server's port otherwise.", valueName: "port"))
+    var port: Int?
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (the mock server's CA).", valueName: "path"))
+    var caFile: String?
+
+    @Option(help: "HTTP/2 connections to open (1–4 is typical).")
+    var connections = 1
+
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
+        if sandbox && production { throw ValidationError("--sandbox and --production exclude each other") }
+        if host != nil && (sandbox || production) { throw ValidationError("--host replaces --sandbox/--production: give one of them") }
+        if let port, !(1...65535).contains(port) { throw ValidationError("--port \(port) is not a TCP port (1-65535)") }
+        if let host, host.isEmpty { throw ValidationError("--host is empty") }
+        if !(1...64).contains(connections) { throw ValidationError("--connections must be 1...64") }
+    }
+
+    /// The environment the flags name.
+    var environment: APNsEnvironment {
+        if let host { return .custom(host: host, port: port ?? 443) }
+        let base: APNsEnvironment = production ? .production : .sandbox
+        if let port { return .custom(host: base.host, port: port) }
+        return base
+    }
+
+    /// The PEM text of `--ca-file`, if given.
+    func trustedCAPEM() throws(CLIError) -> String? {
+        guard let caFile else { return nil }
+        guard let data = FileManager.default.contents(atPath: caFile) else {
+            throw CLIError("cannot read the CA file \(caFile): check the path and its permissions")
+        }
+        let pem = String(decoding: data, as: UTF8.self)
+        guard pem.contains("-----BEGIN CERTIFICATE-----") else {
+            throw CLIError("\(caFile) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        }
+        return pem
+    }
+}

@@ -1,0 +1,100 @@
+import APNsCore
+import ArgumentParser
+import Foundation
+
+/// How the tool authenticates: a `.p8` signing key (token-based) or a client certificate.
+struct CredentialOptions: ParsableArguments {
+    @Option(name: .customLong("key-file"), help: ArgumentHelp("The .p8 signing key from your developer account (token-based authentication).", valueName: "path"))
+    var keyFile: String?
+
+    @Option(name: .customLong("key-id"), help: ArgumentHelp("The key's 10-character ID (the ABC123DEFG in AuthKey_ABC123DEFG.p8).", valueName: "id"))
+    var keyID: String?
+
+    @Option(name: .customLong("team-id"), help: ArgumentHelp("Your 10-character team ID.", valueName: "id"))
+    var teamID: String?
+
+    @Option(name: .customLong("cert-file"), help: ArgumentHelp("A client certificate: .p12 (with --cert-password) or PEM (certificate-based authentication).", valueName: "path"))
+    var certFile: String?
+
+    @Option(name: .customLong("cert-key-file"), help: ArgumentHelp("The PEM private key of a PEM --cert-file, when it is not in the same file.", valueName: "path"))
+    var certKeyFile: String?
+
+    @Option(name: .customLong("cert-password"), help: ArgumentHelp("The password of the .p12 or of an encrypted PEM key (or set APNS_CERT_PASSWORD).", valueName: "password"))
+    var certPassword: String?
+
+    @Flag(name: .customLong("no-auth"), help: "Send no credentials (for a mock server that accepts any request).")
+    var noAuth = false
+
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
+        let tokenFlags = [keyFile, keyID, teamID].compactMap { $0 }.count
+        if tokenFlags > 0 && certFile != nil {
+            throw ValidationError("give a .p8 key (--key-file, --key-id, --team-id) or a certificate (--cert-file), not both")
+        }
+        if tokenFlags > 0 && tokenFlags < 3 {
+            let missing = [("--key-file", keyFile), ("--key-id", keyID), ("--team-id", teamID)].filter { $0.1 == nil }.map(\.0)
+            throw ValidationError("token-based authentication needs --key-file, --key-id and --team-id: add \(missing.joined(separator: ", "))")
+        }
+        if tokenFlags == 0 && certFile == nil && !noAuth {
+            throw ValidationError("no credentials: give --key-file, --key-id and --team-id, or --cert-file (or --no-auth for a mock server)")
+        }
+        if noAuth && (tokenFlags > 0 || certFile != nil) {
+            throw ValidationError("--no-auth excludes --key-file and --cert-file")
+        }
+        if certFile == nil && (certKeyFile != nil || certPassword != nil) {
+            throw ValidationError("--cert-key-file and --cert-password need --cert-file")
+        }
+        for (flag, value) in [("--key-id", keyID), ("--team-id", teamID)] {
+            if let value, value.utf8.count != 10 || !value.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }) {
+                throw ValidationError("\(flag) \(value) is not a 10-character Apple identifier (digits and capital letters)")
+            }
+        }
+    }
+
+    /// What the tool authenticates with, loaded and checked.
+    enum Loaded {
+        case providerToken(ProviderTokenCache)
+        case certificate(path: String, keyPath: String?, password: String?)
+        case none
+    }
+
+    /// Loads the key (warning when it is readable by others) or checks the certificate file.
+    func load() throws(CLIError) -> Loaded {
+        if let keyFile, let keyID, let teamID {
+            Self.warnIfExposed(keyFile)
+            let key: ProviderKey
+            do {
+                key = try ProviderKey(contentsOfFile: keyFile)
+            } catch {
+                throw CLIError("cannot use the key \(keyFile): \(error)")
+            }
+            do {
+                return .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))
+            } catch {
+                throw CLIError.usage("\(error)")
+            }
+        }
+        if let certFile {
+            Self.warnIfExposed(certFile)
+            if let certKeyFile { Self.warnIfExposed(certKeyFile) }
+            guard FileManager.default.isReadableFile(atPath: certFile) else {
+                throw CLIError("cannot read the certificate \(certFile): check the path and its permissions")
+            }
+            let password = certPassword ?? ProcessInfo.processInfo.environment["APNS_CERT_PASSWORD"]
+            return .certificate(path: certFile, keyPath: certKeyFile, password: password)
+        }
+        return .none
+    }
+
+    /// Warns on standard error when a secret file can be read or written by its group or others.
+    static func warnIfExposed(_ path: String) {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue
+        else { return }
+        if mode & 0o077 != 0 {
+            Terminal.standardError(
+                "apns: warning: \(path) is accessible to other users (mode \(String(mode & 0o777, radix: 8))): run chmod 600 \(path)")
+        }
+    }
+}

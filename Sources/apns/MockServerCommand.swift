@@ -1,0 +1,173 @@
+import APNsCore
+import APNsMockServer
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `apns mock-server`: ``APNsMockServer/MockAPNsServer`` in the foreground.
+struct MockServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mock-server",
+        abstract: "Run a mock APNs server (TLS + HTTP/2 on loopback) until SIGINT or SIGTERM.",
+        discussion: """
+            Prints its port and the path of its CA certificate (PEM), which clients must trust. \
+            It answers like APNs: it validates paths, headers, topics, sizes and provider tokens, \
+            and can be scripted to fail. The port is picked by the system; use --port-file to \
+            hand it to a script.
+
+            Examples:
+              apns mock-server --verbose
+              apns mock-server --unregistered 11fc13ad…e8f1 --fail-next 3 --status 503
+              apns mock-server --token-key AuthKey_ABC123DEFG.pub.pem --key-id ABC123DEFG --bundle-id com.example.app
+              apns mock-server --port-file /tmp/port --ca-file /tmp/ca.pem &
+              curl --http2 --cacert /tmp/ca.pem -d '{"aps":{"alert":"hi"}}' -H 'apns-topic: com.example.app' \\
+                https://127.0.0.1:$(cat /tmp/port)/3/device/<token>
+            """
+    )
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Where to write the CA certificate (PEM).", valueName: "path"))
+    var caFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-ca.pem").path
+
+    @Option(name: .customLong("port-file"), help: ArgumentHelp("Also write the port to this file, once listening.", valueName: "path"))
+    var portFile: String?
+
+    @Option(name: .customLong("bundle-id"), help: "A bundle ID to accept as topic (repeatable; none accepts any).")
+    var bundleIDs: [String] = []
+
+    @Option(name: .customLong("unregistered"), help: ArgumentHelp("Answer 410 Unregistered for this device token (repeatable).", valueName: "token"))
+    var unregistered: [String] = []
+
+    @Option(name: .customLong("fail-next"), help: ArgumentHelp("Answer the next N valid requests with --status.", valueName: "n"))
+    var failNext: Int?
+
+    @Option(help: "The status for --fail-next: 429, 500 or 503 (default 503).")
+    var status = 503
+
+    @Option(name: .customLong("goaway-after"), help: ArgumentHelp("Send GOAWAY after N requests.", valueName: "n"))
+    var goAwayAfter: Int?
+
+    @Option(help: ArgumentHelp("Wait this many milliseconds before each answer.", valueName: "ms"))
+    var delay: Int?
+
+    @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated.")
+    var maxStreams = 1000
+
+    @Option(name: .customLong("token-key"), help: ArgumentHelp("Require provider tokens signed by the private half of this public key (PEM); needs --key-id.", valueName: "path"))
+    var tokenKey: String?
+
+    @Option(name: .customLong("key-id"), help: "The key ID of --token-key.")
+    var keyID: String?
+
+    @Flag(name: .customLong("accept-any-token"), help: "Require an authorization header but accept any well-formed provider token.")
+    var acceptAnyToken = false
+
+    @Option(name: .customLong("record-limit"), help: "How many requests to keep in memory (0 for benchmarks).")
+    var recordLimit = 1000
+
+    @Flag(name: .shortAndLong, help: "Print a line per request.")
+    var verbose = false
+
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
+        if tokenKey != nil && keyID == nil { throw ValidationError("--token-key needs --key-id") }
+        if keyID != nil && tokenKey == nil { throw ValidationError("--key-id needs --token-key") }
+        if tokenKey != nil && acceptAnyToken { throw ValidationError("--token-key and --accept-any-token exclude each other") }
+        if let failNext, failNext < 1 { throw ValidationError("--fail-next must be at least 1") }
+        if ![429, 500, 503].contains(status) { throw ValidationError("--status \(status) is not 429, 500 or 503") }
+        if let goAwayAfter, goAwayAfter < 1 { throw ValidationError("--goaway-after must be at least 1") }
+        if let delay, delay < 0 { throw ValidationError("--delay must not be negative") }
+        if maxStreams < 1 { throw ValidationError("--max-streams must be at least 1") }
+        for token in unregistered where (try? DeviceToken(hex: token)) == nil {
+            throw ValidationError("--unregistered \(token) is not a hexadecimal device token")
+        }
+    }
+
+    func run() async throws {
+        try check()
+        Terminal.bootstrapLogging(level: .warning)
+        var authentication = MockAPNsServer.Authentication.none
+        if let tokenKey, let keyID {
+            guard let data = FileManager.default.contents(atPath: tokenKey) else {
+                throw CLIError("cannot read the public key \(tokenKey): check the path and its permissions")
+            }
+            var verifier = ProviderTokenVerifier()
+            do {
+                try verifier.register(publicKeyPEM: String(decoding: data, as: UTF8.self), keyID: keyID)
+            } catch {
+                throw CLIError("cannot use \(tokenKey) as a public key: \(error)")
+            }
+            authentication = .providerToken(.signature(verifier))
+        } else if acceptAnyToken {
+            authentication = .providerToken(ProviderTokenCheck { _, _ in true })
+        }
+        let server = MockAPNsServer(configuration: .init(
+            bundleIDs: bundleIDs,
+            authentication: authentication,
+            maxConcurrentStreams: maxStreams,
+            recordedRequestLimit: recordLimit
+        ))
+        do {
+            try await server.start()
+        } catch {
+            throw CLIError("the mock server could not start: \(error)")
+        }
+        do {
+            try server.writeCertificateAuthority(to: caFile)
+            if let portFile { try Data("\(server.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic) }
+        } catch {
+            await server.stop()
+            throw CLIError("cannot write \(portFile ?? caFile): \(error)")
+        }
+        for token in unregistered { server.respond(toDeviceToken: token.lowercased(), with: .unregistered()) }
+        if let failNext {
+            let response: ScriptedResponse = switch status {
+            case 429: .tooManyRequests
+            case 500: .internalServerError
+            default: .serviceUnavailable
+            }
+            server.failNextRequests(failNext, with: response)
+        }
+        if let goAwayAfter { server.sendGoAway(afterRequests: goAwayAfter) }
+        if let delay { server.setResponseDelay(.milliseconds(delay)) }
+
+        print("mock APNs server listening on \(server.addresses.joined(separator: ", ")) port \(server.port)")
+        print("port: \(server.port)")
+        print("ca-file: \(caFile)")
+        print("try: apns send --host 127.0.0.1 --port \(server.port) --ca-file \(caFile) \(authentication.isNone ? "--no-auth " : "")--topic com.example.app --body Hello <token>")
+        Terminal.flush()
+
+        let watcher = verbose ? Task {
+            for await request in server.requests() {
+                let token = request.deviceToken.map { String($0.prefix(8)) + "…" } ?? "-"
+                print("#\(request.sequenceNumber) conn \(request.connectionNumber) stream \(request.streamID) \(request.value(of: "apns-push-type") ?? "-") \(request.value(of: "apns-topic") ?? "-") \(token) \(request.body.count) B → \(request.status)\(request.reason.map { " " + $0 } ?? "")")
+                Terminal.flush()
+            }
+        } : nil
+
+        let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM])
+        print("received \(signal == SIGINT ? "SIGINT" : "SIGTERM"): stopping")
+        // Stop the per-request printer first: its stream must end before the server's
+        // thread finishes the streams it still holds.
+        watcher?.cancel()
+        await watcher?.value
+        await server.stop()
+        let stats = server.statistics
+        print("stopped after \(stats.requests) requests (\(stats.accepted) accepted, \(stats.rejected) rejected) on \(stats.connections) connections")
+        Terminal.flush()
+    }
+}
+
+extension MockAPNsServer.Authentication {
+    fileprivate var isNone: Bool {
+        if case .none = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,117 @@
+import APNsCore
+import Foundation
+
+/// What an outcome means, in words and as JSON, for `apns send` and `apns demo`.
+enum OutcomeText {
+    /// One line for a person: `accepted apns-id …` or `rejected 410 Unregistered: <advice>`.
+    static func line(_ result: Result<APNsAccepted, APNsError>) -> String {
+        switch result {
+        case .success(let accepted):
+            var text = "accepted"
+            if let id = accepted.apnsID { text += " apns-id \(id.uuidString)" }
+            if let unique = accepted.uniqueID { text += " apns-unique-id \(unique)" }
+            return text
+        case .failure(let error):
+            return "\(summary(error)) → \(advice(error))"
+        }
+    }
+
+    /// `rejected 410 Unregistered`, `failed connectionFailed: …`, `invalid: …`.
+    static func summary(_ error: APNsError) -> String {
+        switch error {
+        case .rejected(let rejection):
+            return "rejected \(rejection.status) \(rejection.reason?.rawValue ?? "(no reason)")"
+        case .failed(let failure):
+            return "failed \(failure.code)" + (failure.detail.map { ": \($0)" } ?? "")
+        case .invalid(let problem):
+            return "invalid: \(problem)"
+        }
+    }
+
+    /// What to do about `error`: the remedy APNs' reason calls for, or what a transport
+    /// failure means for retrying.
+    static func advice(_ error: APNsError) -> String {
+        switch error {
+        case .rejected(let rejection):
+            switch rejection.remedy {
+            case .removeDeviceToken:
+                var text = "remove this device token: it is no longer valid for the topic"
+                if let timestamp = rejection.timestamp {
+                    text += " (unless the device registered it again after \(ISO8601DateFormatter().string(from: timestamp)))"
+                }
+                return text
+            case .retryLater:
+                return "temporary condition at APNs: send again later (already retried within the retry policy)"
+            case .fixCredentials:
+                return "fix the credentials: check the key, key ID, team ID, certificate and environment (--sandbox/--production)"
+            case .fixRequest:
+                if rejection.reason == .badDeviceToken {
+                    return "fix the request: the token is malformed or belongs to the other environment (try --sandbox/--production) before deleting it"
+                }
+                return "fix the request: resending it unchanged fails again"
+            }
+        case .failed(let failure):
+            var text = failure.mayHaveReachedAPNs
+                ? "may have reached APNs: a retry could deliver it twice"
+                : "never reached APNs: safe to retry"
+            switch failure.code {
+            case .connectionFailed: text += "; check --host/--port and the network"
+            case .tlsFailure: text += "; check --ca-file and the certificate"
+            default: break
+            }
+            return text
+        case .invalid:
+            return "not sent: fix the notification or the device token"
+        }
+    }
+
+    /// The remedy name for JSON output.
+    static func remedy(_ error: APNsError) -> String {
+        switch error {
+        case .rejected(let rejection): rejection.remedy.rawValue
+        case .failed(let failure): failure.mayHaveReachedAPNs ? "retryMayDuplicate" : "retry"
+        case .invalid: "fixRequest"
+        }
+    }
+
+    /// One JSON object for `--json`: `token`, `outcome` (accepted, rejected, failed,
+    /// invalid) and the details of each.
+    static func json(token: String, result: Result<APNsAccepted, APNsError>) -> String {
+        var object: [String: Any] = ["token": token]
+        switch result {
+        case .success(let accepted):
+            object["outcome"] = "accepted"
+            object["status"] = 200
+            if let id = accepted.apnsID { object["apnsID"] = id.uuidString }
+            if let unique = accepted.uniqueID { object["uniqueID"] = unique }
+        case .failure(let error):
+            object["remedy"] = remedy(error)
+            object["advice"] = advice(error)
+            switch error {
+            case .rejected(let rejection):
+                object["outcome"] = "rejected"
+                object["status"] = rejection.status
+                if let reason = rejection.reason { object["reason"] = reason.rawValue }
+                if let id = rejection.apnsID { object["apnsID"] = id.uuidString }
+                if let timestamp = rejection.timestamp { object["timestamp"] = Int64(timestamp.timeIntervalSince1970 * 1000) }
+            case .failed(let failure):
+                object["outcome"] = "failed"
+                object["code"] = "\(failure.code)"
+                object["mayHaveReachedAPNs"] = failure.mayHaveReachedAPNs
+                if let detail = failure.detail { object["detail"] = detail }
+            case .invalid(let problem):
+                object["outcome"] = "invalid"
+                object["detail"] = "\(problem)"
+            }
+        }
+        return jsonLine(object)
+    }
+
+    /// A compact, key-sorted JSON object on one line.
+    static func jsonLine(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return "{}"
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

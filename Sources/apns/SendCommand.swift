@@ -1,0 +1,276 @@
+import APNsCore
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `apns send`: one notification to one or many device tokens, with an outcome and its
+/// meaning per token.
+struct SendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Send a notification to one or many device tokens and say what each outcome means.",
+        discussion: """
+            Tokens come from the arguments, from --tokens-file (one per line; '-' reads standard \
+            input), or from standard input when it is not a terminal. Each token gets one line: \
+            its outcome and what to do about it; then a summary. The exit status is 1 when any \
+            notification was not accepted, 2 for a usage error.
+
+            Examples:
+              # an alert with a .p8 key, to the sandbox
+              apns send --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ \\
+                --topic com.example.app --title "Game Request" --body "Bob wants to play poker" <token>
+
+              # a background push to every token in a file, results as JSON lines
+              apns send --key-file key.p8 --key-id ABC123DEFG --team-id DEF123GHIJ \\
+                --topic com.example.app --content-available --custom 'sync="inbox"' \\
+                --tokens-file tokens.txt --json
+
+              # a payload from standard input, with a certificate, to production
+              echo '{"aps":{"alert":"Hi"}}' | apns send --cert-file push.p12 --cert-password secret \\
+                --production --topic com.example.app --payload-file - <token>
+
+              # against `apns mock-server` (prints its port and CA file)
+              apns send --host 127.0.0.1 --port 8443 --ca-file /tmp/apns-mock-ca.pem --no-auth \\
+                --topic com.example.app --body Hello <token>
+            """
+    )
+
+    @OptionGroup(title: "Credentials") var credentials: CredentialOptions
+    @OptionGroup(title: "Server") var connection: ConnectionOptions
+    @OptionGroup(title: "Notification") var notification: NotificationOptions
+
+    @Option(name: .customLong("tokens-file"), help: ArgumentHelp("Device tokens, one per line (blank lines and # comments skipped); '-' for standard input.", valueName: "path"))
+    var tokensFile: String?
+
+    @Flag(help: "One JSON object per line (per token, then a summary) instead of text.")
+    var json = false
+
+    @Flag(name: .customLong("dry-run"), help: "Print each request (method, URL, headers, payload) instead of sending it; the provider token is never shown.")
+    var dryRun = false
+
+    @Option(help: "The most notifications in flight at once.")
+    var concurrency = 100
+
+    @Flag(name: .shortAndLong, help: "Log the client's and transport's debug messages to standard error (tokens redacted).")
+    var verbose = false
+
+    @Argument(help: ArgumentHelp("Device tokens in hexadecimal.", valueName: "device-token"))
+    var deviceTokens: [String] = []
+
+    /// Checks the values together; called from `run()` so that a misspelled flag is
+    /// reported as such before any of these checks.
+    func check() throws {
+        if tokensFile == "-" && notification.readsPayloadFromStandardInput {
+            throw ValidationError("--tokens-file - and --payload-file - both read standard input: put one of them in a file")
+        }
+        if concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
+    }
+
+    func run() async throws {
+        try credentials.check()
+        try connection.check()
+        try notification.check()
+        try check()
+        Terminal.bootstrapLogging(level: verbose ? .debug : .warning)
+        let logger = Logger(label: "apns.send")
+        let loaded = try credentials.load()
+        let push = try notification.notification(standardInput: Terminal.readStandardInput)
+        let tokens = try readTokens()
+        guard !tokens.isEmpty else {
+            throw CLIError.usage("no device tokens: give them as arguments, with --tokens-file, or on standard input")
+        }
+
+        if dryRun {
+            if try printRequests(push, to: tokens, credentials: loaded) < tokens.count { throw ExitCode(1) }
+            return
+        }
+
+        let apnsCredentials: APNsCredentials
+        var certificate: TLSSetup.CertificateFiles?
+        switch loaded {
+        case .providerToken(let cache): apnsCredentials = .providerToken(cache)
+        case .certificate(let path, let keyPath, let password):
+            apnsCredentials = .certificate
+            certificate = TLSSetup.CertificateFiles(path: path, keyPath: keyPath, password: password)
+        case .none: apnsCredentials = .certificate  // no authorization header
+        }
+        let tls = try TLSSetup.configuration(trustedCAPEM: try connection.trustedCAPEM(), certificate: certificate)
+        if let identity = tls.clientIdentity, let certificate {
+            TLSSetup.warnAbout(identity, topic: (try? push.topic.value(for: push.pushType)) ?? notification.topic, path: certificate.path)
+        }
+        let transport = TransportFactory.make(
+            environment: connection.environment, tls: tls, connections: connection.connections, logger: logger)
+        let client = APNsClient(
+            environment: connection.environment, credentials: apnsCredentials, transport: transport, logger: logger)
+        let report = await send(push, to: tokens, with: client)
+        await client.shutdown()
+        if report.accepted < tokens.count { throw ExitCode(1) }
+    }
+
+    /// Prints the request each token would get (`--dry-run`); returns how many were valid.
+    /// The `authorization` value is a description of the token, never a signed JWT.
+    private func printRequests(_ push: PushNotification, to tokens: [String], credentials: CredentialOptions.Loaded) throws -> Int {
+        var authorization: String?
+        if case .providerToken(let cache) = credentials {
+            authorization = "bearer <ES256 provider token, kid \(cache.keyID), iss \(cache.teamID): not shown>"
+        }
+        var valid = 0
+        for text in tokens {
+            let request: APNsRequest
+            do {
+                request = try push.request(to: try DeviceToken(hex: text), environment: connection.environment, authorization: authorization)
+            } catch {
+                let result = Result<APNsAccepted, APNsError>.failure(.invalid(error))
+                printOutcome(token: text, result)
+                continue
+            }
+            valid += 1
+            let url = "\(request.scheme)://\(request.authority)\(request.path)"
+            let body = String(decoding: request.body, as: UTF8.self)
+            if json {
+                var object: [String: Any] = [
+                    "token": text, "method": request.method.rawValue, "url": url,
+                    "headers": request.headers.map { [$0.name, $0.value] },
+                ]
+                object["payload"] = try? JSONSerialization.jsonObject(with: Data(request.body))
+                print(OutcomeText.jsonLine(object))
+            } else {
+                print("\(request.method) \(url)")
+                for header in request.headers { print("\(header.name): \(header.value)") }
+                print("")
+                print("\(body)  (\(request.body.count) bytes)")
+                print("")
+            }
+        }
+        return valid
+    }
+
+    /// Tokens from arguments, `--tokens-file`, or standard input when it is not a terminal.
+    private func readTokens() throws(CLIError) -> [String] {
+        var tokens = deviceTokens
+        var text: String?
+        if let tokensFile {
+            if tokensFile == "-" {
+                text = String(decoding: Terminal.readStandardInput(), as: UTF8.self)
+            } else {
+                guard let data = FileManager.default.contents(atPath: tokensFile) else {
+                    throw CLIError("cannot read the tokens file \(tokensFile): check the path and its permissions")
+                }
+                text = String(decoding: data, as: UTF8.self)
+            }
+        } else if deviceTokens.isEmpty && !notification.readsPayloadFromStandardInput && !Terminal.standardInputIsTerminal {
+            text = String(decoding: Terminal.readStandardInput(), as: UTF8.self)
+        }
+        if let text {
+            for line in text.split(whereSeparator: \.isNewline) {
+                let token = line.trimmingCharacters(in: .whitespaces)
+                if token.isEmpty || token.hasPrefix("#") { continue }
+                tokens.append(token)
+            }
+        }
+        return tokens
+    }
+
+    private struct Report {
+        var accepted = 0
+        var rejected = 0
+        var failed = 0
+
+        mutating func record(_ result: Result<APNsAccepted, APNsError>) {
+            switch result {
+            case .success: accepted += 1
+            case .failure(.rejected): rejected += 1
+            case .failure: failed += 1
+            }
+        }
+    }
+
+    private typealias Finished = (index: Int, result: Result<APNsAccepted, APNsError>)
+
+    /// Parses the token at `index` and sends to it, in a new child task of `group`.
+    private static func startSending(
+        _ push: PushNotification, to text: String, index: Int, with client: APNsClient,
+        in group: inout TaskGroup<Finished>
+    ) {
+        group.addTask {
+            await (index, outcome(of: push, to: text, with: client))
+        }
+    }
+
+    /// Parses `text` as a device token and sends `push` to it.
+    private static func outcome(
+        of push: PushNotification, to text: String, with client: APNsClient
+    ) async -> Result<APNsAccepted, APNsError> {
+        let token: DeviceToken
+        do {
+            token = try DeviceToken(hex: text)
+        } catch {
+            return .failure(.invalid(error))
+        }
+        do {
+            return .success(try await client.send(push, to: token))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Prints one token's outcome as text or JSON.
+    private func printOutcome(token: String, _ result: Result<APNsAccepted, APNsError>) {
+        if json {
+            print(OutcomeText.json(token: token, result: result))
+        } else {
+            print("\(token)  \(OutcomeText.line(result))")
+        }
+    }
+
+    /// Sends to every token through a sliding window of `concurrency` requests, printing
+    /// the outcomes in input order as they become available.
+    private func send(_ push: PushNotification, to tokens: [String], with client: APNsClient) async -> Report {
+        let progress = ProgressBar(total: tokens.count, enabled: Terminal.standardErrorIsTerminal && tokens.count >= 100)
+        let start = ContinuousClock.now
+        let width = min(concurrency, tokens.count)
+        let report = await withTaskGroup(of: Finished.self) { group -> Report in
+            var report = Report()
+            var waiting: [Int: Result<APNsAccepted, APNsError>] = [:]
+            var nextToPrint = 0
+            var finished = 0
+            var nextToStart = 0
+            while nextToStart < width {
+                Self.startSending(push, to: tokens[nextToStart], index: nextToStart, with: client, in: &group)
+                nextToStart += 1
+            }
+            for await (index, result) in group {
+                if nextToStart < tokens.count {
+                    Self.startSending(push, to: tokens[nextToStart], index: nextToStart, with: client, in: &group)
+                    nextToStart += 1
+                }
+                waiting[index] = result
+                finished += 1
+                progress.update(done: finished)
+                while let ready = waiting.removeValue(forKey: nextToPrint) {
+                    progress.finish()
+                    report.record(ready)
+                    printOutcome(token: tokens[nextToPrint], ready)
+                    nextToPrint += 1
+                }
+            }
+            return report
+        }
+        progress.finish()
+        let seconds = Terminal.seconds(since: start)
+        let rate = seconds > 0 ? Double(tokens.count) / seconds : 0
+        if json {
+            print(OutcomeText.jsonLine([
+                "summary": [
+                    "sent": tokens.count, "accepted": report.accepted, "rejected": report.rejected,
+                    "failed": report.failed, "seconds": (seconds * 1000).rounded() / 1000,
+                ] as [String: Any]
+            ]))
+        } else {
+            print(String(format: "%d notification%@: %d accepted, %d rejected, %d not sent or failed in %.2f s (%.0f/s)",
+                         tokens.count, tokens.count == 1 ? "" : "s", report.accepted, report.rejected,
+                         report.failed, seconds, rate))
+        }
+        return report
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Standard streams, terminal detection and the process-wide log handler.
+enum Terminal {
+    /// Writes `line` and a newline to standard error, unbuffered.
+    static func standardError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// Whether standard error is a terminal (progress bars go there only then).
+    static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+    /// Whether standard input is a terminal (nothing is read from it then).
+    static var standardInputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+
+    /// Sends swift-log output to standard error at `level`. Call once, before logging.
+    static func bootstrapLogging(level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// Flushes standard output (and every other C stream).
+    static func flush() {
+        fflush(nil)
+    }
+
+    /// Flushes the streams and ends the process with `status`.
+    static func exit(_ status: Int32) -> Never {
+        fflush(nil)
+        #if canImport(Glibc)
+        Glibc.exit(status)
+        #else
+        Darwin.exit(status)
+        #endif
+    }
+
+    /// Reads all of standard input.
+    static func readStandardInput() -> [UInt8] {
+        Array(FileHandle.standardInput.readDataToEndOfFile())
+    }
+
+    /// Seconds since the `start` instant.
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        seconds(ContinuousClock.now - start)
+    }
+
+    /// A duration in seconds.
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

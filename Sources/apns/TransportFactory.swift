@@ -1,0 +1,22 @@
+import APNsCore
+import APNsTransport
+import Logging
+
+/// Makes the transport the tool sends through: ``APNsTransport/HTTP2Transport`` (TLS +
+/// HTTP/2 over OpenSSL and nghttp2), one place for `send`, `demo` and `bench`.
+enum TransportFactory {
+    /// A transport to `environment` with `tls`; no connection opens until the first request.
+    /// - Parameters:
+    ///   - environment: Host and port.
+    ///   - tls: Trust and client certificate (see ``TLSSetup``).
+    ///   - connections: HTTP/2 connections to open.
+    ///   - logger: Where the transport logs.
+    static func make(
+        environment: APNsEnvironment,
+        tls: TLSConfiguration,
+        connections: Int,
+        logger: Logger
+    ) -> HTTP2Transport {
+        HTTP2Transport(configuration: .init(environment: environment, tls: tls, connectionCount: connections, logger: logger))
+    }
+}

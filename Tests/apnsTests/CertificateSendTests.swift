@@ -1,0 +1,64 @@
+import APNsCore
+import APNsMockServer
+import Foundation
+import Testing
+
+/// `apns send` with a client certificate against a mock server in certificate mode.
+@Suite("apns send with a certificate")
+struct CertificateSendTests {
+    func withCertificateServer(_ body: (URL, [String], MockAPNsServer) async throws -> Void) async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Fixtures.makeClientCertificate(in: directory)
+        let clientCA = try String(contentsOf: directory.appendingPathComponent("ca.pem"), encoding: .utf8)
+        try await withMockAPNsServer(configuration: .init(authentication: .certificate(trustedCAPEM: clientCA))) { server in
+            let serverCA = directory.appendingPathComponent("server-ca.pem").path
+            try server.writeCertificateAuthority(to: serverCA)
+            try await body(directory, ["--host", "127.0.0.1", "--port", String(server.port), "--ca-file", serverCA], server)
+        }
+    }
+
+    @Test("a .p12 with its password, and a PEM certificate with its key: accepted, no authorization header")
+    func certificates() async throws {
+        try await withCertificateServer { directory, target, server in
+            let p12 = try await CLI.run(["send", "--cert-file", directory.appendingPathComponent("client.p12").path,
+                                         "--cert-password", Fixtures.p12Password] + target
+                                        + ["--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken])
+            #expect(p12.status == 0, "\(p12)")
+            let pem = try await CLI.run(["send", "--cert-file", directory.appendingPathComponent("client.pem").path,
+                                         "--cert-key-file", directory.appendingPathComponent("client.key").path] + target
+                                        + ["--topic", Fixtures.topic, "--body", "Hi", Fixtures.otherToken])
+            #expect(pem.status == 0, "\(pem)")
+            let requests = server.recordedRequests
+            #expect(requests.count == 2)
+            #expect(requests.allSatisfy { $0.value(of: "authorization") == nil && $0.status == 200 })
+        }
+    }
+
+    @Test("a .p12 for another topic draws a TopicDisallowed warning before sending")
+    func otherTopicWarning() async throws {
+        try await withCertificateServer { directory, target, _ in
+            let result = try await CLI.run(["send", "--cert-file", directory.appendingPathComponent("client.p12").path,
+                                            "--cert-password", Fixtures.p12Password] + target
+                                           + ["--topic", "com.example.other", "--body", "Hi", Fixtures.goodToken])
+            #expect(result.stderr.contains("covers the topics com.example.app, not com.example.other"), "\(result)")
+            // The mock server reads the topics from the certificate as APNs does.
+            #expect(result.stdout.contains("TopicDisallowed"), "\(result)")
+            #expect(result.status == 1)
+        }
+    }
+
+    @Test("a wrong .p12 password exits 1 with one line naming the file")
+    func wrongPassword() async throws {
+        try await withCertificateServer { directory, target, server in
+            let path = directory.appendingPathComponent("client.p12").path
+            let result = try await CLI.run(["send", "--cert-file", path, "--cert-password", "wrong"] + target
+                                           + ["--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.errorLines.count == 1, "\(result)")
+            #expect(result.stderr.contains(path), "\(result)")
+            #expect(!result.stderr.contains("wrong"), "the password must not be echoed: \(result)")
+            #expect(server.statistics.requests == 0)
+        }
+    }
+}

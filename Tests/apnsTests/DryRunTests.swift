@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+/// `apns send --dry-run`: the request each token would get, checked against Apple's rules
+/// for topics and priorities, with the payload read back by JSONSerialization.
+@Suite("apns send --dry-run")
+struct DryRunTests {
+    struct Case: Sendable, CustomStringConvertible {
+        var flags: [String]
+        var topic: String
+        var pushType: String
+        var priority: String
+        var description: String { flags.joined(separator: " ") }
+    }
+
+    // Apple: "Sending notification requests to APNs" — the topic suffixes per push type,
+    // and background notifications must be sent with priority 5.
+    static let cases: [Case] = [
+        Case(flags: ["--title", "Hi"], topic: "com.example.app", pushType: "alert", priority: "10"),
+        Case(flags: ["--content-available", "--custom", "sync=\"inbox\""], topic: "com.example.app", pushType: "background", priority: "5"),
+        Case(flags: ["--push-type", "voip", "--custom", "caller=\"Jenna\""], topic: "com.example.app.voip", pushType: "voip", priority: "10"),
+        Case(flags: ["--push-type", "complication", "--body", "Hi"], topic: "com.example.app.complication", pushType: "complication", priority: "10"),
+        Case(flags: ["--push-type", "voip", "--topic", "com.example.app.voip", "--custom", "id=1"], topic: "com.example.app.voip", pushType: "voip", priority: "10"),
+    ]
+
+    @Test("headers follow Apple's topic and priority rules", arguments: cases)
+    func headers(_ testCase: Case) async throws {
+        var arguments = ["send", "--no-auth", "--dry-run", "--json"] + testCase.flags
+        if !testCase.flags.contains("--topic") { arguments += ["--topic", "com.example.app"] }
+        let result = try await CLI.run(arguments + [Fixtures.goodToken])
+        #expect(result.status == 0, "\(result)")
+        let object = try CLI.jsonObject(try #require(result.lines.first))
+        #expect(object["url"] as? String == "https://api.sandbox.push.apple.com/3/device/\(Fixtures.goodToken)")
+        let headers = try #require(object["headers"] as? [[String]])
+        func value(_ name: String) -> String? { headers.first { $0.first == name }?.last }
+        #expect(value("apns-topic") == testCase.topic)
+        #expect(value("apns-push-type") == testCase.pushType)
+        #expect(value("apns-priority") == testCase.priority)
+        #expect(value(":method") == "POST")
+        #expect(UUID(uuidString: value("apns-id") ?? "") != nil)
+        #expect(value("authorization") == nil)
+        let payload = try #require(object["payload"] as? [String: Any])
+        #expect(payload["aps"] is [String: Any], "APNs asks for an aps dictionary in every payload")
+    }
+
+    @Test("with a .p8 key the authorization header is described, never signed or shown")
+    func authorizationIsNotShown() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = try await Fixtures.makeKey(in: directory)
+        let result = try await CLI.run([
+            "send", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+            "--production", "--dry-run", "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken,
+        ])
+        #expect(result.status == 0, "\(result)")
+        let authorization = try #require(result.lines.first { $0.hasPrefix("authorization: ") })
+        #expect(authorization.contains(Fixtures.keyID) && authorization.contains(Fixtures.teamID))
+        // A compact JWT starts with the base64url of `{"` (eyJ) and has two dots.
+        #expect(!result.stdout.contains("eyJ"), "\(result)")
+        #expect(result.lines.first == "POST https://api.push.apple.com/3/device/\(Fixtures.goodToken)")
+    }
+
+    @Test("a malformed token and an oversized payload are reported and exit 1")
+    func invalid() async throws {
+        let malformed = try await CLI.run(["send", "--no-auth", "--dry-run", "--topic", Fixtures.topic, "--body", "Hi", "zz"])
+        #expect(malformed.status == 1, "\(malformed)")
+        #expect(malformed.stdout.contains("zz  invalid:"), "\(malformed)")
+        let huge = try await CLI.run(["send", "--no-auth", "--dry-run", "--topic", Fixtures.topic,
+                                      "--body", String(repeating: "x", count: 5000), Fixtures.goodToken])
+        #expect(huge.status == 1, "\(huge)")
+        #expect(huge.stdout.contains("4096"), "\(huge)")
+    }
+}

@@ -1,0 +1,211 @@
+import APNsCore
+import APNsMockServer
+import Foundation
+import Testing
+
+/// `apns send` against an in-process mock APNs server, over the real HTTP/2 transport.
+@Suite("apns send")
+struct SendCommandTests {
+    /// Runs `body` with a running server and a directory holding its CA file.
+    func withServer<T: Sendable>(
+        authentication: MockAPNsServer.Authentication = .none,
+        _ body: (MockAPNsServer, URL, [String]) async throws -> T
+    ) async throws -> T {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await withMockAPNsServer(configuration: .init(bundleIDs: [Fixtures.topic], authentication: authentication)) { server in
+            server.respond(toDeviceToken: Fixtures.unregisteredToken, with: .unregistered())
+            let caPath = directory.appendingPathComponent("ca.pem").path
+            try server.writeCertificateAuthority(to: caPath)
+            let target = ["--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath]
+            return try await body(server, directory, target)
+        }
+    }
+
+    /// The body the server received for `token`, parsed by JSONSerialization.
+    func receivedPayload(_ server: MockAPNsServer, token: String) throws -> [String: Any] {
+        let request = try #require(server.recordedRequests.first { $0.deviceToken == token })
+        return try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
+    }
+
+    @Test("a .p8 key, tokens as arguments, payload from flags: one line per token with its remedy, exit 1 for the unregistered one")
+    func keyAndFlags() async throws {
+        try await withServer(authentication: .none) { _, directory, _ in
+            // Token mode: the server checks each JWT's ES256 signature with OpenSSL's public key.
+            let key = try await Fixtures.makeKey(in: directory)
+            var verifier = ProviderTokenVerifier()
+            try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: Fixtures.keyID)
+            try await withMockAPNsServer(configuration: .init(
+                bundleIDs: [Fixtures.topic], authentication: .providerToken(.signature(verifier)))
+            ) { server in
+                server.respond(toDeviceToken: Fixtures.unregisteredToken, with: .unregistered())
+                let caPath = directory.appendingPathComponent("token-ca.pem").path
+                try server.writeCertificateAuthority(to: caPath)
+                let result = try await CLI.run([
+                    "send", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+                    "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
+                    "--topic", Fixtures.topic, "--title", "Game Request", "--body", "Bob wants to play poker",
+                    "--badge", "3", "--sound", "default", "--thread-id", "games", "--custom", "game-id=42",
+                    "--collapse-id", "poker", Fixtures.goodToken, Fixtures.unregisteredToken,
+                ])
+                #expect(result.status == 1, "\(result)")
+                let lines = result.lines
+                #expect(lines.count == 3, "\(result)")
+                #expect(lines.first?.hasPrefix("\(Fixtures.goodToken)  accepted apns-id ") == true, "\(result)")
+                #expect(lines.dropFirst().first?.contains("rejected 410 Unregistered → remove this device token") == true, "\(result)")
+                #expect(lines.last?.hasPrefix("2 notifications: 1 accepted, 1 rejected, 0 not sent or failed") == true, "\(result)")
+
+                let payload = try receivedPayload(server, token: Fixtures.goodToken)
+                let aps = try #require(payload["aps"] as? [String: Any])
+                let alert = try #require(aps["alert"] as? [String: Any])
+                #expect(alert["title"] as? String == "Game Request")
+                #expect(alert["body"] as? String == "Bob wants to play poker")
+                #expect(aps["badge"] as? Int == 3)
+                #expect(aps["sound"] as? String == "default")
+                #expect(aps["thread-id"] as? String == "games")
+                #expect(payload["game-id"] as? Int == 42)
+                let request = try #require(server.recordedRequests.first { $0.deviceToken == Fixtures.goodToken })
+                #expect(request.value(of: "apns-collapse-id") == "poker")
+                #expect(request.value(of: "apns-push-type") == "alert")
+                #expect(request.providerToken?.keyID == Fixtures.keyID)
+                #expect(request.status == 200)
+            }
+        }
+    }
+
+    @Test("--json: one object per line that JSONSerialization reads, tokens from a file, a malformed token reported as invalid")
+    func jsonLinesFromTokensFile() async throws {
+        try await withServer { server, directory, target in
+            let tokens = directory.appendingPathComponent("tokens.txt")
+            try Data("# devices\n\(Fixtures.goodToken)\n\n\(Fixtures.unregisteredToken)\nnot-hex\n".utf8).write(to: tokens)
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--body", "Hi", "--tokens-file", tokens.path, "--json"])
+            #expect(result.status == 1, "\(result)")
+            let objects = try result.lines.map(CLI.jsonObject)
+            #expect(objects.count == 4, "\(result)")
+            #expect(objects[0]["token"] as? String == Fixtures.goodToken)
+            #expect(objects[0]["outcome"] as? String == "accepted")
+            #expect(objects[0]["status"] as? Int == 200)
+            #expect(objects[1]["outcome"] as? String == "rejected")
+            #expect(objects[1]["status"] as? Int == 410)
+            #expect(objects[1]["reason"] as? String == "Unregistered")
+            #expect(objects[1]["remedy"] as? String == "removeDeviceToken")
+            #expect(objects[1]["timestamp"] is NSNumber)
+            #expect(objects[2]["token"] as? String == "not-hex")
+            #expect(objects[2]["outcome"] as? String == "invalid")
+            let summary = try #require(objects[3]["summary"] as? [String: Any])
+            #expect(summary["sent"] as? Int == 3)
+            #expect(summary["accepted"] as? Int == 1)
+            #expect(summary["rejected"] as? Int == 1)
+            #expect(server.statistics.requests == 2)
+        }
+    }
+
+    @Test("tokens on standard input and the payload from a file: the server receives the file's JSON, exit 0")
+    func tokensFromStandardInput() async throws {
+        try await withServer { server, directory, target in
+            let payloadFile = directory.appendingPathComponent("payload.json")
+            let json = #"{"aps":{"alert":{"loc-key":"GAME_PLAY_REQUEST_FORMAT","loc-args":["Jenna","Frank"]},"sound":"chime.aiff"},"acme":[1,2]}"#
+            try Data(json.utf8).write(to: payloadFile)
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--payload-file", payloadFile.path],
+                standardInput: "\(Fixtures.goodToken)\n\(Fixtures.otherToken)\n")
+            #expect(result.status == 0, "\(result)")
+            #expect(result.lines.last?.hasPrefix("2 notifications: 2 accepted") == true, "\(result)")
+            let expected = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary)
+            for token in [Fixtures.goodToken, Fixtures.otherToken] {
+                #expect(NSDictionary(dictionary: try receivedPayload(server, token: token)) == expected)
+            }
+        }
+    }
+
+    @Test("the payload on standard input (--payload-file -) with a background push type and priority 5")
+    func payloadFromStandardInput() async throws {
+        try await withServer { server, _, target in
+            let json = #"{"aps":{"content-available":1},"sync":"inbox"}"#
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--payload-file", "-", "--push-type", "background",
+                                                   "--priority", "5", "--expiration", "0", Fixtures.goodToken],
+                standardInput: json)
+            #expect(result.status == 0, "\(result)")
+            let request = try #require(server.recordedRequests.first)
+            #expect(request.value(of: "apns-push-type") == "background")
+            #expect(request.value(of: "apns-priority") == "5")
+            #expect(request.value(of: "apns-expiration") == "0")
+            let expected = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary)
+            #expect(NSDictionary(dictionary: try receivedPayload(server, token: Fixtures.goodToken)) == expected)
+        }
+    }
+
+    @Test("a batch wider than the window: one line per token, in input order, and every request reaches the server")
+    func batchKeepsOrder() async throws {
+        try await withServer { server, _, target in
+            let tokens = (0..<250).map { i in String(format: "%064x", i * 7919 + 1) }
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--body", "Hi", "--concurrency", "16", "--json"],
+                standardInput: tokens.joined(separator: "\n"))
+            #expect(result.status == 0, "\(result)")
+            let objects = try result.lines.map(CLI.jsonObject)
+            #expect(objects.dropLast().compactMap { $0["token"] as? String } == tokens)
+            #expect(objects.dropLast().allSatisfy { $0["outcome"] as? String == "accepted" })
+            #expect(Set(server.recordedRequests.compactMap(\.deviceToken)) == Set(tokens))
+        }
+    }
+
+    @Test("on a terminal a long batch draws a progress bar with rate and ETA on standard error; off a terminal, none")
+    func progressBar() async throws {
+        try await withServer { server, directory, target in
+            server.setResponseDelay(.milliseconds(1))
+            let tokens = (0..<300).map { i in String(format: "%064x", i + 1) }
+            let tokensFile = directory.appendingPathComponent("tokens.txt")
+            try Data(tokens.joined(separator: "\n").utf8).write(to: tokensFile)
+            let arguments = ["send", "--no-auth"] + target
+                + ["--topic", Fixtures.topic, "--body", "Hi", "--concurrency", "10", "--tokens-file", tokensFile.path]
+            // util-linux script(1) gives the command a pseudo-terminal; standard output goes
+            // to /dev/null, so what script prints is standard error as a terminal shows it.
+            let command = ([try CLI.executable] + arguments).joined(separator: " ") + " >/dev/null"
+            let onTerminal = try await CLI.tool("/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"], timeout: .seconds(60))
+            #expect(onTerminal.status == 0, "\(onTerminal)")
+            #expect(onTerminal.stdout.contains("300/300 100%"), "\(onTerminal)")
+            #expect(onTerminal.stdout.contains("/s ETA"), "\(onTerminal)")
+            let offTerminal = try await CLI.run(arguments)
+            #expect(offTerminal.status == 0, "\(offTerminal)")
+            #expect(offTerminal.stderr.isEmpty, "\(offTerminal)")
+            #expect(offTerminal.lines.count == 301)
+        }
+    }
+
+    @Test("a VoIP push to a bundle ID goes to the .voip topic")
+    func voipTopicSuffix() async throws {
+        try await withServer { server, _, target in
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--push-type", "voip", "--custom", #"caller="Jenna""#, Fixtures.goodToken])
+            #expect(result.status == 0, "\(result)")
+            #expect(server.recordedRequests.first?.value(of: "apns-topic") == Fixtures.topic + ".voip")
+            // Every payload carries an aps dictionary, even one built from custom keys only.
+            let payload = try receivedPayload(server, token: Fixtures.goodToken)
+            #expect(payload["aps"] is [String: Any])
+            #expect(payload["caller"] as? String == "Jenna")
+        }
+    }
+
+    @Test("a server that is not there: exit 1 and the line says it never reached APNs")
+    func connectionRefused() async throws {
+        let result = try await CLI.run(["send", "--no-auth", "--host", "127.0.0.1", "--port", "9", "--topic", Fixtures.topic, "--body", "hi", Fixtures.goodToken])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.contains("failed") && result.stdout.contains("never reached APNs"), "\(result)")
+    }
+}
+
+/// `apns bench` end to end, with a small count.
+@Suite("apns bench")
+struct BenchCommandTests {
+    @Test("reports throughput, CPU per notification and latency percentiles")
+    func bench() async throws {
+        let result = try await CLI.run(["bench", "--count", "2000", "--streams", "50", "--skip-h2load"], timeout: .seconds(120))
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("2000 accepted, 0 failed"), "\(result)")
+        #expect(result.stdout.contains("µs client CPU per notification"), "\(result)")
+        #expect(result.stdout.contains("p99"), "\(result)")
+    }
+}
