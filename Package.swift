@@ -132,6 +132,10 @@ let package = Package(
                 "COpenSSL",
             ]
         ),
+        .testTarget(
+            name: "apnsTests",
+            dependencies: ["APNsMockServer", "APNsCore"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

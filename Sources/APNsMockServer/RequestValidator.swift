@@ -37,9 +37,10 @@ struct RequestValidator: Sendable {
         "controls": ".push-type.controls",
     ]
 
-    /// Push types whose payload is not an `aps` dictionary (MDM: `{"mdm": …}`; File
-    /// Provider: `{"container-identifier": …, "domain": …}`).
-    static let typesWithoutAPS: Set<String> = ["mdm", "fileprovider"]
+    /// Push types whose payload need not have an `aps` dictionary (MDM: `{"mdm": …}`; File
+    /// Provider: `{"container-identifier": …, "domain": …}`; VoIP: PushKit hands the app the
+    /// whole dictionary, whatever its keys).
+    static let typesWithoutAPS: Set<String> = ["mdm", "fileprovider", "voip"]
 
     var bundleIDs: [String]
     var malformedPayloadReason: String

@@ -167,13 +167,16 @@ extension ServerState {
 
     /// Records that the server thread has ended and wakes whoever waits in ``waitForExit()``.
     func markExited() {
-        let waiters = shared.withLock { shared in
+        let (waiters, subscribers) = shared.withLock { shared in
             shared.exited = true
-            for subscriber in shared.subscribers.values { subscriber.finish() }
-            shared.subscribers.removeAll()
-            defer { shared.exitWaiters.removeAll() }
-            return shared.exitWaiters
+            defer {
+                shared.subscribers.removeAll()
+                shared.exitWaiters.removeAll()
+            }
+            return (shared.exitWaiters, Array(shared.subscribers.values))
         }
+        // Outside the lock: finishing a stream runs its onTermination, which takes the lock.
+        for subscriber in subscribers { subscriber.finish() }
         for waiter in waiters { waiter.resume() }
     }
 

@@ -47,6 +47,16 @@ struct RecordingTests {
         }
     }
 
+    @Test("stopping the server ends an open request stream (no lock re-entry)")
+    func streamEndsAtStop() async throws {
+        let server = MockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"]))
+        try await server.start()
+        let requests = server.requests()
+        await server.stop()
+        var iterator = requests.makeAsyncIterator()
+        #expect(await iterator.next() == nil)
+    }
+
     @Test("the API is usable from many tasks while traffic flows")
     func concurrentUse() async throws {
         try await withServerAndCurl { server, curl in

@@ -77,6 +77,9 @@ let validationCases: [ValidationCase] = [
     ValidationCase(name: "JSON array", body: "[1]", status: 400, reason: "BadRequestPayload"),
     ValidationCase(name: "object without aps", body: #"{"foo":1}"#, status: 400, reason: "BadRequestPayload"),
     ValidationCase(name: "trailing comma", body: #"{"aps":{},}"#, status: 400, reason: "BadRequestPayload"),
+    ValidationCase(name: "VoIP payload without aps (PushKit reads the whole dictionary)",
+                   headers: ["apns-topic: com.example.app.voip", "apns-push-type: voip"],
+                   body: #"{"caller":"Jenna","call-id":"4711"}"#, status: 200),
     ValidationCase(name: "MDM payload without aps", headers: ["apns-topic: com.example.app", "apns-push-type: mdm"],
                    body: #"{"mdm":"00000000-1111-3333-4444-555555555555"}"#, status: 200),
 ]

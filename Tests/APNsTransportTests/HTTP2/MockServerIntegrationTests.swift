@@ -190,7 +190,7 @@ struct MockServerIntegrationTests {
     @Test("a server refusing connections: bounded attempts with backoff, failures never sent")
     func refusingConnections() async throws {
         try await withMockAPNsServer { server in
-            server.refuseConnections(for: .seconds(5))
+            server.refuseConnections(for: .seconds(60))  // outlasts the loop below, however slow the machine
             let transport = try mockTransport(server) {
                 $0.reconnectBackoffBase = .milliseconds(100)
                 $0.reconnectBackoffMax = .milliseconds(400)
