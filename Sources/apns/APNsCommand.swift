@@ -20,7 +20,7 @@ struct APNsCommand: AsyncParsableCommand {
               apns demo
               apns bench --connections 2 --count 100000
             """,
-        subcommands: [SendCommand.self, MockServerCommand.self, DemoCommand.self, BenchCommand.self]
+        subcommands: [SendCommand.self, ChannelCommand.self, BroadcastCommand.self, MockServerCommand.self, DemoCommand.self, BenchCommand.self]
     )
 
     /// Runs the tool with the exit statuses the tool documents: ArgumentParser's usage

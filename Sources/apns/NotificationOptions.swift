@@ -183,7 +183,7 @@ struct NotificationOptions: ParsableArguments {
         let key = String(entry[..<equals])
         let json = String(entry[entry.index(after: equals)...])
         do {
-            return (key, try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)))
+            return (key, try JSONValue(jsonBytes: Array(json.utf8)))
         } catch {
             throw ValidationError("--custom \(key): \(json) is not JSON (quote strings: \(key)='\"\(json)\"')")
         }

@@ -85,23 +85,11 @@ struct SendCommand: AsyncParsableCommand {
             return
         }
 
-        let apnsCredentials: APNsCredentials
-        var certificate: TLSSetup.CertificateFiles?
-        switch loaded {
-        case .providerToken(let cache): apnsCredentials = .providerToken(cache)
-        case .certificate(let path, let keyPath, let password):
-            apnsCredentials = .certificate
-            certificate = TLSSetup.CertificateFiles(path: path, keyPath: keyPath, password: password)
-        case .none: apnsCredentials = .certificate  // no authorization header
-        }
-        let tls = try TLSSetup.configuration(trustedCAPEM: try connection.trustedCAPEM(), certificate: certificate)
-        if let identity = tls.clientIdentity, let certificate {
+        let setup = try ClientSetup(credentials: loaded, connection: connection, logger: logger)
+        if let identity = setup.tls.clientIdentity, let certificate = setup.certificate {
             TLSSetup.warnAbout(identity, topic: (try? push.topic.value(for: push.pushType)) ?? notification.topic, path: certificate.path)
         }
-        let transport = TransportFactory.make(
-            environment: connection.environment, tls: tls, connections: connection.connections, logger: logger)
-        let client = APNsClient(
-            environment: connection.environment, credentials: apnsCredentials, transport: transport, logger: logger)
+        let client = setup.client
         let report = await send(push, to: tokens, with: client)
         await client.shutdown()
         if report.accepted < tokens.count { throw ExitCode(1) }

@@ -1,4 +1,5 @@
 import Testing
+import Foundation
 
 @testable import APNsPayload
 
@@ -177,5 +178,32 @@ import Testing
         #expect {
             try Payload(jsonBytes: bytes)
         } throws: { ($0 as! PayloadError).byteOffset == 8 }
+    }
+}
+
+@Suite("JSONValue(jsonBytes:)")
+struct JSONValueParsingTests {
+    @Test("parses what Foundation parses, to the same values")
+    func agreesWithFoundation() throws {
+        let text = #"{"score":"2-1","minute":89,"ratio":0.5,"live":true,"none":null,"tags":["a","ü"]}"#
+        let value = try JSONValue(jsonBytes: Array(text.utf8))
+        let foundation = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        guard case .object(let object) = value else { Issue.record("not an object"); return }
+        #expect(object.count == foundation.count)
+        #expect(object["score"] == .string(foundation["score"] as? String ?? ""))
+        #expect(object["minute"] == .integer(Int64(foundation["minute"] as? Int ?? 0)))
+        #expect(object["tags"] == .array(["a", "ü"]))
+    }
+
+    @Test("refuses what Foundation refuses, with the offset", arguments: [("{\"a\":}", 5), ("{\"a\" 1}", 5), ("tru", 0)])
+    func refuses(text: String, offset: Int) {
+        #expect((try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) == nil)
+        do {
+            _ = try JSONValue(jsonBytes: Array(text.utf8))
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.kind == .invalidJSON)
+            #expect(error.byteOffset == offset)
+        }
     }
 }

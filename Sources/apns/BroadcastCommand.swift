@@ -1,0 +1,136 @@
+import APNsCore
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `apns broadcast`: one Live Activity update to every device subscribed to a channel.
+struct BroadcastCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "broadcast",
+        abstract: "Send a Live Activity update to a broadcast channel.",
+        discussion: """
+            The payload comes from --payload-file (a JSON file, '-' for standard input), or is \
+            built from --content-state (JSON) with --event update or end and the current time \
+            as timestamp. A channel without message storage needs --expiration 0 (the default).
+
+            Examples:
+              apns broadcast --key-file key.p8 --key-id ABC123DEFG --team-id DEF123GHIJ \\
+                --bundle-id com.example.app --channel dHN0LTEyMzQ1Njc4OTA= \\
+                --content-state '{"score":"2-1"}' --alert-title Goal --alert-body "2-1 in the 89th"
+              apns broadcast ... --bundle-id com.example.app --channel <id> --payload-file update.json
+            """
+    )
+
+    @OptionGroup(title: "Credentials") var credentials: CredentialOptions
+    @OptionGroup(title: "Server") var connection: ConnectionOptions
+
+    @Option(name: .customLong("bundle-id"), help: "The app's bundle ID.")
+    var bundleID: String
+
+    @Option(help: "The channel ID (base64, as `apns channel create` prints it).")
+    var channel: String
+
+    @Option(name: .customLong("payload-file"), help: ArgumentHelp("The payload as a JSON file; '-' for standard input.", valueName: "path"))
+    var payloadFile: String?
+
+    @Option(name: .customLong("content-state"), help: ArgumentHelp("The Live Activity's ContentState as JSON.", valueName: "json"))
+    var contentState: String?
+
+    @Option(help: "update or end.")
+    var event: String = "update"
+
+    @Option(name: .customLong("alert-title"), help: "An alert title that lights the screen with the update.")
+    var alertTitle: String?
+
+    @Option(name: .customLong("alert-body"), help: "The alert's body.")
+    var alertBody: String?
+
+    @Option(help: "apns-priority: 10, 5 or 1.")
+    var priority: Int = 10
+
+    @Option(help: "apns-expiration in UNIX seconds; 0 (the default) delivers only to devices online now.")
+    var expiration: Int64 = 0
+
+    @Flag(help: "One JSON object instead of text.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "Log the client's and transport's debug messages to standard error.")
+    var verbose = false
+
+    func run() async throws {
+        try credentials.check()
+        try connection.check()
+        guard (payloadFile == nil) != (contentState == nil) else {
+            throw ValidationError("give exactly one of --payload-file and --content-state")
+        }
+        guard let priority = Priority(rawValue: priority) else {
+            throw ValidationError("--priority must be 10, 5 or 1, not \(self.priority)")
+        }
+        let channelID = try ChannelCommand.channelID(channel)
+        let payload = try makePayload()
+        Terminal.bootstrapLogging(level: verbose ? .debug : .warning)
+        let setup = try ClientSetup(credentials: try credentials.load(), connection: connection, logger: Logger(label: "apns.broadcast"))
+        let result: Result<BroadcastAccepted, APNsError>
+        do {
+            result = .success(try await setup.client.broadcast(
+                payload, to: channelID, bundleID: bundleID, priority: priority,
+                expiration: expiration == 0 ? .immediately : .unixTime(expiration)))
+        } catch {
+            result = .failure(error)
+        }
+        await setup.client.shutdown()
+        switch result {
+        case .success(let accepted):
+            let requestID = accepted.requestID?.uuidString ?? "-"
+            print(json
+                ? OutcomeText.jsonLine(["outcome": "accepted", "channel": channelID.rawValue, "apns-request-id": requestID])
+                : "accepted apns-request-id \(requestID)")
+        case .failure(let error):
+            print(json
+                ? OutcomeText.jsonLine(["outcome": error.rejection == nil ? "failed" : "rejected",
+                                        "error": OutcomeText.summary(error), "remedy": OutcomeText.remedy(error)])
+                : OutcomeText.line(.failure(error)))
+            throw ExitCode(1)
+        }
+    }
+
+    private func makePayload() throws -> Payload {
+        if let payloadFile {
+            let bytes: [UInt8]
+            if payloadFile == "-" {
+                bytes = Terminal.readStandardInput()
+            } else {
+                guard let data = FileManager.default.contents(atPath: payloadFile) else {
+                    throw CLIError("cannot read the payload file \(payloadFile): check the path and its permissions")
+                }
+                bytes = Array(data)
+            }
+            do {
+                return try Payload(jsonBytes: bytes)
+            } catch {
+                throw CLIError("the payload file is not a valid payload: \(error)")
+            }
+        }
+        let state: JSONObject
+        do {
+            guard case .object(let object) = try JSONValue(jsonBytes: Array((contentState ?? "").utf8)) else {
+                throw ValidationError("--content-state must be a JSON object")
+            }
+            state = object
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw ValidationError("--content-state is not JSON: \(error)")
+        }
+        var alert: LiveActivityAlert?
+        if alertTitle != nil || alertBody != nil {
+            alert = LiveActivityAlert(title: alertTitle.map { .plain($0) }, body: alertBody.map { .plain($0) })
+        }
+        let now = Int(Date().timeIntervalSince1970)
+        switch event {
+        case "update": return .liveActivityUpdate(timestamp: now, contentState: state, alert: alert)
+        case "end": return .liveActivityEnd(timestamp: now, contentState: state, alert: alert)
+        default: throw ValidationError("--event must be update or end, not \(event)")
+        }
+    }
+}

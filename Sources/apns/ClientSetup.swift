@@ -1,0 +1,34 @@
+import APNsCore
+import APNsTransport
+import Logging
+
+/// Turns the credential and server flags into a client over the real transport: one place
+/// for `send`, `channel` and `broadcast`.
+struct ClientSetup {
+    /// The client; shut it down when done.
+    let client: APNsClient
+    /// The TLS settings it connects with (its client identity, for certificate checks).
+    let tls: TLSConfiguration
+    /// The certificate files, when the credentials are a certificate.
+    let certificate: TLSSetup.CertificateFiles?
+
+    /// - Throws: ``CLIError`` when a CA file or certificate cannot be loaded.
+    init(credentials loaded: CredentialOptions.Loaded, connection: ConnectionOptions, logger: Logger) throws(CLIError) {
+        let apnsCredentials: APNsCredentials
+        var certificate: TLSSetup.CertificateFiles?
+        switch loaded {
+        case .providerToken(let cache): apnsCredentials = .providerToken(cache)
+        case .certificate(let path, let keyPath, let password):
+            apnsCredentials = .certificate
+            certificate = TLSSetup.CertificateFiles(path: path, keyPath: keyPath, password: password)
+        case .none: apnsCredentials = .certificate  // no authorization header
+        }
+        let tls = try TLSSetup.configuration(trustedCAPEM: try connection.trustedCAPEM(), certificate: certificate)
+        let transport = TransportFactory.make(
+            environment: connection.environment, tls: tls, connections: connection.connections, logger: logger)
+        self.client = APNsClient(
+            environment: connection.environment, credentials: apnsCredentials, transport: transport, logger: logger)
+        self.tls = tls
+        self.certificate = certificate
+    }
+}

@@ -1,0 +1,72 @@
+import APNsCore
+import APNsMockServer
+import Foundation
+import Testing
+
+/// `apns channel …` and `apns broadcast` against an in-process mock APNs server, which
+/// serves channel management and broadcasts on the same port.
+@Suite("apns channel and apns broadcast")
+struct ChannelCommandTests {
+    /// The first output line as a JSON object.
+    static func firstObject(_ result: CLI.Result) throws -> [String: Any] {
+        try CLI.jsonObject(result.lines.first ?? "")
+    }
+
+    @Test("create, list, read, broadcast, delete; then the deleted channel is refused with exit 1")
+    func lifecycle() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await withMockAPNsServer(configuration: .init(bundleIDs: [Fixtures.topic])) { server in
+            let caPath = directory.appendingPathComponent("ca.pem").path
+            try server.writeCertificateAuthority(to: caPath)
+            let common = ["--no-auth", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
+                          "--bundle-id", Fixtures.topic, "--json"]
+
+            let created = try await CLI.run(["channel", "create", "--storage", "most-recent"] + common)
+            #expect(created.status == 0, "\(created)")
+            let channel = try #require(Self.firstObject(created)["channel"] as? String)
+            #expect(Data(base64Encoded: channel) != nil, "a channel ID is base64")
+            #expect(server.channels(bundleID: Fixtures.topic).map(\.id) == [channel])
+
+            let listed = try await CLI.run(["channel", "list"] + common)
+            #expect(listed.status == 0, "\(listed)")
+            #expect(try Self.firstObject(listed)["channels"] as? [String] == [channel])
+
+            let read = try await CLI.run(["channel", "read", channel] + common)
+            #expect(read.status == 0, "\(read)")
+            #expect(try Self.firstObject(read)["storage"] as? String == "most-recent")
+
+            let sent = try await CLI.run(["broadcast", "--channel", channel, "--content-state", #"{"score":"2-1"}"#,
+                                          "--alert-title", "Goal", "--expiration", "0"] + common.filter { $0 != "--bundle-id" && $0 != Fixtures.topic } + ["--bundle-id", Fixtures.topic])
+            #expect(sent.status == 0, "\(sent)")
+            #expect(try Self.firstObject(sent)["outcome"] as? String == "accepted")
+            let broadcast = try #require(server.recordedRequests.first { $0.value(of: ":path") == "/4/broadcasts/apps/\(Fixtures.topic)" })
+            #expect(broadcast.value(of: "apns-channel-id") == channel)
+            #expect(broadcast.value(of: "apns-push-type") == "liveactivity")
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(broadcast.body)) as? [String: Any])
+            let aps = try #require(body["aps"] as? [String: Any])
+            #expect(aps["event"] as? String == "update")
+            #expect((aps["content-state"] as? [String: Any])?["score"] as? String == "2-1")
+
+            let deleted = try await CLI.run(["channel", "delete", channel] + common)
+            #expect(deleted.status == 0, "\(deleted)")
+            #expect(server.channels(bundleID: Fixtures.topic).isEmpty)
+
+            let gone = try await CLI.run(["channel", "read", channel] + common)
+            #expect(gone.status == 1)
+            #expect(gone.stdout.contains("ChannelNotRegistered"), "\(gone)")
+        }
+    }
+
+    @Test("bad channel flags exit 2 with one line", arguments: [
+        ["channel", "read", "not base64!", "--no-auth", "--bundle-id", "com.example.app"],
+        ["channel", "create", "--storage", "forever", "--no-auth", "--bundle-id", "com.example.app"],
+        ["broadcast", "--no-auth", "--bundle-id", "com.example.app", "--channel", "Zm9vYmFy"],
+        ["broadcast", "--no-auth", "--bundle-id", "com.example.app", "--channel", "Zm9vYmFy", "--content-state", "[1]"],
+    ])
+    func usage(arguments: [String]) async throws {
+        let result = try await CLI.run(arguments)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.errorLines.filter { $0.hasPrefix("Error:") || $0.hasPrefix("apns:") }.count >= 1, "\(result)")
+    }
+}
