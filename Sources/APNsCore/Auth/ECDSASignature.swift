@@ -22,7 +22,7 @@ enum ECDSASignature {
 
     /// DER → raw `r||s` (64 bytes).
     static func raw(fromDER der: some Collection<UInt8>) throws(ConversionError) -> [UInt8] {
-        var reader = DERReader(Array(der))
+        var reader = StrictDERReader(Array(der))
         var sequence = try reader.read(tag: 0x30)
         guard reader.isAtEnd else { throw .malformedDER }
         let r = try sequence.read(tag: 0x02)
@@ -67,7 +67,7 @@ enum ECDSASignature {
 
 /// Reads DER tag-length-value items with the short and long definite length forms
 /// ([X.690 §8.1](https://www.itu.int/rec/T-REC-X.690)), refusing non-minimal lengths.
-private struct DERReader {
+private struct StrictDERReader {
     private(set) var remaining: ArraySlice<UInt8>
 
     init(_ bytes: [UInt8]) { remaining = bytes[...] }
@@ -76,7 +76,7 @@ private struct DERReader {
     var isAtEnd: Bool { remaining.isEmpty }
 
     /// Reads one item with `tag` and returns a reader over its content.
-    mutating func read(tag: UInt8) throws(ECDSASignature.ConversionError) -> DERReader {
+    mutating func read(tag: UInt8) throws(ECDSASignature.ConversionError) -> StrictDERReader {
         guard remaining.count >= 2, remaining.first == tag else { throw .malformedDER }
         var index = remaining.startIndex + 1
         let first = remaining[index]
@@ -95,6 +95,6 @@ private struct DERReader {
         guard remaining.endIndex - index >= length else { throw .malformedDER }
         let content = remaining[index..<(index + length)]
         remaining = remaining[(index + length)...]
-        return DERReader(content)
+        return StrictDERReader(content)
     }
 }

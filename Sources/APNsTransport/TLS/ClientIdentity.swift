@@ -35,8 +35,6 @@ public struct ClientIdentity: Sendable {
     /// then the bundle ID in the subject).
     public let topics: [String]
 
-    /// The object identifier of Apple's APNs topics extension.
-    static let topicsExtensionOID = "1.2.840.113635.100.6.3.6"
 
     // MARK: PKCS#12
 
@@ -116,7 +114,7 @@ public struct ClientIdentity: Sendable {
         self.subjectCommonName = commonName
         self.notAfter = notAfter
         self.notBefore = notBefore
-        self.topics = certificate.extensionValue(oid: Self.topicsExtensionOID).map(Self.parseTopics) ?? []
+        self.topics = certificate.extensionValue(oid: APNsCertificateTopics.extensionOID).map(APNsCertificateTopics.parse) ?? []
     }
 
     // MARK: Parsing
@@ -218,19 +216,6 @@ public struct ClientIdentity: Sendable {
         return PrivateKey(taking: key)
     }
 
-    /// The topics in the DER value of extension 1.2.840.113635.100.6.3.6: the UTF8String
-    /// elements directly inside its outer SEQUENCE (the nested SEQUENCEs list push kinds).
-    static func parseTopics(_ der: [UInt8]) -> [String] {
-        var reader = DERReader(der)
-        guard let outer = reader.next(), outer.tag == 0x30 else { return [] }
-        var inner = DERReader(outer.value)
-        var topics: [String] = []
-        while let element = inner.next() {
-            if element.tag == 0x0C { topics.append(String(decoding: element.value, as: UTF8.self)) }
-        }
-        return topics
-    }
-
     // MARK: Helpers
 
     /// Runs `body` over a private copy of `bytes` that is wiped afterwards.
@@ -265,32 +250,6 @@ public struct ClientIdentity: Sendable {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.string(from: date)
-    }
-}
-
-/// A minimal DER TLV reader (ITU-T X.690 §8.1): single-byte tags, definite lengths.
-struct DERReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    /// The next element, or `nil` at the end or on malformed input.
-    mutating func next() -> (tag: UInt8, value: [UInt8])? {
-        guard offset + 2 <= bytes.count else { return nil }
-        let tag = bytes[offset]
-        var length = Int(bytes[offset + 1])
-        var cursor = offset + 2
-        if length & 0x80 != 0 {
-            let count = length & 0x7F
-            guard count >= 1, count <= 4, cursor + count <= bytes.count else { return nil }
-            length = 0
-            for byte in bytes[cursor..<cursor + count] { length = length << 8 | Int(byte) }
-            cursor += count
-        }
-        guard length >= 0, cursor + length <= bytes.count else { return nil }
-        offset = cursor + length
-        return (tag, Array(bytes[cursor..<cursor + length]))
     }
 }
 

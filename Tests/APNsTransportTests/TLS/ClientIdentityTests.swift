@@ -45,24 +45,24 @@ struct ClientIdentityTests {
     @Test func topicsParserReadsHandEncodedDER() {
         // SEQUENCE { UTF8String "a.b", SEQUENCE { UTF8String "app" } }, per X.690.
         let der: [UInt8] = [0x30, 0x0C, 0x0C, 0x03, 0x61, 0x2E, 0x62, 0x30, 0x05, 0x0C, 0x03, 0x61, 0x70, 0x70]
-        #expect(ClientIdentity.parseTopics(der) == ["a.b"])
-        #expect(ClientIdentity.parseTopics([0x30, 0x7F]) == [])
-        #expect(ClientIdentity.parseTopics([]) == [])
+        #expect(APNsCertificateTopics.parse(der) == ["a.b"])
+        #expect(APNsCertificateTopics.parse([0x30, 0x7F]) == [])
+        #expect(APNsCertificateTopics.parse([]) == [])
     }
 
     /// Truncated and random DER never crashes the topics parser.
     @Test func topicsParserSurvivesMalformedInput() {
         let valid: [UInt8] = [0x30, 0x0C, 0x0C, 0x03, 0x61, 0x2E, 0x62, 0x30, 0x05, 0x0C, 0x03, 0x61, 0x70, 0x70]
-        for end in 0..<valid.count { _ = ClientIdentity.parseTopics(Array(valid[..<end])) }
+        for end in 0..<valid.count { _ = APNsCertificateTopics.parse(Array(valid[..<end])) }
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2000 {
             let count = Int.random(in: 0..<64, using: &generator)
             var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
             if !bytes.isEmpty { bytes[0] = 0x30 }
-            _ = ClientIdentity.parseTopics(bytes)
+            _ = APNsCertificateTopics.parse(bytes)
         }
         // Long-form lengths (X.690 §8.1.3.5): 0x81 0x05 is the length 5.
-        #expect(ClientIdentity.parseTopics([0x30, 0x81, 0x05, 0x0C, 0x03, 0x61, 0x62, 0x63]) == ["abc"])
+        #expect(APNsCertificateTopics.parse([0x30, 0x81, 0x05, 0x0C, 0x03, 0x61, 0x62, 0x63]) == ["abc"])
     }
 
     @Test func descriptionNamesTheCertificateAndHidesTheKey() throws {
