@@ -98,26 +98,7 @@ public struct BroadcastNotification: Sendable {
                 "a broadcast needs apns-expiration: use .immediately (0) or a date, not .none"
             )
         }
-        let bytes: [UInt8]
-        switch body {
-        case .payload(let payload):
-            do {
-                bytes = try payload.encoded(for: .liveactivity, limit: .broadcast)
-            } catch {
-                throw APNsRequestError(.invalidPayload, "payload: \(error.description)")
-            }
-        case .raw(let raw):
-            if raw.isEmpty {
-                throw APNsRequestError(.invalidPayload, "payload is empty")
-            }
-            if raw.count > Self.maximumPayloadBytes {
-                throw APNsRequestError(
-                    .invalidPayload,
-                    "payload is \(raw.count) bytes; a broadcast allows at most \(Self.maximumPayloadBytes)"
-                )
-            }
-            bytes = raw
-        }
+        let bytes = try body.encoded(for: .liveactivity, limit: .broadcast, what: "a broadcast")
         return Prepared(priority: priority, expiration: expirationValue, body: bytes)
     }
 

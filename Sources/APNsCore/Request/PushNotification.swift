@@ -128,27 +128,7 @@ public struct PushNotification: Sendable {
                 )
             }
         }
-        let bytes: [UInt8]
-        switch body {
-        case .payload(let payload):
-            do {
-                bytes = try payload.encoded(for: pushType)
-            } catch {
-                throw APNsRequestError(.invalidPayload, "payload: \(error.description)")
-            }
-        case .raw(let raw):
-            let limit = PayloadLimit(for: pushType)
-            if raw.isEmpty {
-                throw APNsRequestError(.invalidPayload, "payload is empty")
-            }
-            if raw.count > limit.bytes {
-                throw APNsRequestError(
-                    .invalidPayload,
-                    "payload is \(raw.count) bytes; a \(pushType) push allows at most \(limit.bytes)"
-                )
-            }
-            bytes = raw
-        }
+        let bytes = try body.encoded(for: pushType, limit: PayloadLimit(for: pushType), what: "a \(pushType) push")
         return Prepared(
             topic: topicValue,
             pushType: pushType,
@@ -204,6 +184,32 @@ public struct PushNotification: Sendable {
                 deviceToken: deviceToken,
                 timeout: timeout
             )
+        }
+    }
+}
+
+extension PushNotification.Body {
+    /// The body's bytes: a payload encoded for `pushType` within `limit` (its shape rules
+    /// checked), or raw bytes checked against `limit`.
+    ///
+    /// - Parameter what: How the size error names the request, for example `a voip push`.
+    /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidPayload``.
+    func encoded(for pushType: PushType, limit: PayloadLimit, what: String) throws(APNsRequestError) -> [UInt8] {
+        switch self {
+        case .payload(let payload):
+            do {
+                return try payload.encoded(for: pushType, limit: limit)
+            } catch {
+                throw APNsRequestError(.invalidPayload, "payload: \(error.description)")
+            }
+        case .raw(let raw):
+            if raw.isEmpty {
+                throw APNsRequestError(.invalidPayload, "payload is empty")
+            }
+            if raw.count > limit.bytes {
+                throw APNsRequestError(.invalidPayload, "payload is \(raw.count) bytes; \(what) allows at most \(limit.bytes)")
+            }
+            return raw
         }
     }
 }
