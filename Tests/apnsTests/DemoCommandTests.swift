@@ -28,7 +28,11 @@ struct DemoCommandTests {
         let wire = try #require(result.lines.first { $0.contains("as the server decoded them") })
         #expect(wire.contains("authorization"))
         // 5 examples + 10,000 in the batch + the unregistered token; the oversized payload is never sent.
-        #expect(output.contains("the server answered 10006 requests on 2 connection(s): 10005 accepted, 1 rejected"), "\(result)")
+        // The pool opens its second connection lazily, when the first is busy; on a loaded
+        // machine one connection may carry everything, so the count is not asserted.
+        let answered = try #require(result.lines.first { $0.contains("the server answered") })
+        #expect(answered.contains("the server answered 10006 requests on "), "\(result)")
+        #expect(answered.hasSuffix("connection(s): 10005 accepted, 1 rejected"), "\(result)")
         // Never a whole device token in the demo's failure lines.
         #expect(!output.contains("11fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f1"))
     }
