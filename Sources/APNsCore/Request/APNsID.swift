@@ -21,6 +21,11 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidAPNsID`` if
     ///   `string` is not a canonical UUID (the description says at which position).
     public init(_ string: String) throws(APNsRequestError) {
+        // Fast path: a canonical lowercase UUID in a native string is kept as it is.
+        if string.utf8.withContiguousStorageIfAvailable(Self.isCanonical) == true {
+            self.uuidString = string
+            return
+        }
         var hasUppercase = false
         var count = 0
         for byte in string.utf8 {
@@ -63,6 +68,22 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
         }
         // Valid: keep the caller's string (no copy) unless it needs lowercasing.
         self.uuidString = hasUppercase ? String(decoding: string.utf8.map { $0 | 0x20 }, as: UTF8.self) : string
+    }
+
+    /// Whether `bytes` is a UUID in canonical form: 36 octets, lowercase hexadecimal
+    /// digits and dashes at offsets 8, 13, 18 and 23.
+    private static func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count == 36 else { return false }
+        for (offset, byte) in bytes.enumerated() {
+            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
+                if byte != UInt8(ascii: "-") { return false }
+            } else if !(byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                && !(byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+            {
+                return false
+            }
+        }
+        return true
     }
 
     /// The apns-id of a Foundation `UUID`.

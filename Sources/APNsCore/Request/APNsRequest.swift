@@ -104,6 +104,9 @@ public struct APNsRequest: Sendable, Hashable {
     }
 
     private static func checkName(_ name: String) throws(APNsRequestError) {
+        // Fast path over the contiguous UTF-8 of a native string; the checks below
+        // (which also build the error) run only when it is not valid or not contiguous.
+        if name.utf8.withContiguousStorageIfAvailable(isValidName) == true { return }
         guard !name.isEmpty, !name.hasPrefix(":"),
             name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !($0 >= 0x41 && $0 <= 0x5A) && $0 != UInt8(ascii: ":") })
         else {
@@ -115,7 +118,28 @@ public struct APNsRequest: Sendable, Hashable {
         }
     }
 
+    /// Whether `bytes` is a valid field name: what ``checkName(_:)`` accepts.
+    private static func isValidName(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = bytes.first, first != UInt8(ascii: ":") else { return false }
+        for byte in bytes where byte <= 0x20 || byte >= 0x7F || (byte >= 0x41 && byte <= 0x5A) || byte == UInt8(ascii: ":") {
+            return false
+        }
+        return true
+    }
+
+    /// Whether `bytes` is a valid field value: what ``check(_:)`` accepts.
+    private static func isValidValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        if let first = bytes.first, let last = bytes.last,
+            first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09
+        {
+            return false
+        }
+        for byte in bytes where byte == 0x0D || byte == 0x0A || byte == 0x00 { return false }
+        return true
+    }
+
     private static func check(_ field: HeaderField) throws(APNsRequestError) {
+        if field.value.utf8.withContiguousStorageIfAvailable(isValidValue) == true { return }
         let utf8 = field.value.utf8
         if let first = utf8.first, let last = utf8.last,
             first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09
