@@ -75,18 +75,56 @@ public struct APNsRequest: Sendable, Hashable {
         deviceToken: DeviceToken? = nil,
         timeout: Duration = APNsRequest.defaultTimeout
     ) throws(APNsRequestError) {
+        var all = try Self.pseudoHeaders(method: method, authority: authority, path: path, reserving: headers.count)
+        for field in headers {
+            try Self.checkHeader(field)
+            all.append(field)
+        }
+        self.init(
+            method: method,
+            authority: authority,
+            path: path,
+            checkedHeaders: all,
+            body: body,
+            apnsID: apnsID,
+            deviceToken: deviceToken,
+            timeout: timeout
+        )
+    }
+
+    /// The pseudo-headers of a request, in order, their values validated, with room for
+    /// `count` more headers: the start of the array that
+    /// ``init(method:authority:path:checkedHeaders:body:apnsID:deviceToken:timeout:)``
+    /// takes, for a builder that appends its headers to it instead of to an array of its own.
+    static func pseudoHeaders(
+        method: Method,
+        authority: String,
+        path: String,
+        reserving count: Int
+    ) throws(APNsRequestError) -> [HeaderField] {
         var all = [HeaderField]()
-        all.reserveCapacity(headers.count + 4)
+        all.reserveCapacity(count + 4)
         all.append(HeaderField(name: ":method", value: method.rawValue))
         all.append(HeaderField(name: ":scheme", value: "https"))
         all.append(HeaderField(name: ":path", value: path))
         all.append(HeaderField(name: ":authority", value: authority))
-        for field in all { try Self.check(field) }
-        for field in headers {
-            try Self.checkName(field.name)
-            try Self.check(field)
-            all.append(field)
-        }
+        for field in all { try check(field) }
+        return all
+    }
+
+    /// Creates a request from the array of all its headers, already validated: the four
+    /// ``pseudoHeaders(method:authority:path:reserving:)`` followed by the regular ones,
+    /// each validated with ``checkHeader(_:)`` (what the public initializer does).
+    init(
+        method: Method,
+        authority: String,
+        path: String,
+        checkedHeaders all: [HeaderField],
+        body: [UInt8],
+        apnsID: APNsID?,
+        deviceToken: DeviceToken?,
+        timeout: Duration
+    ) {
         self.method = method
         self.scheme = "https"
         self.authority = authority
@@ -101,6 +139,12 @@ public struct APNsRequest: Sendable, Hashable {
     /// The value of the first header named `name` (lowercase), or `nil`.
     public func header(_ name: String) -> String? {
         headers.first { $0.name == name }?.value
+    }
+
+    /// Validates one regular header as the public initializer does (name, then value).
+    static func checkHeader(_ field: HeaderField) throws(APNsRequestError) {
+        try checkName(field.name)
+        try check(field)
     }
 
     private static func checkName(_ name: String) throws(APNsRequestError) {
