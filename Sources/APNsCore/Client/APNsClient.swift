@@ -201,12 +201,13 @@ public final class APNsClient: Sendable {
         apnsID: APNsID,
         to deviceToken: DeviceToken
     ) async throws(APNsError) -> APNsAccepted {
-        var logger = self.logger
-        logger[metadataKey: "apns.id"] = "\(apnsID.uuidString)"
-        logger[metadataKey: "apns.device-token"] = "\(deviceToken.redacted)"
+        // The metadata is built only when a message is logged: formatting the id and
+        // the redacted token for every notification costs more than the rest of the
+        // client's per-notification work when nothing is logged.
         return try await perform(
             "notification",
             logger: logger,
+            metadata: { ["apns.id": "\(apnsID.uuidString)", "apns.device-token": "\(deviceToken.redacted)"] },
             request: { (authorization: String?) throws(APNsRequestError) -> APNsRequest in
                 try prepared.request(
                     to: deviceToken,
@@ -244,6 +245,8 @@ public final class APNsClient: Sendable {
     /// - Parameters:
     ///   - what: What is being sent, for log messages (`notification`, `broadcast`, …).
     ///   - logger: The logger, with the call's metadata already attached.
+    ///   - metadata: More metadata for every message of the call, built only when a
+    ///     message is logged.
     ///   - request: Builds the request from the `authorization` value (`nil` with
     ///     certificate credentials). An error it throws ends the call as
     ///     ``APNsError/invalid(_:)``.
@@ -253,9 +256,24 @@ public final class APNsClient: Sendable {
     func perform<Success: Sendable>(
         _ what: String,
         logger: Logger,
+        metadata: () -> Logger.Metadata = { [:] },
         request build: (_ authorization: String?) throws(APNsRequestError) -> APNsRequest,
         interpret: (_ response: APNsResponse, _ request: APNsRequest) -> Result<Success, APNsError>
     ) async throws(APNsError) -> Success {
+        /// Logs through `logger` with `metadata` attached, building both only at an enabled level.
+        func log(
+            _ level: Logger.Level,
+            _ message: @autoclosure () -> Logger.Message,
+            metadata extra: @autoclosure () -> Logger.Metadata? = nil,
+            file: String = #fileID,
+            function: String = #function,
+            line: UInt = #line
+        ) {
+            guard logger.logLevel <= level else { return }
+            var decorated = logger
+            for (key, value) in metadata() { decorated[metadataKey: key] = value }
+            decorated.log(level: level, message(), metadata: extra(), file: file, function: function, line: line)
+        }
         var attempt = 1
         var refreshedProviderToken = false
         var mayHaveReachedAPNs = false
@@ -273,7 +291,7 @@ public final class APNsClient: Sendable {
                         header: "authorization",
                         "the provider token source failed: \(error)"
                     )
-                    logger.warning("no provider token", metadata: ["apns.error": "\(failure)"])
+                    log(.warning, "no provider token", metadata: ["apns.error": "\(failure)"])
                     throw .invalid(failure)
                 }
             }
@@ -281,17 +299,17 @@ public final class APNsClient: Sendable {
             do {
                 request = try build(providerToken?.authorizationValue)
             } catch {
-                logger.debug("request is invalid", metadata: ["apns.error": "\(error)"])
+                log(.debug, "request is invalid", metadata: ["apns.error": "\(error)"])
                 throw .invalid(error)
             }
-            logger.trace("sending \(what)", metadata: ["apns.attempt": "\(attempt)"])
+            log(.trace, "sending \(what)", metadata: ["apns.attempt": "\(attempt)"])
 
             let error: APNsError
             do {
                 let response = try await transport.send(request)
                 switch interpret(response, request) {
                 case .success(let success):
-                    logger.debug("\(what) accepted", metadata: ["apns.attempt": "\(attempt)"])
+                    log(.debug, "\(what) accepted", metadata: ["apns.attempt": "\(attempt)"])
                     return success
                 case .failure(let failure):
                     if let rejection = failure.rejection, rejection.reason == .expiredProviderToken,
@@ -299,7 +317,7 @@ public final class APNsClient: Sendable {
                     {
                         refreshedProviderToken = true
                         source.invalidate(providerToken)
-                        logger.debug("provider token expired; retrying once with a new one")
+                        log(.debug, "provider token expired; retrying once with a new one")
                         continue
                     }
                     if let transportError = failure.transportError {
@@ -314,9 +332,10 @@ public final class APNsClient: Sendable {
 
             guard attempt < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error) else {
                 if error.rejection?.remedy == .fixCredentials {
-                    logger.warning("\(what) rejected: check the credentials", metadata: ["apns.error": "\(error)"])
+                    log(.warning, "\(what) rejected: check the credentials", metadata: ["apns.error": "\(error)"])
                 } else {
-                    logger.debug(
+                    log(
+                        .debug,
                         "\(what) not accepted",
                         metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"]
                     )
@@ -324,7 +343,8 @@ public final class APNsClient: Sendable {
                 throw error
             }
             let delay = retryPolicy.delay(beforeRetry: attempt, jitter: jitter())
-            logger.debug(
+            log(
+                .debug,
                 "retrying \(what)",
                 metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)", "apns.delay": "\(delay)"]
             )

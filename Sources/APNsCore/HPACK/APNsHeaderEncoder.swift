@@ -127,12 +127,18 @@ public struct APNsHeaderEncoder: Sendable {
     public mutating func decisions(for headers: [HeaderField]) -> [HPACKIndexing] {
         var decisions: [HPACKIndexing] = []
         decisions.reserveCapacity(headers.count)
+        self.decisions(for: headers, into: &decisions)
+        return decisions
+    }
+
+    /// ``decisions(for:)`` into a caller's array (its contents replaced), so a transport
+    /// can reuse one array for every request instead of allocating one per request.
+    package mutating func decisions(for headers: [HeaderField], into decisions: inout [HPACKIndexing]) {
         var block = scratch
         scratch = []
         block.removeAll(keepingCapacity: true)
         encodeHeaderBlock(headers, into: &block, decisions: &decisions)
         scratch = block
-        return decisions
     }
 
     /// The decision for one field, given what the table holds now.

@@ -1,4 +1,9 @@
 import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `apns-id` of a notification: a UUID in canonical lowercase `8-4-4-4-12` form.
 ///
@@ -16,8 +21,12 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidAPNsID`` if
     ///   `string` is not a canonical UUID (the description says at which position).
     public init(_ string: String) throws(APNsRequestError) {
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(36)
+        // Fast path: a canonical lowercase UUID in a native string is kept as it is.
+        if string.utf8.withContiguousStorageIfAvailable(Self.isCanonical) == true {
+            self.uuidString = string
+            return
+        }
+        var hasUppercase = false
         var count = 0
         for byte in string.utf8 {
             defer { count += 1 }
@@ -32,12 +41,12 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
             let isDashPosition = count == 8 || count == 13 || count == 18 || count == 23
             switch byte {
             case UInt8(ascii: "-") where isDashPosition:
-                bytes.append(byte)
+                break
             case UInt8(ascii: "0")...UInt8(ascii: "9") where !isDashPosition,
                 UInt8(ascii: "a")...UInt8(ascii: "f") where !isDashPosition:
-                bytes.append(byte)
+                break
             case UInt8(ascii: "A")...UInt8(ascii: "F") where !isDashPosition:
-                bytes.append(byte + 0x20)
+                hasUppercase = true
             default:
                 throw APNsRequestError(
                     .invalidAPNsID,
@@ -57,7 +66,24 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
                 "apns-id has \(count) characters, not 36; expected a UUID like eabeae54-14a8-11e5-b60b-1697f925ec7b"
             )
         }
-        self.uuidString = String(decoding: bytes, as: UTF8.self)
+        // Valid: keep the caller's string (no copy) unless it needs lowercasing.
+        self.uuidString = hasUppercase ? String(decoding: string.utf8.map { $0 | 0x20 }, as: UTF8.self) : string
+    }
+
+    /// Whether `bytes` is a UUID in canonical form: 36 octets, lowercase hexadecimal
+    /// digits and dashes at offsets 8, 13, 18 and 23.
+    private static func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count == 36 else { return false }
+        for (offset, byte) in bytes.enumerated() {
+            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
+                if byte != UInt8(ascii: "-") { return false }
+            } else if !(byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                && !(byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+            {
+                return false
+            }
+        }
+        return true
     }
 
     /// The apns-id of a Foundation `UUID`.
@@ -68,7 +94,13 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
 
     /// A new random (version 4, RFC 9562 §5.4) apns-id.
     public static func random() -> APNsID {
+        #if canImport(Glibc)
+        // The kernel's generator, read 256 octets at a time (see `RandomWords`): two
+        // SystemRandomNumberGenerator draws would be two getrandom(2) calls per id.
+        var generator = PooledRandomGenerator()
+        #else
         var generator = SystemRandomNumberGenerator()
+        #endif
         return random(using: &generator)
     }
 
@@ -118,3 +150,44 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
     /// The canonical lowercase form, ``uuidString``.
     public var description: String { uuidString }
 }
+
+#if canImport(Glibc)
+/// Random words from getentropy(3) (getrandom(2): the kernel's CSPRNG, the source of
+/// `SystemRandomNumberGenerator` on Linux), fetched 32 words (its 256-octet maximum)
+/// per system call and each handed out once.
+///
+/// A process that forks after drawing ids shares the unread words with its child; Swift
+/// servers do not fork without exec, and `APNsID.random(using:)` takes any generator.
+private struct RandomWords: ~Copyable {
+    private var words = [UInt64](repeating: 0, count: 32)
+    private var next = 32
+
+    mutating func take() -> UInt64 {
+        if next >= words.count { refill() }
+        defer { next += 1 }
+        return words[next]
+    }
+
+    private mutating func refill() {
+        let filled = words.withUnsafeMutableBytes { bytes -> Bool in
+            guard let base = bytes.baseAddress else { return false }
+            return getentropy(base, bytes.count) == 0
+        }
+        if !filled {
+            var system = SystemRandomNumberGenerator()
+            for index in words.indices { words[index] = system.next() }
+        }
+        next = 0
+    }
+}
+
+/// The process's pool of random words, shared by every thread under a lock.
+private let randomWords = Mutex(RandomWords())
+
+/// Draws from `randomWords`.
+private struct PooledRandomGenerator: RandomNumberGenerator {
+    mutating func next() -> UInt64 {
+        randomWords.withLock { $0.take() }
+    }
+}
+#endif

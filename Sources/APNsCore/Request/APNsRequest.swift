@@ -75,18 +75,56 @@ public struct APNsRequest: Sendable, Hashable {
         deviceToken: DeviceToken? = nil,
         timeout: Duration = APNsRequest.defaultTimeout
     ) throws(APNsRequestError) {
+        var all = try Self.pseudoHeaders(method: method, authority: authority, path: path, reserving: headers.count)
+        for field in headers {
+            try Self.checkHeader(field)
+            all.append(field)
+        }
+        self.init(
+            method: method,
+            authority: authority,
+            path: path,
+            checkedHeaders: all,
+            body: body,
+            apnsID: apnsID,
+            deviceToken: deviceToken,
+            timeout: timeout
+        )
+    }
+
+    /// The pseudo-headers of a request, in order, their values validated, with room for
+    /// `count` more headers: the start of the array that
+    /// ``init(method:authority:path:checkedHeaders:body:apnsID:deviceToken:timeout:)``
+    /// takes, for a builder that appends its headers to it instead of to an array of its own.
+    static func pseudoHeaders(
+        method: Method,
+        authority: String,
+        path: String,
+        reserving count: Int
+    ) throws(APNsRequestError) -> [HeaderField] {
         var all = [HeaderField]()
-        all.reserveCapacity(headers.count + 4)
+        all.reserveCapacity(count + 4)
         all.append(HeaderField(name: ":method", value: method.rawValue))
         all.append(HeaderField(name: ":scheme", value: "https"))
         all.append(HeaderField(name: ":path", value: path))
         all.append(HeaderField(name: ":authority", value: authority))
-        for field in all { try Self.check(field) }
-        for field in headers {
-            try Self.checkName(field.name)
-            try Self.check(field)
-            all.append(field)
-        }
+        for field in all { try check(field) }
+        return all
+    }
+
+    /// Creates a request from the array of all its headers, already validated: the four
+    /// ``pseudoHeaders(method:authority:path:reserving:)`` followed by the regular ones,
+    /// each validated with ``checkHeader(_:)`` (what the public initializer does).
+    init(
+        method: Method,
+        authority: String,
+        path: String,
+        checkedHeaders all: [HeaderField],
+        body: [UInt8],
+        apnsID: APNsID?,
+        deviceToken: DeviceToken?,
+        timeout: Duration
+    ) {
         self.method = method
         self.scheme = "https"
         self.authority = authority
@@ -103,7 +141,16 @@ public struct APNsRequest: Sendable, Hashable {
         headers.first { $0.name == name }?.value
     }
 
+    /// Validates one regular header as the public initializer does (name, then value).
+    static func checkHeader(_ field: HeaderField) throws(APNsRequestError) {
+        try checkName(field.name)
+        try check(field)
+    }
+
     private static func checkName(_ name: String) throws(APNsRequestError) {
+        // Fast path over the contiguous UTF-8 of a native string; the checks below
+        // (which also build the error) run only when it is not valid or not contiguous.
+        if name.utf8.withContiguousStorageIfAvailable(isValidName) == true { return }
         guard !name.isEmpty, !name.hasPrefix(":"),
             name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !($0 >= 0x41 && $0 <= 0x5A) && $0 != UInt8(ascii: ":") })
         else {
@@ -115,7 +162,28 @@ public struct APNsRequest: Sendable, Hashable {
         }
     }
 
+    /// Whether `bytes` is a valid field name: what ``checkName(_:)`` accepts.
+    private static func isValidName(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = bytes.first, first != UInt8(ascii: ":") else { return false }
+        for byte in bytes where byte <= 0x20 || byte >= 0x7F || (byte >= 0x41 && byte <= 0x5A) || byte == UInt8(ascii: ":") {
+            return false
+        }
+        return true
+    }
+
+    /// Whether `bytes` is a valid field value: what ``check(_:)`` accepts.
+    private static func isValidValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        if let first = bytes.first, let last = bytes.last,
+            first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09
+        {
+            return false
+        }
+        for byte in bytes where byte == 0x0D || byte == 0x0A || byte == 0x00 { return false }
+        return true
+    }
+
     private static func check(_ field: HeaderField) throws(APNsRequestError) {
+        if field.value.utf8.withContiguousStorageIfAvailable(isValidValue) == true { return }
         let utf8 = field.value.utf8
         if let first = utf8.first, let last = utf8.last,
             first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09

@@ -159,26 +159,38 @@ public struct PushNotification: Sendable {
             authorization: String?,
             timeout: Duration
         ) throws(APNsRequestError) -> APNsRequest {
-            var headers = [HeaderField]()
-            headers.reserveCapacity(7)
-            if let authorization {
-                headers.append(HeaderField(name: "authorization", value: authorization))
-            }
-            headers.append(HeaderField(name: "apns-topic", value: topic))
-            headers.append(HeaderField(name: "apns-push-type", value: pushType.rawValue))
-            headers.append(HeaderField(name: "apns-priority", value: priority.description))
-            if let expiration {
-                headers.append(HeaderField(name: "apns-expiration", value: expiration))
-            }
-            if let collapseID {
-                headers.append(HeaderField(name: "apns-collapse-id", value: collapseID))
-            }
-            headers.append(HeaderField(name: "apns-id", value: apnsID.uuidString))
-            return try APNsRequest(
+            let path = "/3/device/" + deviceToken.hexString
+            // One array for every header: the pseudo-headers, then these, each validated
+            // as APNsRequest's public initializer validates its headers.
+            var headers = try APNsRequest.pseudoHeaders(
                 method: .post,
                 authority: environment.authority,
-                path: "/3/device/" + deviceToken.hexString,
-                headers: headers,
+                path: path,
+                reserving: 7
+            )
+            func add(_ name: String, _ value: String) throws(APNsRequestError) {
+                let field = HeaderField(name: name, value: value)
+                try APNsRequest.checkHeader(field)
+                headers.append(field)
+            }
+            if let authorization {
+                try add("authorization", authorization)
+            }
+            try add("apns-topic", topic)
+            try add("apns-push-type", pushType.rawValue)
+            try add("apns-priority", priority.description)
+            if let expiration {
+                try add("apns-expiration", expiration)
+            }
+            if let collapseID {
+                try add("apns-collapse-id", collapseID)
+            }
+            try add("apns-id", apnsID.uuidString)
+            return APNsRequest(
+                method: .post,
+                authority: environment.authority,
+                path: path,
+                checkedHeaders: headers,
                 body: body,
                 apnsID: apnsID,
                 deviceToken: deviceToken,

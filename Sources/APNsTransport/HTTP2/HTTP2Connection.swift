@@ -317,18 +317,22 @@ final class HTTP2Connection: @unchecked Sendable {
             let due = lastReceived &+ pool.settings.pingInterval
             timeout = min(timeout, due > now ? due - now : 0)
         }
-        var fds = [
-            pollfd(fd: stream.fileDescriptor, events: Int16(POLLIN) | (pollForWrite ? Int16(POLLOUT) : 0), revents: 0),
-            pollfd(fd: wakeup.readDescriptor, events: Int16(POLLIN), revents: 0),
-        ]
         let milliseconds = timeout == UInt64.max ? -1 : Int32(clamping: (timeout + 999_999) / 1_000_000)
-        let ready = poll(&fds, 2, milliseconds)
+        // The two descriptors live on the stack: no array allocated per loop iteration.
+        let socketEvents = Int16(POLLIN) | (pollForWrite ? Int16(POLLOUT) : 0)
+        let (ready, socketReady, wakeupReady) = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds in
+            fds.initialize(repeating: pollfd(fd: wakeup.readDescriptor, events: Int16(POLLIN), revents: 0))
+            fds[0].fd = stream.fileDescriptor
+            fds[0].events = socketEvents
+            let ready = poll(fds.baseAddress, 2, milliseconds)
+            return (ready, fds[0].revents, fds[1].revents)
+        }
         if ready < 0 {
             if errno == EINTR { return }
             throw .connectionClosed("poll failed: errno \(errno)")
         }
-        if fds[1].revents != 0 { wakeup.drain() }
-        if moreToRead || fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+        if wakeupReady != 0 { wakeup.drain() }
+        if moreToRead || socketReady & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
             try readAvailable(machine, stream: stream, readBuffer: readBuffer)
         }
     }

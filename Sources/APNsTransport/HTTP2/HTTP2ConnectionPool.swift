@@ -80,8 +80,7 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// Queues `pending` and wakes or starts a connection; fails it at once when the pool
     /// is shut down, the queue is full, or the pool is backing off with no connection.
-    func enqueue(_ pending: PendingRequest) {
-        let now = MonotonicTime.now()
+    func enqueue(_ pending: PendingRequest, now: UInt64 = MonotonicTime.now()) {
         var failure: APNsTransportError?
         var wake: HTTP2Connection?
         var start: HTTP2Connection?

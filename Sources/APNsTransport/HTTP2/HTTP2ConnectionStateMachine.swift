@@ -191,14 +191,20 @@ final class HTTP2ConnectionStateMachine {
         if sink.goAwayReceived || sink.goAwaySent {
             throw .streamRefused("the connection is closing (GOAWAY)")
         }
-        let decisions = sink.headerPolicy.decisions(for: request.headers)
+        // The scratch buffers are moved out of the sink (not copied): a copy would share
+        // the storage, and `removeAll(keepingCapacity:)` would then allocate afresh.
+        var decisions = sink.decisionScratch
+        sink.decisionScratch = []
+        sink.headerPolicy.decisions(for: request.headers, into: &decisions)
         let record = HTTP2StreamRecord(body: request.body)
 
         // One contiguous copy of every name and value; nghttp2 copies the list again
         // into one allocation of its own while submitting, so it need not outlive the call.
         var scratch = sink.headerScratch
+        sink.headerScratch = []
         scratch.removeAll(keepingCapacity: true)
         var fields = sink.fieldScratch
+        sink.fieldScratch = []
         fields.removeAll(keepingCapacity: true)
         for (index, field) in request.headers.enumerated() {
             let nameStart = scratch.count
@@ -212,6 +218,7 @@ final class HTTP2ConnectionStateMachine {
         let hasBody = !request.body.isEmpty
         let userData = Unmanaged.passUnretained(record).toOpaque()
         var nva = sink.nvScratch
+        sink.nvScratch = []
         nva.removeAll(keepingCapacity: true)
         let streamID: Int32 = scratch.withUnsafeMutableBufferPointer { bytes -> Int32 in
             guard let base = bytes.baseAddress else { return Int32(NGHTTP2_ERR_INVALID_ARGUMENT.rawValue) }
@@ -242,6 +249,7 @@ final class HTTP2ConnectionStateMachine {
         sink.nvScratch = nva
         sink.headerScratch = scratch
         sink.fieldScratch = fields
+        sink.decisionScratch = decisions
         guard streamID > 0 else {
             if streamID == Int32(NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue) {
                 // 2^30 requests on one connection: close it gracefully; a new one takes over.

@@ -20,6 +20,7 @@ final class HTTP2SessionSink {
     var headerScratch: [UInt8] = []
     var fieldScratch: [FieldSpan] = []
     var nvScratch: [nghttp2_nv] = []
+    var decisionScratch: [HPACKIndexing] = []
     /// Streams whose body waits, whole, for the server's flow-control window.
     var deferred: [Int32] = []
     /// Whether a WINDOW_UPDATE or SETTINGS arrived since the last output.

@@ -98,16 +98,17 @@ public final class HTTP2Transport: PushTransport {
         if Task.isCancelled {
             throw .cancelled(mayHaveReachedAPNs: false, "the task was cancelled before the request was sent")
         }
+        let now = MonotonicTime.now()
         let pending = PendingRequest(
             request: request,
-            deadline: MonotonicTime.deadline(after: request.timeout),
+            deadline: MonotonicTime.deadline(after: request.timeout, from: now),
             statistics: statisticsBox
         )
         statisticsBox.recordAccepted()
         let outcome = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<PendingRequest.Outcome, Never>) in
                 pending.install(continuation)
-                pool.enqueue(pending)
+                pool.enqueue(pending, now: now)
             }
         } onCancel: {
             pending.cancel()
