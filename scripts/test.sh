@@ -7,4 +7,5 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh --test
 swift build --build-tests
 bash scripts/docs.sh
-swift test --skip-build "$@"
+# A hung or crashed test run fails with a diagnosis instead of running forever.
+bash scripts/watchdog.sh "${SWIFT_APNS_TEST_TIMEOUT:-1800}" swift test --skip-build "$@"

@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Logging
 import Synchronization
@@ -89,6 +90,8 @@ public final class MockAPNsServer: Sendable {
             let (port, addresses) = try await withCheckedThrowingContinuation {
                 (continuation: CheckedContinuation<(Int, [String]), Error>) in
                 let thread = Thread {
+                    // A client that disconnects mid-write must not end the host process.
+                    capns_block_sigpipe_on_this_thread()
                     let loop: ServerLoop
                     do {
                         var clientCA: String?

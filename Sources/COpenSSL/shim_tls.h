@@ -9,6 +9,7 @@
 #endif
 #include <string.h>
 #include <signal.h>
+#include <pthread.h>
 #include <openssl/provider.h>
 
 /// `SSL_CTX_set_min_proto_version` (a macro over `SSL_CTX_ctrl`); 1 on success.
@@ -117,6 +118,18 @@ static inline void capns_ignore_sigpipe_if_default(void) {
         && !(current.sa_flags & SA_SIGINFO)) {
         signal(SIGPIPE, SIG_IGN);
     }
+}
+
+/// Blocks SIGPIPE on the calling thread, whatever the process-wide disposition: a write
+/// by OpenSSL (or anyone) on this thread to a socket the peer has closed then fails with
+/// EPIPE, and the signal stays pending on this thread instead of ending the process. For
+/// the threads the SDK owns (connection and mock server I/O threads), which never unblock
+/// it and start no processes.
+static inline void capns_block_sigpipe_on_this_thread(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
 /// `BIO_new_mem_buf` over `count` bytes (read-only; the bytes must outlive the BIO).

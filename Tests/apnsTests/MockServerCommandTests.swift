@@ -76,4 +76,70 @@ struct MockServerCommandTests {
         kill(server.pid, SIGTERM)
         #expect(try await server.wait(timeout: .seconds(20)) == 0)
     }
+
+    @Test("clients that vanish while it answers (FIN or RST mid-stream) never end the process")
+    func survivesVanishingClients() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caPath = directory.appendingPathComponent("ca.pem").path
+        let server = try CLI.start(["mock-server", "--ca-file", caPath])
+        defer { server.cleanUp() }
+        let port = try #require(Int(try await server.waitForLine(startingWith: "port: ")))
+        // Python's ssl module, not our code, is the client: it pipelines 1,000 requests,
+        // then closes (FIN) or resets (RST) the connection while the server is still
+        // writing answers. A write to such a socket raises SIGPIPE, whose default action
+        // ends the process; before the server's thread blocked it, this killed it (141).
+        let script = directory.appendingPathComponent("vanish.py")
+        try Data(Self.vanishingClient.utf8).write(to: script)
+        let clients = try await CLI.tool("/usr/bin/python3", [script.path, String(port), caPath, Fixtures.goodToken], timeout: .seconds(120))
+        #expect(clients.status == 0, "\(clients)")
+        #expect(kill(server.pid, 0) == 0, "the server died: \(server.stdout)\(server.stderr)")
+
+        let after = try await CLI.tool("/usr/bin/curl", [
+            "--silent", "--http2", "--cacert", caPath, "--max-time", "20",
+            "--header", "apns-topic: \(Fixtures.topic)", "--data", #"{"aps":{"alert":"Hello"}}"#,
+            "--write-out", "%{http_code}", "--output", "/dev/null", "https://localhost:\(port)/3/device/\(Fixtures.goodToken)",
+        ])
+        #expect(after.stdout == "200", "\(after)")
+        kill(server.pid, SIGTERM)
+        #expect(try await server.wait(timeout: .seconds(20)) == 0, "\(server.stdout)\(server.stderr)")
+        #expect(server.stdout.contains("stopped after"), "\(server.stdout)")
+    }
+
+    /// Connects 30 times with TLS + ALPN h2, pipelines 1,000 POSTs (HPACK literals without
+    /// indexing), waits 0-30 ms, then shuts the socket down or resets it (SO_LINGER 0).
+    static let vanishingClient = #"""
+    import socket, ssl, struct, sys, time
+    port, ca, token = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+
+    def literal(name, value):
+        n, v = name.encode(), value.encode()
+        return bytes([0x00, len(n)]) + n + bytes([len(v)]) + v
+
+    def frame(kind, flags, stream, payload):
+        return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+    block = b"".join(literal(n, v) for n, v in [
+        (":method", "POST"), (":scheme", "https"), (":path", "/3/device/" + token),
+        (":authority", "localhost"), ("apns-topic", "com.example.app"), ("apns-push-type", "alert")])
+    body = b'{"aps":{"alert":"hi"}}'
+    requests = b"".join(frame(1, 4, s, block) + frame(0, 1, s, body) for s in range(1, 2000, 2))
+    context = ssl.create_default_context(cafile=ca)
+    context.set_alpn_protocols(["h2"])
+    for round in range(3):
+        for pause in (0, 0.005, 0.01, 0.02, 0.03):
+            for reset in (False, True):
+                tls = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+                assert tls.selected_alpn_protocol() == "h2"
+                try:
+                    tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") + requests)
+                    time.sleep(pause)
+                    if reset:
+                        tls.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    else:
+                        tls.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # the server may close first (for example after a GOAWAY)
+                tls.close()
+    """#
 }

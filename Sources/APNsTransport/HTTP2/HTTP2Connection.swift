@@ -1,5 +1,6 @@
 import APNsCore
 import CNGHTTP2
+import COpenSSL
 import Foundation
 import Logging
 import Synchronization
@@ -73,7 +74,11 @@ final class HTTP2Connection: @unchecked Sendable {
 
     /// Starts the connection's thread.
     func start() {
-        let thread = Thread { [self] in self.run() }
+        let thread = Thread { [self] in
+            // A server that closes mid-write must fail the write with EPIPE, not end the process.
+            capns_block_sigpipe_on_this_thread()
+            self.run()
+        }
         thread.name = "apns-h2-\(index)"
         thread.start()
     }

@@ -252,35 +252,41 @@ struct HTTP2TransportPoolTests {
         var behaviour = SocketPairHTTP2Server.Behaviour()
         behaviour.refuseConnections = true
         let server = SocketPairHTTP2Server(behaviour)
+        // A backoff of 1 s: after a failed attempt the next one waits 0.5-1 s (equal
+        // jitter), long enough for back-to-back sends to land inside it on any machine.
         let transport = makeTransport(server) {
-            $0.reconnectBackoffBase = .milliseconds(100)
-            $0.reconnectBackoffMax = .milliseconds(400)
+            $0.reconnectBackoffBase = .seconds(1)
+            $0.reconnectBackoffMax = .seconds(1)
         }
         var failures: [APNsTransportError] = []
         let clock = ContinuousClock()
         let start = clock.now
         let request = try devicePush()
-        // One request every 10 ms until 30 have failed and the pool has tried at least
-        // twice (bounded by 10 s on a very slow machine).
-        while failures.count < 30 || server.snapshot.connectAttempts.count < 2, clock.now - start < .seconds(10) {
+        func failedFast(_ error: APNsTransportError) -> Bool { error.detail?.contains("next attempt in") == true }
+        // Sends back to back until the pool has tried twice and at least 10 sends failed
+        // during a backoff (bounded by 60 s however slow the machine).
+        while server.snapshot.connectAttempts.count < 2 || failures.filter(failedFast).count < 10,
+              clock.now - start < .seconds(60) {
             do throws(APNsTransportError) {
                 _ = try await transport.send(request)
             } catch {
                 failures.append(error)
             }
-            try await Task.sleep(for: .milliseconds(10))
         }
         await transport.shutdown()
         await server.stop()
 
         #expect(failures.allSatisfy { $0.code == .connectionFailed && !$0.mayHaveReachedAPNs })
         let attempts = server.snapshot.connectAttempts
-        // Far fewer attempts than requests, and consecutive attempts at least the jittered
-        // lower bound (base/2 = 50 ms) apart.
-        #expect(attempts.count < failures.count / 2)
+        let fast = failures.filter(failedFast).count
         #expect(attempts.count >= 2)
+        #expect(fast >= 10)
+        // Each attempt fails the one request that was waiting for it; every other send
+        // failed at once without touching the network. Nothing lost, nothing twice.
+        #expect(failures.count == attempts.count + fast, "\(attempts.count) attempts, \(fast) fast failures, \(failures.count) in all")
+        // Consecutive attempts at least the jittered lower bound (base/2 = 500 ms) apart.
         for (earlier, later) in zip(attempts, attempts.dropFirst()) {
-            #expect(later - earlier >= 50_000_000)
+            #expect(later - earlier >= 500_000_000)
         }
         #expect(transport.statistics.connectionFailures == attempts.count)
     }

@@ -190,32 +190,36 @@ struct MockServerIntegrationTests {
     @Test("a server refusing connections: bounded attempts with backoff, failures never sent")
     func refusingConnections() async throws {
         try await withMockAPNsServer { server in
-            server.refuseConnections(for: .seconds(60))  // outlasts the loop below, however slow the machine
+            server.refuseConnections(for: .seconds(120))  // outlasts the loop below, however slow the machine
+            // After a failed attempt the next one waits 0.5-1 s (equal jitter).
             let transport = try mockTransport(server) {
-                $0.reconnectBackoffBase = .milliseconds(100)
-                $0.reconnectBackoffMax = .milliseconds(400)
-                $0.connectTimeout = .seconds(2)
+                $0.reconnectBackoffBase = .seconds(1)
+                $0.reconnectBackoffMax = .seconds(1)
+                $0.connectTimeout = .seconds(5)
             }
             var failures: [APNsTransportError] = []
             let clock = ContinuousClock()
             let start = clock.now
             let request = try mockPush(0, port: server.port)
-            // Send one request every 10 ms until 30 have failed and the pool has tried
-            // at least twice (bounded by 10 s on a very slow machine).
-            while (failures.count < 30 || transport.statistics.connectionFailures < 2), clock.now - start < .seconds(10) {
+            func failedFast(_ error: APNsTransportError) -> Bool { error.detail?.contains("next attempt in") == true }
+            // Sends back to back until the pool has tried twice and at least 10 sends
+            // failed during a backoff (bounded by 60 s however slow the machine).
+            while transport.statistics.connectionFailures < 2 || failures.filter(failedFast).count < 10,
+                  clock.now - start < .seconds(60) {
                 do throws(APNsTransportError) {
                     _ = try await transport.send(request)
                 } catch {
                     failures.append(error)
                 }
-                try await Task.sleep(for: .milliseconds(10))
             }
             await transport.shutdown()
-            #expect(!failures.isEmpty)
             #expect(failures.allSatisfy { !$0.mayHaveReachedAPNs })
             let attempts = transport.statistics.connectionFailures
+            let fast = failures.filter(failedFast).count
             #expect(attempts >= 2)
-            #expect(attempts < failures.count / 2)
+            #expect(fast >= 10)
+            // One request fails with each attempt; the others fail at once, unsent.
+            #expect(failures.count == attempts + fast, "\(attempts) attempts, \(fast) fast failures, \(failures.count) in all")
             #expect(server.recordedRequests.isEmpty)
         }
     }
