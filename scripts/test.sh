@@ -8,4 +8,4 @@ bash scripts/bootstrap.sh --test
 swift build --build-tests
 bash scripts/docs.sh
 # A hung or crashed test run fails with a diagnosis instead of running forever.
-bash scripts/watchdog.sh "${SWIFT_APNS_TEST_TIMEOUT:-1800}" swift test --skip-build "$@"
+bash scripts/watchdog.sh "${SWIFT_APNS_TEST_TIMEOUT:-900}" swift test --skip-build "$@"
