@@ -188,8 +188,14 @@ public final class MockAPNsServer: Sendable {
     }
 
     /// Waits this long before each answer (`.zero` to stop delaying).
+    ///
+    /// The new delay also applies to answers already waiting: each becomes due `delay`
+    /// after its request arrived, so `.zero` releases them at once. A test can hold a
+    /// request open with a long delay, act while it is in flight, then release it.
     public func setResponseDelay(_ delay: Duration) {
-        state.shared.withLock { $0.delay = max(.zero, delay) }
+        let delay = max(.zero, delay)
+        state.shared.withLock { $0.delay = delay }
+        state.send(.rescheduleDelayed(delay))
     }
 
     /// Closes the connection abruptly (no answer, no GOAWAY, no TLS close_notify) when the

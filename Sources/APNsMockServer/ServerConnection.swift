@@ -34,6 +34,7 @@ final class ServerConnection {
 
     private struct Delayed {
         var due: ContinuousClock.Instant
+        var received: ContinuousClock.Instant
         var streamID: Int32
         var status: Int
         var body: [UInt8]
@@ -121,6 +122,11 @@ final class ServerConnection {
             return
         }
         if revents & Int16(POLLERR | POLLNVAL) != 0 { close() }
+    }
+
+    /// Makes each waiting answer due `delay` after its request arrived.
+    func rescheduleDelayed(_ delay: Duration) {
+        for index in delayed.indices { delayed[index].due = delayed[index].received + delay }
     }
 
     func runTimers(now: ContinuousClock.Instant) {
@@ -436,7 +442,8 @@ final class ServerConnection {
             responseHeaders += answer.headers
         }
         if decision.delay > .zero {
-            delayed.append(Delayed(due: .now + decision.delay, streamID: streamID, status: status, body: body,
+            let now = ContinuousClock.now
+            delayed.append(Delayed(due: now + decision.delay, received: now, streamID: streamID, status: status, body: body,
                                    headers: responseHeaders, goAwayReason: decision.goAwayReason))
         } else {
             if let reason = decision.goAwayReason { goAway(reason: reason) }

@@ -160,6 +160,8 @@ final class ServerLoop {
                 for connection in connections { connection.close() }
             case .applyStreamLimit(let limit):
                 for connection in connections { connection.applyStreamLimit(limit) }
+            case .rescheduleDelayed(let delay):
+                for connection in connections { connection.rescheduleDelayed(delay) }
             }
         }
         // Closed connections stay in the array until the end of this pass, so the indices

@@ -10,6 +10,8 @@ enum LoopCommand: Sendable {
     case goAwayAll(reason: String?)
     case dropAll
     case applyStreamLimit(Int)
+    /// Answers still waiting become due `delay` after their request arrived.
+    case rescheduleDelayed(Duration)
 }
 
 /// The part of a running server that test threads and the server thread share: the fault

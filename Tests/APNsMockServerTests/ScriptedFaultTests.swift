@@ -90,15 +90,29 @@ struct ScriptedFaultTests {
         }
     }
 
+    @Test("a new delay applies to answers already waiting: zero releases them at once")
+    func zeroDelayReleasesWaitingAnswers() async throws {
+        try await withServerAndCurl { server, curl in
+            server.setResponseDelay(.seconds(600))
+            // curl gives up after 15 s: only the release can answer in time.
+            async let response = curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            try await waitForRequests(server, count: 1)
+            server.setResponseDelay(.zero)
+            let answered = try await response
+            #expect(answered.status == 200, "\(answered)")
+        }
+    }
+
     @Test("GOAWAY now, while a delayed answer is pending: the answer still arrives, then GOAWAY")
     func goAwayNowWithDelay() async throws {
         try await withServerAndCurl { server, curl in
-            // The delay keeps the stream open while the test acts; generous, because the
-            // whole suite runs in parallel on two shared cores.
-            server.setResponseDelay(.seconds(3))
+            // The delay holds the stream open while the test acts, however slow the
+            // machine; setting it to zero then releases the answer.
+            server.setResponseDelay(.seconds(60))
             async let output = nghttpVerbose(server: server, curl: curl)
             try await waitForRequests(server, count: 1)
             server.sendGoAwayNow(reason: "Shutdown")
+            server.setResponseDelay(.zero)
             let result = try await output
             let streamID = try #require(respondedStreamID(result.stdout), "\(result.stdout)")
             #expect(result.stdout.contains(":status: 200"))
@@ -109,10 +123,11 @@ struct ScriptedFaultTests {
     @Test("a lowered stream limit is announced on open connections")
     func lowerStreamLimit() async throws {
         try await withServerAndCurl { server, curl in
-            server.setResponseDelay(.seconds(3))  // generous: see goAwayNowWithDelay
+            server.setResponseDelay(.seconds(60))  // held, then released: see goAwayNowWithDelay
             async let output = nghttpVerbose(server: server, curl: curl)
             try await waitForRequests(server, count: 1)
             server.setMaxConcurrentStreams(3)
+            server.setResponseDelay(.zero)
             let result = try await output
             #expect(result.stdout.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):3]"), "\(result.stdout)")
             #expect(result.stdout.contains(":status: 200"))

@@ -63,6 +63,12 @@ public final class HTTP2Transport: PushTransport {
     /// Creates a transport; no connection opens until the first request.
     public convenience init(configuration: Configuration) {
         let tls = configuration.tls
+        if tls.trustRoots.verifiesNothing {
+            configuration.logger.warning(
+                "TLS certificate verification is off (insecureNoVerification_forTestingOnly): for tests against a local server only",
+                metadata: ["host": "\(configuration.environment.host)"]
+            )
+        }
         self.init(configuration: configuration) { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
             try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout)
         }

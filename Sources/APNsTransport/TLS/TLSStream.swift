@@ -93,6 +93,12 @@ final class TLSStream: @unchecked Sendable {
         timeout: Duration
     ) throws(APNsTransportError) -> TLSStream {
         capns_ignore_sigpipe_if_default()
+        if configuration.trustRoots.verifiesNothing, TrustRoots.isApplePushHost(endpoint.host) {
+            throw .tlsFailure(
+                "certificate verification is off (TrustRoots.insecureNoVerification_forTestingOnly), "
+                    + "which is refused for Apple's host \(endpoint.host): use .system trust roots"
+            )
+        }
         let deadline = ContinuousClock.now + timeout
         let context = try SSLContext(configuration: configuration)
 

@@ -34,5 +34,27 @@ public struct TrustRoots: Sendable, Hashable {
     /// Anyone on the network path can then read and change the traffic, including
     /// provider tokens. Never use it against APNs; to test against a local server, prefer
     /// ``certificates(_:)`` with that server's CA.
+    ///
+    /// So that it cannot reach production by accident, connections to Apple's hosts
+    /// (`*.push.apple.com`) with it fail with
+    /// ``APNsCore/APNsTransportError/Code/tlsFailure`` before anything is sent, and
+    /// ``HTTP2Transport/init(configuration:)`` logs a warning when it is configured.
     public static let insecureNoVerification_forTestingOnly = TrustRoots(.none)
+
+    /// Whether certificate verification is off.
+    var verifiesNothing: Bool { source == .none }
+
+    /// Whether `host` is one of Apple's push hosts, for which verification is never off.
+    static func isApplePushHost(_ host: String) -> Bool {
+        let name = host.lowercased().trimmingSuffix(".")
+        return name == "push.apple.com" || name.hasSuffix(".push.apple.com")
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffix(_ suffix: Character) -> Substring {
+        var result = self[...]
+        while result.last == suffix { result = result.dropLast() }
+        return result
+    }
 }

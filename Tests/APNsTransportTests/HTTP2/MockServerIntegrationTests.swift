@@ -169,7 +169,7 @@ struct MockServerIntegrationTests {
         try await withMockAPNsServer { server in
             let transport = try mockTransport(server)
             _ = try await transport.send(mockPush(0, port: server.port))
-            server.setResponseDelay(.milliseconds(500))
+            server.setResponseDelay(.seconds(60))  // released below, after the timeouts
             let slow = try await sendToMock(transport, port: server.port, indices: 1..<4, timeout: .milliseconds(100))
             server.setResponseDelay(.zero)
             let after = try await transport.send(mockPush(9, port: server.port))
@@ -229,7 +229,7 @@ struct MockServerIntegrationTests {
         try await withMockAPNsServer { server in
             let transport = try mockTransport(server) { $0.shutdownGracePeriod = .milliseconds(100) }
             _ = try await transport.send(mockPush(0, port: server.port))
-            server.setResponseDelay(.seconds(3))
+            server.setResponseDelay(.seconds(60))  // no answer comes before the shutdown
             async let results = sendToMock(transport, port: server.port, indices: 1..<21)
             while transport.statistics.requestsSent < 21 { try await Task.sleep(for: .milliseconds(5)) }
             await transport.shutdown()

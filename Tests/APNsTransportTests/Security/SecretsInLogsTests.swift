@@ -124,10 +124,10 @@ struct SecretsInLogsTests {
             server.setResponseDelay(.seconds(30))
             async let dropped = client.send(notification, to: Array(devices[160..<200]), maxConcurrency: 20)
             while server.statistics.requests < 165 { try await Task.sleep(for: .milliseconds(5)) }
-            // Answers for requests that arrive from now on are not delayed; the ones
-            // waiting go down with their connections.
-            server.setResponseDelay(.zero)
+            // The answers waiting go down with their connections; the rest of the batch
+            // (on a new connection) is released at once.
             server.dropAllConnections()
+            server.setResponseDelay(.zero)
             outcomes += await dropped
             // Too large: refused before it is sent.
             let huge = PushNotification(payload: .alert(body: String(repeating: "x", count: 5000)), topic: "com.example.app")
