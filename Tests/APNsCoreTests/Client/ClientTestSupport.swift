@@ -88,7 +88,7 @@ extension APNsClient {
             credentials: credentials,
             transport: transport,
             retryPolicy: retryPolicy,
-            requestTimeout: .seconds(5),
+            requestTimeout: .seconds(120),  // no test waits for it: long enough for a starved machine
             logger: logger,
             sleep: { try await sleeper.sleep($0) },
             jitter: { jitter }
