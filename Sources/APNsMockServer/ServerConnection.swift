@@ -423,6 +423,9 @@ final class ServerConnection {
                                          broadcastChannel: channelOperation?.broadcastChannelID)
         if decision.drop {
             dropRequested = true
+            decision.observer?(MockAPNsServer.ProcessedRequest(
+                sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
+                apnsID: apnsID, status: nil))
             return
         }
         var status = decision.response?.status ?? 200
@@ -435,6 +438,9 @@ final class ServerConnection {
             body = answer.body
             responseHeaders += answer.headers
         }
+        decision.observer?(MockAPNsServer.ProcessedRequest(
+            sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
+            apnsID: apnsID, status: status))
         if decision.delay > .zero {
             delayed.append(Delayed(due: .now + decision.delay, streamID: streamID, status: status, body: body,
                                    headers: responseHeaders, goAwayReason: decision.goAwayReason))
