@@ -95,6 +95,23 @@ let package = Package(
             dependencies: ["APNsTransport", "APNsMockServer", "APNsCore"],
             path: "Benchmarks/TransportBenchmark"
         ),
+        // The soak of issue #8; its engine is a package-internal module so the default
+        // test suite can run it small (not a product).
+        .target(
+            name: "SoakEngine",
+            dependencies: [
+                "APNsCore",
+                "APNsTransport",
+                "APNsMockServer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/SoakEngine"
+        ),
+        .executableTarget(
+            name: "Soak",
+            dependencies: ["SoakEngine"],
+            path: "Benchmarks/Soak"
+        ),
 
         // MARK: Tests
         .testTarget(
@@ -118,6 +135,7 @@ let package = Package(
                 "APNsTransport",
                 "APNsMockServer",
                 "APNsCore",
+                "SoakEngine",
                 "CNGHTTP2",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),

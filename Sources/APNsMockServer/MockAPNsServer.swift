@@ -35,6 +35,38 @@ public final class MockAPNsServer: Sendable {
         public var connectionsRefused = 0
         /// GOAWAY frames sent.
         public var goAways = 0
+        /// Connections open now (accepted and not yet closed, handshaking ones included).
+        public var openConnections = 0
+        /// The most connections that were open at once.
+        public var peakOpenConnections = 0
+    }
+
+    /// What the server did with one request, as ``MockAPNsServer/observeRequests(_:)``
+    /// reports it: enough to count arrivals per `apns-id` without recording requests.
+    public struct ProcessedRequest: Sendable, Hashable {
+        /// Position among all requests the server processed, from 0 (as
+        /// ``RecordedRequest/sequenceNumber``).
+        public var sequenceNumber: Int
+        /// Which connection carried it, numbered by the server from 0.
+        public var connectionNumber: Int
+        /// The HTTP/2 stream identifier.
+        public var streamID: Int
+        /// The `apns-id` the server answers with: the request's own when it sent a valid
+        /// one, else one the server made up (`apns-request-id` for broadcasts).
+        public var apnsID: String
+        /// The status the server answers (now, or after ``MockAPNsServer/setResponseDelay(_:)``);
+        /// `nil` when ``MockAPNsServer/dropConnection(atRequest:)`` closed the connection
+        /// at this request, which is then never answered.
+        public var status: Int?
+
+        /// A processed request.
+        public init(sequenceNumber: Int, connectionNumber: Int, streamID: Int, apnsID: String, status: Int?) {
+            self.sequenceNumber = sequenceNumber
+            self.connectionNumber = connectionNumber
+            self.streamID = streamID
+            self.apnsID = apnsID
+            self.status = status
+        }
     }
 
     private enum Lifecycle {
@@ -256,6 +288,22 @@ public final class MockAPNsServer: Sendable {
             shared.records.removeAll()
             shared.recordStart = 0
         }
+    }
+
+    /// Calls `observer` for every request the server processes from now on (every one
+    /// counted in ``Statistics/requests``: answered, rejected or dropped by the script),
+    /// with its `apns-id` and status; `nil` removes the observer.
+    ///
+    /// Unlike ``requests()`` and ``recordedRequests`` it copies no headers or body, so it
+    /// can watch millions of requests with ``Configuration/recordedRequestLimit`` at 0, for
+    /// example to count how often each `apns-id` reached the server. Requests the server
+    /// refused unprocessed (above a GOAWAY's last-stream-id) are not reported.
+    ///
+    /// `observer` runs on the server thread, outside the server's lock, before the answer
+    /// is written: keep it short, never block in it, and do not wait in it for anything the
+    /// server must do.
+    public func observeRequests(_ observer: (@Sendable (ProcessedRequest) -> Void)?) {
+        state.shared.withLock { $0.observer = observer }
     }
 
     /// Every request answered from now on, as it is answered. The stream ends when the

@@ -429,6 +429,9 @@ final class ServerConnection {
                                          broadcastChannel: channelOperation?.broadcastChannelID)
         if decision.drop {
             dropRequested = true
+            decision.observer?(MockAPNsServer.ProcessedRequest(
+                sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
+                apnsID: apnsID, status: nil))
             return
         }
         var status = decision.response?.status ?? 200
@@ -441,6 +444,9 @@ final class ServerConnection {
             body = answer.body
             responseHeaders += answer.headers
         }
+        decision.observer?(MockAPNsServer.ProcessedRequest(
+            sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
+            apnsID: apnsID, status: status))
         if decision.delay > .zero {
             let now = ContinuousClock.now
             delayed.append(Delayed(due: now + decision.delay, received: now, streamID: streamID, status: status, body: body,

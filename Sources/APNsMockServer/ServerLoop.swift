@@ -128,7 +128,9 @@ final class ServerLoop {
                 if revents != 0 { connection.handle(revents: revents) }
                 connection.runTimers(now: .now)
             }
+            let before = connections.count
             connections.removeAll { $0.isClosed }
+            if connections.count != before { countOpenConnections() }
         }
         shutdownAll()
     }
@@ -198,6 +200,16 @@ final class ServerLoop {
             }
             nextConnectionNumber += 1
             connections.append(connection)
+            countOpenConnections()
+        }
+    }
+
+    /// Publishes how many connections are open (and the most so far) in the statistics.
+    private func countOpenConnections() {
+        let open = connections.count
+        state.shared.withLock { shared in
+            shared.statistics.openConnections = open
+            shared.statistics.peakOpenConnections = max(shared.statistics.peakOpenConnections, open)
         }
     }
 
@@ -207,6 +219,7 @@ final class ServerLoop {
             connection.close()
         }
         connections.removeAll()
+        countOpenConnections()
         for fd in listeners { close(fd) }
         listeners.removeAll()
     }

@@ -37,6 +37,8 @@ final class ServerState: Sendable {
         var nextSubscriber = 0
         var exited = false
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Told about every processed request; see ``MockAPNsServer/observeRequests(_:)``.
+        var observer: (@Sendable (MockAPNsServer.ProcessedRequest) -> Void)?
     }
 
     /// What the server thread should do with a request it has validated.
@@ -45,6 +47,10 @@ final class ServerState: Sendable {
         var delay: Duration
         var goAwayReason: String?
         var drop: Bool
+        /// The request's place among all requests the server processed, from 0.
+        var sequenceNumber: Int
+        /// Whom to tell about the request once its answer is known (outside the lock).
+        var observer: (@Sendable (MockAPNsServer.ProcessedRequest) -> Void)?
     }
 
     let shared: Mutex<Shared>
@@ -145,7 +151,8 @@ final class ServerState: Sendable {
                 }
                 for subscriber in shared.subscribers.values { subscriber.yield(record) }
             }
-            return Decision(response: response, delay: shared.delay, goAwayReason: goAwayReason, drop: drop)
+            return Decision(response: response, delay: shared.delay, goAwayReason: goAwayReason, drop: drop,
+                            sequenceNumber: sequenceNumber, observer: shared.observer)
         }
     }
 

@@ -477,13 +477,18 @@ final class HTTP2Connection: @unchecked Sendable {
         reason: APNsTransportError?,
         lost: Bool
     ) {
+        // Events the session produced that the loop did not get to, because the read that
+        // brought them then failed (answers followed by a TCP reset, say): hand them over
+        // first. An answer that arrived is the request's outcome; its stream has closed and
+        // its record is gone, so it must not be mistaken below for a request never sent.
+        try? handleEvents(machine)
         pool.connectionUnavailable(self, closed: true)
         let detail = reason?.detail ?? "the connection closed"
         for (streamID, pending) in inFlight {
-            if machine.hasSentHeaders(streamID) {
-                pending.finish(.failure(.connectionClosed(detail)))
-            } else {
+            if machine.isUnsent(streamID) {
                 requeue(pending, failure: .connectionClosed(detail))
+            } else {
+                pending.finish(.failure(.connectionClosed(detail)))
             }
         }
         inFlight.removeAll()

@@ -120,10 +120,11 @@ final class HTTP2ConnectionStateMachine {
         nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
     }
 
-    /// Whether the HEADERS of `streamID` have been serialized (so the request may have
-    /// reached the server).
-    func hasSentHeaders(_ streamID: Int32) -> Bool {
-        sink.records[streamID]?.headersSent ?? false
+    /// Whether `streamID` is certainly unsent: its stream is still open and its HEADERS
+    /// have not been serialized. A stream that has closed (its record is gone) may have
+    /// reached the server, so it is not unsent.
+    func isUnsent(_ streamID: Int32) -> Bool {
+        sink.records[streamID].map { !$0.headersSent } ?? false
     }
 
     // MARK: Input

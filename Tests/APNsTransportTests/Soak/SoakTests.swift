@@ -1,0 +1,38 @@
+import Foundation
+import SoakEngine
+import Testing
+
+/// The soak of Benchmarks/Soak (issue #8), small enough for every test run: 10,000
+/// notifications through `APNsClient` and `HTTP2Transport` to `APNsMockServer` while
+/// about 50 seeded faults (GOAWAY, dropped and refused connections, 429/500/503, delays,
+/// stalls past the request timeout, stream limit 1) hit the server. `scripts/soak.sh`
+/// runs the same engine at 1,000,000 in a release build.
+@Suite("Soak (small)")
+struct SoakTests {
+    /// The seed that found the re-send of answered requests (see ResponseBeforeResetTests);
+    /// `SWIFT_APNS_SOAK_SEED` picks another.
+    static let seed = ProcessInfo.processInfo.environment["SWIFT_APNS_SOAK_SEED"].flatMap { UInt64($0) } ?? 3
+
+    @Test("every notification ends in exactly one outcome; none reaches the server twice unexplained")
+    func soak() async throws {
+        let configuration = SoakConfiguration(
+            notifications: 10_000,
+            seed: Self.seed,
+            connections: 2,
+            concurrency: 100,
+            meanFaultGap: 200,
+            requestTimeout: .seconds(2),
+            stalls: true,
+            // Far above any pause a loaded machine causes; a hang still ends the test.
+            watchdog: .seconds(30),
+            rssGrowthLimitBytes: 64 << 20
+        )
+        let report = try await Soak.run(configuration)
+        #expect(report.passed, "\(report)")
+        #expect(report.outcomeTotal == 10_000)
+        // The faults did happen, and the server saw the notifications.
+        #expect(report.faults.values.reduce(0, +) >= 10, "\(report.faults)")
+        #expect((report.server?.requests ?? 0) >= 5_000)
+        #expect(report.transport?.requestsInFlight == 0)
+    }
+}
