@@ -1,4 +1,5 @@
 import APNsCore
+import APNsPayload
 import Foundation
 
 /// APNs responses: any status, headers and body give a rejection exactly when the status
@@ -37,7 +38,11 @@ enum ResponseTarget {
             require(foundation is [String: Any], name, "we read a reason from a body JSONSerialization refuses as an object: \(String(decoding: body, as: UTF8.self))")
         }
         let ambiguous = occurrences(of: Array("eason".utf8), in: body) > 1 || occurrences(of: Array("\\u".utf8), in: body) > 0
-        if !ambiguous, let dictionary = foundation as? [String: Any] {
+        // Foundation is lenient (it accepts a trailing comma, `{"reason":"x",}`, which
+        // RFC 8259 §4 does not), so it is trusted only where our strict JSON parser, a
+        // separate implementation in APNsPayload, agrees the body is JSON.
+        let strict = (try? JSONValue(jsonBytes: body)) != nil
+        if !ambiguous, strict, let dictionary = foundation as? [String: Any] {
             let theirs = dictionary["reason"] as? String
             require(reason?.rawValue == theirs, name, "reason \(String(describing: reason?.rawValue)) but JSONSerialization reads \(String(describing: theirs)) in \(String(decoding: body, as: UTF8.self))")
         }
