@@ -11,7 +11,8 @@ extension Payload {
     ///
     /// - Throws: ``PayloadError/Kind/invalidJSON`` with the byte offset for bad JSON or a
     ///   top level that is not an object; ``PayloadError/Kind/typeMismatch`` with the key
-    ///   path when a known key holds the wrong type.
+    ///   path when a known key holds the wrong type; ``PayloadError/Kind/missingKey`` with
+    ///   the key path when a localized Live Activity text (an object) has no `loc-key`.
     public init(jsonBytes: some Collection<UInt8>) throws(PayloadError) {
         let json = try JSONParser.parse(jsonBytes)
         guard case .object(let object) = json else {
@@ -21,7 +22,8 @@ extension Payload {
     }
 
     /// Reads a payload from a parsed JSON object; see ``init(jsonBytes:)``.
-    /// - Throws: ``PayloadError/Kind/typeMismatch`` with the key path when a known key holds the wrong type.
+    /// - Throws: ``PayloadError/Kind/typeMismatch`` with the key path when a known key holds the wrong type;
+    ///   ``PayloadError/Kind/missingKey`` when a localized Live Activity text has no `loc-key`.
     public init(jsonObject object: JSONObject) throws(PayloadError) {
         self.init()
         for (key, value) in object {

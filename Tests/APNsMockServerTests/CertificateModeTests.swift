@@ -71,9 +71,16 @@ struct CertificateModeTests {
         let certificates = try await ClientCertificates.make()
         defer { certificates.remove() }
         let pem = try String(contentsOfFile: certificates.path("multi.pem"), encoding: .utf8)
-        let bio = BIO_new_mem_buf(pem, Int32(pem.utf8.count))
-        defer { BIO_free(bio) }
-        let certificate = try #require(PEM_read_bio_X509(bio, nil, nil, nil))
+        // A memory BIO does not copy its bytes: they must outlive it, so the certificate is
+        // read inside withUnsafeBytes (passing `pem` directly hands OpenSSL a temporary C
+        // string that is freed when the call returns; AddressSanitizer caught the read).
+        let bytes = Array(pem.utf8)
+        let parsed = bytes.withUnsafeBytes { raw -> OpaquePointer? in
+            let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count))
+            defer { BIO_free(bio) }
+            return PEM_read_bio_X509(bio, nil, nil, nil)
+        }
+        let certificate = try #require(parsed)
         defer { X509_free(certificate) }
         #expect(CertificateTopics.topics(of: certificate) == ["com.example.app", "com.example.app.voip"])
     }

@@ -29,12 +29,18 @@ enum CLI {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// `.build/debug/apns`, which `swift build` (and `swift build --build-tests`) makes.
+    /// The `apns` built beside the running test binary (so a build in another scratch path,
+    /// such as scripts/sanitize.sh's `.build-tsan`, runs its own), else `.build/debug/apns`,
+    /// which `swift build` (and `swift build --build-tests`) makes.
     static var executable: String {
         get throws {
-            let path = packageRoot.appendingPathComponent(".build/debug/apns").path
-            guard FileManager.default.isExecutableFile(atPath: path) else {
-                throw Failure(description: "\(path) does not exist: run `swift build` first")
+            var candidates: [String] = []
+            if let testBinary = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+                candidates.append(URL(fileURLWithPath: testBinary).deletingLastPathComponent().appendingPathComponent("apns").path)
+            }
+            candidates.append(packageRoot.appendingPathComponent(".build/debug/apns").path)
+            guard let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+                throw Failure(description: "\(candidates.last!) does not exist: run `swift build` first")
             }
             return path
         }

@@ -167,9 +167,12 @@ struct APNsErrorBody: Sendable, Hashable {
             try expect(UInt8(ascii: "\""))
             var scalars = String.UnicodeScalarView()
             var run = [UInt8]()
-            func flush(_ run: inout [UInt8], into scalars: inout String.UnicodeScalarView) {
+            // RFC 8259 §8.1: the text is UTF-8; invalid bytes make the body malformed rather
+            // than turning into U+FFFD (a fuzz finding: "Unavai\u{85}…lable" was read as a reason).
+            func flush(_ run: inout [UInt8], into scalars: inout String.UnicodeScalarView) throws(Malformed) {
                 if !run.isEmpty {
-                    scalars.append(contentsOf: String(decoding: run, as: UTF8.self).unicodeScalars)
+                    guard let text = String(validating: run, as: UTF8.self) else { throw Malformed() }
+                    scalars.append(contentsOf: text.unicodeScalars)
                     run.removeAll(keepingCapacity: true)
                 }
             }
@@ -178,10 +181,10 @@ struct APNsErrorBody: Sendable, Hashable {
                 index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    flush(&run, into: &scalars)
+                    try flush(&run, into: &scalars)
                     return String(scalars)
                 case UInt8(ascii: "\\"):
-                    flush(&run, into: &scalars)
+                    try flush(&run, into: &scalars)
                     guard let escaped = peek() else { throw Malformed() }
                     index += 1
                     switch escaped {

@@ -196,3 +196,28 @@ import Testing
         #expect(rejection.description == "410 Unregistered for device token 00fc13ad…")
     }
 }
+
+/// Fuzz finding (scripts/fuzz.sh, target response): the error-body reader turned invalid
+/// UTF-8 inside a string into U+FFFD and reported a reason. RFC 8259 §8.1 requires UTF-8,
+/// and Python's json module, an independent parser, refuses these bytes too; the body is
+/// not a JSON object, so no reason is read (the status still is).
+@Suite struct ErrorBodyUTF8Tests {
+    static let invalid: [[UInt8]] = [
+        Array(#"{"reason":"ServiceUnavai"#.utf8) + [0x85, 0x85] + Array(#"lable"}"#.utf8),  // stray continuation bytes
+        Array(#"{"reason":"Bad"#.utf8) + [0xC3] + Array(#""}"#.utf8),  // truncated sequence
+        Array(#"{"reason":"x","other":""#.utf8) + [0xFF] + Array(#""}"#.utf8),  // in a skipped member
+        Array(#"{"reason":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),  // encoded surrogate
+    ]
+
+    @Test(arguments: invalid)
+    func invalidUTF8IsNotAReason(body: [UInt8]) throws {
+        #expect(APNsReason(errorBody: body) == nil)
+        let rejection = try #require(APNsRejection(response: APNsResponse(status: 503, body: body)))
+        #expect(rejection.status == 503)
+        #expect(rejection.reason == nil)
+    }
+
+    @Test func validMultibyteTextIsStillRead() {
+        #expect(APNsReason(errorBody: Array(#"{"reason":"Café ☕ 😀"}"#.utf8))?.rawValue == "Café ☕ 😀")
+    }
+}
