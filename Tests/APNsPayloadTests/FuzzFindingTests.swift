@@ -21,6 +21,19 @@ import APNsPayload
         #expect(try JSONValue(jsonBytes: Array(#"["\ufeffhi"]"#.utf8)) == [.string(text)])
     }
 
+    /// json-writer (180 s run): a key that starts with two U+FEFF, beside a NUL and a
+    /// control character. Foundation on Linux read it back with one U+FEFF (the oracle now
+    /// allows for that); our writer keeps both raw and our parser reads both.
+    @Test func twoLeadingByteOrderMarksSurviveTheRoundTrip() throws {
+        let key = "\u{FEFF}\u{FEFF}\"n!}"
+        let object: JSONObject = ["\u{1F}": .double(0.1), "\u{0}n!c-400;": .double(-0.25), key: .null, "": .null]
+        let value: JSONValue = .object(object)
+        let bytes = try Payload(custom: object).encoded(limit: PayloadLimit(bytes: 4096))
+        let raw: [UInt8] = [0x22, 0xEF, 0xBB, 0xBF, 0xEF, 0xBB, 0xBF, 0x5C, 0x22]  // "<FEFF><FEFF>\"
+        #expect(bytes.windows(ofCount: raw.count).contains { $0.elementsEqual(raw) })
+        #expect(try JSONValue(jsonBytes: bytes) == value)
+    }
+
     /// json-parse: a Live Activity alert whose localized text object lacks `loc-key`
     /// (Apple: a localized string is `loc-key` plus optional `loc-args`) is refused with
     /// missingKey and the key path, a kind the documentation of init(jsonBytes:) now names.

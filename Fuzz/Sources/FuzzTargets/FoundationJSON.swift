@@ -45,9 +45,13 @@ enum FoundationJSON {
             // Keys that Foundation's U+FEFF bug makes collide ("\u{FEFF}" and "") keep
             // only one value there; their values are not compared.
             let readings = object.keys.map(foundationReading)
+            // Foundation may drop only some of several U+FEFF (one per raw run), so its
+            // keys are looked up by their reading too.
+            var theirsByReading: [String: Any] = [:]
+            for (theirKey, theirValue) in dictionary { theirsByReading[foundationReading(theirKey)] = theirValue }
             return object.allSatisfy { key, value in
                 let reading = foundationReading(key)
-                guard let theirs = dictionary[key] ?? dictionary[reading] else { return false }
+                guard let theirs = dictionary[key] ?? theirsByReading[reading] else { return false }
                 return readings.filter { $0 == reading }.count > 1 || matches(value, theirs)
             }
         }
