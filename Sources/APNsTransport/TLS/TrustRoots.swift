@@ -46,15 +46,8 @@ public struct TrustRoots: Sendable, Hashable {
 
     /// Whether `host` is one of Apple's push hosts, for which verification is never off.
     static func isApplePushHost(_ host: String) -> Bool {
-        let name = host.lowercased().trimmingSuffix(".")
+        var name = host.lowercased()
+        while name.hasSuffix(".") { name.removeLast() }
         return name == "push.apple.com" || name.hasSuffix(".push.apple.com")
-    }
-}
-
-extension String {
-    fileprivate func trimmingSuffix(_ suffix: Character) -> Substring {
-        var result = self[...]
-        while result.last == suffix { result = result.dropLast() }
-        return result
     }
 }

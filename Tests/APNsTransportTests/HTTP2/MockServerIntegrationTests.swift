@@ -5,12 +5,15 @@ import Testing
 @testable import APNsTransport
 
 /// A log handler that keeps the metadata of every warning, so a test can read what the
-/// transport reported (the GOAWAY's last-stream-id).
+/// transport reported (the GOAWAY's last-stream-id), and every event at or above its
+/// level as one line of text (label, level, message, metadata, source).
 struct CapturingLogHandler: LogHandler {
     final class Store: Sendable {
         let warnings = Mutex<[Logger.Metadata]>([])
+        let events = Mutex<[(level: Logger.Level, text: String)]>([])
     }
     let store: Store
+    var label = ""
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .warning
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -18,8 +21,10 @@ struct CapturingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
     func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        store.events.withLock { $0.append((event.level, "\(label) \(event.level) \(event.message) \(merged) \(event.source)")) }
         guard event.level >= .warning else { return }
-        store.warnings.withLock { $0.append(self.metadata.merging(event.metadata ?? [:]) { $1 }) }
+        store.warnings.withLock { $0.append(merged) }
     }
 }
 

@@ -17,26 +17,6 @@ import Testing
 /// from what is logged.
 @Suite("No secret in logs or error texts")
 struct SecretsInLogsTests {
-    /// Keeps every event at every level as one line of text.
-    struct TextLogHandler: LogHandler {
-        final class Store: Sendable {
-            let events = Mutex<[(level: Logger.Level, text: String)]>([])
-        }
-        let store: Store
-        let label: String
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            let text = "\(label) \(event.level) \(event.message) \(merged) \(event.source)"
-            store.events.withLock { $0.append((event.level, text)) }
-        }
-    }
-
     /// Hands out the cache's tokens and remembers every one.
     final class RecordingTokenSource: ProviderTokenSource {
         let cache: ProviderTokenCache
@@ -73,9 +53,9 @@ struct SecretsInLogsTests {
         let key = try ProviderKey(contentsOfFile: keyPath)
         var keys = ProviderTokenVerifier()
         keys.register(key, keyID: "ABC123DEFG")
-        let store = TextLogHandler.Store()
+        let store = CapturingLogHandler.Store()
         func logger(_ label: String) -> Logger {
-            var logger = Logger(label: label, factory: { label in TextLogHandler(store: store, label: label) })
+            var logger = Logger(label: label, factory: { label in CapturingLogHandler(store: store, label: label, logLevel: .trace) })
             logger.logLevel = .trace
             return logger
         }
