@@ -26,26 +26,62 @@ public struct APNsRequest: Sendable, Hashable {
         public var description: String { rawValue }
     }
 
+    /// The fields, in one immutable object: copying a request (into a queue, a retry, a
+    /// record) then costs one reference count, not one per string and array it holds.
+    @usableFromInline
+    final class Storage: Sendable {
+        @usableFromInline let method: Method
+        @usableFromInline let authority: String
+        @usableFromInline let path: String
+        @usableFromInline let headers: [HeaderField]
+        @usableFromInline let body: [UInt8]
+        @usableFromInline let apnsID: APNsID?
+        @usableFromInline let deviceToken: DeviceToken?
+        @usableFromInline let timeout: Duration
+
+        init(
+            method: Method,
+            authority: String,
+            path: String,
+            headers: [HeaderField],
+            body: [UInt8],
+            apnsID: APNsID?,
+            deviceToken: DeviceToken?,
+            timeout: Duration
+        ) {
+            self.method = method
+            self.authority = authority
+            self.path = path
+            self.headers = headers
+            self.body = body
+            self.apnsID = apnsID
+            self.deviceToken = deviceToken
+            self.timeout = timeout
+        }
+    }
+
+    @usableFromInline let storage: Storage
+
     /// The request method.
-    public let method: Method
+    @inlinable public var method: Method { storage.method }
     /// The `:scheme`; always `https` for APNs.
-    public let scheme: String
+    @inlinable public var scheme: String { "https" }
     /// The `:authority`: host, and `:port` unless it is 443.
-    public let authority: String
+    @inlinable public var authority: String { storage.authority }
     /// The `:path`, for example `/3/device/<token>`.
-    public let path: String
+    @inlinable public var path: String { storage.path }
     /// Every header in the order it is sent: `:method`, `:scheme`, `:path`, `:authority`,
     /// then the regular headers in the order given.
-    public let headers: [HeaderField]
+    @inlinable public var headers: [HeaderField] { storage.headers }
     /// The body: the JSON payload, or empty.
-    public let body: [UInt8]
+    @inlinable public var body: [UInt8] { storage.body }
     /// The `apns-id` of a device push (reused on every retry); `nil` for requests without one.
-    public let apnsID: APNsID?
+    @inlinable public var apnsID: APNsID? { storage.apnsID }
     /// The device token of a device push, for transports and mocks that key on it; `nil` otherwise.
-    public let deviceToken: DeviceToken?
+    @inlinable public var deviceToken: DeviceToken? { storage.deviceToken }
     /// How long the transport may take, from the moment it accepts the request (queueing
     /// included) until the response has arrived; it then fails with a timeout.
-    public let timeout: Duration
+    @inlinable public var timeout: Duration { storage.timeout }
 
     /// The default ``timeout``: 30 seconds.
     public static let defaultTimeout: Duration = .seconds(30)
@@ -125,15 +161,37 @@ public struct APNsRequest: Sendable, Hashable {
         deviceToken: DeviceToken?,
         timeout: Duration
     ) {
-        self.method = method
-        self.scheme = "https"
-        self.authority = authority
-        self.path = path
-        self.headers = all
-        self.body = body
-        self.apnsID = apnsID
-        self.deviceToken = deviceToken
-        self.timeout = timeout
+        self.storage = Storage(
+            method: method,
+            authority: authority,
+            path: path,
+            headers: all,
+            body: body,
+            apnsID: apnsID,
+            deviceToken: deviceToken,
+            timeout: timeout
+        )
+    }
+
+    /// Two requests are equal when every field is (the same object trivially is).
+    public static func == (lhs: APNsRequest, rhs: APNsRequest) -> Bool {
+        let a = lhs.storage
+        let b = rhs.storage
+        return a === b
+            || (a.method == b.method && a.authority == b.authority && a.path == b.path && a.headers == b.headers
+                && a.body == b.body && a.apnsID == b.apnsID && a.deviceToken == b.deviceToken && a.timeout == b.timeout)
+    }
+
+    /// Hashes every field, consistently with ``==(_:_:)``.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(storage.method)
+        hasher.combine(storage.authority)
+        hasher.combine(storage.path)
+        hasher.combine(storage.headers)
+        hasher.combine(storage.body)
+        hasher.combine(storage.apnsID)
+        hasher.combine(storage.deviceToken)
+        hasher.combine(storage.timeout)
     }
 
     /// The value of the first header named `name` (lowercase), or `nil`.
