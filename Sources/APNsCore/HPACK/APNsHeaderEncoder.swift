@@ -50,7 +50,6 @@ public struct APNsHeaderEncoder: Sendable {
     private var encoder: HPACKEncoder
     /// The per-request names that have already entered the table once.
     private var introducedNames: PerRequestNames = []
-    private var scratch: [UInt8] = []
 
     /// The number of header blocks encoded on this connection.
     public private(set) var headerBlockCount = 0
@@ -133,12 +132,19 @@ public struct APNsHeaderEncoder: Sendable {
 
     /// ``decisions(for:)`` into a caller's array (its contents replaced), so a transport
     /// can reuse one array for every request instead of allocating one per request.
+    ///
+    /// No header block is written: the model of the peer's table changes exactly as
+    /// encoding would change it (a field the tables hold in full is an index and inserts
+    /// nothing), which is all the decisions depend on.
     package mutating func decisions(for headers: [HeaderField], into decisions: inout [HPACKIndexing]) {
-        var block = scratch
-        scratch = []
-        block.removeAll(keepingCapacity: true)
-        encodeHeaderBlock(headers, into: &block, decisions: &decisions)
-        scratch = block
+        decisions.removeAll(keepingCapacity: true)
+        encoder.beginHeaderBlockWithoutEncoding()
+        for field in headers {
+            let indexing = decide(field)
+            decisions.append(indexing)
+            encoder.recordWithoutEncoding(field, indexing: indexing)
+        }
+        headerBlockCount += 1
     }
 
     /// The decision for one field, given what the table holds now.
@@ -152,11 +158,11 @@ public struct APNsHeaderEncoder: Sendable {
         case .repeating:
             return fitsInTable(field) ? .incrementalIndexing : .withoutIndexing
         case .perRequestName(let name):
-            guard !introducedNames.contains(name), fitsInTable(field) else {
-                return .withoutIndexing
-            }
+            // Decided once per connection: a name too large for the table the first
+            // time is never indexed later with another request's value.
+            guard !introducedNames.contains(name) else { return .withoutIndexing }
             introducedNames.insert(name)
-            return .incrementalIndexing
+            return fitsInTable(field) ? .incrementalIndexing : .withoutIndexing
         case .other:
             return .withoutIndexing
         }

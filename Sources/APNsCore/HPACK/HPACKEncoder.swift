@@ -116,6 +116,31 @@ public struct HPACKEncoder: Sendable {
         table.setMaximumSize(update.final)
     }
 
+    /// Applies the pending dynamic table size updates to the table, as
+    /// ``beginHeaderBlock(into:)`` does, without writing them: for a caller that keeps
+    /// this encoder as a model of a table another encoder (nghttp2's) fills.
+    package mutating func beginHeaderBlockWithoutEncoding() {
+        guard let update = pendingSizeUpdate else { return }
+        pendingSizeUpdate = nil
+        if update.minimum < update.final { table.setMaximumSize(update.minimum) }
+        table.setMaximumSize(update.final)
+    }
+
+    /// Changes the dynamic table exactly as ``append(_:indexing:into:)`` would for
+    /// `field`, without encoding it: a field the tables hold in full is sent as an index
+    /// and changes nothing; otherwise ``HPACKIndexing/incrementalIndexing`` inserts it.
+    package mutating func recordWithoutEncoding(_ field: HeaderField, indexing: HPACKIndexing) {
+        guard indexing == .incrementalIndexing else { return }
+        withUTF8(of: field.name) { name in
+            withUTF8(of: field.value) { value in
+                let nameHash = hpackNameHash(name)
+                if StaticHeaderTable.find(name: field.name, nameHash: nameHash, value: field.value)?.field != nil { return }
+                if table.find(name: field.name, nameHash: nameHash, value: value).field != nil { return }
+                table.insert(field, size: name.count + value.count + DynamicHeaderTable.entryOverhead, nameHash: nameHash)
+            }
+        }
+    }
+
     /// Encodes one header field into `buffer`.
     ///
     /// A field the tables hold in full is sent as an index (§6.1) unless it is

@@ -143,6 +143,8 @@ struct APNsHeaderEncoderTests {
     func nghttp2DeflaterAgrees() throws {
         var generator = SeededGenerator(seed: 2)
         var policy = APNsHeaderEncoder()
+        // The transport's path: decisions only, no header block written.
+        var decidingPolicy = APNsHeaderEncoder()
         let deflater = try NGHTTP2Deflater()
         let ourPeer = try NGHTTP2Inflater()
         let theirPeer = try NGHTTP2Inflater()
@@ -161,6 +163,7 @@ struct APNsHeaderEncoderTests {
             }
             for size in settings {
                 policy.setPeerHeaderTableSize(size)
+                decidingPolicy.setPeerHeaderTableSize(size)
                 try deflater.changeTableSize(size)
                 try ourPeer.changeTableSize(size)
                 try theirPeer.changeTableSize(size)
@@ -178,6 +181,7 @@ struct APNsHeaderEncoderTests {
             )
             block.removeAll(keepingCapacity: true)
             policy.encodeHeaderBlock(headers, into: &block, decisions: &decisions)
+            #expect(decidingPolicy.decisions(for: headers) == decisions, "request \(number)")
             let theirs = try deflater.encode(headers, noIndex: decisions.map(\.requiresNoIndexFlag))
             #expect(try ourPeer.decodeFields(block) == headers)
             #expect(try theirPeer.decodeFields(theirs) == headers)
@@ -185,6 +189,8 @@ struct APNsHeaderEncoderTests {
             #expect(ourTable == policy.tableEntries, "request \(number)")
             #expect(theirPeer.tableEntries == ourTable, "request \(number)")
             #expect(deflater.tableEntries == ourTable, "request \(number)")
+            #expect(decidingPolicy.tableEntries == ourTable, "request \(number)")
+            #expect(decidingPolicy.tableSize == policy.tableSize, "request \(number)")
             #expect(theirPeer.tableSize == ourPeer.tableSize, "request \(number)")
             if theirPeer.tableEntries != ourTable { break }
         }
