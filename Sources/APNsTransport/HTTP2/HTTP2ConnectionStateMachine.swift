@@ -257,6 +257,10 @@ final class HTTP2ConnectionStateMachine {
                 submitGoAway()
                 throw .streamRefused("no stream id left on this connection")
             }
+            // The header policy has already counted these headers into its model of
+            // the server's table, and nghttp2 encoded none of them: close gracefully, so
+            // no later request on this connection relies on a model that is now wrong.
+            submitGoAway()
             throw .protocolError("nghttp2 refused the request: \(Self.describe(streamID))")
         }
         record.streamID = streamID

@@ -35,28 +35,53 @@ extension HTTP2Transport {
     }
 }
 
-/// The shared, lock-protected ``HTTP2Transport/Statistics`` of one transport.
+/// The shared ``HTTP2Transport/Statistics`` of one transport.
+///
+/// The two counters every request touches (accepted, and answered with status 200) are
+/// atomics, so the calling tasks and the connection threads never contend for a lock
+/// on the common path; everything rarer is kept under the lock.
 final class StatisticsBox: Sendable {
-    private let value = Mutex(HTTP2Transport.Statistics())
+    private let value = Mutex(Locked())
+    private let accepted = Atomic<Int>(0)
+    private let answered200 = Atomic<Int>(0)
 
-    var snapshot: HTTP2Transport.Statistics { value.withLock { $0 } }
+    private struct Locked {
+        var statistics = HTTP2Transport.Statistics()
+        /// Requests finished any other way than with a 200 (counted in the dictionaries).
+        var otherOutcomes = 0
+    }
+
+    var snapshot: HTTP2Transport.Statistics {
+        // The finished counts are read before the accepted count: a request is accepted
+        // before it can finish, so the in-flight figure is never negative.
+        var (statistics, others) = value.withLock { ($0.statistics, $0.otherOutcomes) }
+        let ok = answered200.load(ordering: .sequentiallyConsistent)
+        let total = accepted.load(ordering: .sequentiallyConsistent)
+        if ok > 0 { statistics.responsesByStatus[200, default: 0] += ok }
+        statistics.requestsInFlight = total - ok - others
+        return statistics
+    }
 
     func update(_ body: (inout HTTP2Transport.Statistics) -> Void) {
-        value.withLock { body(&$0) }
+        value.withLock { body(&$0.statistics) }
     }
 
     func recordAccepted() {
-        value.withLock { $0.requestsInFlight += 1 }
+        accepted.wrappingAdd(1, ordering: .sequentiallyConsistent)
     }
 
     func recordCompletion(_ outcome: PendingRequest.Outcome) {
-        value.withLock { statistics in
-            statistics.requestsInFlight -= 1
+        if case .success(let response) = outcome, response.status == 200 {
+            answered200.wrappingAdd(1, ordering: .sequentiallyConsistent)
+            return
+        }
+        value.withLock { locked in
+            locked.otherOutcomes += 1
             switch outcome {
             case .success(let response):
-                statistics.responsesByStatus[response.status, default: 0] += 1
+                locked.statistics.responsesByStatus[response.status, default: 0] += 1
             case .failure(let error):
-                statistics.failuresByCode[error.code.description, default: 0] += 1
+                locked.statistics.failuresByCode[error.code.description, default: 0] += 1
             }
         }
     }
