@@ -30,6 +30,7 @@ struct UsageTests {
         #expect(result.status == 2, "\(result)")
         #expect(result.errorLines.count == 1, "\(result)")
         #expect(result.stderr.hasPrefix("apns: "), "\(result)")
+        #expect(result.stderr.hasSuffix(" (run with --help for usage)\n"), "\(result)")
         #expect(result.stdout.isEmpty, "\(result)")
     }
 
@@ -55,6 +56,8 @@ struct UsageTests {
             #expect(result.status == 1, "\(result)")
             #expect(result.errorLines.count == 1, "\(result)")
             #expect(result.stderr.contains(path), "\(result)")
+            // A run-time failure is not fixed by reading --help: no pointer to it.
+            #expect(!result.stderr.contains("--help"), "\(result)")
         }
     }
 
@@ -74,6 +77,7 @@ struct UsageTests {
             "apns: \(key.privateKeyPath) holds a private key and is accessible to other users (mode \(String(mode, radix: 8))): run chmod 600 \(key.privateKeyPath)",
         ], "\(exposed)")
         #expect(exposed.stdout.isEmpty, "\(exposed)")
+        #expect(!exposed.stderr.contains("--help"), "\(exposed)")
 
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key.privateKeyPath)
         let private_ = try await CLI.run(arguments)
