@@ -6,8 +6,10 @@ import Logging
 extension APNsClient {
     /// Sends a Live Activity update once to every device subscribed to `channel`.
     ///
-    /// The request goes to ``environment`` (`POST /4/broadcasts/apps/<bundle ID>`); it is
-    /// retried like a device push, reusing its `apns-request-id`.
+    /// The request goes to ``APNsEnvironment/broadcast`` of ``environment``
+    /// (`POST /4/broadcasts/apps/<bundle ID>`): the same host, on port 443 even when the
+    /// client's environment is ``APNsEnvironment/alternatePort``, which APNs does not offer
+    /// for broadcasts. It is retried like a device push, reusing its `apns-request-id`.
     ///
     /// - Parameters:
     ///   - notification: The update: payload, priority, expiration.
@@ -32,6 +34,7 @@ extension APNsClient {
             throw .invalid(error)
         }
         let requestID = notification.requestID ?? .random()
+        let endpoint = environment.broadcast
         var logger = self.logger
         logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
         logger[metadataKey: "apns.channel-id"] = "\(channel.rawValue)"
@@ -42,7 +45,7 @@ extension APNsClient {
                 try prepared.request(
                     to: channel,
                     bundleID: bundleID,
-                    environment: self.environment,
+                    environment: endpoint,
                     authorization: authorization,
                     requestID: requestID,
                     timeout: self.requestTimeout

@@ -60,6 +60,19 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         #expect(request.header("apns-expiration") == "0")
     }
 
+    @Test(arguments: [
+        (APNsEnvironment.sandbox.alternatePort, "api.sandbox.push.apple.com"),
+        (.production.alternatePort, "api.push.apple.com"),
+        (.production, "api.push.apple.com"),
+        (.custom(host: "127.0.0.1", port: 2197), "127.0.0.1:2197"),
+    ])
+    func broadcastFromTheAlternatePortGoesToPort443(environment: APNsEnvironment, authority: String) async throws {
+        let mock = MockTransport.answering(response(200))
+        let client = APNsClient(environment: environment, credentials: .certificate, transport: mock)
+        _ = try await client.broadcast(sampleUpdate, to: sampleChannel, bundleID: Self.bundle)
+        #expect(mock.requests.first?.authority == authority)
+    }
+
     @Test func broadcastWithoutEchoKeepsTheRequestsID() async throws {
         let mock = MockTransport.answering(response(200))
         let client = APNsClient.testing(transport: mock)
