@@ -99,10 +99,35 @@ final class ChannelKeepingTransport: PushTransport {
             _ = try await client.broadcast(update, to: channel, bundleID: "com.example.scores")
         } catch {
             guard error.rejection?.reason == .channelNotRegistered else { throw error }
-            // The channel was deleted, or belongs to the other environment: make a new one.
-            channel = try await client.createChannel(bundleID: "com.example.scores").value
+            // The channel was deleted, or belongs to the other environment: make a new one
+            // with the same storage policy (the update's expiration needs storage), hand it
+            // to your app, and send the update again.
+            channel = try await client.createChannel(bundleID: "com.example.scores", storagePolicy: .mostRecentMessage).value
+            _ = try await client.broadcast(update, to: channel, bundleID: "com.example.scores")
         }
         #expect(channel != deleted)
         #expect(try await client.channels(bundleID: "com.example.scores").value == [channel])
+        let resent = transport.mock.requests.filter { $0.path.hasPrefix("/4/") }
+        #expect(resent.count == 3)
+        #expect(resent.last?.header("apns-channel-id") == channel.rawValue)
+    }
+
+    /// The transport answers like APNs where the article's advice matters: a replacement
+    /// channel that stores nothing refuses the update's non-zero expiration.
+    @Test func aChannelThatStoresNothingRefusesTheArticlesUpdate() async throws {
+        let client = APNsClient(environment: .sandbox, credentials: .certificate, transport: ChannelKeepingTransport())
+        let channel = try await client.createChannel(bundleID: "com.example.scores").value
+        let update = BroadcastNotification(
+            payload: .liveActivityUpdate(timestamp: 1_700_000_000, contentState: ["home": 2, "away": 1]),
+            expiration: .at(Date(timeIntervalSince1970: 1_700_003_600))
+        )
+        await #expect {
+            try await client.broadcast(update, to: channel, bundleID: "com.example.scores")
+        } throws: { ($0 as? APNsError)?.rejection?.reason == .badExpirationDate }
+        _ = try await client.broadcast(
+            .liveActivityUpdate(timestamp: 1_700_000_000, contentState: ["home": 2, "away": 1]),
+            to: channel,
+            bundleID: "com.example.scores"
+        )
     }
 }
