@@ -49,6 +49,10 @@ struct ChannelCommandTests {
                                           "--alert-title", "Goal", "--expiration", "0"] + common.filter { $0 != "--bundle-id" && $0 != Fixtures.topic } + ["--bundle-id", Fixtures.topic])
             #expect(sent.status == 0, "\(sent)")
             #expect(try Self.firstObject(sent)["outcome"] as? String == "accepted")
+            try expectRequestIDOfLastRequest(sent)
+            // The mock server, like APNs in the sandbox, answers with an apns-unique-id.
+            let uniqueID = try #require(Self.firstObject(sent)["apns-unique-id"] as? String)
+            #expect(UUID(uuidString: uniqueID) != nil, "\(sent)")
             let broadcast = try #require(server.recordedRequests.first { $0.value(of: ":path") == "/4/broadcasts/apps/\(Fixtures.topic)" })
             #expect(broadcast.value(of: "apns-channel-id") == channel)
             #expect(broadcast.value(of: "apns-push-type") == "liveactivity")
@@ -69,7 +73,7 @@ struct ChannelCommandTests {
         }
     }
 
-    @Test("text output ends each result with the apns-request-id; --request-id chooses it")
+    @Test("text output ends each result with the apns-request-id (and a broadcast's apns-unique-id); --request-id chooses it")
     func requestIDInText() async throws {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -92,13 +96,23 @@ struct ChannelCommandTests {
             let read = try await CLI.run(["channel", "read", channel, "--request-id", ids[2]] + common)
             #expect(read.lines == ["\(channel) storage none push-type LiveActivity apns-request-id \(ids[2])"], "\(read)")
 
+            let requestID = UUID().uuidString.lowercased()
+            let sent = try await CLI.run(["broadcast", "--channel", channel, "--content-state", #"{"score":"2-1"}"#,
+                                          "--request-id", requestID] + common)
+            #expect(sent.status == 0, "\(sent)")
+            let line = try #require(sent.lines.first)
+            let prefix = "accepted apns-request-id \(requestID) apns-unique-id "
+            #expect(sent.lines.count == 1 && line.hasPrefix(prefix), "\(sent)")
+            #expect(UUID(uuidString: String(line.dropFirst(prefix.count))) != nil, "\(sent)")
+            #expect(server.recordedRequests.last?.value(of: "apns-request-id") == requestID)
+
             let deleted = try await CLI.run(["channel", "delete", channel, "--request-id", ids[3]] + common)
             #expect(deleted.lines == ["deleted \(channel) apns-request-id \(ids[3])"], "\(deleted)")
 
             // Without --request-id, the client's random one, as the server saw it.
             let empty = try await CLI.run(["channel", "list"] + common)
-            let sent = try #require(server.recordedRequests.last?.value(of: "apns-request-id"))
-            #expect(empty.lines == ["apns-request-id \(sent)"], "\(empty)")
+            let randomID = try #require(server.recordedRequests.last?.value(of: "apns-request-id"))
+            #expect(empty.lines == ["apns-request-id \(randomID)"], "\(empty)")
         }
     }
 
@@ -107,6 +121,7 @@ struct ChannelCommandTests {
         ["channel", "create", "--storage", "forever", "--no-auth", "--bundle-id", "com.example.app"],
         ["channel", "list", "--request-id", "not-a-uuid", "--no-auth", "--bundle-id", "com.example.app"],
         ["broadcast", "--no-auth", "--bundle-id", "com.example.app", "--channel", "Zm9vYmFy"],
+        ["broadcast", "--no-auth", "--bundle-id", "com.example.app", "--channel", "Zm9vYmFy", "--content-state", "{}", "--request-id", "42"],
         ["broadcast", "--no-auth", "--bundle-id", "com.example.app", "--channel", "Zm9vYmFy", "--content-state", "[1]"],
     ])
     func usage(arguments: [String]) async throws {
