@@ -23,8 +23,12 @@ struct APNsCommand: AsyncParsableCommand {
         subcommands: [SendCommand.self, ChannelCommand.self, BroadcastCommand.self, MockServerCommand.self, DemoCommand.self, BenchCommand.self]
     )
 
+    /// What ends the line of a usage error (exit status 2), and only of one.
+    static let usageHint = " (run with --help for usage)"
+
     /// Runs the tool with the exit statuses the tool documents: ArgumentParser's usage
-    /// errors become status 2 with a single line, ``CLIError`` its own status.
+    /// errors become status 2 with a single line ending in a pointer to `--help`,
+    /// ``CLIError`` its own status, and any other error status 1 with a single line.
     static func main() async {
         do {
             var command = try parseAsRoot()
@@ -34,7 +38,7 @@ struct APNsCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as CLIError {
-            Terminal.standardError("apns: \(error.message)")
+            Terminal.standardError("apns: \(error.message)\(error.status == 2 ? Self.usageHint : "")")
             Terminal.exit(error.status)
         } catch let code as ExitCode {
             Terminal.exit(code.rawValue)
@@ -49,8 +53,11 @@ struct APNsCommand: AsyncParsableCommand {
                 .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty }.joined(separator: "; ")
             if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
-            Terminal.standardError("apns: \(message) (run with --help for usage)")
-            Terminal.exit(status == .validationFailure ? 2 : status.rawValue)
+            // Only a usage error (a bad flag or value) is fixed by reading --help; a run-time
+            // failure (a file that cannot be read, a program that cannot start) is not.
+            let isUsageError = status == .validationFailure
+            Terminal.standardError("apns: \(message)\(isUsageError ? Self.usageHint : "")")
+            Terminal.exit(isUsageError ? 2 : status.rawValue)
         }
     }
 }

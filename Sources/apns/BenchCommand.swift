@@ -1,4 +1,5 @@
 import APNsCore
+import APNsMockServer
 import ArgumentParser
 import Foundation
 import Logging
@@ -16,14 +17,18 @@ struct BenchCommand: AsyncParsableCommand {
         commandName: "bench",
         abstract: "Measure throughput, CPU per notification and latency against a mock APNs server, beside h2load.",
         discussion: """
-            Without --host, starts `apns mock-server` as a child process (so getrusage counts only \
-            the client) and sends --count alerts over --connections HTTP/2 connections with up to \
-            --streams requests in flight on each. When h2load is installed (nghttp2-client), runs \
-            it with the same request shape against the same server and prints the ratio.
+            Without --host, starts `apns mock-server` as a child process, so that getrusage \
+            counts only the client's CPU time, and sends --count alerts over --connections HTTP/2 \
+            connections with up to --streams requests in flight on each. --in-process runs the \
+            mock server inside this process instead (no second process; the CPU figures then \
+            include the server's work). When h2load (nghttp2-client) is on PATH, or --h2load \
+            names it, runs it with the same request shape against the same server and prints \
+            the ratio.
 
             Examples:
               apns bench
               apns bench --connections 2 --streams 500 --count 200000
+              apns bench --in-process --count 5000
               apns bench --host 127.0.0.1 --port 8443 --ca-file /tmp/apns-mock-ca.pem
             """
     )
@@ -46,8 +51,11 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("ca-file"), help: "The running mock server's CA file.")
     var caFile: String?
 
-    @Option(help: "The h2load executable.")
-    var h2load = "/usr/bin/h2load"
+    @Flag(name: .customLong("in-process"), help: "Run the mock server inside this process instead of a child process (CPU figures then include the server).")
+    var inProcess = false
+
+    @Option(help: "The h2load executable: a path, or a name looked up in PATH.")
+    var h2load = "h2load"
 
     @Flag(name: .customLong("skip-h2load"), help: "Do not run h2load.")
     var skipH2load = false
@@ -60,6 +68,8 @@ struct BenchCommand: AsyncParsableCommand {
         if count < 1 { throw ValidationError("--count must be at least 1") }
         if (host == nil) != (port == nil) { throw ValidationError("--host and --port go together") }
         if host != nil && caFile == nil { throw ValidationError("--host needs --ca-file (the mock server's CA)") }
+        if inProcess && host != nil { throw ValidationError("--in-process starts its own server: drop --host, --port and --ca-file") }
+        if h2load.isEmpty { throw ValidationError("--h2load must name an executable") }
     }
 
     static let topic = "com.example.bench"
@@ -69,6 +79,27 @@ struct BenchCommand: AsyncParsableCommand {
     func run() async throws {
         try check()
         Terminal.bootstrapLogging(level: .error)
+        if inProcess {
+            let server = MockAPNsServer(configuration: .init(maxConcurrentStreams: streams, recordedRequestLimit: 0))
+            do {
+                try await server.start()
+            } catch {
+                throw CLIError("the in-process mock server could not start: \(error)")
+            }
+            guard let caPEM = server.certificateAuthorityPEM else {
+                await server.stop()
+                throw CLIError("the in-process mock server has no CA certificate to trust")
+            }
+            print("server: 127.0.0.1:\(server.port) (MockAPNsServer in this process: the CPU figures include the server's); \(count) alerts, \(connections) connection(s) × \(streams) streams")
+            do {
+                try await measure(host: "127.0.0.1", port: server.port, caPEM: caPEM)
+            } catch {
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+            return
+        }
         var child: MockServerProcess?
         let serverHost: String
         let serverPort: Int
@@ -81,37 +112,71 @@ struct BenchCommand: AsyncParsableCommand {
             (serverHost, serverPort, caPath) = ("127.0.0.1", started.port, started.caPath)
         }
         defer { child?.stop() }
-        print("server: \(serverHost):\(serverPort)\(child == nil ? "" : " (apns mock-server, child process)"); \(count) alerts, \(connections) connection(s) × \(streams) streams")
+        guard let ca = FileManager.default.contents(atPath: caPath) else {
+            throw CLIError("cannot read the CA file \(caPath): check the path and its permissions")
+        }
+        print("server: \(serverHost):\(serverPort)\(child == nil ? "" : " (apns mock-server, child process, so the CPU figures are the client's alone)"); \(count) alerts, \(connections) connection(s) × \(streams) streams")
+        try await measure(host: serverHost, port: serverPort, caPEM: String(decoding: ca, as: UTF8.self))
+    }
+
+    /// Runs the SDK, then h2load, against the server and prints their figures.
+    private func measure(host serverHost: String, port serverPort: Int, caPEM: String) async throws {
+        let cpuLabel = inProcess ? "CPU (client and in-process server)" : "client CPU"
 
         var sdkRate: Double?
         var sdkCPU: Double?
         do {
-            let result = try await runSDK(host: serverHost, port: serverPort, caPath: caPath)
+            let result = try await runSDK(host: serverHost, port: serverPort, caPEM: caPEM)
             sdkRate = result.rate
             sdkCPU = result.cpuMicroseconds
-            print(String(format: "swift-apns: %.0f notifications/s, %.1f µs client CPU per notification, latency p50 %.2f ms p99 %.2f ms (%d accepted, %d failed)",
-                         result.rate, result.cpuMicroseconds, result.p50 * 1000, result.p99 * 1000, result.accepted, count - result.accepted))
+            print(String(format: "swift-apns: %.0f notifications/s, %.1f µs %@ per notification, latency p50 %.2f ms p99 %.2f ms (%d accepted, %d failed)",
+                         result.rate, result.cpuMicroseconds, cpuLabel, result.p50 * 1000, result.p99 * 1000, result.accepted, count - result.accepted))
         } catch let error as CLIError {
             print("swift-apns: skipped: \(error.message)")
         }
 
         if !skipH2load {
-            if FileManager.default.isExecutableFile(atPath: h2load) {
-                let (h2Rate, statusCodes, cpu) = try runH2load(host: serverHost, port: serverPort)
+            if let executable = Self.executable(named: h2load, searchPath: ProcessInfo.processInfo.environment["PATH"]) {
+                let (h2Rate, statusCodes, cpu) = try runH2load(executable, host: serverHost, port: serverPort)
                 if let h2Rate {
                     print(String(format: "h2load:     %.0f requests/s, %.1f µs client CPU per request (%@)",
                                  h2Rate, cpu / Double(count) * 1e6, statusCodes))
                     if let sdkRate, let sdkCPU {
-                        print(String(format: "ratio swift-apns / h2load: %.2f× the throughput at %.1f× the CPU per request",
-                                     sdkRate / h2Rate, sdkCPU / max(cpu / Double(count) * 1e6, 0.001)))
+                        if inProcess {
+                            print(String(format: "ratio swift-apns / h2load: %.2f× the throughput (CPU not compared: swift-apns' figure includes the in-process server)",
+                                         sdkRate / h2Rate))
+                        } else {
+                            print(String(format: "ratio swift-apns / h2load: %.2f× the throughput at %.1f× the CPU per request",
+                                         sdkRate / h2Rate, sdkCPU / max(cpu / Double(count) * 1e6, 0.001)))
+                        }
                     }
                 } else {
                     print("h2load: its output had no \"req/s\" figure")
                 }
+            } else if h2load.contains("/") {
+                print("h2load: \(h2load) is not an executable file — skipped")
             } else {
-                print("h2load: not installed (apt-get install nghttp2-client) — skipped")
+                print("h2load: \(h2load) is not on PATH (apt-get install nghttp2-client) — skipped")
             }
         }
+    }
+
+    /// The executable `name` means: `name` itself when it contains a `/`, else the first
+    /// executable regular file called `name` in the directories of `searchPath` (a
+    /// colon-separated PATH; an empty entry is the current directory); `nil` when there is none.
+    static func executable(named name: String, searchPath: String?) -> String? {
+        func isExecutableFile(_ path: String) -> Bool {
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+                && FileManager.default.isExecutableFile(atPath: path)
+        }
+        if name.contains("/") { return isExecutableFile(name) ? name : nil }
+        let directories = (searchPath ?? "").split(separator: ":", omittingEmptySubsequences: false)
+        for directory in directories {
+            let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + name
+            if isExecutableFile(candidate) { return candidate }
+        }
+        return nil
     }
 
     private struct SDKResult {
@@ -122,14 +187,11 @@ struct BenchCommand: AsyncParsableCommand {
         var accepted: Int
     }
 
-    private func runSDK(host: String, port: Int, caPath: String) async throws -> SDKResult {
-        guard let ca = FileManager.default.contents(atPath: caPath) else {
-            throw CLIError("cannot read the CA file \(caPath)")
-        }
+    private func runSDK(host: String, port: Int, caPEM: String) async throws -> SDKResult {
         let environment = APNsEnvironment.custom(host: host, port: port)
         let transport = TransportFactory.make(
             environment: environment,
-            tls: try TLSSetup.configuration(trustedCAPEM: String(decoding: ca, as: UTF8.self), certificate: nil),
+            tls: try TLSSetup.configuration(trustedCAPEM: caPEM, certificate: nil),
             connections: connections, logger: Logger(label: "apns.bench"))
         let client = APNsClient(environment: environment, credentials: .certificate, transport: transport)
         let token = try DeviceToken(hex: Self.deviceToken)
@@ -176,13 +238,13 @@ struct BenchCommand: AsyncParsableCommand {
     /// Runs h2load with the same method, path, headers and body; returns its req/s, its
     /// "status codes" line and its CPU time (user + system, from RUSAGE_CHILDREN: the mock
     /// server child is still running, so only h2load has been waited for).
-    private func runH2load(host: String, port: Int) throws -> (Double?, String, Double) {
+    private func runH2load(_ executable: String, host: String, port: Int) throws -> (Double?, String, Double) {
         let cpuBefore = Self.cpuSeconds(children: true)
         let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(getpid()).json")
         try Data(Self.payload.utf8).write(to: body)
         defer { try? FileManager.default.removeItem(at: body) }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: h2load)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = [
             "-n", String(count), "-c", String(connections), "-m", String(streams),
             "-d", body.path,
@@ -192,7 +254,11 @@ struct BenchCommand: AsyncParsableCommand {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        do {
+            try process.run()
+        } catch {
+            throw CLIError("cannot run h2load \(executable): \(error)")
+        }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         let cpu = Self.cpuSeconds(children: true) - cpuBefore

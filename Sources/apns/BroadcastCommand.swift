@@ -11,7 +11,10 @@ struct BroadcastCommand: AsyncParsableCommand {
         discussion: """
             The payload comes from --payload-file (a JSON file, '-' for standard input), or is \
             built from --content-state (JSON) with --event update or end and the current time \
-            as timestamp. A channel without message storage needs --expiration 0 (the default).
+            as timestamp. A channel without message storage needs --expiration 0 (the default). \
+            Prints the apns-request-id APNs echoed (give your own with --request-id) and, when \
+            APNs sends one (in the sandbox), the apns-unique-id to look up in the Push \
+            Notifications Console's delivery log.
 
             Examples:
               apns broadcast --key-file key.p8 --key-id ABC123DEFG --team-id DEF123GHIJ \\
@@ -51,6 +54,9 @@ struct BroadcastCommand: AsyncParsableCommand {
     @Option(help: "apns-expiration in UNIX seconds; 0 (the default) delivers only to devices online now.")
     var expiration: Int64 = 0
 
+    @Option(name: .customLong("request-id"), help: ArgumentHelp("The apns-request-id to send (a UUID); a random one if not given.", valueName: "uuid"))
+    var requestID: String?
+
     @Flag(help: "One JSON object instead of text.")
     var json = false
 
@@ -67,14 +73,23 @@ struct BroadcastCommand: AsyncParsableCommand {
             throw ValidationError("--priority must be 10, 5 or 1, not \(self.priority)")
         }
         let channelID = try ChannelCommand.channelID(channel)
+        var chosenRequestID: APNsRequestID?
+        if let requestID {
+            do {
+                chosenRequestID = try APNsRequestID(requestID)
+            } catch {
+                throw ValidationError("--request-id \(requestID) is not a UUID (8-4-4-4-12 hexadecimal digits)")
+            }
+        }
         let payload = try makePayload()
         Terminal.bootstrapLogging(level: verbose ? .debug : .warning)
         let setup = try ClientSetup(credentials: try credentials.load(), connection: connection, logger: Logger(label: "apns.broadcast"))
         let result: Result<BroadcastAccepted, APNsError>
         do {
-            result = .success(try await setup.client.broadcast(
-                payload, to: channelID, bundleID: bundleID, priority: priority,
-                expiration: expiration == 0 ? .immediately : .unixTime(expiration)))
+            let notification = BroadcastNotification(
+                payload: payload, priority: priority,
+                expiration: expiration == 0 ? .immediately : .unixTime(expiration), requestID: chosenRequestID)
+            result = .success(try await setup.client.broadcast(notification, to: channelID, bundleID: bundleID))
         } catch {
             result = .failure(error)
         }
@@ -82,14 +97,22 @@ struct BroadcastCommand: AsyncParsableCommand {
         switch result {
         case .success(let accepted):
             let requestID = accepted.requestID?.uuidString ?? "-"
-            print(json
-                ? OutcomeText.jsonLine(["outcome": "accepted", "channel": channelID.rawValue, "apns-request-id": requestID])
-                : "accepted apns-request-id \(requestID)")
+            if json {
+                var object: [String: Any] = ["outcome": "accepted", "channel": channelID.rawValue, "apns-request-id": requestID]
+                if let uniqueID = accepted.uniqueID { object["apns-unique-id"] = uniqueID }
+                print(OutcomeText.jsonLine(object))
+            } else {
+                print("accepted apns-request-id \(requestID)" + (accepted.uniqueID.map { " apns-unique-id \($0)" } ?? ""))
+            }
         case .failure(let error):
-            print(json
-                ? OutcomeText.jsonLine(["outcome": error.rejection == nil ? "failed" : "rejected",
-                                        "error": OutcomeText.summary(error), "remedy": OutcomeText.remedy(error)])
-                : OutcomeText.line(.failure(error)))
+            if json {
+                var object: [String: Any] = ["outcome": error.rejection == nil ? "failed" : "rejected",
+                                             "error": OutcomeText.summary(error), "remedy": OutcomeText.remedy(error)]
+                if let id = error.rejection?.requestID { object["apns-request-id"] = id.uuidString }
+                print(OutcomeText.jsonLine(object))
+            } else {
+                print(OutcomeText.line(.failure(error)))
+            }
             throw ExitCode(1)
         }
     }

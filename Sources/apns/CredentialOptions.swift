@@ -59,10 +59,11 @@ struct CredentialOptions: ParsableArguments {
         case none
     }
 
-    /// Loads the key (warning when it is readable by others) or checks the certificate file.
+    /// Loads the key or checks the certificate file, refusing a private key that other
+    /// users can read or write (as ssh refuses an unprotected key).
     func load() throws(CLIError) -> Loaded {
         if let keyFile, let keyID, let teamID {
-            Self.warnIfExposed(keyFile)
+            try Self.refuseIfExposed(keyFile)
             let key: ProviderKey
             do {
                 key = try ProviderKey(contentsOfFile: keyFile)
@@ -76,8 +77,9 @@ struct CredentialOptions: ParsableArguments {
             }
         }
         if let certFile {
-            Self.warnIfExposed(certFile)
-            if let certKeyFile { Self.warnIfExposed(certKeyFile) }
+            // The private key is in --cert-key-file when given, else in the .p12 or PEM
+            // itself; a certificate alone is public and may be readable by anyone.
+            try Self.refuseIfExposed(certKeyFile ?? certFile)
             guard FileManager.default.isReadableFile(atPath: certFile) else {
                 throw CLIError("cannot read the certificate \(certFile): check the path and its permissions")
             }
@@ -87,14 +89,17 @@ struct CredentialOptions: ParsableArguments {
         return .none
     }
 
-    /// Warns on standard error when a secret file can be read or written by its group or others.
-    static func warnIfExposed(_ path: String) {
+    /// Refuses a file holding a private key when its mode grants any access to its group or
+    /// to others: one line naming the file, its mode and the `chmod 600` that fixes it. A file
+    /// whose mode cannot be read (for example one that does not exist) is left to the code
+    /// that opens it, which says what is wrong.
+    static func refuseIfExposed(_ path: String) throws(CLIError) {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
             let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue
         else { return }
         if mode & 0o077 != 0 {
-            Terminal.standardError(
-                "apns: warning: \(path) is accessible to other users (mode \(String(mode & 0o777, radix: 8))): run chmod 600 \(path)")
+            throw CLIError(
+                "\(path) holds a private key and is accessible to other users (mode \(String(mode & 0o777, radix: 8))): run chmod 600 \(path)")
         }
     }
 }

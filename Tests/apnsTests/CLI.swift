@@ -53,16 +53,20 @@ enum CLI {
         return directory
     }
 
-    /// Runs `apns arguments…` to completion (killed after `timeout`).
-    static func run(_ arguments: [String], standardInput: String? = nil, timeout: Duration = .seconds(60)) async throws -> Result {
-        let running = try start(arguments, standardInput: standardInput)
+    /// Runs `apns arguments…` to completion (killed after `timeout`), with `environment`
+    /// overriding variables of the test's own environment.
+    static func run(
+        _ arguments: [String], standardInput: String? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(60)
+    ) async throws -> Result {
+        let running = try start(arguments, standardInput: standardInput, environment: environment)
         defer { running.cleanUp() }
         let status = try await running.wait(timeout: timeout)
         return Result(status: status, stdout: running.stdout, stderr: running.stderr)
     }
 
-    /// Starts `apns arguments…` in the background.
-    static func start(_ arguments: [String], standardInput: String? = nil) throws -> Running {
+    /// Starts `apns arguments…` in the background, with `environment` overriding variables
+    /// of the test's own environment.
+    static func start(_ arguments: [String], standardInput: String? = nil, environment: [String: String] = [:]) throws -> Running {
         let directory = try temporaryDirectory()
         let input = directory.appendingPathComponent("in")
         try Data((standardInput ?? "").utf8).write(to: input)
@@ -75,6 +79,9 @@ enum CLI {
             standardInput == nil ? "/dev/null" : input.path, running.outURL.path, running.errURL.path,
             try executable,
         ] + arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let exit = running.exit
         process.terminationHandler = { process in exit.finished(process.terminationStatus) }
         try process.run()

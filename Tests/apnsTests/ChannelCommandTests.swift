@@ -22,8 +22,15 @@ struct ChannelCommandTests {
             let common = ["--no-auth", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
                           "--bundle-id", Fixtures.topic, "--json"]
 
+            /// The request ID an output object reports is the one the server saw last.
+            func expectRequestIDOfLastRequest(_ result: CLI.Result) throws {
+                let reported = try Self.firstObject(result)["apns-request-id"] as? String
+                #expect(reported != nil && reported == server.recordedRequests.last?.value(of: "apns-request-id"), "\(result)")
+            }
+
             let created = try await CLI.run(["channel", "create", "--storage", "most-recent"] + common)
             #expect(created.status == 0, "\(created)")
+            try expectRequestIDOfLastRequest(created)
             let channel = try #require(Self.firstObject(created)["channel"] as? String)
             #expect(Data(base64Encoded: channel) != nil, "a channel ID is base64")
             #expect(server.channels(bundleID: Fixtures.topic).map(\.id) == [channel])
@@ -31,15 +38,21 @@ struct ChannelCommandTests {
             let listed = try await CLI.run(["channel", "list"] + common)
             #expect(listed.status == 0, "\(listed)")
             #expect(try Self.firstObject(listed)["channels"] as? [String] == [channel])
+            try expectRequestIDOfLastRequest(listed)
 
             let read = try await CLI.run(["channel", "read", channel] + common)
             #expect(read.status == 0, "\(read)")
             #expect(try Self.firstObject(read)["storage"] as? String == "most-recent")
+            try expectRequestIDOfLastRequest(read)
 
             let sent = try await CLI.run(["broadcast", "--channel", channel, "--content-state", #"{"score":"2-1"}"#,
                                           "--alert-title", "Goal", "--expiration", "0"] + common.filter { $0 != "--bundle-id" && $0 != Fixtures.topic } + ["--bundle-id", Fixtures.topic])
             #expect(sent.status == 0, "\(sent)")
             #expect(try Self.firstObject(sent)["outcome"] as? String == "accepted")
+            try expectRequestIDOfLastRequest(sent)
+            // The mock server, like APNs in the sandbox, answers with an apns-unique-id.
+            let uniqueID = try #require(Self.firstObject(sent)["apns-unique-id"] as? String)
+            #expect(UUID(uuidString: uniqueID) != nil, "\(sent)")
             let broadcast = try #require(server.recordedRequests.first { $0.value(of: ":path") == "/4/broadcasts/apps/\(Fixtures.topic)" })
             #expect(broadcast.value(of: "apns-channel-id") == channel)
             #expect(broadcast.value(of: "apns-push-type") == "liveactivity")
@@ -50,18 +63,65 @@ struct ChannelCommandTests {
 
             let deleted = try await CLI.run(["channel", "delete", channel] + common)
             #expect(deleted.status == 0, "\(deleted)")
+            try expectRequestIDOfLastRequest(deleted)
             #expect(server.channels(bundleID: Fixtures.topic).isEmpty)
 
             let gone = try await CLI.run(["channel", "read", channel] + common)
             #expect(gone.status == 1)
             #expect(gone.stdout.contains("ChannelNotRegistered"), "\(gone)")
+            try expectRequestIDOfLastRequest(gone)
+        }
+    }
+
+    @Test("text output ends each result with the apns-request-id (and a broadcast's apns-unique-id); --request-id chooses it")
+    func requestIDInText() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await withMockAPNsServer(configuration: .init(bundleIDs: [Fixtures.topic])) { server in
+            let caPath = directory.appendingPathComponent("ca.pem").path
+            try server.writeCertificateAuthority(to: caPath)
+            let common = ["--no-auth", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
+                          "--bundle-id", Fixtures.topic]
+            let ids = (0..<4).map { _ in UUID().uuidString.lowercased() }
+
+            let created = try await CLI.run(["channel", "create", "--request-id", ids[0].uppercased()] + common)
+            #expect(created.status == 0, "\(created)")
+            let channel = try #require(server.channels(bundleID: Fixtures.topic).first?.id)
+            #expect(created.lines == ["\(channel) apns-request-id \(ids[0])"], "\(created)")
+            #expect(server.recordedRequests.last?.value(of: "apns-request-id") == ids[0])
+
+            let listed = try await CLI.run(["channel", "list", "--request-id", ids[1]] + common)
+            #expect(listed.lines == [channel, "apns-request-id \(ids[1])"], "\(listed)")
+
+            let read = try await CLI.run(["channel", "read", channel, "--request-id", ids[2]] + common)
+            #expect(read.lines == ["\(channel) storage none push-type LiveActivity apns-request-id \(ids[2])"], "\(read)")
+
+            let requestID = UUID().uuidString.lowercased()
+            let sent = try await CLI.run(["broadcast", "--channel", channel, "--content-state", #"{"score":"2-1"}"#,
+                                          "--request-id", requestID] + common)
+            #expect(sent.status == 0, "\(sent)")
+            let line = try #require(sent.lines.first)
+            let prefix = "accepted apns-request-id \(requestID) apns-unique-id "
+            #expect(sent.lines.count == 1 && line.hasPrefix(prefix), "\(sent)")
+            #expect(UUID(uuidString: String(line.dropFirst(prefix.count))) != nil, "\(sent)")
+            #expect(server.recordedRequests.last?.value(of: "apns-request-id") == requestID)
+
+            let deleted = try await CLI.run(["channel", "delete", channel, "--request-id", ids[3]] + common)
+            #expect(deleted.lines == ["deleted \(channel) apns-request-id \(ids[3])"], "\(deleted)")
+
+            // Without --request-id, the client's random one, as the server saw it.
+            let empty = try await CLI.run(["channel", "list"] + common)
+            let randomID = try #require(server.recordedRequests.last?.value(of: "apns-request-id"))
+            #expect(empty.lines == ["apns-request-id \(randomID)"], "\(empty)")
         }
     }
 
     @Test("bad channel flags exit 2 with one line", arguments: [
         ["channel", "read", "not base64!", "--no-auth", "--bundle-id", "com.example.app"],
         ["channel", "create", "--storage", "forever", "--no-auth", "--bundle-id", "com.example.app"],
+        ["channel", "list", "--request-id", "not-a-uuid", "--no-auth", "--bundle-id", "com.example.app"],
         ["broadcast", "--no-auth", "--bundle-id", "com.example.app", "--channel", "Zm9vYmFy"],
+        ["broadcast", "--no-auth", "--bundle-id", "com.example.app", "--channel", "Zm9vYmFy", "--content-state", "{}", "--request-id", "42"],
         ["broadcast", "--no-auth", "--bundle-id", "com.example.app", "--channel", "Zm9vYmFy", "--content-state", "[1]"],
     ])
     func usage(arguments: [String]) async throws {

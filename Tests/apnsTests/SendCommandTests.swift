@@ -207,5 +207,64 @@ struct BenchCommandTests {
         #expect(result.stdout.contains("2000 accepted, 0 failed"), "\(result)")
         #expect(result.stdout.contains("µs client CPU per notification"), "\(result)")
         #expect(result.stdout.contains("p99"), "\(result)")
+        #expect(result.stdout.contains("child process, so the CPU figures are the client's alone"), "\(result)")
+    }
+
+    @Test("--in-process runs the mock server in the process and says the CPU figures include it")
+    func inProcess() async throws {
+        let result = try await CLI.run(["bench", "--in-process", "--count", "500", "--streams", "20", "--skip-h2load"], timeout: .seconds(120))
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("MockAPNsServer in this process: the CPU figures include the server's"), "\(result)")
+        #expect(result.stdout.contains("µs CPU (client and in-process server) per notification"), "\(result)")
+        #expect(result.stdout.contains("500 accepted, 0 failed"), "\(result)")
+    }
+
+    @Test("--in-process with --host is a usage error")
+    func inProcessExcludesHost() async throws {
+        let result = try await CLI.run(["bench", "--in-process", "--host", "127.0.0.1", "--port", "9", "--ca-file", "ca.pem"])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.errorLines.count == 1, "\(result)")
+    }
+
+    /// A directory holding an `h2load` script that prints h2load's two summary lines and
+    /// records its arguments in `arguments` beside it.
+    static func fakeH2load() throws -> URL {
+        let directory = try CLI.temporaryDirectory()
+        let script = directory.appendingPathComponent("h2load")
+        try Data("""
+            #!/bin/sh
+            printf '%s\\n' "$*" > "$(dirname "$0")/arguments"
+            echo "finished in 0.10s, 4321.00 req/s, 1.00MB/s"
+            echo "status codes: 300 2xx, 0 3xx, 0 4xx, 0 5xx"
+
+            """.utf8).write(to: script)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        return directory
+    }
+
+    @Test("h2load is found on PATH, not only at /usr/bin/h2load, and runs against the same server")
+    func h2loadOnPath() async throws {
+        let directory = try Self.fakeH2load()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = "/nonexistent-apns-test:\(directory.path):/usr/bin:/bin"
+        let result = try await CLI.run(["bench", "--count", "300", "--streams", "10"], environment: ["PATH": path], timeout: .seconds(120))
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("h2load:     4321 requests/s"), "\(result)")
+        #expect(result.stdout.contains("(300 2xx, 0 3xx, 0 4xx, 0 5xx)"), "\(result)")
+        #expect(result.stdout.contains("ratio swift-apns / h2load"), "\(result)")
+        let arguments = try String(contentsOf: directory.appendingPathComponent("arguments"), encoding: .utf8)
+        let port = try #require(result.lines.first?.split(separator: " ")[1].split(separator: ":").last)
+        #expect(arguments.hasPrefix("-n 300 -c 1 -m 10 "), "\(arguments)")
+        #expect(arguments.contains("https://127.0.0.1:\(port)/3/device/"), "\(arguments)")
+    }
+
+    @Test("without h2load on PATH, bench says so and still reports the SDK's figures")
+    func h2loadMissing() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try await CLI.run(["bench", "--count", "100", "--streams", "10"], environment: ["PATH": directory.path], timeout: .seconds(120))
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("h2load: h2load is not on PATH (apt-get install nghttp2-client) — skipped"), "\(result)")
+        #expect(result.stdout.contains("100 accepted, 0 failed"), "\(result)")
     }
 }

@@ -30,6 +30,7 @@ struct UsageTests {
         #expect(result.status == 2, "\(result)")
         #expect(result.errorLines.count == 1, "\(result)")
         #expect(result.stderr.hasPrefix("apns: "), "\(result)")
+        #expect(result.stderr.hasSuffix(" (run with --help for usage)\n"), "\(result)")
         #expect(result.stdout.isEmpty, "\(result)")
     }
 
@@ -55,30 +56,57 @@ struct UsageTests {
             #expect(result.status == 1, "\(result)")
             #expect(result.errorLines.count == 1, "\(result)")
             #expect(result.stderr.contains(path), "\(result)")
+            // A run-time failure is not fixed by reading --help: no pointer to it.
+            #expect(!result.stderr.contains("--help"), "\(result)")
         }
     }
 
-    @Test("a key readable by other users draws a chmod 600 warning; a private one does not; the key is never printed")
-    func exposedKeyWarning() async throws {
+    @Test("a key that other users can read is refused with one line saying chmod 600, before anything is sent; a private one is used; the key is never printed",
+          arguments: [0o644, 0o640, 0o604, 0o666])
+    func exposedKeyIsRefused(mode: Int) async throws {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let key = try await Fixtures.makeKey(in: directory, mode: 0o644)
+        let key = try await Fixtures.makeKey(in: directory, mode: mode)
         let arguments = [
             "send", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
             "--host", "127.0.0.1", "--port", "9", "--topic", Fixtures.topic, "--body", "hi", Fixtures.goodToken,
         ]
         let exposed = try await CLI.run(arguments)
-        #expect(exposed.stderr.contains("chmod 600 \(key.privateKeyPath)"), "\(exposed)")
-        #expect(exposed.status == 1, "\(exposed)")  // nothing listens on port 9
+        #expect(exposed.status == 1, "\(exposed)")
+        #expect(exposed.errorLines == [
+            "apns: \(key.privateKeyPath) holds a private key and is accessible to other users (mode \(String(mode, radix: 8))): run chmod 600 \(key.privateKeyPath)",
+        ], "\(exposed)")
+        #expect(exposed.stdout.isEmpty, "\(exposed)")
+        #expect(!exposed.stderr.contains("--help"), "\(exposed)")
 
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key.privateKeyPath)
         let private_ = try await CLI.run(arguments)
         #expect(!private_.stderr.contains("chmod"), "\(private_)")
+        #expect(private_.status == 1, "\(private_)")  // the key is used; nothing listens on port 9
 
         let keyBody = key.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }
         for line in keyBody {
             #expect(!exposed.stdout.contains(line) && !exposed.stderr.contains(line))
         }
+    }
+
+    @Test("a .p12 that other users can read is refused; a public PEM certificate beside a private key file is not")
+    func exposedCertificateKeyIsRefused() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Fixtures.makeClientCertificate(in: directory)
+        let p12 = directory.appendingPathComponent("client.p12").path
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: p12)
+        let target = ["--host", "127.0.0.1", "--port", "9", "--topic", Fixtures.topic, "--body", "hi", Fixtures.goodToken]
+        let exposed = try await CLI.run(["send", "--cert-file", p12, "--cert-password", Fixtures.p12Password] + target)
+        #expect(exposed.status == 1, "\(exposed)")
+        #expect(exposed.errorLines.count == 1, "\(exposed)")
+        #expect(exposed.stderr.hasSuffix("run chmod 600 \(p12)\n"), "\(exposed)")
+
+        let pem = directory.appendingPathComponent("client.pem").path
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: pem)
+        let separate = try await CLI.run(["send", "--cert-file", pem, "--cert-key-file", directory.appendingPathComponent("client.key").path] + target)
+        #expect(!separate.stderr.contains("chmod"), "\(separate)")
     }
 
     @Test("--help shows examples", arguments: ["send", "mock-server", "demo", "bench"])

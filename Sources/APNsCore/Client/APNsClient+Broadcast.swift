@@ -6,12 +6,14 @@ import Logging
 extension APNsClient {
     /// Sends a Live Activity update once to every device subscribed to `channel`.
     ///
-    /// The request goes to ``environment`` (`POST /4/broadcasts/apps/<bundle ID>`); it is
-    /// retried like a device push, reusing its `apns-request-id`.
+    /// The request goes to ``APNsEnvironment/broadcast`` of ``environment``
+    /// (`POST /4/broadcasts/apps/<bundle ID>`): the same host, on port 443 even when the
+    /// client's environment is ``APNsEnvironment/alternatePort``, which APNs does not offer
+    /// for broadcasts. It is retried like a device push, reusing its `apns-request-id`.
     ///
     /// - Parameters:
     ///   - notification: The update: payload, priority, expiration.
-    ///   - channel: The channel, from ``createChannel(bundleID:storagePolicy:)``.
+    ///   - channel: The channel, from ``createChannel(bundleID:storagePolicy:requestID:)``.
     ///   - bundleID: Your app's bundle ID (no `.push-type.liveactivity` suffix).
     /// - Returns: The acceptance, with the `apns-request-id` (and `apns-unique-id` when APNs sends one).
     /// - Throws: ``APNsError``. Broadcast rejections include `ChannelNotRegistered`,
@@ -32,6 +34,7 @@ extension APNsClient {
             throw .invalid(error)
         }
         let requestID = notification.requestID ?? .random()
+        let endpoint = environment.broadcast
         var logger = self.logger
         logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
         logger[metadataKey: "apns.channel-id"] = "\(channel.rawValue)"
@@ -42,7 +45,7 @@ extension APNsClient {
                 try prepared.request(
                     to: channel,
                     bundleID: bundleID,
-                    environment: self.environment,
+                    environment: endpoint,
                     authorization: authorization,
                     requestID: requestID,
                     timeout: self.requestTimeout
@@ -87,7 +90,10 @@ extension APNsClient {
     /// - Parameters:
     ///   - bundleID: Your app's bundle ID.
     ///   - storagePolicy: What APNs keeps for offline devices; fixed for the channel's life.
-    /// - Returns: The new channel's ID (the `apns-channel-id` of APNs' `201` answer).
+    ///   - requestID: The `apns-request-id` to send, for example one your logs already
+    ///     carry; a new random one when `nil`. A retry reuses it.
+    /// - Returns: The new channel's ID (the `apns-channel-id` of APNs' `201` answer) and the
+    ///   request ID APNs echoed.
     /// - Throws: ``APNsError``; `CannotCreateChannelConfig` when the app has reached its
     ///   channel limit. A success answer without a valid `apns-channel-id` is
     ///   ``APNsError/failed(_:)`` with ``APNsTransportError/Code/protocolError``.
@@ -95,9 +101,11 @@ extension APNsClient {
     /// See [Sending channel management requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-channel-management-requests-to-apns).
     public func createChannel(
         bundleID: String,
-        storagePolicy: MessageStoragePolicy = .noStorage
-    ) async throws(APNsError) -> ChannelID {
-        try await manageChannels(.create(storagePolicy: storagePolicy), bundleID: bundleID) { response in
+        storagePolicy: MessageStoragePolicy = .noStorage,
+        requestID: APNsRequestID? = nil
+    ) async throws(APNsError) -> ChannelResponse<ChannelID> {
+        try await manageChannels(.create(storagePolicy: storagePolicy), bundleID: bundleID, requestID: requestID) {
+            response in
             guard response.status == 201 || response.status == 200 else { return nil }
             guard let header = response.header("apns-channel-id") else {
                 return .failure(
@@ -123,13 +131,15 @@ extension APNsClient {
     /// - Parameters:
     ///   - channel: The channel.
     ///   - bundleID: Your app's bundle ID.
-    /// - Returns: The storage policy and push type APNs reports.
+    ///   - requestID: The `apns-request-id` to send; a new random one when `nil`. A retry reuses it.
+    /// - Returns: The storage policy and push type APNs reports, and the request ID it echoed.
     /// - Throws: ``APNsError``; `ChannelNotRegistered` when APNs does not know the channel.
     public func channelConfiguration(
         _ channel: ChannelID,
-        bundleID: String
-    ) async throws(APNsError) -> ChannelConfiguration {
-        try await manageChannels(.read(channel), bundleID: bundleID) { response in
+        bundleID: String,
+        requestID: APNsRequestID? = nil
+    ) async throws(APNsError) -> ChannelResponse<ChannelConfiguration> {
+        try await manageChannels(.read(channel), bundleID: bundleID, requestID: requestID) { response in
             guard response.status == 200 else { return nil }
             guard let configuration = ChannelConfiguration(json: response.body) else {
                 return .failure(
@@ -142,11 +152,16 @@ extension APNsClient {
 
     /// Lists every channel of the app.
     ///
-    /// - Parameter bundleID: Your app's bundle ID.
-    /// - Returns: The channel IDs, in the order APNs lists them.
+    /// - Parameters:
+    ///   - bundleID: Your app's bundle ID.
+    ///   - requestID: The `apns-request-id` to send; a new random one when `nil`. A retry reuses it.
+    /// - Returns: The channel IDs, in the order APNs lists them, and the request ID it echoed.
     /// - Throws: ``APNsError``.
-    public func channels(bundleID: String) async throws(APNsError) -> [ChannelID] {
-        try await manageChannels(.list, bundleID: bundleID) { response in
+    public func channels(
+        bundleID: String,
+        requestID: APNsRequestID? = nil
+    ) async throws(APNsError) -> ChannelResponse<[ChannelID]> {
+        try await manageChannels(.list, bundleID: bundleID, requestID: requestID) { response in
             guard response.status == 200 else { return nil }
             guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
                 let list = object["channels"] as? [Any]
@@ -174,22 +189,31 @@ extension APNsClient {
     /// - Parameters:
     ///   - channel: The channel.
     ///   - bundleID: Your app's bundle ID.
+    ///   - requestID: The `apns-request-id` to send; a new random one when `nil`. A retry reuses it.
+    /// - Returns: The deleted channel and the request ID APNs echoed.
     /// - Throws: ``APNsError``; `ChannelNotRegistered` when APNs does not know the channel.
-    public func deleteChannel(_ channel: ChannelID, bundleID: String) async throws(APNsError) {
-        try await manageChannels(.delete(channel), bundleID: bundleID) { response in
-            response.status == 204 || response.status == 200 ? .success(()) : nil
+    @discardableResult
+    public func deleteChannel(
+        _ channel: ChannelID,
+        bundleID: String,
+        requestID: APNsRequestID? = nil
+    ) async throws(APNsError) -> ChannelResponse<ChannelID> {
+        try await manageChannels(.delete(channel), bundleID: bundleID, requestID: requestID) { response in
+            response.status == 204 || response.status == 200 ? .success(channel) : nil
         }
     }
 
     /// Runs one channel management request through the attempt loop, on the channel
-    /// management endpoint that belongs with ``environment``. `success` reads a success
-    /// answer, or returns `nil` for a status that is a rejection.
+    /// management endpoint that belongs with ``environment``, with `requestID` (or a new
+    /// one). `success` reads a success answer, or returns `nil` for a status that is a
+    /// rejection; the echoed `apns-request-id` (else the one sent) goes with its value.
     private func manageChannels<Success: Sendable>(
         _ operation: ChannelRequest,
         bundleID: String,
+        requestID: APNsRequestID?,
         success: (APNsResponse) -> Result<Success, APNsError>?
-    ) async throws(APNsError) -> Success {
-        let requestID = APNsRequestID.random()
+    ) async throws(APNsError) -> ChannelResponse<Success> {
+        let requestID = requestID ?? .random()
         let endpoint = environment.channelManagement
         var logger = self.logger
         logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
@@ -207,8 +231,9 @@ extension APNsClient {
                 )
             },
             interpret: { response, request in
-                if let result = success(response) { return result }
-                return .failure(Self.rejection(response, request))
+                guard let result = success(response) else { return .failure(Self.rejection(response, request)) }
+                let echoed = response.header("apns-request-id").flatMap { try? APNsRequestID($0) } ?? requestID
+                return result.map { ChannelResponse(value: $0, requestID: echoed) }
             }
         )
     }

@@ -8,6 +8,10 @@
 /// | ``productionChannelManagement`` | `api-manage-broadcast.push.apple.com` | 2196 |
 /// | ``sandboxChannelManagement`` | `api-manage-broadcast.sandbox.push.apple.com` | 2195 |
 ///
+/// Broadcast pushes go to the production or sandbox host on port 443 only, also from an
+/// ``alternatePort`` environment (see ``broadcast``); channel management goes to
+/// ``channelManagement``.
+///
 /// Device tokens belong to one environment: a sandbox token sent to production is
 /// answered `BadDeviceToken`.
 ///
@@ -44,7 +48,23 @@ public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
     )
 
     /// The same host on port 2197, which Apple offers for networks that block 443.
+    ///
+    /// Port 2197 takes device pushes only: broadcasts from a client on this environment
+    /// still go to port 443 (see ``broadcast``).
     public var alternatePort: APNsEnvironment { APNsEnvironment(host: host, port: 2197) }
+
+    /// The broadcast push endpoint that belongs with this environment: port 443 of the same
+    /// host for APNs' production or sandbox host on any other port (APNs takes broadcasts
+    /// on 443 only, not on the alternate port 2197), itself otherwise (a custom host such
+    /// as a mock server keeps its port).
+    ///
+    /// See [Sending broadcast push notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns).
+    public var broadcast: APNsEnvironment {
+        switch host {
+        case Self.production.host, Self.sandbox.host: APNsEnvironment(host: host, port: 443)
+        default: self
+        }
+    }
 
     /// The channel-management endpoint that belongs with this environment: the sandbox one
     /// for the sandbox host, the production one for the production host, itself otherwise.

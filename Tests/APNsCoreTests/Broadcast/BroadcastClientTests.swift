@@ -60,6 +60,19 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         #expect(request.header("apns-expiration") == "0")
     }
 
+    @Test(arguments: [
+        (APNsEnvironment.sandbox.alternatePort, "api.sandbox.push.apple.com"),
+        (.production.alternatePort, "api.push.apple.com"),
+        (.production, "api.push.apple.com"),
+        (.custom(host: "127.0.0.1", port: 2197), "127.0.0.1:2197"),
+    ])
+    func broadcastFromTheAlternatePortGoesToPort443(environment: APNsEnvironment, authority: String) async throws {
+        let mock = MockTransport.answering(response(200))
+        let client = APNsClient(environment: environment, credentials: .certificate, transport: mock)
+        _ = try await client.broadcast(sampleUpdate, to: sampleChannel, bundleID: Self.bundle)
+        #expect(mock.requests.first?.authority == authority)
+    }
+
     @Test func broadcastWithoutEchoKeepsTheRequestsID() async throws {
         let mock = MockTransport.answering(response(200))
         let client = APNsClient.testing(transport: mock)
@@ -124,7 +137,7 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         )
         let client = APNsClient.testing(transport: mock, credentials: .providerToken(tokens), sleeper: sleeper)
         _ = try await client.broadcast(sampleUpdate, to: sampleChannel, bundleID: Self.bundle)
-        let channel = try await client.createChannel(bundleID: Self.bundle)
+        let channel = try await client.createChannel(bundleID: Self.bundle).value
         #expect(channel.rawValue == "Zm9vYmFy")
         let authorizations = mock.requests.map { $0.header("authorization") }
         #expect(
@@ -180,14 +193,23 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
             response(204)
         )
         let client = APNsClient.testing(transport: mock)
-        let channel = try await client.createChannel(bundleID: Self.bundle, storagePolicy: .mostRecentMessage)
+        let created = try await client.createChannel(bundleID: Self.bundle, storagePolicy: .mostRecentMessage)
+        let channel = created.value
         #expect(channel == sampleChannel)
+        // The request ID of APNs' 201 answer, not the one the client sent.
+        #expect(created.requestID.uuidString == "6f1c9d2a-3b4e-4f5a-8b6c-7d8e9f0a1b2c")
+        #expect(mock.requests[0].header("apns-request-id") != "6f1c9d2a-3b4e-4f5a-8b6c-7d8e9f0a1b2c")
         let configuration = try await client.channelConfiguration(channel, bundleID: Self.bundle)
-        #expect(configuration.storagePolicy == .mostRecentMessage)
-        #expect(configuration.pushType == "LiveActivity")
+        #expect(configuration.value.storagePolicy == .mostRecentMessage)
+        #expect(configuration.value.pushType == "LiveActivity")
+        // No apns-request-id in the answer: the one the request carried.
+        #expect(configuration.requestID.uuidString == mock.requests[1].header("apns-request-id"))
         let all = try await client.channels(bundleID: Self.bundle)
-        #expect(all.map(\.rawValue) == ["dHN0LXNyY2gtY2hubA==", "Zm9vYmFy"])
-        try await client.deleteChannel(channel, bundleID: Self.bundle)
+        #expect(all.value.map(\.rawValue) == ["dHN0LXNyY2gtY2hubA==", "Zm9vYmFy"])
+        #expect(all.requestID.uuidString == mock.requests[2].header("apns-request-id"))
+        let deleted = try await client.deleteChannel(channel, bundleID: Self.bundle)
+        #expect(deleted.value == channel)
+        #expect(deleted.requestID.uuidString == mock.requests[3].header("apns-request-id"))
         #expect(
             mock.requests.map { "\($0.method) \($0.path)" } == [
                 "POST /1/apps/com.example.scores/channels", "GET /1/apps/com.example.scores/channels",
@@ -196,6 +218,53 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         )
         // Every channel call carries its own apns-request-id.
         #expect(Set(mock.requests.compactMap { $0.header("apns-request-id") }).count == 4)
+    }
+
+    @Test func channelCallsSendTheCallersRequestIDAndReturnTheEcho() async throws {
+        let mock = MockTransport { request in
+            let echo = request.header("apns-request-id") ?? ""
+            switch request.method {
+            case .post: return response(201, [("apns-request-id", echo), ("apns-channel-id", "Zm9vYmFy")])
+            case .delete: return response(204, [("apns-request-id", echo)])
+            default:
+                if request.path.hasSuffix("/all-channels") {
+                    return response(200, [("apns-request-id", echo)], body: #"{"channels": ["Zm9vYmFy"]}"#)
+                }
+                return response(
+                    200, [("apns-request-id", echo)], body: #"{"message-storage-policy": 0, "push-type": "LiveActivity"}"#)
+            }
+        }
+        let client = APNsClient.testing(transport: mock)
+        let ids = (0..<4).map { _ in APNsRequestID.random() }
+        let created = try await client.createChannel(bundleID: Self.bundle, requestID: ids[0])
+        let read = try await client.channelConfiguration(created.value, bundleID: Self.bundle, requestID: ids[1])
+        let listed = try await client.channels(bundleID: Self.bundle, requestID: ids[2])
+        let deleted = try await client.deleteChannel(created.value, bundleID: Self.bundle, requestID: ids[3])
+        #expect([created.requestID, read.requestID, listed.requestID, deleted.requestID] == ids)
+        #expect(mock.requests.map { $0.header("apns-request-id") } == ids.map(\.uuidString))
+        #expect(read.value == ChannelConfiguration(storagePolicy: .noStorage))
+        #expect(listed == ChannelResponse(value: [created.value], requestID: ids[2]))
+    }
+
+    @Test func aRejectedChannelCallCarriesTheCallersRequestID() async throws {
+        let mock = MockTransport.answering(response(400, body: rejectionBody("ChannelNotRegistered")))
+        let client = APNsClient.testing(transport: mock)
+        let requestID = APNsRequestID.random()
+        do {
+            _ = try await client.channelConfiguration(sampleChannel, bundleID: Self.bundle, requestID: requestID)
+            Issue.record("read")
+        } catch {
+            #expect(error.rejection?.requestID == requestID)
+        }
+    }
+
+    @Test func aRetriedChannelCallReusesTheCallersRequestID() async throws {
+        let mock = MockTransport.answering(response(503, body: rejectionBody("ServiceUnavailable")), response(204))
+        let client = APNsClient.testing(transport: mock)
+        let requestID = APNsRequestID.random()
+        let deleted = try await client.deleteChannel(sampleChannel, bundleID: Self.bundle, requestID: requestID)
+        #expect(deleted.requestID == requestID)
+        #expect(mock.requests.map { $0.header("apns-request-id") } == [requestID.uuidString, requestID.uuidString])
     }
 
     @Test func malformedSuccessIsAProtocolFailureAndIsNotRetried() async throws {

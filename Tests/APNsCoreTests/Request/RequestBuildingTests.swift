@@ -289,6 +289,17 @@ import Testing
         #expect(APNsEnvironment.custom(host: "127.0.0.1", port: 8443).authority == "127.0.0.1:8443")
     }
 
+    @Test func broadcastsGoToPort443OfApplesHostsEvenFromTheAlternatePort() {
+        #expect(APNsEnvironment.production.broadcast == .production)
+        #expect(APNsEnvironment.sandbox.broadcast == .sandbox)
+        #expect(APNsEnvironment.production.alternatePort.broadcast == .production)
+        #expect(APNsEnvironment.sandbox.alternatePort.broadcast == .sandbox)
+        #expect(APNsEnvironment.sandbox.alternatePort.broadcast.authority == "api.sandbox.push.apple.com")
+        // A custom host (a mock server) keeps its port, 2197 included.
+        #expect(APNsEnvironment.custom(host: "127.0.0.1", port: 2197).broadcast.authority == "127.0.0.1:2197")
+        #expect(APNsEnvironment.custom(host: "127.0.0.1", port: 8443).alternatePort.broadcast.port == 2197)
+    }
+
     @Test func requestTypeExpressesBroadcastAndChannelManagement() throws {
         // POST /4/broadcasts/apps/<bundle id> with apns-channel-id (Apple, iOS 18 broadcast push).
         let broadcast = try APNsRequest(

@@ -33,11 +33,15 @@ struct BroadcastEndToEndTests {
             let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
             let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
 
-            let live = try await client.createChannel(bundleID: bundleID, storagePolicy: .noStorage)
-            let stored = try await client.createChannel(bundleID: bundleID, storagePolicy: .mostRecentMessage)
+            // The caller's apns-request-id goes out, and the mock server's echo comes back.
+            let liveRequestID = APNsRequestID.random()
+            let created = try await client.createChannel(bundleID: bundleID, storagePolicy: .noStorage, requestID: liveRequestID)
+            #expect(created.requestID == liveRequestID)
+            let live = created.value
+            let stored = try await client.createChannel(bundleID: bundleID, storagePolicy: .mostRecentMessage).value
             #expect(server.channels(bundleID: bundleID).map(\.id) == [live.rawValue, stored.rawValue])
-            #expect(try await client.channelConfiguration(stored, bundleID: bundleID).storagePolicy == .mostRecentMessage)
-            #expect(try await client.channels(bundleID: bundleID) == [live, stored])
+            #expect(try await client.channelConfiguration(stored, bundleID: bundleID).value.storagePolicy == .mostRecentMessage)
+            #expect(try await client.channels(bundleID: bundleID).value == [live, stored])
 
             let update = Payload.liveActivityUpdate(timestamp: 1_700_000_000, contentState: ["home": 2, "away": 1])
             let accepted = try await client.broadcast(update, to: live, bundleID: bundleID)
@@ -51,7 +55,7 @@ struct BroadcastEndToEndTests {
             } throws: { ($0 as? APNsError)?.rejection?.reason == .badExpirationDate }
 
             try await client.deleteChannel(live, bundleID: bundleID)
-            #expect(try await client.channels(bundleID: bundleID) == [stored])
+            #expect(try await client.channels(bundleID: bundleID).value == [stored])
             await #expect {
                 try await client.broadcast(update, to: live, bundleID: bundleID)
             } throws: { ($0 as? APNsError)?.rejection?.reason == .channelNotRegistered }
@@ -64,6 +68,7 @@ struct BroadcastEndToEndTests {
             #expect(records.map(\.status) == [201, 201, 200, 200, 200, 200, 400, 204, 200, 400])
             // Each request's apns-request-id is the one the server answered with.
             #expect(records.allSatisfy { $0.value(of: "apns-request-id") == $0.apnsID })
+            #expect(records.first?.value(of: "apns-request-id") == liveRequestID.uuidString)
             let broadcasts = records.filter { $0.value(of: ":path") == "/4/broadcasts/apps/\(bundleID)" }
             #expect(broadcasts.map(\.status) == [200, 200, 400, 400])
             #expect(broadcasts.allSatisfy { $0.value(of: "apns-push-type") == "liveactivity" && $0.value(of: "apns-topic") == nil })
