@@ -276,13 +276,18 @@ public final class APNsClient: Sendable {
         }
         var attempt = 1
         var refreshedProviderToken = false
+        /// The token the source gave after an ExpiredProviderToken, for the next attempt.
+        var replacementToken: ProviderToken?
         var mayHaveReachedAPNs = false
         while true {
             if Task.isCancelled {
                 throw .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, "cancelled before attempt \(attempt)"))
             }
             var providerToken: ProviderToken?
-            if case .providerToken(let source) = credentials {
+            if let replacement = replacementToken {
+                providerToken = replacement
+                replacementToken = nil
+            } else if case .providerToken(let source) = credentials {
                 do {
                     providerToken = try source.token()
                 } catch {
@@ -317,8 +322,15 @@ public final class APNsClient: Sendable {
                     {
                         refreshedProviderToken = true
                         source.invalidate(providerToken)
-                        log(.debug, "provider token expired; retrying once with a new one")
-                        continue
+                        // A source may keep the token (the cache refuses a new one within
+                        // 20 minutes of the last, against TooManyProviderTokenUpdates):
+                        // sending the same JWT again would only be refused again.
+                        if let next = try? source.token(), next != providerToken {
+                            replacementToken = next
+                            log(.debug, "provider token expired; retrying once with a new one")
+                            continue
+                        }
+                        log(.debug, "provider token expired and the source kept it; not retrying")
                     }
                     if let transportError = failure.transportError {
                         mayHaveReachedAPNs = mayHaveReachedAPNs || transportError.mayHaveReachedAPNs

@@ -52,8 +52,8 @@ public struct APNsRequestError: Error, Sendable, Hashable, CustomStringConvertib
 
     /// The kind of problem.
     public let code: Code
-    /// For a device token, the zero-based position of the offending character
-    /// (or the length, for a token of odd length); `nil` otherwise.
+    /// For a device token, the zero-based position of the offending character (for a
+    /// token of odd length, the last one, which has no partner); `nil` otherwise.
     public let position: Int?
     /// The header the problem concerns, such as `apns-collapse-id`; `nil` if none.
     public let header: String?

@@ -141,6 +141,27 @@ import Testing
         #expect(source.invalidated.count == 1)
     }
 
+    /// A source that keeps its token after invalidate (as the cache does within 20
+    /// minutes of its last token): the client must not send the same JWT again.
+    @Test func expiredProviderTokenKeptBySourceIsNotResent() async throws {
+        struct KeepingSource: ProviderTokenSource {
+            func token() throws -> ProviderToken {
+                ProviderToken(jwt: "header.claims.kept", issuedAt: Date(timeIntervalSince1970: 0))
+            }
+            func invalidate(_ token: ProviderToken) {}
+        }
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.rejected(.expiredProviderToken), .accepted])
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(KeepingSource()))
+        do {
+            _ = try await client.send(sampleAlert, to: Self.device)
+            Issue.record("accepted with a token APNs had just called expired")
+        } catch {
+            #expect(error.rejection?.reason == .expiredProviderToken)
+        }
+        #expect(mock.requests.count == 1)
+    }
+
     @Test func backoffBoundsAreHalfToFullOfTheExponentialBound() {
         let policy = RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(100), maxDelay: .seconds(1))
         let bounds: [Duration] = [

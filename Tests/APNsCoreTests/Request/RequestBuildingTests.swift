@@ -236,6 +236,42 @@ import Testing
         }
     }
 
+    /// The pseudo-headers are checked too: a custom host or a path cannot smuggle a line.
+    @Test(arguments: ["evil\r\nx-injected: 1", "evil\nx", "evil\u{0}x"])
+    func injectionThroughAuthorityOrPathIsRefused(value: String) throws {
+        let token = try DeviceToken(hex: "abcd")
+        let notification = PushNotification(body: .raw(Array("{}".utf8)), topic: "com.example.app")
+        do {
+            _ = try notification.request(to: token, environment: .custom(host: value, port: 443), authorization: nil)
+            Issue.record(":authority with \(value.debugDescription) accepted")
+        } catch {
+            #expect(error.code == .invalidHeaderValue)
+            #expect(error.header == ":authority")
+        }
+        do {
+            _ = try APNsRequest(method: .post, authority: "api.push.apple.com", path: "/3/device/" + value, headers: [], body: [])
+            Issue.record(":path with \(value.debugDescription) accepted")
+        } catch {
+            #expect(error.code == .invalidHeaderValue)
+            #expect(error.header == ":path")
+        }
+    }
+
+    /// A push type Apple adds later is sent as given: its name in `apns-push-type` and
+    /// the bundle ID as the topic (no suffix is known for it).
+    @Test func undocumentedPushTypeIsSentAsGiven() throws {
+        let token = try DeviceToken(hex: "abcd")
+        let notification = PushNotification(
+            body: .raw(Array(#"{"aps":{}}"#.utf8)),
+            pushType: PushType(rawValue: "newkind"),
+            topic: "com.example.app"
+        )
+        let request = try notification.request(to: token, environment: .sandbox, authorization: nil)
+        #expect(request.header("apns-push-type") == "newkind")
+        #expect(request.header("apns-topic") == "com.example.app")
+        #expect(request.path == "/3/device/abcd")
+    }
+
     @Test(arguments: [" com.example.app", "com.example.app ", "com.example.app\t"])
     func surroundingWhitespaceIsRefused(topic: String) throws {
         let notification = PushNotification(body: .raw(Array("{}".utf8)), topic: .explicit(topic))
