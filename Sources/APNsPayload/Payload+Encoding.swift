@@ -177,7 +177,7 @@ extension APS {
         }
         if case .some = sound {
             writer.key("sound")
-            sound?.write(into: &writer)
+            try sound?.write(into: &writer, at: "aps.sound")
         }
         if let threadID {
             writer.key("thread-id")
@@ -187,13 +187,13 @@ extension APS {
             writer.key("category")
             writer.string(category)
         }
-        if contentAvailable {
+        if let value = flag("content-available", contentAvailable) {
             writer.key("content-available")
-            writer.integer(1)
+            writer.flag(value)
         }
-        if mutableContent {
+        if let value = flag("mutable-content", mutableContent) {
             writer.key("mutable-content")
-            writer.integer(1)
+            writer.flag(value)
         }
         if let targetContentID {
             writer.key("target-content-id")
@@ -241,17 +241,17 @@ extension APS {
             writer.key("attributes")
             try Self.writeObject(attributes, at: "aps.attributes", into: &writer)
         }
-        if inputPushToken {
+        if let value = flag("input-push-token", inputPushToken) {
             writer.key("input-push-token")
-            writer.integer(1)
+            writer.flag(value)
         }
         if let inputPushChannel {
             writer.key("input-push-channel")
             writer.string(inputPushChannel)
         }
-        if contentChanged {
+        if let value = flag("content-changed", contentChanged) {
             writer.key("content-changed")
-            writer.bool(true)
+            writer.flag(value)
         }
         if let urlArgs {
             writer.key("url-args")
@@ -365,15 +365,15 @@ extension LiveActivityAlert {
         writer.beginObject()
         if let title {
             writer.key("title")
-            title.write(into: &writer)
+            try title.write(into: &writer, at: "aps.alert.title")
         }
         if let body {
             writer.key("body")
-            body.write(into: &writer)
+            try body.write(into: &writer, at: "aps.alert.body")
         }
         if let sound {
             writer.key("sound")
-            sound.write(into: &writer)
+            try sound.write(into: &writer, at: "aps.alert.sound")
         }
         do {
             try writer.members(additionalKeys)
@@ -385,16 +385,30 @@ extension LiveActivityAlert {
 }
 
 extension LocalizableText {
-    func write(into writer: inout JSONWriter) {
+    func validate(at path: String) throws(PayloadError) {
+        guard case .localized(_, _, let additionalKeys) = self else { return }
+        for key in additionalKeys.keys where LocalizableText.modelledKeys.contains(key) {
+            throw .conflict(path + "." + key, "\(key) is modelled by LocalizableText.localized; set it there, not in additionalKeys")
+        }
+    }
+
+    func write(into writer: inout JSONWriter, at path: String) throws(PayloadError) {
         switch self {
         case .plain(let text):
             writer.string(text)
-        case .localized(let key, let arguments):
+        case .localized(let key, let arguments, let additionalKeys):
             writer.beginObject()
             writer.key("loc-key")
             writer.string(key)
-            writer.key("loc-args")
-            writer.strings(arguments)
+            if let arguments {
+                writer.key("loc-args")
+                writer.strings(arguments)
+            }
+            do {
+                try writer.members(additionalKeys)
+            } catch {
+                throw .nonFinite(error.keyPath(under: path))
+            }
             writer.endObject()
         }
     }
@@ -402,18 +416,23 @@ extension LocalizableText {
 
 extension Sound {
     func validate(at path: String) throws(PayloadError) {
-        guard case .dictionary(_, _, let volume?) = self else { return }
-        guard volume.isFinite else { throw .nonFinite(path + ".volume") }
-        guard (0...1).contains(volume) else {
-            throw .outOfRange(path + ".volume", "volume must be in 0...1, not \(volume)")
+        guard case .dictionary(_, _, let volume, let additionalKeys) = self else { return }
+        if let volume {
+            guard volume.isFinite else { throw .nonFinite(path + ".volume") }
+            guard (0...1).contains(volume) else {
+                throw .outOfRange(path + ".volume", "volume must be in 0...1, not \(volume)")
+            }
+        }
+        for key in additionalKeys.keys where Sound.modelledKeys.contains(key) {
+            throw .conflict(path + "." + key, "\(key) is modelled by Sound.dictionary; set it there, not in additionalKeys")
         }
     }
 
-    func write(into writer: inout JSONWriter) {
+    func write(into writer: inout JSONWriter, at path: String) throws(PayloadError) {
         switch self {
         case .named(let name):
             writer.string(name)
-        case .dictionary(let name, let isCritical, let volume):
+        case .dictionary(let name, let isCritical, let volume, let additionalKeys):
             writer.beginObject()
             if isCritical {
                 writer.key("critical")
@@ -425,12 +444,26 @@ extension Sound {
                 writer.key("volume")
                 writer.double(volume)
             }
+            do {
+                try writer.members(additionalKeys)
+            } catch {
+                throw .nonFinite(error.keyPath(under: path))
+            }
             writer.endObject()
         }
     }
 }
 
 extension JSONWriter {
+    /// Writes a flag's value: an integer or a Boolean (what ``APS/flag(_:_:)`` returns).
+    mutating func flag(_ value: JSONValue) {
+        switch value {
+        case .bool(let b): bool(b)
+        case .integer(let i): integer(i)
+        default: integer(1)  // never stored: decoding keeps only integers and Booleans
+        }
+    }
+
     mutating func strings(_ strings: [String]) {
         beginArray()
         for string in strings { self.string(string) }

@@ -30,8 +30,14 @@ public struct LiveActivityAlert: Sendable, Hashable {
 public enum LocalizableText: Sendable, Hashable {
     /// Text shown as given.
     case plain(String)
-    /// A key into the app's `Localizable.strings`, with values for its format specifiers.
-    case localized(key: String, arguments: [String])
+    /// A key into the app's `Localizable.strings` (`loc-key`), with values for its format
+    /// specifiers (`loc-args`; `nil` leaves the key out). `additionalKeys` holds keys this
+    /// SDK does not model, kept when decoding and written after `loc-key` and `loc-args`;
+    /// `loc-key` or `loc-args` there is an error.
+    case localized(key: String, arguments: [String]?, additionalKeys: JSONObject = JSONObject())
+
+    /// The keys of the localized form this SDK models.
+    static let modelledKeys: Set<String> = ["loc-key", "loc-args"]
 }
 
 extension LocalizableText: ExpressibleByStringLiteral {
