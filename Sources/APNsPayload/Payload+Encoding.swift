@@ -73,7 +73,9 @@ extension Payload {
             if !aps.contentAvailable {
                 throw .missing("aps.content-available", "push type background needs content-available: 1")
             }
-            for (present, key) in [(aps.hasAlert, "alert"), (aps.sound != nil, "sound"), (aps.badge != nil, "badge")]
+            // A Live Activity alert is written as aps.alert too: it is an alert here.
+            let hasAnyAlert = aps.hasAlert || aps.liveActivityAlert != nil
+            for (present, key) in [(hasAnyAlert, "alert"), (aps.sound != nil, "sound"), (aps.badge != nil, "badge")]
             where present {
                 throw .conflict(
                     "aps.\(key)", "a background push carries no alert, sound or badge; send those with push type alert")
@@ -93,6 +95,9 @@ extension Payload {
         case .mdm:
             if custom["mdm"]?.stringValue == nil {
                 throw .missing("mdm", "push type mdm needs the top-level key mdm with the device's push magic")
+            }
+            if !aps.isEmpty {
+                throw .conflict("aps", "an MDM push is {\"mdm\": \"<push magic>\"} only; it carries no aps keys")
             }
         default:
             break
@@ -141,7 +146,12 @@ extension APS {
                 throw .outOfRange("aps.relevance-score", "relevance-score must be in 0...1, not \(relevanceScore)")
             }
         }
-        try liveActivityAlert?.sound?.validate(at: "aps.alert.sound")
+        if case .some = liveActivityAlert {
+            try liveActivityAlert?.validate()
+            if event == nil {
+                throw .missing("aps.event", "a Live Activity alert needs an event (start, update or end)")
+            }
+        }
         if event != nil && timestamp == nil {
             throw .missing("aps.timestamp", "a Live Activity event needs a timestamp (UNIX seconds)")
         }
@@ -153,8 +163,17 @@ extension APS {
                 throw .missing("aps.attributes", "starting a Live Activity needs attributes")
             }
         }
-        if (event == .start || event == .update) && contentState == nil {
-            throw .missing("aps.content-state", "a Live Activity \(event!) needs content-state")
+        if let event, event == .update || event == .end {
+            // Apple documents these keys for push-to-start only.
+            for (present, key) in [
+                (attributesType != nil, "attributes-type"), (attributes != nil, "attributes"),
+                (inputPushToken, "input-push-token"), (inputPushChannel != nil, "input-push-channel"),
+            ] where present {
+                throw .conflict("aps.\(key)", "\(key) is only for starting a Live Activity, not for event \(event)")
+            }
+        }
+        if let event, event == .start || event == .update, contentState == nil {
+            throw .missing("aps.content-state", "a Live Activity \(event) needs content-state")
         }
         for key in additionalKeys.keys where APS.modelledKeys.contains(key) {
             throw .conflict("aps.\(key)", "\(key) is modelled by APS; set it there, not in additionalKeys")
@@ -291,6 +310,9 @@ extension Alert {
         if locArgs != nil && locKey == nil {
             throw .missing("aps.alert.loc-key", "loc-args need a loc-key")
         }
+        for key in additionalKeys.keys where Alert.modelledKeys.contains(key) {
+            throw .conflict("aps.alert.\(key)", "\(key) is modelled by Alert; set it there, not in additionalKeys")
+        }
     }
 
     func write(into writer: inout JSONWriter) throws(PayloadError) {
@@ -361,6 +383,16 @@ extension Alert {
 }
 
 extension LiveActivityAlert {
+    func validate() throws(PayloadError) {
+        try title?.validate(at: "aps.alert.title")
+        try body?.validate(at: "aps.alert.body")
+        try sound?.validate(at: "aps.alert.sound")
+        for key in additionalKeys.keys where LiveActivityAlert.modelledKeys.contains(key) {
+            throw .conflict(
+                "aps.alert.\(key)", "\(key) is modelled by LiveActivityAlert; set it there, not in additionalKeys")
+        }
+    }
+
     func write(into writer: inout JSONWriter) throws(PayloadError) {
         writer.beginObject()
         if let title {

@@ -90,6 +90,13 @@ public struct Alert: Sendable, Hashable {
         Alert(locKey: key, locArgs: arguments.isEmpty ? nil : arguments)
     }
 
+    /// The keys of the `alert` dictionary this SDK models.
+    static let modelledKeys: Set<String> = [
+        "title", "subtitle", "body", "launch-image", "title-loc-key", "title-loc-args",
+        "subtitle-loc-key", "subtitle-loc-args", "loc-key", "loc-args", "action-loc-key",
+        "summary-arg", "summary-arg-count",
+    ]
+
     /// Whether any key other than `body` is set.
     var hasKeysBesideBody: Bool {
         title != nil || subtitle != nil || launchImage != nil || titleLocKey != nil

@@ -23,6 +23,9 @@ public struct LiveActivityAlert: Sendable, Hashable {
         self.sound = sound
         self.additionalKeys = additionalKeys
     }
+
+    /// The keys of a Live Activity alert this SDK models.
+    static let modelledKeys: Set<String> = ["title", "body", "sound"]
 }
 
 /// Text given as is, or as a localization key with arguments
