@@ -5,10 +5,13 @@ extension Payload {
     /// must follow, the shape that push type needs, and its size limit.
     ///
     /// Shape rules by push type: `alert` needs an alert, sound or badge; `background`
-    /// needs `content-available` and refuses alert, sound and badge; `liveactivity` needs
-    /// `event` and `timestamp` (and `content-state` to start or update); `widgets` and
-    /// `controls` need `content-changed`; `fileprovider` needs `container-identifier`
-    /// and `domain`; `mdm` needs `mdm`.
+    /// needs `content-available` and refuses alert (a Live Activity alert too), sound and
+    /// badge; `liveactivity` needs `event` and `timestamp` (and `content-state` to start or
+    /// update); `widgets` and `controls` need `content-changed`; `fileprovider` needs
+    /// `container-identifier` and `domain`; `mdm` needs `mdm` and refuses `aps` keys.
+    /// Rules of every payload include: update and end carry no `attributes-type`,
+    /// `attributes`, `input-push-token` or `input-push-channel`; a Live Activity alert
+    /// needs an `event`; no `additionalKeys` holds a key its type models.
     ///
     /// - Returns: the UTF-8 JSON bytes, at most ``PayloadLimit/init(for:)`` long.
     /// - Throws: ``PayloadError`` naming the key path and the rule; for

@@ -38,7 +38,8 @@ public struct Alert: Sendable, Hashable {
     /// `summary-arg-count` (legacy): how many items this notification adds to the summary; at least 1.
     public var summaryArgCount: Int?
     /// Keys of the `alert` dictionary this SDK does not model, kept when decoding so
-    /// that forwarding a payload loses nothing. Written after the modelled keys.
+    /// that forwarding a payload loses nothing. Written after the modelled keys; a key
+    /// here that `Alert` models (`body`, `loc-args`, …) is an error.
     public var additionalKeys: JSONObject
     /// Whether the alert is written as a plain string, `"alert":"<body>"`, the legacy
     /// short form. Only a body may be set then; see ``text(_:)``.

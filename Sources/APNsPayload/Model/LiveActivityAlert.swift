@@ -11,6 +11,7 @@ public struct LiveActivityAlert: Sendable, Hashable {
     /// `sound`.
     public var sound: Sound?
     /// Keys this SDK does not model, kept when decoding; written after the modelled keys.
+    /// `title`, `body` or `sound` here is an error.
     public var additionalKeys: JSONObject
 
     /// A Live Activity alert.
