@@ -4,10 +4,26 @@ extension Payload {
     /// Reads a payload from JSON bytes, for forwarding stored payloads or checking what
     /// a server received.
     ///
-    /// Uses the SDK's own strict JSON parser. Keys of `aps` and `alert` that the SDK does
-    /// not model are kept in ``APS/additionalKeys`` and ``Alert/additionalKeys`` and
-    /// written back, so decoding then encoding loses nothing. An `alert` is read as a
+    /// Uses the SDK's own strict JSON parser. An `alert` object is read as a
     /// ``LiveActivityAlert`` when `aps` has an `event`.
+    ///
+    /// Decoding then encoding keeps every key and value: keys the SDK does not model are
+    /// kept in the `additionalKeys` of ``APS``, ``Alert``, ``LiveActivityAlert``, a
+    /// ``Sound/dictionary(name:isCritical:volume:additionalKeys:)`` and a
+    /// ``LocalizableText/localized(key:arguments:additionalKeys:)``, and written back; a
+    /// flag (`content-available`, `mutable-content`, `input-push-token`,
+    /// `content-changed`) written as `0`, `false` or `true` is written back the same way;
+    /// a localized text without `loc-args` is written back without it. What is
+    /// normalized, exactly:
+    /// - The text form: the output is compact, in the SDK's key order, with numbers and
+    ///   string escapes written the SDK's way (the same values).
+    /// - A key repeated in one object keeps its first position and its last value.
+    /// - An empty `aps` beside custom keys is left out.
+    /// - `null` for `title-loc-key`, `title-loc-args` or `action-loc-key` (which Apple
+    ///   allows) reads as absent and is not written.
+    /// - A sound dictionary without `name` reads as name `default` and is written with
+    ///   `"name":"default"`; its `critical` reads as a flag and is written as `1` when set
+    ///   and left out when `0` or `false`.
     ///
     /// - Throws: ``PayloadError/Kind/invalidJSON`` with the byte offset for bad JSON or a
     ///   top level that is not an object; ``PayloadError/Kind/typeMismatch`` with the key
@@ -70,11 +86,8 @@ private enum Read {
 
     /// `1` (or `true`) is set; `0` (or `false`) is not.
     static func flag(_ value: JSONValue, _ path: @autoclosure () -> String) throws(PayloadError) -> Bool {
-        switch value {
-        case .integer(let i): return i != 0
-        case .bool(let b): return b
-        default: throw .mismatch(path(), expected: "1 or true", found: value)
-        }
+        guard let isSet = value.flagReading else { throw .mismatch(path(), expected: "1 or true", found: value) }
+        return isSet
     }
 
     static func object(_ value: JSONValue, _ path: @autoclosure () -> String) throws(PayloadError) -> JSONObject {
@@ -90,15 +103,16 @@ private enum Read {
             var name = "default"
             var isCritical = false
             var volume: Double?
+            var additionalKeys = JSONObject()
             for (key, member) in object {
                 switch key {
                 case "name": name = try string(member, path() + ".name")
                 case "critical": isCritical = try flag(member, path() + ".critical")
                 case "volume": volume = try number(member, path() + ".volume")
-                default: break
+                default: additionalKeys.appendUnchecked(key, member)
                 }
             }
-            return .dictionary(name: name, isCritical: isCritical, volume: volume)
+            return .dictionary(name: name, isCritical: isCritical, volume: volume, additionalKeys: additionalKeys)
         default:
             throw .mismatch(path(), expected: "string or object", found: value)
         }
@@ -109,15 +123,32 @@ private enum Read {
         case .string(let text):
             return .plain(text)
         case .object(let object):
-            guard let key = object["loc-key"] else {
-                throw .missing(path() + ".loc-key", "a localized text needs loc-key")
+            var key: String?
+            var arguments: [String]?
+            var additionalKeys = JSONObject()
+            for (name, member) in object {
+                switch name {
+                case "loc-key": key = try string(member, path() + ".loc-key")
+                case "loc-args": arguments = try strings(member, path() + ".loc-args")
+                default: additionalKeys.appendUnchecked(name, member)
+                }
             }
-            let arguments = try object["loc-args"].map { (v: JSONValue) throws(PayloadError) in
-                try strings(v, path() + ".loc-args")
-            }
-            return .localized(key: try string(key, path() + ".loc-key"), arguments: arguments ?? [])
+            guard let key else { throw .missing(path() + ".loc-key", "a localized text needs loc-key") }
+            return .localized(key: key, arguments: arguments, additionalKeys: additionalKeys)
         default:
             throw .mismatch(path(), expected: "string or object", found: value)
+        }
+    }
+}
+
+extension JSONValue {
+    /// How a flag reads: `true` for a non-zero integer or `true`, `false` for `0` or
+    /// `false`, `nil` for any other value.
+    var flagReading: Bool? {
+        switch self {
+        case .integer(let i): return i != 0
+        case .bool(let b): return b
+        default: return nil
         }
     }
 }
@@ -126,6 +157,12 @@ extension APS {
     init(decoding object: JSONObject) throws(PayloadError) {
         self.init()
         let isLiveActivity = object["event"] != nil
+        // Reads a flag and keeps its spelling when it is not the one the SDK writes.
+        func readFlag(_ key: String, _ value: JSONValue) throws(PayloadError) -> Bool {
+            let isSet = try Read.flag(value, "aps." + key)
+            if value != APS.flagCanonicalValues[key] { flagSpellings[key] = value }
+            return isSet
+        }
         for (key, value) in object {
             func path() -> String { "aps." + key }
             switch key {
@@ -141,8 +178,8 @@ extension APS {
             case "sound": sound = try Read.sound(value, path())
             case "thread-id": threadID = try Read.string(value, path())
             case "category": category = try Read.string(value, path())
-            case "content-available": contentAvailable = try Read.flag(value, path())
-            case "mutable-content": mutableContent = try Read.flag(value, path())
+            case "content-available": contentAvailable = try readFlag(key, value)
+            case "mutable-content": mutableContent = try readFlag(key, value)
             case "target-content-id": targetContentID = try Read.string(value, path())
             case "interruption-level": interruptionLevel = InterruptionLevel(rawValue: try Read.string(value, path()))
             case "relevance-score": relevanceScore = try Read.number(value, path())
@@ -154,9 +191,9 @@ extension APS {
             case "dismissal-date": dismissalDate = try Read.int(value, path())
             case "attributes-type": attributesType = try Read.string(value, path())
             case "attributes": attributes = try Read.object(value, path())
-            case "input-push-token": inputPushToken = try Read.flag(value, path())
+            case "input-push-token": inputPushToken = try readFlag(key, value)
             case "input-push-channel": inputPushChannel = try Read.string(value, path())
-            case "content-changed": contentChanged = try Read.flag(value, path())
+            case "content-changed": contentChanged = try readFlag(key, value)
             case "url-args": urlArgs = try Read.strings(value, path())
             default: additionalKeys.appendUnchecked(key, value)
             }

@@ -5,10 +5,13 @@ extension Payload {
     /// must follow, the shape that push type needs, and its size limit.
     ///
     /// Shape rules by push type: `alert` needs an alert, sound or badge; `background`
-    /// needs `content-available` and refuses alert, sound and badge; `liveactivity` needs
-    /// `event` and `timestamp` (and `content-state` to start or update); `widgets` and
-    /// `controls` need `content-changed`; `fileprovider` needs `container-identifier`
-    /// and `domain`; `mdm` needs `mdm`.
+    /// needs `content-available` and refuses alert (a Live Activity alert too), sound and
+    /// badge; `liveactivity` needs `event` and `timestamp` (and `content-state` to start or
+    /// update); `widgets` and `controls` need `content-changed`; `fileprovider` needs
+    /// `container-identifier` and `domain`; `mdm` needs `mdm` and refuses `aps` keys.
+    /// Rules of every payload include: update and end carry no `attributes-type`,
+    /// `attributes`, `input-push-token` or `input-push-channel`; a Live Activity alert
+    /// needs an `event`; no `additionalKeys` holds a key its type models.
     ///
     /// - Returns: the UTF-8 JSON bytes, at most ``PayloadLimit/init(for:)`` long.
     /// - Throws: ``PayloadError`` naming the key path and the rule; for
@@ -73,7 +76,9 @@ extension Payload {
             if !aps.contentAvailable {
                 throw .missing("aps.content-available", "push type background needs content-available: 1")
             }
-            for (present, key) in [(aps.hasAlert, "alert"), (aps.sound != nil, "sound"), (aps.badge != nil, "badge")]
+            // A Live Activity alert is written as aps.alert too: it is an alert here.
+            let hasAnyAlert = aps.hasAlert || aps.liveActivityAlert != nil
+            for (present, key) in [(hasAnyAlert, "alert"), (aps.sound != nil, "sound"), (aps.badge != nil, "badge")]
             where present {
                 throw .conflict(
                     "aps.\(key)", "a background push carries no alert, sound or badge; send those with push type alert")
@@ -93,6 +98,9 @@ extension Payload {
         case .mdm:
             if custom["mdm"]?.stringValue == nil {
                 throw .missing("mdm", "push type mdm needs the top-level key mdm with the device's push magic")
+            }
+            if !aps.isEmpty {
+                throw .conflict("aps", "an MDM push is {\"mdm\": \"<push magic>\"} only; it carries no aps keys")
             }
         default:
             break
@@ -141,7 +149,12 @@ extension APS {
                 throw .outOfRange("aps.relevance-score", "relevance-score must be in 0...1, not \(relevanceScore)")
             }
         }
-        try liveActivityAlert?.sound?.validate(at: "aps.alert.sound")
+        if case .some = liveActivityAlert {
+            try liveActivityAlert?.validate()
+            if event == nil {
+                throw .missing("aps.event", "a Live Activity alert needs an event (start, update or end)")
+            }
+        }
         if event != nil && timestamp == nil {
             throw .missing("aps.timestamp", "a Live Activity event needs a timestamp (UNIX seconds)")
         }
@@ -153,8 +166,17 @@ extension APS {
                 throw .missing("aps.attributes", "starting a Live Activity needs attributes")
             }
         }
-        if (event == .start || event == .update) && contentState == nil {
-            throw .missing("aps.content-state", "a Live Activity \(event!) needs content-state")
+        if let event, event == .update || event == .end {
+            // Apple documents these keys for push-to-start only.
+            for (present, key) in [
+                (attributesType != nil, "attributes-type"), (attributes != nil, "attributes"),
+                (inputPushToken, "input-push-token"), (inputPushChannel != nil, "input-push-channel"),
+            ] where present {
+                throw .conflict("aps.\(key)", "\(key) is only for starting a Live Activity, not for event \(event)")
+            }
+        }
+        if let event, event == .start || event == .update, contentState == nil {
+            throw .missing("aps.content-state", "a Live Activity \(event) needs content-state")
         }
         for key in additionalKeys.keys where APS.modelledKeys.contains(key) {
             throw .conflict("aps.\(key)", "\(key) is modelled by APS; set it there, not in additionalKeys")
@@ -177,7 +199,7 @@ extension APS {
         }
         if case .some = sound {
             writer.key("sound")
-            sound?.write(into: &writer)
+            try sound?.write(into: &writer, at: "aps.sound")
         }
         if let threadID {
             writer.key("thread-id")
@@ -187,13 +209,13 @@ extension APS {
             writer.key("category")
             writer.string(category)
         }
-        if contentAvailable {
+        if let value = flag("content-available", contentAvailable) {
             writer.key("content-available")
-            writer.integer(1)
+            writer.flag(value)
         }
-        if mutableContent {
+        if let value = flag("mutable-content", mutableContent) {
             writer.key("mutable-content")
-            writer.integer(1)
+            writer.flag(value)
         }
         if let targetContentID {
             writer.key("target-content-id")
@@ -241,17 +263,17 @@ extension APS {
             writer.key("attributes")
             try Self.writeObject(attributes, at: "aps.attributes", into: &writer)
         }
-        if inputPushToken {
+        if let value = flag("input-push-token", inputPushToken) {
             writer.key("input-push-token")
-            writer.integer(1)
+            writer.flag(value)
         }
         if let inputPushChannel {
             writer.key("input-push-channel")
             writer.string(inputPushChannel)
         }
-        if contentChanged {
+        if let value = flag("content-changed", contentChanged) {
             writer.key("content-changed")
-            writer.bool(true)
+            writer.flag(value)
         }
         if let urlArgs {
             writer.key("url-args")
@@ -290,6 +312,9 @@ extension Alert {
         }
         if locArgs != nil && locKey == nil {
             throw .missing("aps.alert.loc-key", "loc-args need a loc-key")
+        }
+        for key in additionalKeys.keys where Alert.modelledKeys.contains(key) {
+            throw .conflict("aps.alert.\(key)", "\(key) is modelled by Alert; set it there, not in additionalKeys")
         }
     }
 
@@ -361,19 +386,29 @@ extension Alert {
 }
 
 extension LiveActivityAlert {
+    func validate() throws(PayloadError) {
+        try title?.validate(at: "aps.alert.title")
+        try body?.validate(at: "aps.alert.body")
+        try sound?.validate(at: "aps.alert.sound")
+        for key in additionalKeys.keys where LiveActivityAlert.modelledKeys.contains(key) {
+            throw .conflict(
+                "aps.alert.\(key)", "\(key) is modelled by LiveActivityAlert; set it there, not in additionalKeys")
+        }
+    }
+
     func write(into writer: inout JSONWriter) throws(PayloadError) {
         writer.beginObject()
         if let title {
             writer.key("title")
-            title.write(into: &writer)
+            try title.write(into: &writer, at: "aps.alert.title")
         }
         if let body {
             writer.key("body")
-            body.write(into: &writer)
+            try body.write(into: &writer, at: "aps.alert.body")
         }
         if let sound {
             writer.key("sound")
-            sound.write(into: &writer)
+            try sound.write(into: &writer, at: "aps.alert.sound")
         }
         do {
             try writer.members(additionalKeys)
@@ -385,16 +420,30 @@ extension LiveActivityAlert {
 }
 
 extension LocalizableText {
-    func write(into writer: inout JSONWriter) {
+    func validate(at path: String) throws(PayloadError) {
+        guard case .localized(_, _, let additionalKeys) = self else { return }
+        for key in additionalKeys.keys where LocalizableText.modelledKeys.contains(key) {
+            throw .conflict(path + "." + key, "\(key) is modelled by LocalizableText.localized; set it there, not in additionalKeys")
+        }
+    }
+
+    func write(into writer: inout JSONWriter, at path: String) throws(PayloadError) {
         switch self {
         case .plain(let text):
             writer.string(text)
-        case .localized(let key, let arguments):
+        case .localized(let key, let arguments, let additionalKeys):
             writer.beginObject()
             writer.key("loc-key")
             writer.string(key)
-            writer.key("loc-args")
-            writer.strings(arguments)
+            if let arguments {
+                writer.key("loc-args")
+                writer.strings(arguments)
+            }
+            do {
+                try writer.members(additionalKeys)
+            } catch {
+                throw .nonFinite(error.keyPath(under: path))
+            }
             writer.endObject()
         }
     }
@@ -402,18 +451,23 @@ extension LocalizableText {
 
 extension Sound {
     func validate(at path: String) throws(PayloadError) {
-        guard case .dictionary(_, _, let volume?) = self else { return }
-        guard volume.isFinite else { throw .nonFinite(path + ".volume") }
-        guard (0...1).contains(volume) else {
-            throw .outOfRange(path + ".volume", "volume must be in 0...1, not \(volume)")
+        guard case .dictionary(_, _, let volume, let additionalKeys) = self else { return }
+        if let volume {
+            guard volume.isFinite else { throw .nonFinite(path + ".volume") }
+            guard (0...1).contains(volume) else {
+                throw .outOfRange(path + ".volume", "volume must be in 0...1, not \(volume)")
+            }
+        }
+        for key in additionalKeys.keys where Sound.modelledKeys.contains(key) {
+            throw .conflict(path + "." + key, "\(key) is modelled by Sound.dictionary; set it there, not in additionalKeys")
         }
     }
 
-    func write(into writer: inout JSONWriter) {
+    func write(into writer: inout JSONWriter, at path: String) throws(PayloadError) {
         switch self {
         case .named(let name):
             writer.string(name)
-        case .dictionary(let name, let isCritical, let volume):
+        case .dictionary(let name, let isCritical, let volume, let additionalKeys):
             writer.beginObject()
             if isCritical {
                 writer.key("critical")
@@ -425,12 +479,26 @@ extension Sound {
                 writer.key("volume")
                 writer.double(volume)
             }
+            do {
+                try writer.members(additionalKeys)
+            } catch {
+                throw .nonFinite(error.keyPath(under: path))
+            }
             writer.endObject()
         }
     }
 }
 
 extension JSONWriter {
+    /// Writes a flag's value: an integer or a Boolean (what ``APS/flag(_:_:)`` returns).
+    mutating func flag(_ value: JSONValue) {
+        switch value {
+        case .bool(let b): bool(b)
+        case .integer(let i): integer(i)
+        default: integer(1)  // never stored: decoding keeps only integers and Booleans
+        }
+    }
+
     mutating func strings(_ strings: [String]) {
         beginArray()
         for string in strings { self.string(string) }

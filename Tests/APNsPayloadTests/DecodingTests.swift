@@ -207,3 +207,98 @@ struct JSONValueParsingTests {
         }
     }
 }
+
+/// Decoding then encoding NON-canonical input (other key order, whitespace, unknown keys
+/// in nested dictionaries, explicit `0`/`false` flags) keeps every key and value. The
+/// oracle is Foundation's JSONSerialization reading the INPUT, not our own earlier output.
+@Suite struct LosslessForwardingTests {
+    /// The oracle tells a Boolean from a number and a missing key from an empty array, or
+    /// the comparisons below would prove nothing about flags and `loc-args`.
+    @Test func oracleTellsTheDifferencesThatMatter() {
+        #expect(FoundationJSON.parse(#"{"a":true}"#) != FoundationJSON.parse(#"{"a":1}"#))
+        #expect(FoundationJSON.parse(#"{"a":false}"#) != FoundationJSON.parse(#"{"a":0}"#))
+        #expect(FoundationJSON.parse(#"{"a":0}"#) != FoundationJSON.parse(#"{}"#))
+        #expect(FoundationJSON.parse(#"{"a":{"k":"K"}}"#) != FoundationJSON.parse(#"{"a":{"k":"K","loc-args":[]}}"#))
+    }
+
+    @Test(arguments: [
+        // Unknown keys in a sound dictionary, keys out of the SDK's order, whitespace.
+        #" { "z" : 1 , "aps" : { "sound" : { "volume" : 0.5 , "x-sound" : [1, {"a": null}], "name" : "s.caf" }, "alert" : "hi" } } "#,
+        #"{"aps":{"sound":{"name":"s","critical":1,"volume":0,"x":{"deep":[true,false]}},"badge":0}}"#,
+        // Explicit zero and false flags, and flags in the other spelling.
+        #"{"aps":{"content-available":0,"mutable-content":0,"badge":0,"alert":{"body":"b"}}}"#,
+        #"{"aps":{"content-changed":false}}"#,
+        #"{"aps":{"content-changed":1}}"#,
+        #"{"aps":{"content-available":true,"mutable-content":true}}"#,
+        #"{"aps":{"mutable-content":2,"alert":"x"}}"#,
+        #"{"aps":{"content-available":false},"k":"v"}"#,
+        // Live Activity: explicit input-push-token 0, localized text with extra keys and no loc-args,
+        // unknown keys in the alert and its sound dictionary.
+        """
+        {"aps":{"input-push-token":0,"event":"start","timestamp":7,"attributes-type":"T","attributes":{},
+         "content-state":{"s":1},
+         "alert":{"x-alert":{"n":1},"sound":{"x":2,"critical":1,"name":"c.caf"},
+                  "body":{"note":"n","loc-args":["a"],"loc-key":"B"},"title":{"loc-key":"K","x-extra":true}}}}
+        """,
+        #"{"aps":{"event":"update","timestamp":1,"content-state":{},"alert":{"title":{"loc-key":"K"},"body":{"loc-key":"B","loc-args":[]}}}}"#,
+        // Modelled zero values and empty arrays.
+        #"{"aps":{"relevance-score":0,"badge":0,"alert":{"loc-key":"K","title-loc-key":"T","title-loc-args":[]},"url-args":[]}}"#,
+        #"{"aps":{"relevance-score":1,"sound":{"critical":1,"name":"a","volume":1}}}"#,
+    ])
+    func nonCanonicalInputSurvivesDecodeAndEncode(json: String) throws {
+        let payload = try Payload(jsonBytes: Array(json.utf8))
+        expectSameJSON(try payload.encoded(), json)
+    }
+
+    /// What `Payload(jsonBytes:)` documents as normalized, and nothing else.
+    @Test(arguments: [
+        (#"{"aps":{"sound":{"critical":1}}}"#, #"{"aps":{"sound":{"critical":1,"name":"default"}}}"#),
+        (#"{"aps":{"sound":{"critical":0,"name":"a"}}}"#, #"{"aps":{"sound":{"name":"a"}}}"#),
+        (#"{"aps":{"sound":{"critical":true,"name":"a"}}}"#, #"{"aps":{"sound":{"critical":1,"name":"a"}}}"#),
+        (#"{"aps":{"alert":{"body":"b","title-loc-key":null,"title-loc-args":null,"action-loc-key":null}}}"#,
+         #"{"aps":{"alert":{"body":"b"}}}"#),
+        (#"{"aps":{},"k":1}"#, #"{"k":1}"#),
+        (#"{"k":1,"j":0,"k":2}"#, #"{"k":2,"j":0}"#),
+    ])
+    func documentedNormalizations(input: String, output: String) throws {
+        let payload = try Payload(jsonBytes: Array(input.utf8))
+        expectSameJSON(try payload.encoded(), output)
+    }
+
+    /// A kept flag spelling is written only while it agrees with the flag: changing the
+    /// flag writes the SDK's canonical form again.
+    @Test func changingADecodedFlagWritesTheCanonicalForm() throws {
+        var zero = try Payload(jsonBytes: Array(#"{"aps":{"content-available":0,"badge":1}}"#.utf8))
+        #expect(zero.aps.contentAvailable == false)
+        #expect { try zero.encoded(for: .background) } throws: { ($0 as! PayloadError).keyPath == "aps.content-available" }
+        zero.aps.contentAvailable = true
+        zero.aps.badge = nil
+        expectSameJSON(try zero.encoded(for: .background), #"{"aps":{"content-available":1}}"#)
+
+        var spelledTrue = try Payload(jsonBytes: Array(#"{"aps":{"content-changed":1}}"#.utf8))
+        #expect(spelledTrue.aps.contentChanged)
+        _ = try spelledTrue.encoded(for: .widgets)
+        spelledTrue.aps.contentChanged = false
+        #expect(spelledTrue.aps.isEmpty)
+        expectSameJSON(try spelledTrue.encoded(), #"{"aps":{}}"#)
+        spelledTrue.aps.contentChanged = true
+        expectSameJSON(try spelledTrue.encoded(), #"{"aps":{"content-changed":1}}"#)
+    }
+
+    /// `aps` holding only an explicit false flag is not empty: it is written, even beside custom keys.
+    @Test func anApsWithOnlyAnExplicitFalseFlagIsKept() throws {
+        let json = #"{"aps":{"content-available":0},"k":1}"#
+        let payload = try Payload(jsonBytes: Array(json.utf8))
+        #expect(!payload.aps.isEmpty)
+        expectSameJSON(try payload.encoded(), json)
+    }
+
+    @Test func unknownNestedKeysAreInTheModel() throws {
+        let payload = try Payload(jsonBytes: Array("""
+            {"aps":{"event":"update","timestamp":1,"content-state":{},
+             "alert":{"title":{"loc-key":"K","x":1},"sound":{"name":"s","y":2}}}}
+            """.utf8))
+        #expect(payload.aps.liveActivityAlert?.title == .localized(key: "K", arguments: nil, additionalKeys: ["x": 1]))
+        #expect(payload.aps.liveActivityAlert?.sound == .dictionary(name: "s", isCritical: false, volume: nil, additionalKeys: ["y": 2]))
+    }
+}

@@ -77,6 +77,59 @@ import Testing
              kind: .missingKey, keyPath: "aps.alert.subtitle-loc-key"),
         Case(name: "modelled key in additionalKeys", payload: Payload(aps: APS(badge: 1, additionalKeys: ["sound": "x"])),
              kind: .conflictingKeys, keyPath: "aps.sound"),
+        // Modelled keys in additionalKeys would be written twice (issue 2: duplicate JSON keys).
+        Case(name: "alert: modelled key in additionalKeys", payload: Payload.alert(Alert(body: "b", additionalKeys: ["body": "x"])),
+             kind: .conflictingKeys, keyPath: "aps.alert.body"),
+        Case(name: "alert: loc-args in additionalKeys", payload: Payload.alert(Alert(locKey: "K", additionalKeys: ["loc-args": ["x"]])),
+             kind: .conflictingKeys, keyPath: "aps.alert.loc-args"),
+        Case(name: "live activity alert: modelled key in additionalKeys", payload: Payload.liveActivityUpdate(
+                timestamp: 1, contentState: liveState, alert: LiveActivityAlert(title: "t", additionalKeys: ["title": "u"])),
+             kind: .conflictingKeys, keyPath: "aps.alert.title"),
+        Case(name: "sound dictionary: modelled key in additionalKeys", payload: Payload(aps: APS(
+                sound: .dictionary(name: "a", isCritical: false, volume: nil, additionalKeys: ["critical": 1]))),
+             kind: .conflictingKeys, keyPath: "aps.sound.critical"),
+        Case(name: "live activity sound: modelled key in additionalKeys", payload: Payload.liveActivityUpdate(
+                timestamp: 1, contentState: liveState,
+                alert: LiveActivityAlert(sound: .dictionary(name: "a", isCritical: true, volume: 1, additionalKeys: ["name": "b"]))),
+             kind: .conflictingKeys, keyPath: "aps.alert.sound.name"),
+        Case(name: "localized text: modelled key in additionalKeys", payload: Payload.liveActivityUpdate(
+                timestamp: 1, contentState: liveState,
+                alert: LiveActivityAlert(body: .localized(key: "K", arguments: ["a"], additionalKeys: ["loc-key": "L"]))),
+             kind: .conflictingKeys, keyPath: "aps.alert.body.loc-key"),
+        // A Live Activity alert is written as aps.alert: a background push refuses it too.
+        Case(name: "background with live activity alert", payload: {
+                var p = Payload.liveActivityUpdate(timestamp: 1, contentState: liveState, alert: LiveActivityAlert(title: "t"))
+                p.aps.contentAvailable = true
+                return p }(),
+             pushType: .background, kind: .conflictingKeys, keyPath: "aps.alert"),
+        // APNS-PROTOCOL.md: MDM payloads are {"mdm": "<push magic>"}.
+        Case(name: "mdm with aps keys", payload: { var p = Payload.mdm(pushMagic: "m"); p.aps.badge = 1; return p }(),
+             pushType: .mdm, kind: .conflictingKeys, keyPath: "aps"),
+        Case(name: "mdm with a content-available aps", payload: {
+                var p = Payload.mdm(pushMagic: "m"); p.aps.contentAvailable = true; return p }(),
+             pushType: .mdm, kind: .conflictingKeys, keyPath: "aps"),
+        // attributes-type, attributes, input-push-token and input-push-channel start a Live Activity.
+        Case(name: "update with attributes-type", payload: { var p = Payload.liveActivityUpdate(timestamp: 1, contentState: liveState)
+                p.aps.attributesType = "Match"; return p }(),
+             kind: .conflictingKeys, keyPath: "aps.attributes-type"),
+        Case(name: "update with attributes", payload: { var p = Payload.liveActivityUpdate(timestamp: 1, contentState: liveState)
+                p.aps.attributes = ["home": "A"]; return p }(),
+             kind: .conflictingKeys, keyPath: "aps.attributes"),
+        Case(name: "end with input-push-token", payload: { var p = Payload.liveActivityEnd(timestamp: 1)
+                p.aps.inputPushToken = true; return p }(),
+             kind: .conflictingKeys, keyPath: "aps.input-push-token"),
+        Case(name: "end with input-push-channel", payload: { var p = Payload.liveActivityEnd(timestamp: 1)
+                p.aps.inputPushChannel = "Y2g="; return p }(),
+             pushType: .liveactivity, kind: .conflictingKeys, keyPath: "aps.input-push-channel"),
+        Case(name: "live activity alert without event", payload: Payload(aps: APS(liveActivityAlert: LiveActivityAlert(title: "t"))),
+             kind: .missingKey, keyPath: "aps.event"),
+        Case(name: "non-finite in unknown sound key", payload: Payload(aps: APS(
+                sound: .dictionary(name: "a", isCritical: false, volume: nil, additionalKeys: ["x": [1, .double(.nan)]]))),
+             kind: .nonFiniteNumber, keyPath: "aps.sound.x[1]"),
+        Case(name: "non-finite in unknown localized text key", payload: Payload.liveActivityUpdate(
+                timestamp: 1, contentState: liveState,
+                alert: LiveActivityAlert(title: .localized(key: "K", arguments: nil, additionalKeys: ["r": .double(.infinity)]))),
+             kind: .nonFiniteNumber, keyPath: "aps.alert.title.r"),
         Case(name: "non-finite custom double", payload: Payload.alert(body: "b").adding("ratio", .double(.infinity)),
              kind: .nonFiniteNumber, keyPath: "ratio"),
         Case(name: "non-finite in unknown aps key", payload: Payload(aps: APS(badge: 1, additionalKeys: ["future": [.double(.nan)]])),
@@ -111,6 +164,26 @@ import Testing
         var visible = Payload.background()
         visible.aps.alert = Alert(body: "New data")
         _ = try visible.encoded(for: .alert)
+        // The start-only keys are accepted on a start, and on an event this SDK does not know.
+        let start = Payload.liveActivityStart(
+            timestamp: 1, attributesType: "Match", attributes: ["home": "A"], contentState: ["score": 0],
+            alert: LiveActivityAlert(title: "t"), inputPushToken: true, inputPushChannel: "Y2g=")
+        _ = try start.encoded(for: .liveactivity)
+        var future = start
+        future.aps.event = LiveActivityEvent(rawValue: "future-event")
+        _ = try future.encoded(for: .liveactivity)
+        // An end may carry an alert (liveActivityEnd(timestamp:contentState:dismissalDate:alert:)).
+        _ = try Payload.liveActivityEnd(timestamp: 1, alert: LiveActivityAlert(title: "Over")).encoded(for: .liveactivity)
+        // APNS-PROTOCOL.md only says widgets and controls need content-changed; it does not
+        // say they refuse other aps keys, so those are not refused.
+        var widget = Payload.contentChanged()
+        widget.aps.badge = 1
+        _ = try widget.encoded(for: .widgets)
+        // An MDM push with its magic is accepted; custom keys beside it are not refused.
+        _ = try Payload.mdm(pushMagic: "m").encoded(for: .mdm)
+        // Unknown keys in a sound dictionary or a localized text are fine.
+        _ = try Payload(aps: APS(
+            sound: .dictionary(name: "a", isCritical: true, volume: 0.5, additionalKeys: ["x-new": 1]))).encoded(for: .alert)
     }
 
     @Test func errorDescriptionSaysWhatAndWhere() {

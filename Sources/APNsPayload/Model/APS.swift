@@ -63,6 +63,13 @@ public struct APS: Sendable, Hashable {
     /// written after the modelled keys. A key here that the SDK models is an error.
     public var additionalKeys: JSONObject
 
+    /// The values decoding read for the flags `content-available`, `mutable-content`,
+    /// `input-push-token` and `content-changed` when they differ from what the SDK writes
+    /// (`0`, `false`, or `true` for a `1` flag): written back instead of the canonical form
+    /// while they still agree with the flag, so forwarding keeps them. Setting the flag to
+    /// the other value makes the SDK write its canonical form (or nothing) again.
+    var flagSpellings: JSONObject = JSONObject()
+
     /// An `aps` dictionary; every key is optional.
     public init(
         alert: Alert? = nil,
@@ -119,11 +126,13 @@ public struct APS: Sendable, Hashable {
     /// Whether no key is set.
     public var isEmpty: Bool {
         !hasAlert && badge == nil && sound == nil && threadID == nil && category == nil
-            && !contentAvailable && !mutableContent && targetContentID == nil && interruptionLevel == nil
+            && flag("content-available", contentAvailable) == nil && flag("mutable-content", mutableContent) == nil
+            && targetContentID == nil && interruptionLevel == nil
             && relevanceScore == nil && filterCriteria == nil && timestamp == nil && event == nil
             && contentState == nil && staleDate == nil && dismissalDate == nil && attributesType == nil
-            && attributes == nil && !inputPushToken && inputPushChannel == nil && liveActivityAlert == nil
-            && !contentChanged && urlArgs == nil && additionalKeys.isEmpty
+            && attributes == nil && flag("input-push-token", inputPushToken) == nil && inputPushChannel == nil
+            && liveActivityAlert == nil && flag("content-changed", contentChanged) == nil && urlArgs == nil
+            && additionalKeys.isEmpty
     }
 
     /// Whether ``alert`` is set. A pattern match: `alert == nil` goes through an
@@ -131,6 +140,18 @@ public struct APS: Sendable, Hashable {
     var hasAlert: Bool {
         if case .some = alert { return true }
         return false
+    }
+
+    /// The canonical value of each flag: what the SDK writes when it is set.
+    static let flagCanonicalValues: JSONObject = [
+        "content-available": 1, "mutable-content": 1, "input-push-token": 1, "content-changed": true,
+    ]
+
+    /// What is written for the flag `key` whose value is `isSet`: the decoded spelling while
+    /// it agrees with `isSet`, otherwise the canonical value when set, and nothing when not.
+    func flag(_ key: String, _ isSet: Bool) -> JSONValue? {
+        if let spelling = flagSpellings[key], spelling.flagReading == isSet { return spelling }
+        return isSet ? APS.flagCanonicalValues[key] : nil
     }
 
     /// The keys the SDK models, in the order it writes them.

@@ -38,7 +38,8 @@ public struct Alert: Sendable, Hashable {
     /// `summary-arg-count` (legacy): how many items this notification adds to the summary; at least 1.
     public var summaryArgCount: Int?
     /// Keys of the `alert` dictionary this SDK does not model, kept when decoding so
-    /// that forwarding a payload loses nothing. Written after the modelled keys.
+    /// that forwarding a payload loses nothing. Written after the modelled keys; a key
+    /// here that `Alert` models (`body`, `loc-args`, …) is an error.
     public var additionalKeys: JSONObject
     /// Whether the alert is written as a plain string, `"alert":"<body>"`, the legacy
     /// short form. Only a body may be set then; see ``text(_:)``.
@@ -89,6 +90,13 @@ public struct Alert: Sendable, Hashable {
     public static func localized(_ key: String, arguments: [String] = []) -> Alert {
         Alert(locKey: key, locArgs: arguments.isEmpty ? nil : arguments)
     }
+
+    /// The keys of the `alert` dictionary this SDK models.
+    static let modelledKeys: Set<String> = [
+        "title", "subtitle", "body", "launch-image", "title-loc-key", "title-loc-args",
+        "subtitle-loc-key", "subtitle-loc-args", "loc-key", "loc-args", "action-loc-key",
+        "summary-arg", "summary-arg-count",
+    ]
 
     /// Whether any key other than `body` is set.
     var hasKeysBesideBody: Bool {

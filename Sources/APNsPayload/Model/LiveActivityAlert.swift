@@ -11,6 +11,7 @@ public struct LiveActivityAlert: Sendable, Hashable {
     /// `sound`.
     public var sound: Sound?
     /// Keys this SDK does not model, kept when decoding; written after the modelled keys.
+    /// `title`, `body` or `sound` here is an error.
     public var additionalKeys: JSONObject
 
     /// A Live Activity alert.
@@ -23,6 +24,9 @@ public struct LiveActivityAlert: Sendable, Hashable {
         self.sound = sound
         self.additionalKeys = additionalKeys
     }
+
+    /// The keys of a Live Activity alert this SDK models.
+    static let modelledKeys: Set<String> = ["title", "body", "sound"]
 }
 
 /// Text given as is, or as a localization key with arguments
@@ -30,8 +34,14 @@ public struct LiveActivityAlert: Sendable, Hashable {
 public enum LocalizableText: Sendable, Hashable {
     /// Text shown as given.
     case plain(String)
-    /// A key into the app's `Localizable.strings`, with values for its format specifiers.
-    case localized(key: String, arguments: [String])
+    /// A key into the app's `Localizable.strings` (`loc-key`), with values for its format
+    /// specifiers (`loc-args`; `nil` leaves the key out). `additionalKeys` holds keys this
+    /// SDK does not model, kept when decoding and written after `loc-key` and `loc-args`;
+    /// `loc-key` or `loc-args` there is an error.
+    case localized(key: String, arguments: [String]?, additionalKeys: JSONObject = JSONObject())
+
+    /// The keys of the localized form this SDK models.
+    static let modelledKeys: Set<String> = ["loc-key", "loc-args"]
 }
 
 extension LocalizableText: ExpressibleByStringLiteral {

@@ -14,7 +14,10 @@ public enum Sound: Sendable, Hashable {
     /// `"sound":"<name>"`.
     case named(String)
     /// `"sound":{"critical":1?,"name":…,"volume":…?}`; `volume` must be in 0...1.
-    case dictionary(name: String, isCritical: Bool, volume: Double?)
+    /// `additionalKeys` holds keys of the dictionary this SDK does not model, kept when
+    /// decoding and written after the modelled keys; `critical`, `name` or `volume` there
+    /// is an error.
+    case dictionary(name: String, isCritical: Bool, volume: Double?, additionalKeys: JSONObject = JSONObject())
 
     /// The system's default sound.
     public static let `default` = Sound.named("default")
@@ -31,9 +34,12 @@ public enum Sound: Sendable, Hashable {
     public var name: String {
         switch self {
         case .named(let name): return name
-        case .dictionary(let name, _, _): return name
+        case .dictionary(let name, _, _, _): return name
         }
     }
+
+    /// The keys of the dictionary form this SDK models.
+    static let modelledKeys: Set<String> = ["critical", "name", "volume"]
 }
 
 extension Sound: ExpressibleByStringLiteral {
