@@ -29,7 +29,6 @@ func sendGameInvite(to deviceToken: DeviceToken, with client: APNsClient) async 
     try payload.setCustom("invite", to: GameInvite(gameID: 4711, from: "Bob"))
     print(String(decoding: try payload.encoded(for: .alert), as: UTF8.self))  // compact JSON, ≤ 4096 bytes
 
-
     // Every notification ends in exactly one outcome.
     let notification = PushNotification(payload: payload, topic: "com.example.game")
     do {

@@ -39,6 +39,19 @@ struct ReadmeExampleTests {
         #expect(source.contains(block), "README.md must quote removesTokenOnUnregistered() exactly as the test has it")
     }
 
+    /// The dependency snippet cannot be compiled here: check that the product it names
+    /// is a library of this package and the module the quoted tour imports.
+    @Test func dependencySnippetNamesTheProductTheTourImports() throws {
+        let readme = try Self.read("README.md")
+        let manifest = try Self.read("Package.swift")
+        let tour = try Self.read("Examples/QuickTour/main.swift")
+        let marker = ".product(name: \""
+        let start = try #require(readme.range(of: marker)).upperBound
+        let product = String(readme[start...].prefix { $0 != "\"" })
+        #expect(manifest.contains(".library(name: \"\(product)\""), "README names a product Package.swift does not declare: \(product)")
+        #expect(tour.contains("import \(product)"), "README's dependency is \(product), but the tour does not import it")
+    }
+
     @Test func everySwiftBlockComesFromCompiledCode() throws {
         let sources = try [
             Self.read("Examples/QuickTour/main.swift"),
