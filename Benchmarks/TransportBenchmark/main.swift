@@ -264,9 +264,14 @@ final class LatencyRecorder: @unchecked Sendable {
 func runH2load(connections: Int, streams: Int, requests: Int) throws -> Figures? {
     let payloadPath = NSTemporaryDirectory() + "transport-benchmark-payload.json"
     try Data(payload).write(to: URL(fileURLWithPath: payloadPath))
+    // h2load from PATH (Debian's nghttp2-client puts it in /usr/bin).
+    let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"
+    guard
+        let h2loadPath = searchPath.split(separator: ":").map({ "\($0)/h2load" })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+    else { return nil }
     let h2load = Process()
-    h2load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
-    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/h2load") else { return nil }
+    h2load.executableURL = URL(fileURLWithPath: h2loadPath)
     h2load.arguments = [
         "-n", String(requests), "-c", String(connections), "-m", String(streams), "-t", "1",
         "-d", payloadPath,
