@@ -9,20 +9,20 @@ import Testing
 struct ES256SignatureCheckTests {
     @Test("tokens signed by the registered key for its team pass; another key's, or another team's, are InvalidProviderToken")
     func signatureCheck() async throws {
-        let registered = try ProviderKey.generate()
+        let providerKey = try ProviderKey.generate()
         let stranger = try ProviderKey.generate()
+        // As IntegrationTestingWithTheMockServer.md shows it:
         var keys = ProviderTokenVerifier()
-        keys.register(registered, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        keys.register(providerKey, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
         let configuration = MockAPNsServer.Configuration(
-            bundleIDs: ["com.example.app"],
-            authentication: .providerToken(.signature(keys)))
+            bundleIDs: ["com.example.app"], authentication: .providerToken(.signature(keys)))
 
-        let good = try ProviderTokenCache(key: registered, keyID: "ABC123DEFG", teamID: "DEF123GHIJ").token()
+        let good = try ProviderTokenCache(key: providerKey, keyID: "ABC123DEFG", teamID: "DEF123GHIJ").token()
         let forged = try ProviderTokenCache(key: stranger, keyID: "ABC123DEFG", teamID: "DEF123GHIJ").token()
-        let unknownKeyID = try ProviderTokenCache(key: registered, keyID: "ZZZ999ZZZZ", teamID: "DEF123GHIJ").token()
+        let unknownKeyID = try ProviderTokenCache(key: providerKey, keyID: "ZZZ999ZZZZ", teamID: "DEF123GHIJ").token()
         // Signed by the registered key, so the signature verifies, but issued for a team
         // the key does not belong to.
-        let wrongTeam = try ProviderTokenCache(key: registered, keyID: "ABC123DEFG", teamID: "ZZZ999TEAM").token()
+        let wrongTeam = try ProviderTokenCache(key: providerKey, keyID: "ABC123DEFG", teamID: "ZZZ999TEAM").token()
 
         try await withServerAndCurl(configuration) { server, curl in
             for (token, status, reason) in [
