@@ -10,7 +10,9 @@ import Synchronization
 /// token, topic, push type, priority, expiration, `apns-id`, collapse id, payload size
 /// and shape), can be scripted to fail (a fixed answer per device token, statuses for
 /// the next N requests, GOAWAY, delays, dropped or refused connections) and records
-/// every request, including whether each header arrived never-indexed.
+/// every request: each header with how HPACK represented it on the wire, the header
+/// block's size, the size of the server's HPACK decoder table after it, the body, the
+/// provider token's claims and the answer.
 ///
 /// ```swift
 /// try await withMockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"])) { server in

@@ -29,16 +29,25 @@ public struct ProviderTokenCheck: Sendable {
 
     /// Verifies the ES256 signature with APNsCore's ``APNsCore/ProviderTokenVerifier``, as
     /// APNs does with the public keys of your developer account: register the public key
-    /// of each `.p8` under its key id, then pass the verifier here.
+    /// of each `.p8` under its key id and its team id, then pass the verifier here.
+    ///
+    /// A token is valid when its `kid` names a registered key, that key's signature
+    /// verifies, and, for a key registered with a team id, its `iss` is that team: a token
+    /// signed by a registered key but issued for another team gets `403
+    /// InvalidProviderToken`, as on APNs. A key registered without a team id accepts any
+    /// `iss`.
     ///
     /// ```swift
     /// var keys = ProviderTokenVerifier()
-    /// keys.register(providerKey, keyID: "ABC123DEFG")
+    /// keys.register(providerKey, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
     /// let configuration = MockAPNsServer.Configuration(
     ///     bundleIDs: ["com.example.app"], authentication: .providerToken(.signature(keys)))
     /// ```
     public static func signature(_ verifier: ProviderTokenVerifier) -> ProviderTokenCheck {
         ProviderTokenCheck { token, claims in
+            // The verifier checks the signature and binds the key to its team; the server
+            // read `claims` from the same token with its own parser, and both readings
+            // must name the same key and team.
             guard let verified = try? verifier.verify(token) else { return false }
             return verified.keyID == claims.keyID && verified.teamID == claims.teamID
         }

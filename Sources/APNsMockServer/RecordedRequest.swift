@@ -48,6 +48,18 @@ public struct RecordedRequest: Sendable, Hashable {
     /// The bytes of the HEADERS and CONTINUATION frame payloads that carried the header
     /// block (the HPACK-compressed size, plus padding if the client padded).
     public var headerBlockLength: Int
+    /// The size of the server's HPACK decoder table (nghttp2's inflater) right after this
+    /// request's header block was decoded, in octets as
+    /// [RFC 7541 §4.1](https://www.rfc-editor.org/rfc/rfc7541#section-4.1) counts them:
+    /// each entry is its name's and value's length plus 32.
+    ///
+    /// It is the table of the whole connection, so it grows with each field a client sends
+    /// with incremental indexing (``HeaderRepresentation/incrementalIndexing``) and shrinks
+    /// only by eviction or a table size update; it never exceeds the 4096 octets of
+    /// SETTINGS_HEADER_TABLE_SIZE, which the server leaves at its default. On a
+    /// connection that carries concurrent requests, it includes the blocks of requests
+    /// whose headers arrived before this one's ended.
+    public var inflaterDynamicTableSize: Int
     /// The request body.
     public var body: [UInt8]
     /// The claims of the provider token, when the request carried one that could be read.

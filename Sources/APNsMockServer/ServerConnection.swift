@@ -26,6 +26,8 @@ final class ServerConnection {
     final class Stream {
         var headers: [RecordedRequest.Header] = []
         var headerBlockLength = 0
+        /// The inflater's dynamic table size once this stream's header block was decoded.
+        var inflaterTableSize = 0
         var body: [UInt8] = []
         var bodyLength = 0
         var responseBody: [UInt8] = []
@@ -421,7 +423,7 @@ final class ServerConnection {
             }
             record = RecordedRequest(
                 sequenceNumber: 0, connectionNumber: number, streamID: Int(streamID), headers: headers,
-                headerBlockLength: stream.headerBlockLength, body: stream.body, providerToken: claims,
+                headerBlockLength: stream.headerBlockLength, inflaterDynamicTableSize: stream.inflaterTableSize, body: stream.body, providerToken: claims,
                 status: 0, reason: nil, apnsID: apnsID)
         }
         let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID,
@@ -605,12 +607,14 @@ extension ServerLoop {
             stream.bodyLength += length
             return 0
         }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, userData in
             guard let frame, let connection = connection(userData) else { return 0 }
             let streamID = frame.pointee.hd.stream_id
             let type = Int(frame.pointee.hd.type)
             if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.streams[streamID], stream.headerBlockLength == 0 {
                 stream.headerBlockLength = connection.headerBlockBytes
+                // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
+                stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
             }
             if (type == Int(NGHTTP2_HEADERS.rawValue) || type == Int(NGHTTP2_DATA.rawValue)),
                frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {

@@ -116,7 +116,27 @@ struct ScriptedFaultTests {
             let result = try await output
             let streamID = try #require(respondedStreamID(result.stdout), "\(result.stdout)")
             #expect(result.stdout.contains(":status: 200"))
-            #expect(result.stdout.contains("last_stream_id=\(streamID)"), "\(result.stdout)")
+            #expect(result.stdout.contains("recv GOAWAY frame"), "\(result.stdout)")
+            // nghttp prints GOAWAY's opaque data: the reason as APNs sends it.
+            #expect(result.stdout.contains("last_stream_id=\(streamID), error_code=NO_ERROR(0x00)"), "\(result.stdout)")
+            #expect(result.stdout.contains(#"[{"reason":"Shutdown"}]"#), "\(result.stdout)")
+            #expect(server.statistics.goAways == 1)
+        }
+    }
+
+    @Test("GOAWAY now carries the reason given to sendGoAwayNow as its debug data")
+    func goAwayNowReason() async throws {
+        try await withServerAndCurl { server, curl in
+            server.setResponseDelay(.seconds(60))  // held, then released: see goAwayNowWithDelay
+            async let output = nghttpVerbose(server: server, curl: curl)
+            try await waitForRequests(server, count: 1)
+            server.sendGoAwayNow(reason: "ServiceUnavailable")
+            server.setResponseDelay(.zero)
+            let result = try await output
+            let goAway = result.stdout.split(separator: "\n").first { $0.contains("recv GOAWAY frame") }
+            #expect(goAway != nil, "\(result.stdout)")
+            let reason = #"{"reason":"ServiceUnavailable"}"#
+            #expect(result.stdout.contains("opaque_data(\(reason.utf8.count))=[\(reason)]"), "\(result.stdout)")
         }
     }
 
@@ -144,6 +164,39 @@ struct ScriptedFaultTests {
             let next = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
             #expect(next.status == 200)
             #expect(server.statistics.requests == 2)
+        }
+    }
+
+    @Test("refused connections are accepted again once the refusal runs out, without a reset")
+    func refusalRunsOut() async throws {
+        try await withServerAndCurl { server, curl in
+            let refusal = Duration.seconds(2)
+            let began = ContinuousClock.now
+            server.refuseConnections(for: refusal)
+            let first = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            if first.status == 200 {
+                // Only possible when starting curl took longer than the refusal (the server
+                // reads the same monotonic clock): no flake, but nothing was refused to see.
+                #expect(ContinuousClock.now - began >= refusal)
+            } else {
+                #expect(first.exitCode != 0)
+                #expect(server.statistics.connectionsRefused >= 1)
+            }
+            // No timed assertion: poll (bounded, about 30 s at most) until a connection is
+            // accepted; the refusal must end on its own, long before that.
+            var accepted: CurlClient.Response?
+            for _ in 0..<60 {
+                let attempt = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+                if attempt.status == 200 {
+                    accepted = attempt
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            #expect(accepted?.status == 200)
+            // Once accepted, it stays so.
+            let again = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(again.status == 200)
         }
     }
 

@@ -18,6 +18,53 @@ struct TLSAndTransportTests {
         }
     }
 
+    /// The frames nghttp says it received on `stream` (`recv TYPE frame <…, flags=0xNN,
+    /// stream_id=N>` lines), in order, and the response fields it printed for it.
+    static func received(_ output: String, stream: Int) -> (frames: [(type: String, flags: UInt8)], fields: [String]) {
+        var frames: [(type: String, flags: UInt8)] = []
+        var fields: [String] = []
+        for line in output.split(separator: "\n") {
+            if line.contains("] recv (stream_id=\(stream)) "), let range = line.range(of: ") ") {
+                fields.append(String(line[range.upperBound...]))
+            }
+            guard line.contains("] recv "), line.contains(" frame <"), line.hasSuffix("stream_id=\(stream)>"),
+                  let type = line.range(of: "recv ").map({ line[$0.upperBound...].prefix { $0 != " " } }),
+                  let flags = line.range(of: "flags=0x").map({ UInt8(line[$0.upperBound...].prefix(2), radix: 16) }) ?? nil
+            else { continue }
+            frames.append((String(type), flags))
+        }
+        return (frames, fields)
+    }
+
+    @Test("a success is one HEADERS frame with END_STREAM and no DATA; a failure adds a DATA frame (nghttp -v)")
+    func successFrames() async throws {
+        try await withServerAndCurl { server, curl in
+            let endStream: UInt8 = 0x1, endHeaders: UInt8 = 0x4  // RFC 9113 §6.2
+            let success = try await nghttpVerbose(server: server, curl: curl)
+            #expect(success.exitCode == 0, "\(success.stderr)")
+            let stream = try #require(respondedStreamID(success.stdout), "\(success.stdout)")
+            let answer = Self.received(success.stdout, stream: stream)
+            try #require(answer.frames.count == 1, "\(success.stdout)")
+            #expect(answer.frames[0].type == "HEADERS")
+            #expect(answer.frames[0].flags & endStream != 0)
+            #expect(answer.frames[0].flags & endHeaders != 0)
+            #expect(!answer.frames.contains { $0.type == "DATA" })
+            #expect(answer.fields.first == ":status: 200")
+            #expect(answer.fields.count == 2, "no content-type or content-length: \(answer.fields)")
+            #expect(answer.fields.last?.hasPrefix("apns-id: ") == true, "\(answer.fields)")
+
+            // The same reading of a failure finds its body: HEADERS without END_STREAM,
+            // then DATA with it.
+            let failure = try await nghttpVerbose(server: server, curl: curl, token: "not-hex")
+            let failed = try #require(respondedStreamID(failure.stdout), "\(failure.stdout)")
+            let refusal = Self.received(failure.stdout, stream: failed)
+            #expect(refusal.frames.map(\.type) == ["HEADERS", "DATA"], "\(failure.stdout)")
+            #expect(refusal.frames.first.map { $0.flags & endStream == 0 } == true)
+            #expect(refusal.frames.last.map { $0.flags & endStream != 0 } == true)
+            #expect(refusal.fields.first == ":status: 400")
+        }
+    }
+
     @Test("curl verifies the certificate over IPv6 loopback when available")
     func verifiedIPv6() async throws {
         try await withServerAndCurl { server, curl in

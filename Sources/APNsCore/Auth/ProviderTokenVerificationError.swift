@@ -11,6 +11,7 @@ public struct ProviderTokenVerificationError: Error, Sendable, CustomStringConve
             case unknownKeyID = "unknown_key_id"
             case badSignature = "bad_signature"
             case invalidPublicKey = "invalid_public_key"
+            case wrongTeamID = "wrong_team_id"
         }
 
         private let base: Base
@@ -25,9 +26,12 @@ public struct ProviderTokenVerificationError: Error, Sendable, CustomStringConve
         public static let unknownKeyID = Kind(.unknownKeyID)
         /// The signature is not a valid ES256 signature of the token by the key of `kid`.
         public static let badSignature = Kind(.badSignature)
-        /// A key given to ``ProviderTokenVerifier/register(publicKeyPEM:keyID:)`` is not a
-        /// P-256 public key in PEM.
+        /// A key given to ``ProviderTokenVerifier/register(publicKeyPEM:keyID:teamID:)`` is
+        /// not a P-256 public key in PEM.
         public static let invalidPublicKey = Kind(.invalidPublicKey)
+        /// The signature is valid, but the key of `kid` was registered with a team id and
+        /// the token's `iss` names another team (APNs answers `InvalidProviderToken`).
+        public static let wrongTeamID = Kind(.wrongTeamID)
 
         /// A short, stable label (`"bad_signature"`), safe for logs and metric labels.
         public var description: String { base.rawValue }

@@ -1,20 +1,30 @@
 import Foundation
 
 /// Checks provider tokens the way APNs does: an ES256 JWT whose `kid` names a registered
-/// public key, with an `iss` string and an integer `iat`.
+/// public key, with an `iss` string and an integer `iat`; when the key was registered with
+/// its team id, `iss` must be that team.
 ///
 /// The mock server uses it to accept or refuse the `authorization` header; it is public so
 /// that your own test servers can too. It checks the format and the signature
 /// ([RFC 7515 §5.2](https://www.rfc-editor.org/rfc/rfc7515#section-5.2)); the age of
 /// `iat` is left to the caller, which owns the clock.
 ///
+/// A `.p8` key belongs to one developer team, and APNs refuses a token signed with it
+/// whose `iss` names another team (`403 InvalidProviderToken`). Register each key with
+/// its team id to get the same check; a key registered without one accepts any `iss`.
+///
 /// ```swift
 /// var verifier = ProviderTokenVerifier()
-/// try verifier.register(publicKeyPEM: publicKeyPEM, keyID: "ABC123DEFG")
+/// try verifier.register(publicKeyPEM: publicKeyPEM, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
 /// let verified = try verifier.verify(jwt)
 /// ```
 public struct ProviderTokenVerifier: Sendable {
-    private var keys: [String: EVPKey] = [:]
+    private struct Registration: Sendable {
+        var key: EVPKey
+        var teamID: String?
+    }
+
+    private var keys: [String: Registration] = [:]
 
     /// A verifier that knows no keys yet.
     public init() {}
@@ -22,16 +32,25 @@ public struct ProviderTokenVerifier: Sendable {
     /// The key ids registered so far.
     public var keyIDs: Set<String> { Set(keys.keys) }
 
+    /// The team id the key registered under `keyID` is bound to; `nil` if no key is
+    /// registered under that id, or it was registered without a team id.
+    public func teamID(forKeyID keyID: String) -> String? {
+        keys[keyID]?.teamID
+    }
+
     /// Registers the public key that verifies tokens whose `kid` is `keyID`, replacing any
     /// key registered before under that id.
     ///
     /// - Parameters:
     ///   - publicKeyPEM: A P-256 `-----BEGIN PUBLIC KEY-----` block (SubjectPublicKeyInfo).
     ///   - keyID: The `kid` the tokens carry.
+    ///   - teamID: The team the key belongs to: ``verify(_:)`` then refuses a token whose
+    ///     `iss` is any other string with ``ProviderTokenVerificationError/Kind/wrongTeamID``,
+    ///     as APNs does. `nil` (the default) accepts any `iss`.
     /// - Throws: ``ProviderTokenVerificationError`` with
     ///   ``ProviderTokenVerificationError/Kind/invalidPublicKey`` if the PEM holds no P-256
     ///   public key.
-    public mutating func register(publicKeyPEM: String, keyID: String) throws(ProviderTokenVerificationError) {
+    public mutating func register(publicKeyPEM: String, keyID: String, teamID: String? = nil) throws(ProviderTokenVerificationError) {
         let text = PEMBlock.normalize(Array(publicKeyPEM.utf8))
         guard let blocks = try? PEMBlock.parseAll(text),
               let block = blocks.first(where: { $0.label == "PUBLIC KEY" }) else {
@@ -44,12 +63,20 @@ public struct ProviderTokenVerifier: Sendable {
         guard algorithm.isP256 else {
             throw ProviderTokenVerificationError(.invalidPublicKey, "the PUBLIC KEY for kid \(keyID) is \(algorithm.typeName) \(algorithm.curveName ?? "\(algorithm.bits)-bit"), not EC P-256")
         }
-        keys[keyID] = key
+        keys[keyID] = Registration(key: key, teamID: teamID)
     }
 
-    /// Registers the public half of `key` under `keyID`.
-    public mutating func register(_ key: ProviderKey, keyID: String) {
-        keys[keyID] = key.key
+    /// Registers the public half of `key` under `keyID`, replacing any key registered
+    /// before under that id.
+    ///
+    /// - Parameters:
+    ///   - key: The provider key whose public half verifies the tokens.
+    ///   - keyID: The `kid` the tokens carry.
+    ///   - teamID: The team the key belongs to: ``verify(_:)`` then refuses a token whose
+    ///     `iss` is any other string with ``ProviderTokenVerificationError/Kind/wrongTeamID``,
+    ///     as APNs does. `nil` (the default) accepts any `iss`.
+    public mutating func register(_ key: ProviderKey, keyID: String, teamID: String? = nil) {
+        keys[keyID] = Registration(key: key.key, teamID: teamID)
     }
 
     /// Verifies `jwt` and returns its key id, team id and issue time.
@@ -58,9 +85,10 @@ public struct ProviderTokenVerifier: Sendable {
     ///   ``ProviderTokenVerificationError/Kind/malformed`` (not three base64url parts, JSON
     ///   that is not an object with a string `kid`, a string `iss` and an integer `iat`),
     ///   ``ProviderTokenVerificationError/Kind/unsupportedAlgorithm`` (`alg` is not
-    ///   `ES256`), ``ProviderTokenVerificationError/Kind/unknownKeyID``, or
+    ///   `ES256`), ``ProviderTokenVerificationError/Kind/unknownKeyID``,
     ///   ``ProviderTokenVerificationError/Kind/badSignature`` (including a DER signature in
-    ///   place of the 64-byte `r||s`).
+    ///   place of the 64-byte `r||s`), or ``ProviderTokenVerificationError/Kind/wrongTeamID``
+    ///   (the key was registered with a team id and `iss` is another).
     public func verify(_ jwt: String) throws(ProviderTokenVerificationError) -> VerifiedProviderToken {
         let bytes = Array(jwt.utf8)
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
@@ -79,7 +107,7 @@ public struct ProviderTokenVerifier: Sendable {
         guard let keyID = header.kid else {
             throw malformed("the header has no string \"kid\"")
         }
-        guard let key = keys[keyID] else {
+        guard let registration = keys[keyID] else {
             throw ProviderTokenVerificationError(.unknownKeyID, "no public key is registered for kid \"\(keyID)\"")
         }
         guard let signature = Base64.decode(parts[2]) else {
@@ -89,7 +117,7 @@ public struct ProviderTokenVerifier: Sendable {
             throw ProviderTokenVerificationError(.badSignature, "the signature is \(signature.count) bytes; an ES256 signature is the 64-byte r||s, not DER")
         }
         let signingInput = bytes[..<(parts[1].endIndex)]
-        guard ES256.verify(signature: signature, signingInput: signingInput, key: key) else {
+        guard ES256.verify(signature: signature, signingInput: signingInput, key: registration.key) else {
             throw ProviderTokenVerificationError(.badSignature, "the signature does not verify with the key registered for kid \"\(keyID)\"")
         }
         guard let claimsJSON = Base64.decode(parts[1]) else {
@@ -100,6 +128,9 @@ public struct ProviderTokenVerifier: Sendable {
             claims = try JSONDecoder().decode(Claims.self, from: Data(claimsJSON))
         } catch {
             throw malformed("the claims are not a JSON object with a string \"iss\" and an integer \"iat\" (seconds since 1970)")
+        }
+        if let teamID = registration.teamID, claims.iss != teamID {
+            throw ProviderTokenVerificationError(.wrongTeamID, "the token's iss \"\(claims.iss)\" is not \"\(teamID)\", the team id registered with the key for kid \"\(keyID)\"")
         }
         return VerifiedProviderToken(keyID: keyID, teamID: claims.iss, issuedAtSeconds: claims.iat)
     }

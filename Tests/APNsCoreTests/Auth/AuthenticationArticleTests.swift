@@ -35,8 +35,11 @@ struct AuthenticationArticleTests {
 
         // Verifying tokens
         var verifier = ProviderTokenVerifier()
-        try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: "ABC123DEFG")
+        try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
         let verified = try verifier.verify(tokens.token().jwt)
         #expect(verified.teamID == "DEF123GHIJ")
+        let otherTeam = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "ZZZ999TEAM").token()
+        let refused = #expect(throws: ProviderTokenVerificationError.self) { _ = try verifier.verify(otherTeam.jwt) }
+        #expect(refused?.kind == .wrongTeamID)
     }
 }

@@ -124,6 +124,52 @@ struct ProviderTokenFormatTests {
         #expect(verified.issuedAtSeconds == expected.iat)
     }
 
+    /// A key registered with its team id: the joserfc token's own `iss` passes, and the
+    /// same correctly signed token is refused when the key belongs to another team.
+    @Test func bindsAKeyToItsTeamID() throws {
+        let jwt = try AuthFixture.text("external-es256.jwt").trimmingCharacters(in: .whitespacesAndNewlines)
+        let expected = try JSONDecoder().decode(ExternalClaims.self, from: Data(try AuthFixture.bytes("external-es256.json")))
+        let pem = try AuthFixture.text("external-es256.pub.pem")
+
+        var sameTeam = ProviderTokenVerifier()
+        try sameTeam.register(publicKeyPEM: pem, keyID: expected.kid, teamID: expected.iss)
+        #expect(sameTeam.teamID(forKeyID: expected.kid) == expected.iss)
+        #expect(try sameTeam.verify(jwt).teamID == expected.iss)
+
+        let otherTeam = expected.iss == "ZZZ999TEAM" ? "YYY888TEAM" : "ZZZ999TEAM"
+        var wrongTeam = ProviderTokenVerifier()
+        try wrongTeam.register(publicKeyPEM: pem, keyID: expected.kid, teamID: otherTeam)
+        let error = #expect(throws: ProviderTokenVerificationError.self) {
+            _ = try wrongTeam.verify(jwt)
+        }
+        #expect(error?.kind == .wrongTeamID, "\(error?.description ?? "")")
+        #expect(error?.description.contains(otherTeam) == true)
+
+        // Without a team id, as before: any iss.
+        var anyTeam = ProviderTokenVerifier()
+        try anyTeam.register(publicKeyPEM: pem, keyID: expected.kid)
+        #expect(anyTeam.teamID(forKeyID: expected.kid) == nil)
+        #expect(try anyTeam.verify(jwt).teamID == expected.iss)
+    }
+
+    /// The team check comes after the signature: a forged token for the right team is
+    /// still a bad signature, and a token for another team signed by a `ProviderKey`
+    /// registered with ``ProviderTokenVerifier/register(_:keyID:teamID:)`` is wrongTeamID.
+    @Test func teamIDWithAProviderKey() throws {
+        let key = try ProviderKey(contentsOfFile: AuthFixture.path("p256.p8"))
+        var verifier = ProviderTokenVerifier()
+        verifier.register(key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        #expect(try verifier.verify(try Self.makeToken().jwt).teamID == "DEF123GHIJ")
+        let otherTeam = try Self.sign(header: #"{"alg":"ES256","kid":"ABC123DEFG"}"#,
+                                      claims: #"{"iss":"ZZZ999TEAM","iat":1437179036}"#)
+        let error = #expect(throws: ProviderTokenVerificationError.self) { _ = try verifier.verify(otherTeam) }
+        #expect(error?.kind == .wrongTeamID)
+        let parts = otherTeam.split(separator: ".", omittingEmptySubsequences: false)
+        let forged = parts[0] + "." + Base64.encode(Array(#"{"iss":"DEF123GHIJ","iat":1437179036}"#.utf8)) + "." + parts[2]
+        let forgedError = #expect(throws: ProviderTokenVerificationError.self) { _ = try verifier.verify(String(forged)) }
+        #expect(forgedError?.kind == .badSignature)
+    }
+
     static func tampered(_ jwt: String) -> [(String, String)] {
         let parts = jwt.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         let otherClaims = Base64.encode(Array(#"{"iss":"DEF123GHIJ","iat":1437179037}"#.utf8))

@@ -37,7 +37,7 @@ func authenticationCustomRefresh(key: ProviderKey) throws -> ProviderTokenCache 
 
 func authenticationVerify(key: ProviderKey, tokens: ProviderTokenCache) throws -> VerifiedProviderToken {
     var verifier = ProviderTokenVerifier()
-    try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: "ABC123DEFG")
+    try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
     let verified = try verifier.verify(tokens.token().jwt)
     // verified.teamID == "DEF123GHIJ"
     return verified
