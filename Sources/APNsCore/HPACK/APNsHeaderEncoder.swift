@@ -50,6 +50,9 @@ public struct APNsHeaderEncoder: Sendable {
     private var encoder: HPACKEncoder
     /// The per-request names that have already entered the table once.
     private var introducedNames: PerRequestNames = []
+    /// Whether ``decisions(for:into:)`` keeps the model of the peer's table (see
+    /// ``init(tableSize:usesHuffmanCoding:modelsTable:)``).
+    private let modelsTable: Bool
 
     /// The number of header blocks encoded on this connection.
     public private(set) var headerBlockCount = 0
@@ -62,7 +65,20 @@ public struct APNsHeaderEncoder: Sendable {
     ///     ``setPeerHeaderTableSize(_:)``.
     ///   - usesHuffmanCoding: Whether strings are Huffman-coded when shorter.
     public init(tableSize: Int = HPACKEncoder.defaultTableSize, usesHuffmanCoding: Bool = true) {
+        self.init(tableSize: tableSize, usesHuffmanCoding: usesHuffmanCoding, modelsTable: true)
+    }
+
+    /// Creates the policy for a new connection whose header blocks another encoder
+    /// (nghttp2's) writes.
+    ///
+    /// The decisions never depend on what the table holds, only on each header's name,
+    /// the table's maximum size and which per-request names were already sent; so with
+    /// `modelsTable: false` ``decisions(for:into:)`` skips keeping the model of the peer's
+    /// table (``tableEntries`` then stays empty) and costs a few comparisons per header.
+    /// ``encodeHeaderBlock(_:into:decisions:)`` always keeps it: it needs it to encode.
+    package init(tableSize: Int = HPACKEncoder.defaultTableSize, usesHuffmanCoding: Bool = true, modelsTable: Bool) {
         self.encoder = HPACKEncoder(tableSize: tableSize, usesHuffmanCoding: usesHuffmanCoding)
+        self.modelsTable = modelsTable
     }
 
     /// Records a new `SETTINGS_HEADER_TABLE_SIZE` from the server; the next header
@@ -139,10 +155,14 @@ public struct APNsHeaderEncoder: Sendable {
     package mutating func decisions(for headers: [HeaderField], into decisions: inout [HPACKIndexing]) {
         decisions.removeAll(keepingCapacity: true)
         encoder.beginHeaderBlockWithoutEncoding()
-        for field in headers {
-            let indexing = decide(field)
-            decisions.append(indexing)
-            encoder.recordWithoutEncoding(field, indexing: indexing)
+        if modelsTable {
+            for field in headers {
+                let indexing = decide(field)
+                decisions.append(indexing)
+                encoder.recordWithoutEncoding(field, indexing: indexing)
+            }
+        } else {
+            for field in headers { decisions.append(decide(field)) }
         }
         headerBlockCount += 1
     }

@@ -13,10 +13,10 @@ final class HTTP2SessionSink {
     var goAwayLastStreamID: Int32 = .max
     var goAwaySent = false
     var framesSent = HTTP2FrameCounts()
-    /// The APNs header policy. nghttp2 writes the bytes; the policy only decides the
-    /// indexing, and its decisions and table model depend on field sizes (RFC 7541 §4.1),
-    /// never on Huffman coding, so it runs without Huffman coding to save the work.
-    var headerPolicy = APNsHeaderEncoder(usesHuffmanCoding: false)
+    /// The APNs header policy. nghttp2 writes the bytes and keeps the table; the policy
+    /// only decides the indexing, which depends on names, sizes and what was sent before,
+    /// never on the table's contents, so it keeps no model of the table.
+    var headerPolicy = APNsHeaderEncoder(usesHuffmanCoding: false, modelsTable: false)
     var headerScratch: [UInt8] = []
     var fieldScratch: [FieldSpan] = []
     var nvScratch: [nghttp2_nv] = []

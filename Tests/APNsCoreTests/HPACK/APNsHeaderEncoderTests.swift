@@ -145,6 +145,8 @@ struct APNsHeaderEncoderTests {
         var policy = APNsHeaderEncoder()
         // The transport's path: decisions only, no header block written.
         var decidingPolicy = APNsHeaderEncoder()
+        // The transport's configuration: decisions without a table model.
+        var unmodelledPolicy = APNsHeaderEncoder(usesHuffmanCoding: false, modelsTable: false)
         let deflater = try NGHTTP2Deflater()
         let ourPeer = try NGHTTP2Inflater()
         let theirPeer = try NGHTTP2Inflater()
@@ -164,6 +166,7 @@ struct APNsHeaderEncoderTests {
             for size in settings {
                 policy.setPeerHeaderTableSize(size)
                 decidingPolicy.setPeerHeaderTableSize(size)
+                unmodelledPolicy.setPeerHeaderTableSize(size)
                 try deflater.changeTableSize(size)
                 try ourPeer.changeTableSize(size)
                 try theirPeer.changeTableSize(size)
@@ -182,6 +185,7 @@ struct APNsHeaderEncoderTests {
             block.removeAll(keepingCapacity: true)
             policy.encodeHeaderBlock(headers, into: &block, decisions: &decisions)
             #expect(decidingPolicy.decisions(for: headers) == decisions, "request \(number)")
+            #expect(unmodelledPolicy.decisions(for: headers) == decisions, "request \(number)")
             let theirs = try deflater.encode(headers, noIndex: decisions.map(\.requiresNoIndexFlag))
             #expect(try ourPeer.decodeFields(block) == headers)
             #expect(try theirPeer.decodeFields(theirs) == headers)
