@@ -209,9 +209,9 @@ final class HTTP2ConnectionStateMachine {
         fields.removeAll(keepingCapacity: true)
         for (index, field) in request.headers.enumerated() {
             let nameStart = scratch.count
-            scratch.append(contentsOf: field.name.utf8)
+            Self.appendUTF8(of: field.name, to: &scratch)
             let valueStart = scratch.count
-            scratch.append(contentsOf: field.value.utf8)
+            Self.appendUTF8(of: field.value, to: &scratch)
             let flags = index < decisions.count && decisions[index].requiresNoIndexFlag
                 ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
             fields.append(FieldSpan(nameStart: nameStart, valueStart: valueStart, end: scratch.count, flags: flags))
@@ -266,6 +266,14 @@ final class HTTP2ConnectionStateMachine {
         record.streamID = streamID
         sink.records[streamID] = record
         return streamID
+    }
+
+    /// Appends the UTF-8 of `string`: one copy of its contiguous bytes (native strings
+    /// always have them), not an element-by-element walk of its UTF-8 view.
+    @inline(__always)
+    static func appendUTF8(of string: String, to buffer: inout [UInt8]) {
+        let copied: Void? = string.utf8.withContiguousStorageIfAvailable { buffer.append(contentsOf: $0) }
+        if copied == nil { buffer.append(contentsOf: string.utf8) }
     }
 
     /// Resets `streamID` with CANCEL (RFC 9113 §8.4); its close produces no event.

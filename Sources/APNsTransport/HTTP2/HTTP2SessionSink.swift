@@ -1,5 +1,10 @@
 import APNsCore
 import CNGHTTP2
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The nghttp2 callbacks' target: turns frames into ``HTTP2ConnectionEvent``s and keeps
 /// the per-stream records. Lives as long as its session (the state machine owns both).
@@ -33,6 +38,9 @@ final class HTTP2SessionSink {
         self.streamLimit = max(1, min(configuration.initialStreamLimit, configuration.maxStreamLimit))
         headerScratch.reserveCapacity(1024)
     }
+
+    /// `:status` as bytes, for comparing header names without going through `String`.
+    static let statusName: [UInt8] = Array(":status".utf8)
 
     static func from(_ userData: UnsafeMutableRawPointer?) -> HTTP2SessionSink? {
         guard let userData else { return nil }
@@ -106,7 +114,7 @@ final class HTTP2SessionSink {
         else { return 0 }
         let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
         let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
-        if nameLength == 7, nameBytes.elementsEqual(":status".utf8) {
+        if nameLength == 7, memcmp(name, HTTP2SessionSink.statusName, 7) == 0 {
             var status = 0
             for byte in valueBytes where byte >= 0x30 && byte <= 0x39 {
                 status = status * 10 + Int(byte - 0x30)
