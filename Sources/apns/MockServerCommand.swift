@@ -25,7 +25,7 @@ struct MockServerCommand: AsyncParsableCommand {
             Examples:
               apns mock-server --verbose
               apns mock-server --unregistered 11fc13ad…e8f1 --fail-next 3 --status 503
-              apns mock-server --token-key AuthKey_ABC123DEFG.pub.pem --key-id ABC123DEFG --bundle-id com.example.app
+              apns mock-server --token-key AuthKey_ABC123DEFG.pub.pem --key-id ABC123DEFG --team-id DEF123GHIJ --bundle-id com.example.app
               apns mock-server --port-file /tmp/port --ca-file /tmp/ca.pem &
               curl --http2 --cacert /tmp/ca.pem -d '{"aps":{"alert":"hi"}}' -H 'apns-topic: com.example.app' \\
                 https://127.0.0.1:$(cat /tmp/port)/3/device/<token>
@@ -65,6 +65,9 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("key-id"), help: "The key ID of --token-key.")
     var keyID: String?
 
+    @Option(name: .customLong("team-id"), help: "Accept tokens signed with --token-key only when their issuer (iss) is this team ID; without it, any team.")
+    var teamID: String?
+
     @Flag(name: .customLong("accept-any-token"), help: "Require an authorization header but accept any well-formed provider token.")
     var acceptAnyToken = false
 
@@ -80,6 +83,7 @@ struct MockServerCommand: AsyncParsableCommand {
         if tokenKey != nil && keyID == nil { throw ValidationError("--token-key needs --key-id") }
         if keyID != nil && tokenKey == nil { throw ValidationError("--key-id needs --token-key") }
         if tokenKey != nil && acceptAnyToken { throw ValidationError("--token-key and --accept-any-token exclude each other") }
+        if teamID != nil && tokenKey == nil { throw ValidationError("--team-id needs --token-key") }
         if let failNext, failNext < 1 { throw ValidationError("--fail-next must be at least 1") }
         if ![429, 500, 503].contains(status) { throw ValidationError("--status \(status) is not 429, 500 or 503") }
         if let goAwayAfter, goAwayAfter < 1 { throw ValidationError("--goaway-after must be at least 1") }
@@ -100,7 +104,7 @@ struct MockServerCommand: AsyncParsableCommand {
             }
             var verifier = ProviderTokenVerifier()
             do {
-                try verifier.register(publicKeyPEM: String(decoding: data, as: UTF8.self), keyID: keyID)
+                try verifier.register(publicKeyPEM: String(decoding: data, as: UTF8.self), keyID: keyID, teamID: teamID)
             } catch {
                 throw CLIError("cannot use \(tokenKey) as a public key: \(error)")
             }

@@ -77,6 +77,33 @@ struct MockServerCommandTests {
         #expect(try await server.wait(timeout: .seconds(20)) == 0)
     }
 
+    @Test("with --team-id, a token signed by the registered key but issued for another team is 403 InvalidProviderToken")
+    func teamIDIsChecked() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = try await Fixtures.makeKey(in: directory)
+        #expect(key.publicKeyPEM.contains("PUBLIC KEY"))
+        let publicPath = directory.appendingPathComponent("public.pem").path
+        for (serverTeam, expected) in [("OTHERTEAM1", "rejected 403 InvalidProviderToken"), (Fixtures.teamID, "accepted apns-id ")] {
+            let caPath = directory.appendingPathComponent("ca-\(serverTeam).pem").path
+            let server = try CLI.start([
+                "mock-server", "--ca-file", caPath, "--token-key", publicPath, "--key-id", Fixtures.keyID,
+                "--team-id", serverTeam, "--bundle-id", Fixtures.topic,
+            ])
+            defer { server.cleanUp() }
+            let port = try #require(Int(try await server.waitForLine(startingWith: "port: ")))
+            let result = try await CLI.run([
+                "send", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+                "--host", "127.0.0.1", "--port", String(port), "--ca-file", caPath,
+                "--topic", Fixtures.topic, "--body", "Hello", Fixtures.goodToken,
+            ])
+            #expect(result.lines.first?.contains(expected) == true, "server team \(serverTeam): \(result)")
+            #expect(result.status == (serverTeam == Fixtures.teamID ? 0 : 1), "\(result)")
+            kill(server.pid, SIGTERM)
+            #expect(try await server.wait(timeout: .seconds(20)) == 0)
+        }
+    }
+
     @Test("clients that vanish while it answers (FIN or RST mid-stream) never end the process")
     func survivesVanishingClients() async throws {
         let directory = try CLI.temporaryDirectory()
