@@ -122,11 +122,7 @@ extension Payload {
             writer.key("aps")
             try aps.write(into: &writer)
         }
-        do {
-            try writer.members(custom)
-        } catch {
-            throw .nonFinite(error.keyPath(under: ""))
-        }
+        try writer.members(custom, under: "")
         writer.endObject()
     }
 }
@@ -279,11 +275,7 @@ extension APS {
             writer.key("url-args")
             writer.strings(urlArgs)
         }
-        do {
-            try writer.members(additionalKeys)
-        } catch {
-            throw .nonFinite(error.keyPath(under: "aps"))
-        }
+        try writer.members(additionalKeys, under: "aps")
         writer.endObject()
     }
 
@@ -376,11 +368,7 @@ extension Alert {
             writer.key("summary-arg-count")
             writer.integer(summaryArgCount)
         }
-        do {
-            try writer.members(additionalKeys)
-        } catch {
-            throw .nonFinite(error.keyPath(under: "aps.alert"))
-        }
+        try writer.members(additionalKeys, under: "aps.alert")
         writer.endObject()
     }
 }
@@ -410,11 +398,7 @@ extension LiveActivityAlert {
             writer.key("sound")
             try sound.write(into: &writer, at: "aps.alert.sound")
         }
-        do {
-            try writer.members(additionalKeys)
-        } catch {
-            throw .nonFinite(error.keyPath(under: "aps.alert"))
-        }
+        try writer.members(additionalKeys, under: "aps.alert")
         writer.endObject()
     }
 }
@@ -439,11 +423,7 @@ extension LocalizableText {
                 writer.key("loc-args")
                 writer.strings(arguments)
             }
-            do {
-                try writer.members(additionalKeys)
-            } catch {
-                throw .nonFinite(error.keyPath(under: path))
-            }
+            try writer.members(additionalKeys, under: path)
             writer.endObject()
         }
     }
@@ -479,11 +459,7 @@ extension Sound {
                 writer.key("volume")
                 writer.double(volume)
             }
-            do {
-                try writer.members(additionalKeys)
-            } catch {
-                throw .nonFinite(error.keyPath(under: path))
-            }
+            try writer.members(additionalKeys, under: path)
             writer.endObject()
         }
     }

@@ -12,15 +12,25 @@ struct ChannelCommandTests {
         try CLI.jsonObject(result.lines.first ?? "")
     }
 
-    @Test("create, list, read, broadcast, delete; then the deleted channel is refused with exit 1")
-    func lifecycle() async throws {
+    /// Runs `body` with a mock server for the bundle ID and the flags that point the
+    /// tool at it (no credentials, its CA, the bundle ID).
+    static func withChannelServer(_ body: (MockAPNsServer, [String]) async throws -> Void) async throws {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try await withMockAPNsServer(configuration: .init(bundleIDs: [Fixtures.topic])) { server in
             let caPath = directory.appendingPathComponent("ca.pem").path
             try server.writeCertificateAuthority(to: caPath)
-            let common = ["--no-auth", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
-                          "--bundle-id", Fixtures.topic, "--json"]
+            try await body(server, [
+                "--no-auth", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
+                "--bundle-id", Fixtures.topic,
+            ])
+        }
+    }
+
+    @Test("create, list, read, broadcast, delete; then the deleted channel is refused with exit 1")
+    func lifecycle() async throws {
+        try await Self.withChannelServer { server, flags in
+            let common = flags + ["--json"]
 
             /// The request ID an output object reports is the one the server saw last.
             func expectRequestIDOfLastRequest(_ result: CLI.Result) throws {
@@ -75,13 +85,7 @@ struct ChannelCommandTests {
 
     @Test("text output ends each result with the apns-request-id (and a broadcast's apns-unique-id); --request-id chooses it")
     func requestIDInText() async throws {
-        let directory = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await withMockAPNsServer(configuration: .init(bundleIDs: [Fixtures.topic])) { server in
-            let caPath = directory.appendingPathComponent("ca.pem").path
-            try server.writeCertificateAuthority(to: caPath)
-            let common = ["--no-auth", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
-                          "--bundle-id", Fixtures.topic]
+        try await Self.withChannelServer { server, common in
             let ids = (0..<4).map { _ in UUID().uuidString.lowercased() }
 
             let created = try await CLI.run(["channel", "create", "--request-id", ids[0].uppercased()] + common)

@@ -211,6 +211,16 @@ struct JSONWriter: ~Copyable {
     }
 
     /// Writes an object's members (no braces), for merging them into an object being written.
+    /// ``members(_:)`` for a payload: a NaN or infinity anywhere in `object` is
+    /// ``PayloadError/nonFinite(_:)`` with its key path under `base` (`aps.alert`, say).
+    mutating func members(_ object: JSONObject, under base: String) throws(PayloadError) {
+        do {
+            try members(object)
+        } catch {
+            throw .nonFinite(error.keyPath(under: base))
+        }
+    }
+
     mutating func members(_ object: JSONObject) throws(NonFinitePath) {
         let keys = object.keys
         let values = object.values
