@@ -80,6 +80,33 @@ import Testing
         #expect(inFlight.withLock { $0.peak } <= 16)
     }
 
+    /// The lower bound the test above cannot show: the batch really has `maxConcurrency`
+    /// requests in flight at once. The first 16 answers wait until all 16 requests have
+    /// arrived (bounded: 30 s), so a client sending fewer at a time is seen, not hidden.
+    @Test func batchKeepsMaxConcurrencyRequestsInFlight() async throws {
+        let tokens = (0..<64).map { mockToken($0) }
+        let state = Mutex((arrived: 0, current: 0, peak: 0))
+        let mock = MockTransport()
+        mock.respond { _ in
+            let arrived = state.withLock {
+                $0.arrived += 1; $0.current += 1; $0.peak = max($0.peak, $0.current)
+                return $0.arrived
+            }
+            if arrived <= 16 {
+                let deadline = ContinuousClock.now + .seconds(30)
+                while state.withLock({ $0.arrived }) < 16, ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(1))
+                }
+            }
+            state.withLock { $0.current -= 1 }
+            return .accepted
+        }
+        let client = APNsClient.testing(transport: mock)
+        let outcomes = await client.send(sampleAlert, to: tokens, maxConcurrency: 16)
+        #expect(outcomes.allSatisfy { $0.accepted != nil })
+        #expect(state.withLock { $0.peak } == 16)
+    }
+
     @Test func invalidNotificationFailsEveryTokenWithoutSending() async {
         let mock = MockTransport()
         let client = APNsClient.testing(transport: mock)
