@@ -53,6 +53,10 @@ extension MockAPNsServer {
         /// The reason for a body that is not a JSON object with `aps` (see the integration
         /// testing article for why the default is `BadRequestPayload`).
         public var malformedPayloadReason: String
+        /// Bundle identifiers whose broadcast capability is off: their channel management
+        /// and broadcast requests get 400 `FeatureNotEnabled`, as from APNs for an app
+        /// whose Broadcast Capability is not enabled. Empty (the default): every app has it.
+        public var broadcastDisabledBundleIDs: Set<String>
         /// The clock used for token age and token-update checks.
         public var now: @Sendable () -> Date
         /// Where the server logs; nothing is logged at info or above unless something fails.
@@ -68,6 +72,7 @@ extension MockAPNsServer {
         ///   - listensOnIPv6: Also listen on `::1` when the host has it.
         ///   - recordedRequestLimit: How many requests to keep; `0` records none (fastest).
         ///   - malformedPayloadReason: The reason for a body that is not a JSON object with `aps`.
+        ///   - broadcastDisabledBundleIDs: Apps whose broadcast requests get `FeatureNotEnabled`.
         ///   - now: The clock for token age and token-update checks.
         ///   - logger: Where the server logs (debug level; errors only when something fails).
         public init(
@@ -79,6 +84,7 @@ extension MockAPNsServer {
             listensOnIPv6: Bool = true,
             recordedRequestLimit: Int = 100_000,
             malformedPayloadReason: String = "BadRequestPayload",
+            broadcastDisabledBundleIDs: Set<String> = [],
             now: @escaping @Sendable () -> Date = { Date() },
             logger: Logger = Logger(label: "apns.mock-server", factory: { _ in SwiftLogNoOpLogHandler() })
         ) {
@@ -90,6 +96,7 @@ extension MockAPNsServer {
             self.listensOnIPv6 = listensOnIPv6
             self.recordedRequestLimit = recordedRequestLimit
             self.malformedPayloadReason = malformedPayloadReason
+            self.broadcastDisabledBundleIDs = broadcastDisabledBundleIDs
             self.now = now
             self.logger = logger
         }

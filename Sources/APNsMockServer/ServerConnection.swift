@@ -396,7 +396,8 @@ final class ServerConnection {
         if BroadcastRouter.handles(path: path) {
             let router = BroadcastRouter(bundleIDs: loop.validator.bundleIDs,
                                          malformedPayloadReason: loop.validator.malformedPayloadReason,
-                                         channels: loop.state.channels)
+                                         channels: loop.state.channels,
+                                         broadcastDisabledBundleIDs: loop.configuration.broadcastDisabledBundleIDs)
             let routed = router.route(request, certificateTopics: certificateTopics, authorize: authorizeRequest)
             switch routed.result {
             case .success(let operation): channelOperation = operation

@@ -57,6 +57,9 @@ struct BroadcastRouter {
     var bundleIDs: [String]
     var malformedPayloadReason: String
     let channels: ChannelRegistry
+    /// Apps whose broadcast capability is off: their channel and broadcast requests are
+    /// 400 FeatureNotEnabled, as APNs answers until broadcast is enabled for the app.
+    var broadcastDisabledBundleIDs: Set<String> = []
 
     /// Whether `path` belongs to the broadcast or channel management API.
     static func handles(path: String) -> Bool {
@@ -124,6 +127,7 @@ struct BroadcastRouter {
         // The bundle ID must be one the server serves (and, with a certificate, one of its topics).
         if !bundleIDs.isEmpty, !bundleIDs.contains(bundleID) { return reject(400, "TopicMismatch") }
         if let certificateTopics, !certificateTopics.contains(bundleID) { return reject(400, "TopicMismatch") }
+        if broadcastDisabledBundleIDs.contains(bundleID) { return reject(400, "FeatureNotEnabled") }
 
         switch (endpoint, method) {
         case (.allChannels, _):

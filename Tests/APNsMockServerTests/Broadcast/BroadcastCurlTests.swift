@@ -295,6 +295,34 @@ let liveActivityBody = #"{"aps":{"timestamp":1168364460,"event":"update","conten
         }
     }
 
+    /// An app without the broadcast capability: every channel and broadcast request is
+    /// 400 FeatureNotEnabled; another app on the same server is unaffected.
+    @Test func appWithoutBroadcastCapabilityIsFeatureNotEnabled() async throws {
+        let configuration = MockAPNsServer.Configuration(
+            bundleIDs: [bundle, "com.example.other"], broadcastDisabledBundleIDs: [bundle])
+        try await withServerAndCurl(configuration) { server, curl in
+            let create = try await curl.exchange(
+                port: server.port, path: "/1/apps/\(bundle)/channels", method: "POST",
+                headers: ["content-type: application/json"], body: createBody)
+            #expect(create.status == 400)
+            #expect(create.reason == "FeatureNotEnabled")
+            let list = try await curl.exchange(port: server.port, path: "/1/apps/\(bundle)/all-channels", method: "GET")
+            #expect(list.reason == "FeatureNotEnabled")
+            let broadcast = try await curl.exchange(
+                port: server.port, path: "/4/broadcasts/apps/\(bundle)", method: "POST",
+                headers: ["apns-channel-id: dHdpbmtsZQ==", "apns-push-type: liveactivity", "apns-priority: 10",
+                          "apns-expiration: 0"],
+                body: liveActivityBody)
+            #expect(broadcast.status == 400)
+            #expect(broadcast.reason == "FeatureNotEnabled")
+            #expect(server.channels(bundleID: bundle).isEmpty)
+            let other = try await curl.exchange(
+                port: server.port, path: "/1/apps/com.example.other/channels", method: "POST",
+                headers: ["content-type: application/json"], body: createBody)
+            #expect(other.status == 201)
+        }
+    }
+
     @Test func devicePushesStillWorkBesideBroadcasts() async throws {
         try await withServerAndCurl { server, curl in
             let answer = try await curl.exchange(port: server.port, path: "/3/device/\(sampleDeviceToken)",
