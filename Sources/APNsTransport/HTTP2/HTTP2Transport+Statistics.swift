@@ -30,7 +30,7 @@ extension HTTP2Transport {
         /// TLS connections established.
         public var connectionsOpened = 0
         /// Connections established to replace an earlier one: every connection after the
-        /// first of its slot (one slot per ``HTTP2Transport/Configuration/connectionCount``),
+        /// first of its slot (one slot per ``HTTP2Transport/Configuration-swift.struct/connectionCount``),
         /// whether the earlier connection was lost, closed by a GOAWAY, or closed while
         /// idle. `connectionsOpened - reconnects` is the number of slots ever connected.
         public var reconnects = 0
