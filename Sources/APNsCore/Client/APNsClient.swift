@@ -37,7 +37,7 @@ public final class APNsClient: Sendable {
     /// request is sent again, so the success path takes no lock.
     private let retryCounts = Mutex(Statistics())
 
-    /// A snapshot of how often this client sent requests again; see ``Statistics``.
+    /// A snapshot of how often this client sent requests again; see ``Statistics-swift.struct``.
     public var statistics: Statistics {
         retryCounts.withLock { $0 }
     }
