@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 /// Sends notifications to APNs: the type most providers use.
 ///
@@ -31,6 +32,15 @@ public final class APNsClient: Sendable {
     public let requestTimeout: Duration
     /// The logger the client writes to.
     public let logger: Logger
+
+    /// How often this client retried, as ``statistics`` returns it. Touched only when a
+    /// request is sent again, so the success path takes no lock.
+    private let retryCounts = Mutex(Statistics())
+
+    /// A snapshot of how often this client sent requests again; see ``Statistics-swift.struct``.
+    public var statistics: Statistics {
+        retryCounts.withLock { $0 }
+    }
 
     private let transport: any PushTransport
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -327,6 +337,7 @@ public final class APNsClient: Sendable {
                         // sending the same JWT again would only be refused again.
                         if let next = try? source.token(), next != providerToken {
                             replacementToken = next
+                            retryCounts.withLock { $0.providerTokenRefreshes += 1 }
                             log(.debug, "provider token expired; retrying once with a new one")
                             continue
                         }
@@ -365,6 +376,7 @@ public final class APNsClient: Sendable {
             } catch {
                 throw .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, "cancelled while waiting to retry"))
             }
+            retryCounts.withLock { $0.recordRetry(after: error) }
             attempt += 1
         }
     }

@@ -50,6 +50,8 @@ final class HTTP2ConnectionPool: Sendable {
         var isIdle = false
         var isReady = false
         var isConnecting = false
+        /// A connection of this slot has been established before: the next one is a reconnect.
+        var hasConnected = false
     }
 
     private struct State {
@@ -234,12 +236,17 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection is up; `freeStreams` is its initial capacity.
     func connectSucceeded(_ connection: HTTP2Connection, freeStreams: Int) {
-        state.withLock { state in
+        let reconnected = state.withLock { state -> Bool in
             state.slots[connection.index].isConnecting = false
             state.slots[connection.index].isReady = true
             state.slots[connection.index].freeStreams = freeStreams
+            defer { state.slots[connection.index].hasConnected = true }
+            return state.slots[connection.index].hasConnected
         }
-        statistics.update { $0.connectionsOpened += 1 }
+        statistics.update { statistics in
+            statistics.connectionsOpened += 1
+            if reconnected { statistics.reconnects += 1 }
+        }
     }
 
     /// A connection answered a request: the endpoint works, so the backoff resets.

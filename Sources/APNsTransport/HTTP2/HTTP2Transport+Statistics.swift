@@ -13,6 +13,14 @@ extension HTTP2Transport {
         public var requestsSent = 0
         /// Responses received, by HTTP status.
         public var responsesByStatus: [Int: Int] = [:]
+        /// Responses with an error status (anything outside `200..<300`), by the APNs
+        /// reason in their body (`BadDeviceToken`, `Unregistered`, `TooManyRequests`, …,
+        /// as ``APNsCore/APNsReason/rawValue``), or ``noReason`` when the body carries none.
+        ///
+        /// Each of these responses is also counted in ``responsesByStatus``, so the values
+        /// here add up to the error statuses there. Only error responses are read: a `200`
+        /// (or a channel API's `201`/`204`) is never parsed for this count.
+        public var rejectionsByReason: [String: Int] = [:]
         /// Failed requests, by ``APNsCore/APNsTransportError/Code`` name (`timeout`, `queueFull`, …).
         public var failuresByCode: [String: Int] = [:]
         /// Requests the server did not process (above a GOAWAY's last-stream-id, or reset
@@ -21,6 +29,11 @@ extension HTTP2Transport {
         public var requestsRequeued = 0
         /// TLS connections established.
         public var connectionsOpened = 0
+        /// Connections established to replace an earlier one: every connection after the
+        /// first of its slot (one slot per ``HTTP2Transport/Configuration-swift.struct/connectionCount``),
+        /// whether the earlier connection was lost, closed by a GOAWAY, or closed while
+        /// idle. `connectionsOpened - reconnects` is the number of slots ever connected.
+        public var reconnects = 0
         /// Connection attempts that failed (TCP, TLS or ALPN).
         public var connectionFailures = 0
         /// Connections that ended with an error or a PING timeout while open.
@@ -29,6 +42,10 @@ extension HTTP2Transport {
         public var goAwaysReceived = 0
         /// HTTP/2 frames written, of every type (SETTINGS, PING and WINDOW_UPDATE included).
         public var framesSent = 0
+
+        /// The key of ``rejectionsByReason`` for an error response whose body has no
+        /// `reason` (empty, or not the JSON APNs sends): `(no reason)`.
+        public static let noReason = "(no reason)"
 
         /// Creates zeroed counters.
         public init() {}
@@ -75,11 +92,17 @@ final class StatisticsBox: Sendable {
             answered200.wrappingAdd(1, ordering: .sequentiallyConsistent)
             return
         }
+        // An error body is parsed here, before the lock, and only for error statuses.
+        var reason: String?
+        if case .success(let response) = outcome, !(200..<300).contains(response.status) {
+            reason = APNsReason(errorBody: response.body)?.rawValue ?? HTTP2Transport.Statistics.noReason
+        }
         value.withLock { locked in
             locked.otherOutcomes += 1
             switch outcome {
             case .success(let response):
                 locked.statistics.responsesByStatus[response.status, default: 0] += 1
+                if let reason { locked.statistics.rejectionsByReason[reason, default: 0] += 1 }
             case .failure(let error):
                 locked.statistics.failuresByCode[error.code.description, default: 0] += 1
             }

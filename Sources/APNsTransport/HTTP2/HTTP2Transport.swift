@@ -88,8 +88,9 @@ public final class HTTP2Transport: PushTransport {
         )
     }
 
-    /// The counters so far: requests in flight, sent, responses by status, failures by
-    /// code, re-queued requests, connections opened and lost, GOAWAYs, frames.
+    /// The counters so far: requests in flight, sent, responses by status, rejections by
+    /// reason, failures by code, re-queued requests, connections opened and lost,
+    /// reconnects, GOAWAYs, frames.
     public var statistics: Statistics { statisticsBox.snapshot }
 
     /// Sends `request` on a pooled connection and returns APNs' answer, whatever its status.

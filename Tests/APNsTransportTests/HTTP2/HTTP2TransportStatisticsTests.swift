@@ -1,0 +1,130 @@
+import APNsMockServer
+import Testing
+@testable import APNsTransport
+
+/// The device token `mockPush(index, port:)` sends to.
+private func mockTokenHex(_ index: Int) -> String {
+    let hex = String(index, radix: 16)
+    return String(repeating: "0", count: 64 - hex.count) + hex
+}
+
+/// `rejectionsByReason` and `reconnects` checked against what the mock server was
+/// scripted to do and what it recorded.
+@Suite("HTTP2Transport statistics against APNsMockServer")
+struct HTTP2TransportStatisticsTests {
+    @Test("rejectionsByReason counts exactly the reasons the server was scripted to answer")
+    func rejectionsByReason() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server)
+            // Per-token rules: tokens 1 and 2 are Unregistered, token 3 a BadDeviceToken.
+            server.respond(toDeviceToken: mockTokenHex(1), with: .unregistered())
+            server.respond(toDeviceToken: mockTokenHex(2), with: .unregistered())
+            server.respond(toDeviceToken: mockTokenHex(3), with: ScriptedResponse(status: 400, reason: "BadDeviceToken"))
+            // Then the next 3 requests to other tokens: 503, and 2 more: 429.
+            server.failNextRequests(3, with: .serviceUnavailable)
+            server.failNextRequests(2, with: .tooManyRequests)
+            let results = try await sendToMock(transport, port: server.port, indices: 0..<40)
+            await transport.shutdown()
+
+            #expect(results.allSatisfy { (try? $0.get()) != nil })
+            let statistics = transport.statistics
+            #expect(statistics.rejectionsByReason == [
+                "Unregistered": 2, "BadDeviceToken": 1, "ServiceUnavailable": 3, "TooManyRequests": 2,
+            ])
+            // The same counts from the server's own record of what it answered.
+            var recorded: [String: Int] = [:]
+            for record in server.recordedRequests where record.status != 200 {
+                recorded[record.reason ?? HTTP2Transport.Statistics.noReason, default: 0] += 1
+            }
+            #expect(statistics.rejectionsByReason == recorded)
+            #expect(statistics.rejectionsByReason.values.reduce(0, +) == server.statistics.rejected)
+            #expect(statistics.responsesByStatus == [200: 32, 400: 1, 410: 2, 429: 2, 503: 3])
+            #expect(statistics.responsesByStatus[200] == server.statistics.accepted)
+            #expect(statistics.requestsInFlight == 0)
+        }
+    }
+
+    @Test("no rejection is counted when every request is accepted")
+    func noRejections() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server)
+            _ = try await sendToMock(transport, port: server.port, indices: 0..<20)
+            await transport.shutdown()
+            #expect(server.statistics.accepted == 20)
+            #expect(transport.statistics.rejectionsByReason.isEmpty)
+            #expect(transport.statistics.responsesByStatus == [200: 20])
+        }
+    }
+
+    @Test("an error response without a reason is counted under noReason")
+    func errorWithoutReason() {
+        let box = StatisticsBox()
+        for body in [[], Array("not json".utf8), Array(#"{"other":1}"#.utf8)] as [[UInt8]] {
+            box.recordAccepted()
+            box.recordCompletion(.success(APNsResponse(status: 500, body: body)))
+        }
+        box.recordAccepted()
+        box.recordCompletion(.success(APNsResponse(status: 201)))  // a channel created: not a rejection
+        box.recordAccepted()
+        box.recordCompletion(.success(APNsResponse(status: 200)))
+        let statistics = box.snapshot
+        #expect(statistics.rejectionsByReason == [HTTP2Transport.Statistics.noReason: 3])
+        #expect(statistics.responsesByStatus == [200: 1, 201: 1, 500: 3])
+        #expect(statistics.requestsInFlight == 0)
+    }
+
+    @Test("reconnects: a GOAWAY closes the connection, the next request opens one more on the same slot")
+    func reconnectAfterGoAway() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server) { $0.connectionCount = 1 }
+            server.sendGoAway(afterRequests: 3, reason: "Shutdown")
+            for index in 0..<3 {
+                #expect(try await transport.send(mockPush(index, port: server.port)).status == 200)
+            }
+            #expect(transport.statistics.reconnects == 0)
+            // Sent after the GOAWAY: the transport needs a new connection.
+            for index in 3..<6 {
+                #expect(try await transport.send(mockPush(index, port: server.port)).status == 200)
+            }
+            await transport.shutdown()
+            let statistics = transport.statistics
+            #expect(server.statistics.goAways == 1)
+            #expect(server.statistics.connections == 2)
+            #expect(statistics.connectionsOpened == server.statistics.connections)
+            #expect(statistics.reconnects == server.statistics.connections - 1)
+        }
+    }
+
+    @Test("reconnects: a dropped connection is replaced, and counted once")
+    func reconnectAfterDrop() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server) { $0.connectionCount = 1 }
+            server.dropConnection(atRequest: 2)
+            #expect(try await transport.send(mockPush(0, port: server.port)).status == 200)
+            await #expect(throws: APNsTransportError.self) {
+                _ = try await transport.send(mockPush(1, port: server.port))
+            }
+            #expect(try await transport.send(mockPush(2, port: server.port)).status == 200)
+            await transport.shutdown()
+            let statistics = transport.statistics
+            #expect(server.statistics.connections == 2)
+            #expect(statistics.connectionsLost == 1)
+            #expect(statistics.connectionsOpened == server.statistics.connections)
+            #expect(statistics.reconnects == 1)
+            #expect(statistics.failuresByCode == ["connectionClosed": 1])
+        }
+    }
+
+    @Test("reconnects stays 0 when several connections each open once", arguments: [2, 4])
+    func firstConnectionsAreNotReconnects(connections: Int) async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server) { $0.connectionCount = connections }
+            _ = try await sendToMock(transport, port: server.port, indices: 0..<2_000)
+            await transport.shutdown()
+            let statistics = transport.statistics
+            #expect(statistics.connectionsOpened == server.statistics.connections)
+            #expect(statistics.connectionsOpened <= connections)
+            #expect(statistics.reconnects == 0)
+        }
+    }
+}
