@@ -8,7 +8,7 @@
 /// | code | mayHaveReachedAPNs | when |
 /// |---|---|---|
 /// | ``Code/connectionFailed`` | false | TCP connect or DNS failed |
-/// | ``Code/tlsFailure`` | false | the TLS handshake or certificate check failed |
+/// | ``Code/tlsFailure`` | false | the TLS handshake or certificate check failed, or, after the handshake, the server refused the client certificate or a TLS error ended the session before the server sent anything |
 /// | ``Code/goAway`` | false | GOAWAY arrived and the stream's id is above the last-stream-id (RFC 9113 §6.8: not processed) |
 /// | ``Code/streamRefused`` | false | RST_STREAM with REFUSED_STREAM (RFC 9113 §8.7: not processed) |
 /// | ``Code/queueFull`` | false | the transport's queue of waiting requests is full |
@@ -33,7 +33,8 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
 
         /// TCP connect or name resolution failed; nothing was sent.
         public static let connectionFailed = Code(.connectionFailed)
-        /// The TLS handshake or the server certificate check failed; nothing was sent.
+        /// The TLS handshake or a certificate check failed (the server's, or the server
+        /// refused the client's, possibly after the requests were written); nothing was processed.
         public static let tlsFailure = Code(.tlsFailure)
         /// A GOAWAY frame's last-stream-id is below the stream: APNs did not process it.
         public static let goAway = Code(.goAway)
@@ -78,7 +79,7 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     public static func connectionFailed(_ detail: String? = nil) -> Self {
         Self(code: .connectionFailed, mayHaveReachedAPNs: false, detail: detail)
     }
-    /// The TLS handshake or certificate check failed; nothing was sent.
+    /// The TLS handshake or a certificate check failed; nothing was processed.
     public static func tlsFailure(_ detail: String? = nil) -> Self {
         Self(code: .tlsFailure, mayHaveReachedAPNs: false, detail: detail)
     }

@@ -483,12 +483,16 @@ final class HTTP2Connection: @unchecked Sendable {
         // its record is gone, so it must not be mistaken below for a request never sent.
         try? handleEvents(machine)
         pool.connectionUnavailable(self, closed: true)
-        let detail = reason?.detail ?? "the connection closed"
+        let refused = reason.flatMap(Self.refusal(closingWith:))
         for (streamID, pending) in inFlight {
-            if machine.isUnsent(streamID) {
-                requeue(pending, failure: .connectionClosed(detail))
+            if let refused {
+                // Nothing was processed, but re-sending would meet the same refusal: fail
+                // now with the TLS error, `mayHaveReachedAPNs == false` (see `refusal`).
+                pending.finish(.failure(refused))
+            } else if machine.isUnsent(streamID) {
+                requeue(pending, failure: Self.writtenRequestFailure(closingWith: reason))
             } else {
-                pending.finish(.failure(.connectionClosed(detail)))
+                pending.finish(.failure(Self.writtenRequestFailure(closingWith: reason)))
             }
         }
         inFlight.removeAll()
@@ -497,6 +501,15 @@ final class HTTP2Connection: @unchecked Sendable {
         self.machine = nil
         output.removeAll(keepingCapacity: true)
         outputOffset = 0
+        if let refused {
+            // The handshake failed late (TLS 1.3 sends the certificate refusal after the
+            // client's side is done): treat it as the failed connection attempt it is. The
+            // pool backs off and, with no other connection up, fails the queued requests
+            // with the same error instead of connecting again only to be refused again.
+            pool.connectFailed(self, error: refused)
+            logger.warning("APNs refused the TLS session", metadata: ["error": "\(refused.debugDescription)"])
+            return
+        }
         if submittedAny, !hadResponse {
             // Requests went out and nothing came back: count it against the endpoint, so
             // a server that drops every connection is not hammered with reconnects.
@@ -508,6 +521,36 @@ final class HTTP2Connection: @unchecked Sendable {
         } else {
             logger.debug("APNs connection closed")
         }
+    }
+
+    /// The error for the requests in flight when a session ends with `reason`, if `reason`
+    /// means the server processed none of them; `nil` otherwise.
+    ///
+    /// ``TLSStream`` throws ``APNsCore/APNsTransportError/Code/tlsFailure`` after the
+    /// handshake only when nothing can have been processed: the server refused the client
+    /// certificate (an alert; it never reads the requests of a client it did not accept),
+    /// or a TLS error ended the session before the server sent any data (an HTTP/2 server
+    /// sends SETTINGS before any response, so no HTTP/2 frame has arrived).
+    ///
+    /// Such requests fail with that error and `mayHaveReachedAPNs == false`; they are not
+    /// re-queued. Re-queuing is for refusals that another connection may not repeat
+    /// (GOAWAY, REFUSED_STREAM); a refused certificate is refused again on every connection,
+    /// so re-queuing would only reconnect in a loop and delay the answer. The caller (or
+    /// ``APNsCore/APNsClient``'s retry policy) may send again: nothing was delivered.
+    static func refusal(closingWith reason: APNsTransportError) -> APNsTransportError? {
+        guard reason.code == .tlsFailure else { return nil }
+        return APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: false, detail: reason.detail)
+    }
+
+    /// The error for a request written before the session ended with `reason` (or closed
+    /// without one), when the server may have processed it: a broken HTTP/2 session stays
+    /// ``APNsCore/APNsTransportError/Code/protocolError``; anything else is
+    /// ``APNsCore/APNsTransportError/Code/connectionClosed``. Both say
+    /// `mayHaveReachedAPNs == true`: the connection had been up and the request sent.
+    static func writtenRequestFailure(closingWith reason: APNsTransportError?) -> APNsTransportError {
+        let detail = reason?.detail ?? "the connection closed"
+        if reason?.code == .protocolError { return .protocolError(detail) }
+        return .connectionClosed(detail)
     }
 
     static func errorName(_ code: UInt32) -> String {

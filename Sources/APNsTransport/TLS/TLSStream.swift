@@ -56,6 +56,9 @@ final class TLSStream: @unchecked Sendable {
         var fd: Int32
         /// A fatal TLS or socket error happened: no close_notify may be sent.
         var broken = false
+        /// ``read(into:)`` has returned application data (for HTTP/2, the server's
+        /// SETTINGS at least): until then, a TLS failure means the server processed nothing.
+        var receivedData = false
     }
 
     private var state: State
@@ -208,7 +211,10 @@ final class TLSStream: @unchecked Sendable {
     }
 
     /// Reads decrypted bytes into `buffer` (an empty buffer returns `.done(0)` and reads nothing).
-    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionClosed` on a TLS or socket error.
+    /// - Throws: ``APNsCore/APNsTransportError`` `.tlsFailure` (`mayHaveReachedAPNs == false`)
+    ///   when the server refused the client certificate, or when a TLS error (an alert)
+    ///   ended the session before the server sent any application data; otherwise
+    ///   `.connectionClosed` on a TLS or socket error.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
         lock.lock()
         defer { lock.unlock() }
@@ -216,12 +222,17 @@ final class TLSStream: @unchecked Sendable {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .done(0) }
         ERR_clear_error()
         let n = SSL_read(ssl, base, Int32(clamping: buffer.count))
-        if n > 0 { return .done(Int(n)) }
+        if n > 0 {
+            state.receivedData = true
+            return .done(Int(n))
+        }
         return try outcome(ssl: ssl, result: n, operation: "read")
     }
 
     /// Encrypts and writes bytes from `buffer`; with `.done(n)`, n may be less than the count.
-    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionClosed` on a TLS or socket error.
+    /// - Throws: ``APNsCore/APNsTransportError`` `.tlsFailure` or `.connectionClosed`, as
+    ///   ``read(into:)``; a write that fails because the server reset the connection after
+    ///   refusing the client certificate reports the refusal (see `outcome`).
     func write(_ buffer: UnsafeRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
         lock.lock()
         defer { lock.unlock() }
@@ -248,22 +259,69 @@ final class TLSStream: @unchecked Sendable {
         case SSL_ERROR_SYSCALL:
             state.broken = true
             let errors = OpenSSLErrors.drain()
+            if !state.receivedData, let refusal = pendingRefusal(ssl: ssl) {
+                // The server refused the session and closed; our write (or read) hit its
+                // TCP reset before we had read the alert it sent first.
+                throw refusal
+            }
             if errors.codes.isEmpty && (result == 0 || systemError == 0) { return .closed }
             let reason = errors.messages.isEmpty ? TCPConnector.errorString(systemError) : errors.text(or: "")
             throw .connectionClosed("TLS \(operation) failed: \(reason)")
         default:
             state.broken = true
             let errors = OpenSSLErrors.drain()
-            if HandshakeFailure.clientCertificateAlerts.contains(where: errors.contains(reason:)) {
-                // With TLS 1.3 the client's handshake ends before the server has checked
-                // the client certificate; its refusal arrives on the first read. Nothing
-                // was processed, so this is a TLS failure, not a closed connection.
-                throw .tlsFailure(HandshakeFailure.describe(
-                    ssl: ssl, sslError: error, errors: errors, errno: systemError,
-                    host: host, where: endpointDescription, configuration: configuration))
+            if let refusal = tlsFailure(ssl: ssl, sslError: error, errors: errors, errno: systemError) {
+                throw refusal
             }
             throw .connectionClosed("TLS \(operation) failed: \(errors.text(or: "SSL error \(error)"))")
         }
+    }
+
+    /// The TLS error for a failure that means the server processed nothing, or `nil`:
+    ///
+    /// - a client certificate alert, at any time: with TLS 1.3 the client's handshake
+    ///   ends before the server has checked the client certificate, so its refusal arrives
+    ///   on the first read, after requests may have been written; a server that refuses
+    ///   the certificate never reads them;
+    /// - any other TLS error (an alert, a record that cannot be decrypted) before the
+    ///   server sent any application data: an HTTP/2 server sends its SETTINGS before
+    ///   anything else, so it answered no request and processed none.
+    ///
+    /// Called with `lock` held.
+    private func tlsFailure(ssl: OpaquePointer, sslError: Int32, errors: OpenSSLErrors, errno systemError: Int32) -> APNsTransportError? {
+        if HandshakeFailure.clientCertificateAlerts.contains(where: errors.contains(reason:)) {
+            return .tlsFailure(HandshakeFailure.describe(
+                ssl: ssl, sslError: sslError, errors: errors, errno: systemError,
+                host: host, where: endpointDescription, configuration: configuration))
+        }
+        if !state.receivedData {
+            return .tlsFailure(
+                "the TLS session with \(endpointDescription) failed before the server sent any data "
+                    + "(\(errors.text(or: "SSL error \(sslError)"))); the server processed nothing")
+        }
+        return nil
+    }
+
+    /// After a socket error (a TCP reset, usually on a write) on a session that has received
+    /// nothing: peeks at what the server sent before it closed, without consuming
+    /// application data. A server that refuses the client certificate sends an alert and
+    /// closes; a write that then meets the reset must report the alert, not the reset.
+    /// Called with `lock` held.
+    private func pendingRefusal(ssl: OpaquePointer) -> APNsTransportError? {
+        var byte: UInt8 = 0
+        ERR_clear_error()
+        let n = SSL_peek(ssl, &byte, 1)
+        if n > 0 {
+            state.receivedData = true
+            return nil
+        }
+        let error = SSL_get_error(ssl, n)
+        guard error == SSL_ERROR_SSL else {
+            ERR_clear_error()
+            return nil
+        }
+        let errors = OpenSSLErrors.drain()
+        return tlsFailure(ssl: ssl, sslError: error, errors: errors, errno: 0)
     }
 
     /// Sends TLS close_notify (best effort) and closes the socket. Idempotent.

@@ -202,6 +202,13 @@ final class BackgroundProcess: @unchecked Sendable {
         return false
     }
 
+    /// Waits up to `seconds` for the process to exit; `true` if it did.
+    func waitForExit(seconds: Double = 10) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < end { usleep(20_000) }
+        return !process.isRunning
+    }
+
     func stop() {
         if process.isRunning {
             // SIGKILL: the child inherits the test thread's blocked signals, SIGTERM among them.
