@@ -371,6 +371,13 @@ final class HTTP2Connection: @unchecked Sendable {
     private func handleEvents(_ machine: HTTP2ConnectionStateMachine) throws(APNsTransportError) {
         machine.takeEvents(into: &events)
         defer { events.removeAll(keepingCapacity: true) }
+        if !events.isEmpty, !draining, !machine.isClosing, machine.availableStreams > publishedFree {
+            // Publish the streams these answers freed before handing the answers over, so a
+            // caller that sends again at once finds a free stream rather than counting as
+            // waiting for one (maxQueuedRequests). One lock per batch of events.
+            publishedFree = machine.availableStreams
+            pool.publishFreeStreams(self, freeStreams: publishedFree)
+        }
         for event in events {
             switch event {
             case .response(let streamID, let response):

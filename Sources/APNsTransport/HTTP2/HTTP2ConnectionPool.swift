@@ -81,24 +81,33 @@ final class HTTP2ConnectionPool: Sendable {
     // MARK: Callers
 
     /// Queues `pending` and wakes or starts a connection; fails it at once when the pool
-    /// is shut down, the queue is full, or the pool is backing off with no connection.
+    /// is shut down, too many requests wait for a stream, or the pool is backing off with
+    /// no connection.
+    ///
+    /// A queued request *waits* when no stream is free for it: the queue is matched
+    /// against the free streams each open connection published (``take(for:max:into:)``,
+    /// ``prepareToSleep(_:freeStreams:)``, ``publishFreeStreams(_:freeStreams:)``) plus one
+    /// stream for each connection not open (being opened, idle, or not started yet): it
+    /// opens on demand, and APNs allows every connection at least one stream. Only the
+    /// requests beyond those count against `maxQueuedRequests`. This scans the slots (at
+    /// most `connectionCount`), never the queue.
     func enqueue(_ pending: PendingRequest, now: UInt64 = MonotonicTime.now()) {
         var failure: APNsTransportError?
-        var wake: HTTP2Connection?
-        var start: HTTP2Connection?
+        var wakeups = Wakeups()
         state.withLock { state in
             if state.shuttingDown {
                 failure = .shutdown("the transport is shut down")
                 return
             }
-            if state.queue.count >= settings.maxQueuedRequests {
+            let slots = SlotSummary(state.slots)
+            let waiting = waitingCount(state, slots)
+            if waiting >= settings.maxQueuedRequests {
                 failure = .queueFull(
-                    "\(state.queue.count) requests are waiting for a stream (maxQueuedRequests \(settings.maxQueuedRequests))"
+                    "\(waiting) requests are waiting for a stream (maxQueuedRequests \(settings.maxQueuedRequests))"
                 )
                 return
             }
-            let anyUp = state.slots.contains { $0.isReady || $0.isConnecting }
-            if !anyUp, state.consecutiveFailures > 0, now < state.nextConnectAttempt {
+            if !slots.anyUp, state.consecutiveFailures > 0, now < state.nextConnectAttempt {
                 let waitMS = (state.nextConnectAttempt - now) / 1_000_000
                 failure = .connectionFailed(
                     "not connected to \(settings.endpoint.host):\(settings.endpoint.port); the last attempt failed ("
@@ -107,40 +116,95 @@ final class HTTP2ConnectionPool: Sendable {
                 return
             }
             state.queue.append(pending)
-            (wake, start) = chooseConnection(&state)
+            wakeups = chooseConnections(&state)
         }
         if let failure {
             pending.finish(.failure(failure))
             return
         }
-        wake?.wakeup.signal()
-        start?.start()
+        wakeups.run()
     }
 
-    /// Picks the connection to wake for new work, or creates one. Called under the lock.
-    private func chooseConnection(_ state: inout State) -> (wake: HTTP2Connection?, start: HTTP2Connection?) {
+    /// Queued requests no free stream will take (negative when streams are to spare): the
+    /// queue less the published free streams and one stream per connection not open.
+    private func waitingCount(_ state: State, _ slots: SlotSummary) -> Int {
+        state.queue.count - slots.freeStreams - (settings.connectionCount - slots.ready)
+    }
+
+    /// How many queued requests count as waiting for a stream against
+    /// `maxQueuedRequests` (for tests and diagnostics).
+    var waitingRequests: Int {
+        state.withLock { state in max(0, waitingCount(state, SlotSummary(state.slots))) }
+    }
+
+    /// What one pass over the slots knows (at most `connectionCount` of them).
+    private struct SlotSummary {
+        /// The free streams the connections published, in all.
+        var freeStreams = 0
+        /// Connections up.
+        var ready = 0
+        /// Connections being opened (or about to be): neither up nor idle.
+        var opening = 0
+        /// Whether a connection is up or connecting.
+        var anyUp = false
+
+        init(_ slots: [Slot]) {
+            for slot in slots {
+                freeStreams += slot.freeStreams
+                if slot.isReady { ready += 1 } else if !slot.isIdle { opening += 1 }
+                if slot.isReady || slot.isConnecting { anyUp = true }
+            }
+        }
+    }
+
+    /// The connections to signal or start once the pool lock is released.
+    private struct Wakeups {
+        var wake: HTTP2Connection?
+        var wakeIdle: HTTP2Connection?
+        var start: HTTP2Connection?
+
+        func run() {
+            wake?.wakeup.signal()
+            wakeIdle?.wakeup.signal()
+            start?.start()
+        }
+    }
+
+    /// Picks the connections to wake for new work, and wakes an idle one or starts a new
+    /// one when the queue holds more requests than the free streams of the connections
+    /// up or opening (one each for those opening). Called under the lock.
+    private func chooseConnections(_ state: inout State) -> Wakeups {
+        var wakeups = Wakeups()
         // An awake connection with a free stream takes the request on its next loop
         // iteration: no system call. Otherwise wake one that sleeps in poll(2).
         var sleeper: Int?
+        var awakeWithFree = false
         for index in state.slots.indices where state.slots[index].freeStreams > 0 {
-            if !state.slots[index].sleeping { return (nil, nil) }
+            if !state.slots[index].sleeping {
+                awakeWithFree = true
+                break
+            }
             if sleeper == nil { sleeper = index }
         }
-        if let sleeper {
+        if !awakeWithFree, let sleeper {
             state.slots[sleeper].sleeping = false
-            return (state.slots[sleeper].connection, nil)
+            wakeups.wake = state.slots[sleeper].connection
         }
+        // More capacity is needed when the queue outgrows the streams the connections
+        // up or opening will offer; otherwise a burst queued while one connection had
+        // free streams would stay on that connection alone.
+        let slots = SlotSummary(state.slots)
+        guard state.queue.count > slots.freeStreams + slots.opening else { return wakeups }
         if let index = state.slots.firstIndex(where: { $0.isIdle }) {
             state.slots[index].isIdle = false
-            return (state.slots[index].connection, nil)
-        }
-        if state.slots.count < settings.connectionCount {
+            wakeups.wakeIdle = state.slots[index].connection
+        } else if state.slots.count < settings.connectionCount {
             let connection = HTTP2Connection(index: state.slots.count, pool: self)
             state.slots.append(Slot(connection: connection))
             state.runningThreads += 1
-            return (nil, connection)
+            wakeups.start = connection
         }
-        return (nil, nil)
+        return wakeups
     }
 
     // MARK: Connections
@@ -165,12 +229,11 @@ final class HTTP2ConnectionPool: Sendable {
     /// Puts a request the server did not process back at the head of the queue and wakes
     /// a connection that can send it (or starts one).
     func requeue(_ pending: PendingRequest) {
-        var wake: HTTP2Connection?
-        var start: HTTP2Connection?
+        var wakeups = Wakeups()
         let shuttingDown = state.withLock { state -> Bool in
             if state.shuttingDown { return true }
             state.queue.prepend(pending)
-            (wake, start) = chooseConnection(&state)
+            wakeups = chooseConnections(&state)
             return false
         }
         if shuttingDown {
@@ -178,8 +241,13 @@ final class HTTP2ConnectionPool: Sendable {
             return
         }
         statistics.update { $0.requestsRequeued += 1 }
-        wake?.wakeup.signal()
-        start?.start()
+        wakeups.run()
+    }
+
+    /// Records that `connection` has `freeStreams` free streams (responses closed some),
+    /// so requests sent meanwhile are not counted as waiting for a stream.
+    func publishFreeStreams(_ connection: HTTP2Connection, freeStreams: Int) {
+        state.withLock { $0.slots[connection.index].freeStreams = freeStreams }
     }
 
     /// Whether `connection` may connect now; marks it idle when there is no demand.

@@ -19,9 +19,21 @@ extension HTTP2Transport {
         public var tls: TLSConfiguration
         /// The most connections per endpoint, opened lazily as load needs them (1–4 is typical).
         public var connectionCount: Int
-        /// The most requests waiting for a free stream. While every connection is at its
-        /// stream limit, `send` suspends in this queue; past it, `send` fails at once with
-        /// ``APNsCore/APNsTransportError/Code/queueFull`` (back-pressure).
+        /// The most requests waiting for a free stream (back-pressure).
+        ///
+        /// A request *waits* when no stream is free for it. Requests are matched against
+        /// the free streams the open connections have reported, plus one stream for each
+        /// of the `connectionCount` connections not open yet (it opens on demand; APNs
+        /// allows every connection at least one stream); only the requests beyond those
+        /// count. A waiting request's `send` suspends until a stream frees up. A `send`
+        /// that would make more than `maxQueuedRequests` requests wait fails at once with
+        /// ``APNsCore/APNsTransportError/Code/queueFull`` (never sent, so safe to retry).
+        ///
+        /// So a burst larger than this limit is accepted while the connections have free
+        /// streams for it, and `0` means never wait: `send` succeeds when a stream is free
+        /// (or a connection can still be opened) and fails with `queueFull` otherwise. A
+        /// connection reports streams freed by answers before it hands the answers over.
+        /// Requests the server did not process and that are sent again are not limited.
         public var maxQueuedRequests: Int
         /// The cap on concurrent streams per connection, whatever the server allows.
         public var maxConcurrentStreamsPerConnection: Int

@@ -93,6 +93,10 @@ public final class HTTP2Transport: PushTransport {
     /// reconnects, GOAWAYs, frames.
     public var statistics: Statistics { statisticsBox.snapshot }
 
+    /// Requests to the default authority that count as waiting for a stream against
+    /// ``Configuration/maxQueuedRequests`` (for tests and diagnostics).
+    var waitingRequests: Int { defaultPool.waitingRequests }
+
     /// Sends `request` on a pooled connection and returns APNs' answer, whatever its status.
     ///
     /// - Throws: ``APNsCore/APNsTransportError`` when no answer arrived: `queueFull`, `shutdown`,

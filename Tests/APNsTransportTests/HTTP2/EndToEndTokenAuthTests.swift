@@ -36,9 +36,21 @@ struct EndToEndTokenAuthTests {
                 return try DeviceToken(hex: String(repeating: "0", count: 64 - hex.count) + hex)
             }
             let notification = PushNotification(payload: .alert(title: "Hello", body: "World"), topic: "com.example.app")
-            let outcomes = await client.send(notification, to: devices, maxConcurrency: 200)
+            // The first notification alone: its answer raises the limit from 1.
+            let firstOutcome = await client.send(notification, to: Array(devices.prefix(1)), maxConcurrency: 1)
+            // Then the answers are held until the server has seen as many requests in
+            // flight at once as its raised limit allows (a bounded wait, then release):
+            // proof that the limit rose, observed at the server.
+            server.setResponseDelay(.seconds(600))
+            let rest = Task { await client.send(notification, to: Array(devices.dropFirst()), maxConcurrency: 200) }
+            _ = await waitUntil { server.statistics.requests >= 1 + 100 }
+            let inFlightAtOnce = server.statistics.requests - 1
+            server.setResponseDelay(.zero)
+            let outcomes = firstOutcome + (await rest.value)
             await client.shutdown()
 
+            #expect(firstOutcome.count == 1)
+            #expect(inFlightAtOnce == 100, "\(inFlightAtOnce) requests in flight at once after the first answer")
             #expect(outcomes.count == 500)
             #expect(outcomes.allSatisfy { (try? $0.result.get()) != nil })
             let records = server.recordedRequests

@@ -98,12 +98,31 @@ func answeredIDs(_ server: MockAPNsServer) -> [String: Int] {
 
 @Suite("HTTP2Transport against APNsMockServer (TLS + HTTP/2 on loopback)")
 struct MockServerIntegrationTests {
-    @Test("10,000 notifications, every one answered exactly once", arguments: [1, 4])
+    @Test("10,000 notifications, every one answered exactly once; with 4 connections the work spreads over all 4", arguments: [1, 4])
     func tenThousand(connections: Int) async throws {
-        try await withMockAPNsServer { server in
+        let count = Sanitizer.scaled(10_000)
+        // A tenth of the requests fit on one connection at once, so with answers held
+        // 4 connections cannot carry them all: the pool must open all 4.
+        let streamLimit = max(1, count / 10)
+        try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: streamLimit)) { server in
             let transport = try mockTransport(server) { $0.connectionCount = connections }
-            let count = Sanitizer.scaled(10_000)
-            let results = try await sendToMock(transport, port: server.port, indices: 0..<count)
+            let port = server.port
+            var heldAtOnce = 0
+            let results: [Result<APNsResponse, APNsTransportError>]
+            if connections > 1 {
+                // Answers held until more requests arrived than `connections - 1`
+                // connections can carry at once (no timing: a bounded wait, then release).
+                server.setResponseDelay(.seconds(600))
+                let sending = Task { try await sendToMock(transport, port: port, indices: 0..<count) }
+                let threshold = (connections - 1) * streamLimit
+                _ = await waitUntil { server.statistics.requests > threshold }
+                heldAtOnce = server.statistics.requests
+                server.setResponseDelay(.zero)
+                results = try await sending.value
+                #expect(heldAtOnce > threshold, "\(heldAtOnce) requests in flight at once, more than \(threshold) expected")
+            } else {
+                results = try await sendToMock(transport, port: port, indices: 0..<count)
+            }
             await transport.shutdown()
             #expect(results.count == count)
             #expect(results.allSatisfy { (try? $0.get().status) == 200 })
@@ -113,7 +132,10 @@ struct MockServerIntegrationTests {
             #expect(server.statistics.accepted == count)
             let statistics = transport.statistics
             #expect(statistics.responsesByStatus == [200: count])
-            #expect(statistics.connectionsOpened <= connections)
+            #expect(statistics.connectionsOpened == connections)
+            #expect(server.statistics.connections == connections)
+            // Every connection carried requests.
+            #expect(Set(server.recordedRequests.map(\.connectionNumber)).count == connections)
             #expect(statistics.requestsInFlight == 0)
         }
     }
@@ -153,21 +175,30 @@ struct MockServerIntegrationTests {
         try await withMockAPNsServer { server in
             let transport = try mockTransport(server)
             server.dropConnection(atRequest: 100)
-            let results = try await sendToMock(transport, port: server.port, indices: 0..<1_000)
+            let outcomes = try await sendIndexed(transport, requests: (0..<1_000).map { try mockPush($0, port: server.port) })
             // The next request reconnects.
             let after = try await transport.send(mockPush(5_000, port: server.port))
             #expect(after.status == 200)
             await transport.shutdown()
-            let failures = results.compactMap { result -> APNsTransportError? in
-                if case .failure(let error) = result { return error } else { return nil }
-            }
-            let successes = results.count - failures.count
+            // Each request's caller saw exactly one outcome.
+            #expect(outcomes.count == 1_000)
+            #expect(Set(outcomes.map(\.index)) == Set(0..<1_000))
+            let failures = outcomes.compactMap(\.result.failure)
             #expect(!failures.isEmpty)
             #expect(failures.allSatisfy { $0.code == .connectionClosed && $0.mayHaveReachedAPNs })
             // Nothing is sent twice: the failed requests may have reached the server, and
-            // the transport left the retry decision to the caller.
-            #expect(answeredIDs(server).values.allSatisfy { $0 == 1 })
-            #expect(successes + failures.count == 1_000)
+            // the transport left the retry decision to the caller. Each success is the
+            // answer to its own request (its apns-id), which the server processed once.
+            let answered = answeredIDs(server)
+            #expect(answered.values.allSatisfy { $0 == 1 })
+            for outcome in outcomes {
+                guard case .success(let response) = outcome.result else { continue }
+                let id = try mockPush(outcome.index, port: server.port).apnsIDHeader
+                #expect(response.apnsIDHeader == id)
+                #expect(answered[id] == 1)
+            }
+            let sentIDs = try Set((0..<1_000).map { try mockPush($0, port: server.port).apnsIDHeader })
+            #expect(Set(answered.keys).subtracting(sentIDs) == [try mockPush(5_000, port: server.port).apnsIDHeader])
             #expect(transport.statistics.connectionsLost == 1)
         }
     }
