@@ -34,6 +34,16 @@ struct CertificateTransportTests {
     }
 
     /// Sends `count` pushes at once and returns every outcome.
+    /// Records an issue for every result that is not a 200.
+    static func expectAllAccepted(_ results: [Result<APNsResponse, APNsTransportError>]) {
+        for result in results {
+            switch result {
+            case .success(let response): #expect(response.status == 200)
+            case .failure(let error): Issue.record("\(error.debugDescription)")
+            }
+        }
+    }
+
     static func send(_ transport: HTTP2Transport, port: Int, count: Int) async throws -> [Result<APNsResponse, APNsTransportError>] {
         try await sendToMock(transport, port: port, indices: 0..<count, timeout: .seconds(30))
     }
@@ -46,12 +56,7 @@ struct CertificateTransportTests {
             let transport = try Self.transport(server, identity: try Self.clientIdentity())
             let results = try await Self.send(transport, port: server.port, count: 3)
             await transport.shutdown()
-            for result in results {
-                switch result {
-                case .success(let response): #expect(response.status == 200)
-                case .failure(let error): Issue.record("\(error.debugDescription)")
-                }
-            }
+            Self.expectAllAccepted(results)
             #expect(server.recordedRequests.count == 3)
             #expect(server.statistics.accepted == 3)
         }
@@ -103,12 +108,7 @@ struct CertificateTransportTests {
                 proxy: ProxyConfiguration(host: "127.0.0.1", port: proxyPort, username: ProxyTests.user, password: ProxyTests.password))
             let results = try await Self.send(transport, port: server.port, count: 2)
             await transport.shutdown()
-            for result in results {
-                switch result {
-                case .success(let response): #expect(response.status == 200)
-                case .failure(let error): Issue.record("\(error.debugDescription)")
-                }
-            }
+            Self.expectAllAccepted(results)
             #expect(server.recordedRequests.count == 2)
             #expect(proxy.log.contains("CONNECT 127.0.0.1:\(server.port)"), "\(proxy.log)")
         }
