@@ -160,7 +160,14 @@ extension APS {
         // Reads a flag and keeps its spelling when it is not the one the SDK writes.
         func readFlag(_ key: String, _ value: JSONValue) throws(PayloadError) -> Bool {
             let isSet = try Read.flag(value, "aps." + key)
-            if value != APS.flagCanonicalValues[key] { flagSpellings[key] = value }
+            if value != APS.flagCanonicalValues[key] {
+                flagSpellings[key] = value
+                // In the order the flags are written, not the order they were read: two
+                // payloads that write the same bytes compare equal (a fuzz finding).
+                var ordered = JSONObject()
+                for name in APS.flagOrder { if let spelling = flagSpellings[name] { ordered[name] = spelling } }
+                flagSpellings = ordered
+            }
             return isSet
         }
         for (key, value) in object {

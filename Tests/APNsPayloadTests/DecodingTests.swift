@@ -293,6 +293,17 @@ struct JSONValueParsingTests {
         expectSameJSON(try payload.encoded(), json)
     }
 
+    /// Fuzz finding (Fuzz/Findings/payload-writer): flags spelled `false` in another order
+    /// than the SDK writes them made decode(encode(p)) differ from p, because the spellings
+    /// kept the order they were read in. Decoding either order, and the round trip, are equal.
+    @Test func explicitFlagsInAnyOrderRoundTrip() throws {
+        let readOrder = try Payload(jsonBytes: Array(#"{"aps":{"input-push-token":false,"content-available":false}}"#.utf8))
+        let writeOrder = try Payload(jsonBytes: Array(#"{"aps":{"content-available":false,"input-push-token":false}}"#.utf8))
+        #expect(readOrder == writeOrder)
+        let roundTrip = try Payload(jsonBytes: try readOrder.encoded(limit: PayloadLimit(bytes: .max)))
+        #expect(roundTrip == readOrder)
+    }
+
     @Test func unknownNestedKeysAreInTheModel() throws {
         let payload = try Payload(jsonBytes: Array("""
             {"aps":{"event":"update","timestamp":1,"content-state":{},

@@ -142,6 +142,9 @@ public struct APS: Sendable, Hashable {
         return false
     }
 
+    /// The flags whose spelling decoding keeps, in the order the SDK writes them.
+    static let flagOrder = ["content-available", "mutable-content", "input-push-token", "content-changed"]
+
     /// The canonical value of each flag: what the SDK writes when it is set.
     static let flagCanonicalValues: JSONObject = [
         "content-available": 1, "mutable-content": 1, "input-push-token": 1, "content-changed": true,
