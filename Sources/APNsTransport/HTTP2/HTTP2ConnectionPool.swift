@@ -116,7 +116,7 @@ final class HTTP2ConnectionPool: Sendable {
                 return
             }
             state.queue.append(pending)
-            wakeups = chooseConnections(&state)
+            wakeups = chooseConnections(&state, slots)
         }
         if let failure {
             pending.finish(.failure(failure))
@@ -172,8 +172,10 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// Picks the connections to wake for new work, and wakes an idle one or starts a new
     /// one when the queue holds more requests than the free streams of the connections
-    /// up or opening (one each for those opening). Called under the lock.
-    private func chooseConnections(_ state: inout State) -> Wakeups {
+    /// up or opening (one each for those opening). `slots` is the caller's summary of the
+    /// slots under the same lock (choosing changes only `sleeping`, which it does not
+    /// count), so the per-request path passes over the slots once. Called under the lock.
+    private func chooseConnections(_ state: inout State, _ slots: SlotSummary) -> Wakeups {
         var wakeups = Wakeups()
         // An awake connection with a free stream takes the request on its next loop
         // iteration: no system call. Otherwise wake one that sleeps in poll(2).
@@ -193,7 +195,6 @@ final class HTTP2ConnectionPool: Sendable {
         // More capacity is needed when the queue outgrows the streams the connections
         // up or opening will offer; otherwise a burst queued while one connection had
         // free streams would stay on that connection alone.
-        let slots = SlotSummary(state.slots)
         guard state.queue.count > slots.freeStreams + slots.opening else { return wakeups }
         if let index = state.slots.firstIndex(where: { $0.isIdle }) {
             state.slots[index].isIdle = false
@@ -233,7 +234,7 @@ final class HTTP2ConnectionPool: Sendable {
         let shuttingDown = state.withLock { state -> Bool in
             if state.shuttingDown { return true }
             state.queue.prepend(pending)
-            wakeups = chooseConnections(&state)
+            wakeups = chooseConnections(&state, SlotSummary(state.slots))
             return false
         }
         if shuttingDown {
