@@ -114,7 +114,7 @@ struct DemoCommand: AsyncParsableCommand {
                 tls: try TLSSetup.configuration(trustedCAPEM: server.certificateAuthorityPEM, certificate: nil),
                 connections: connections, logger: Logger(label: "apns.demo"))
             let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
-            try await sendAll(with: client, over: "TLS + HTTP/2 on loopback, \(connections) connection(s)") {
+            try await sendAll(with: client, over: "TLS + HTTP/2 on loopback, a pool of up to \(connections) connection(s), opened as load needs them") {
                 showWire(server.recordedRequests)
             }
             await client.shutdown()
