@@ -2,10 +2,11 @@
 // same server with the same request shape.
 //
 //   swift run -c release TransportBenchmark [--requests N] [--shape CxM] [--no-h2load]
-//                                            [--connect PORT CA_PATH]
+//                                            [--mode call|batch] [--connect PORT CA_PATH]
 //
 // Each run sends N notifications (default 50,000) over C connections with M concurrent
-// streams each (C×M sending tasks), after a warm-up of 2,000, and prints notifications
+// streams each, after a warm-up of 2,000, twice: with `send(_:)` from C×M sending tasks
+// ("send"), and with one `sendBatch` whose window is C×M ("sendBatch"); it prints notifications
 // per second, client CPU µs per notification (and the share of the connection threads),
 // p50/p99 latency, frames written per notification and failures; then h2load with the
 // same request shape against the same server, and the CPU ratio.
@@ -163,7 +164,15 @@ struct Figures {
     var cpuPerRequest: Double { cpuMicroseconds / Double(requests) }
 }
 
-func runTransport(connections: Int, streams: Int, requests: Int) async throws -> Figures {
+/// How the measured requests are handed to the transport.
+enum Mode: String {
+    /// `send(_:)` from C×M tasks, each sending its next request when its last one finished.
+    case call
+    /// One `sendBatch` with a window of C×M requests.
+    case batch
+}
+
+func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) async throws -> Figures {
     var tls = TLSConfiguration()
     tls.trustRoots = .certificates(caPEM)
     let transport = HTTP2Transport(
@@ -188,7 +197,9 @@ func runTransport(connections: Int, streams: Int, requests: Int) async throws ->
     let cpuStart = CPU.selfMicroseconds()
     let ioStart = CPU.threadsMicroseconds(prefix: "apns-h2")
     let start = clock.now
-    let (failures, unsorted) = await drive(transport, measured, concurrency: connections * streams)
+    let (failures, unsorted) = mode == .call
+        ? await drive(transport, measured, concurrency: connections * streams)
+        : await driveBatch(transport, measured, window: connections * streams)
     let elapsed = clock.now - start
     let cpu = CPU.selfMicroseconds() - cpuStart
     let ioCPU = CPU.threadsMicroseconds(prefix: "apns-h2") - ioStart
@@ -197,7 +208,7 @@ func runTransport(connections: Int, streams: Int, requests: Int) async throws ->
     let latencies = unsorted.sorted()
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     return Figures(
-        label: "HTTP2Transport c=\(connections) m=\(streams)",
+        label: "\(mode == .call ? "send" : "sendBatch") c=\(connections) m=\(streams)",
         requests: requests,
         seconds: seconds,
         cpuMicroseconds: cpu,
@@ -239,6 +250,35 @@ func drive(_ transport: HTTP2Transport, _ requests: [APNsRequest], concurrency: 
     return (failures, recorder.values)
 }
 
+/// Sends every request with one `sendBatch` call; returns the failures and each latency
+/// in µs (from when the transport made the request to its result).
+func driveBatch(_ transport: HTTP2Transport, _ requests: [APNsRequest], window: Int) async -> (failures: Int, latencies: [Double]) {
+    let started = LatencyRecorder(count: requests.count)
+    let recorder = LatencyRecorder(count: requests.count)
+    let failures = Atomic<Int>(0)
+    let clock = ContinuousClock()
+    let origin = clock.now
+    @Sendable func microseconds() -> Double {
+        let elapsed = clock.now - origin
+        return Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6
+    }
+    await transport.sendBatch(
+        count: requests.count,
+        maxConcurrency: window,
+        makeRequest: { index in
+            started.record(index, microseconds())
+            return requests[index]
+        },
+        onResult: { index, _, result in
+            if case .success(let response) = result, response.status == 200 {} else {
+                failures.wrappingAdd(1, ordering: .relaxed)
+            }
+            recorder.record(index, microseconds() - started[index])
+        }
+    )
+    return (failures.load(ordering: .relaxed), recorder.values)
+}
+
 import Synchronization
 
 final class Counter: Sendable {
@@ -258,6 +298,7 @@ final class LatencyRecorder: @unchecked Sendable {
     }
     deinit { storage.deallocate() }
     func record(_ index: Int, _ microseconds: Double) { storage[index] = microseconds }
+    subscript(index: Int) -> Double { storage[index] }
     var values: [Double] { Array(storage) }
 }
 
@@ -329,10 +370,18 @@ if let index = arguments.firstIndex(of: "--shape"), index + 1 < arguments.count 
     if parts.count == 2 { shapes = [(parts[0], parts[1])] }
 }
 let skipH2load = arguments.contains("--no-h2load")
+// `--mode call|batch`: one way of sending only (default: both, side by side).
+var modes: [Mode] = [.call, .batch]
+if let index = arguments.firstIndex(of: "--mode"), index + 1 < arguments.count, let mode = Mode(rawValue: arguments[index + 1]) {
+    modes = [mode]
+}
 for (connections, streams) in shapes {
-    let ours = try await runTransport(connections: connections, streams: streams, requests: totalRequests)
+    var ours: [Figures] = []
+    for mode in modes {
+        ours.append(try await runTransport(connections: connections, streams: streams, requests: totalRequests, mode: mode))
+    }
     let theirs = skipH2load ? nil : try runH2load(connections: connections, streams: streams, requests: totalRequests)
-    for figures in [ours] + (theirs.map { [$0] } ?? []) {
+    for figures in ours + (theirs.map { [$0] } ?? []) {
         print(
             figures.label.padding(toLength: 30, withPad: " ", startingAt: 0),
             format(figures.perSecond, 0).leftPadded(9),
@@ -346,7 +395,10 @@ for (connections, streams) in shapes {
     }
     if let theirs {
         ratios.append(
-            "c=\(connections) m=\(streams): CPU per request \(format(ours.cpuPerRequest / theirs.cpuPerRequest, 2))× h2load's"
+            "c=\(connections) m=\(streams): CPU per request "
+                + zip(modes, ours).map { mode, figures in
+                    "\(mode == .call ? "send" : "sendBatch") \(format(figures.cpuPerRequest / theirs.cpuPerRequest, 2))×"
+                }.joined(separator: ", ") + " h2load's"
         )
     }
 }

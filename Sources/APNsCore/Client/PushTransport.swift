@@ -31,7 +31,131 @@ public protocol PushTransport: Sendable {
     /// - Throws: ``APNsTransportError`` when no answer arrived; see the protocol's rules.
     func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse
 
+    /// Sends many requests, at most `maxConcurrency` in flight at once, and returns when
+    /// every one has its result.
+    ///
+    /// This is the many-notifications path: ``APNsClient``'s batch send uses it. The
+    /// default implementation calls ``send(_:)`` from a sliding window of child tasks;
+    /// `HTTP2Transport` replaces it with one that makes, sends and completes the requests
+    /// on its connection threads, without a task per request.
+    ///
+    /// The contract, which every implementation keeps:
+    /// - `makeRequest(index)` is called exactly once for each index in `0..<count`, in
+    ///   index order, one call at a time (from any thread). Returning `nil` skips the index:
+    ///   the caller has recorded its outcome itself, and `onResult` is not called for it.
+    /// - `onResult(index, request, result)` is called exactly once for each request made,
+    ///   from any thread and possibly for several indices at once, with APNs' answer or the
+    ///   ``APNsTransportError`` that says whether the request may have reached APNs.
+    /// - Requests are sent in index order, as streams free up; a new one starts as soon as
+    ///   one finishes. Each request's ``APNsRequest/timeout`` counts from when it starts.
+    /// - When the calling task is cancelled, requests in flight fail with
+    ///   ``APNsTransportError/Code/cancelled`` (`mayHaveReachedAPNs == true`) and the rest
+    ///   are still made and then failed at once without being sent
+    ///   (`mayHaveReachedAPNs == false`): every index still gets its one outcome.
+    /// - The method returns after the last `onResult` call has returned.
+    ///
+    /// - Parameters:
+    ///   - count: How many requests.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    ///   - makeRequest: Builds the request for an index, when its turn comes.
+    ///   - onResult: Receives each request's result.
+    func sendBatch(
+        count: Int,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) async
+
     /// Stops accepting requests, lets the ones in flight finish or fail, and releases
     /// connections. Calling it again has no further effect.
     func shutdown() async
+}
+
+extension PushTransport {
+    /// The default batch: a sliding window of at most `maxConcurrency` child tasks, each
+    /// calling ``send(_:)``; see the requirement for the contract it keeps.
+    public func sendBatch(
+        count: Int,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) async {
+        guard count > 0 else { return }
+        let width = max(1, min(maxConcurrency, count))
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            /// Starts the next index that makes a request; `false` when none is left.
+            func startNext() -> Bool {
+                while next < count {
+                    let index = next
+                    next += 1
+                    guard let request = makeRequest(index) else { continue }
+                    // A child added after cancellation starts cancelled: its send fails
+                    // at once with `cancelled`, so the index still gets its outcome.
+                    group.addTask {
+                        let result: Result<APNsResponse, APNsTransportError>
+                        do throws(APNsTransportError) {
+                            result = .success(try await self.send(request))
+                        } catch {
+                            result = .failure(error)
+                        }
+                        onResult(index, request, result)
+                    }
+                    return true
+                }
+                return false
+            }
+            var running = 0
+            while running < width, startNext() { running += 1 }
+            while await group.next() != nil {
+                _ = startNext()
+            }
+        }
+    }
+
+    /// Sends `requests`, at most `maxConcurrency` in flight at once, through
+    /// ``sendBatch(count:maxConcurrency:makeRequest:onResult:)``.
+    ///
+    /// - Returns: One result per request, in the order of `requests`: APNs' answer, or the
+    ///   ``APNsTransportError`` that says whether the request may have reached APNs.
+    public func send(
+        _ requests: [APNsRequest],
+        maxConcurrency: Int
+    ) async -> [Result<APNsResponse, APNsTransportError>] {
+        let results = BatchResults(count: requests.count)
+        await sendBatch(
+            count: requests.count,
+            maxConcurrency: maxConcurrency,
+            makeRequest: { requests[$0] },
+            onResult: { index, _, result in results.store(result, at: index) }
+        )
+        return results.collect()
+    }
+}
+
+/// One slot per index, each written once by ``PushTransport/sendBatch(count:maxConcurrency:makeRequest:onResult:)``'s
+/// `onResult` (from any thread) and read after the batch returned.
+final class BatchResults: @unchecked Sendable {
+    // Safe: the batch contract calls `onResult` once per index, so each slot has one
+    // writer, and `collect` runs after the batch returned (every write happened before).
+    private let slots: UnsafeMutableBufferPointer<Result<APNsResponse, APNsTransportError>?>
+
+    init(count: Int) {
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
+
+    func store(_ result: Result<APNsResponse, APNsTransportError>, at index: Int) {
+        slots[index] = result
+    }
+
+    /// The results; an index without one (a broken implementation) reads as a failure.
+    func collect() -> [Result<APNsResponse, APNsTransportError>] {
+        slots.map { $0 ?? .failure(APNsTransportError(code: .protocolError, mayHaveReachedAPNs: true, detail: "the transport gave no result")) }
+    }
 }

@@ -100,8 +100,8 @@ final class HTTP2ConnectionPool: Sendable {
                 return
             }
             let slots = SlotSummary(state.slots)
-            let waiting = waitingCount(state, slots)
-            if waiting >= settings.maxQueuedRequests {
+            // A batch's window bounds its own requests (HTTP2Transport.sendBatch).
+            if !pending.isBatched, case let waiting = waitingCount(state, slots), waiting >= settings.maxQueuedRequests {
                 failure = .queueFull(
                     "\(waiting) requests are waiting for a stream (maxQueuedRequests \(settings.maxQueuedRequests))"
                 )

@@ -127,6 +127,49 @@ public final class HTTP2Transport: PushTransport {
         return try outcome.get()
     }
 
+    /// Sends many requests from the connection threads: each finished request hands its
+    /// result to `onResult` and makes the next one on the thread that finished it, so the
+    /// batch costs no task and no task switch per request (see ``APNsCore/PushTransport``
+    /// for the contract: every index made once, in order; one result per request made).
+    ///
+    /// The window (`maxConcurrency`) is the batch's back-pressure: its requests wait in
+    /// the pool's queue like those of ``send(_:)`` (first come, first served) but are not
+    /// counted against ``Configuration/maxQueuedRequests``, which bounds what many
+    /// independent callers may pile up. Timeouts count from when each request is made.
+    /// A window wider than the streams the pool can open (``Configuration/connectionCount``
+    /// × the streams per connection) only makes requests wait longer.
+    public func sendBatch(
+        count: Int,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) async {
+        guard count > 0 else { return }
+        let batch = BatchSend(
+            count: count,
+            window: maxConcurrency,
+            statistics: statisticsBox,
+            makeRequest: makeRequest,
+            onResult: onResult,
+            enqueue: { [self] pending in
+                do throws(APNsTransportError) {
+                    let pool = pending.request.authority == defaultAuthority
+                        ? defaultPool : try pool(for: pending.request.authority)
+                    pool.enqueue(pending)
+                } catch {
+                    pending.finish(.failure(error))
+                }
+            }
+        )
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                batch.start(continuation)
+            }
+        } onCancel: {
+            batch.cancel()
+        }
+    }
+
     /// Stops taking requests (new ones fail with ``APNsCore/APNsTransportError/Code/shutdown``),
     /// fails queued ones, gives in-flight ones up to ``Configuration/shutdownGracePeriod``
     /// to finish (then fails them with `shutdown` and `mayHaveReachedAPNs == true`),

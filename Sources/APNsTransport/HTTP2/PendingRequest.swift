@@ -1,14 +1,16 @@
 import APNsCore
 import Synchronization
 
-/// One call to ``HTTP2Transport/send(_:)`` on its way: the request, its deadline and the
-/// continuation of the suspended caller.
+/// One request on its way: the request, its deadline, and who receives its outcome —
+/// the continuation of a caller suspended in ``HTTP2Transport/send(_:)``, or the
+/// ``BatchSend`` it belongs to.
 ///
-/// The caller's continuation is resumed exactly once, by whichever comes first: the
-/// connection thread (response or failure), the timer scan (timeout), the cancellation
-/// handler, or the pool (queue full, shutdown). ``finish(_:)`` is the one place that
-/// resumes, under the lock, so a second outcome is ignored; if the outcome arrives before
-/// the continuation is installed, it is kept and ``install(_:)`` resumes at once.
+/// The outcome is delivered exactly once, by whichever comes first: the connection thread
+/// (response or failure), the timer scan (timeout), the cancellation handler, or the pool
+/// (queue full, shutdown). ``finish(_:)`` is the one place that decides it, under the
+/// lock, so a second outcome is ignored; if the outcome arrives before the continuation is
+/// installed, it is kept and ``install(_:)`` resumes at once. A batch's request hands its
+/// outcome to the batch instead (no continuation, no task switch per request).
 final class PendingRequest: Sendable {
     typealias Outcome = Result<APNsResponse, APNsTransportError>
 
@@ -34,13 +36,38 @@ final class PendingRequest: Sendable {
     /// The monotonic time after which the request fails with a timeout.
     let deadline: UInt64
     private let statistics: StatisticsBox
+    /// The batch that receives the outcome, if the request is part of one.
+    private let batch: BatchSend?
+    /// The request's index in ``batch``.
+    private let batchIndex: Int
+    /// The request's place in ``batch``'s window.
+    private let batchSlot: Int
     private let state = Mutex(State())
 
+    /// A request whose outcome resumes the continuation given to ``install(_:)``.
     init(request: APNsRequest, deadline: UInt64, statistics: StatisticsBox) {
         self.request = request
         self.deadline = deadline
         self.statistics = statistics
+        self.batch = nil
+        self.batchIndex = 0
+        self.batchSlot = 0
     }
+
+    /// A request of `batch`, at `index`, in window place `slot`: its outcome goes to
+    /// ``BatchSend/complete(_:slot:request:outcome:)``.
+    init(request: APNsRequest, deadline: UInt64, statistics: StatisticsBox, batch: BatchSend, index: Int, slot: Int) {
+        self.request = request
+        self.deadline = deadline
+        self.statistics = statistics
+        self.batch = batch
+        self.batchIndex = index
+        self.batchSlot = slot
+    }
+
+    /// Whether the request belongs to a batch, which bounds how many wait (so the pool's
+    /// `maxQueuedRequests` does not apply to it).
+    var isBatched: Bool { batch != nil }
 
     /// Installs the caller's continuation; resumes it at once if the outcome is known.
     func install(_ continuation: UnsafeContinuation<Outcome, Never>) {
@@ -81,12 +108,16 @@ final class PendingRequest: Sendable {
                 state.continuation = nil
                 return (previous, outcome, continuation)
             }
-            state.early = outcome
+            if batch == nil { state.early = outcome }
             return (previous, outcome, nil)
         }
         guard let (previous, outcome, continuation) = decided else { return nil }
         statistics.recordCompletion(outcome)
-        continuation?.resume(returning: outcome)
+        if let batch {
+            batch.complete(batchIndex, slot: batchSlot, request: request, outcome: outcome)
+        } else {
+            continuation?.resume(returning: outcome)
+        }
         return previous
     }
 

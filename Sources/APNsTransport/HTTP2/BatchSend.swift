@@ -1,0 +1,155 @@
+import APNsCore
+import Synchronization
+
+/// One call to ``HTTP2Transport/sendBatch(count:maxConcurrency:makeRequest:onResult:)``:
+/// a sliding window of requests that refills itself from the threads that finish them.
+///
+/// A request of the batch is a ``PendingRequest`` like any other (same queue, deadlines,
+/// re-sends, cancellation), except that its outcome comes back here, on the thread that
+/// decided it (usually a connection thread), instead of resuming a suspended task. That
+/// thread hands the result to `onResult` and makes the next request in the same breath:
+/// no task per request and no task switch per request, which is where
+/// ``HTTP2Transport/send(_:)`` spends most of its CPU at tens of thousands of requests
+/// per second. The caller's task is resumed once, when the last result has been handed over.
+///
+/// **Making requests.** ``pump()`` is the one place that calls `makeRequest`. Whoever
+/// finds room in the window pumps; a thread that finds another one pumping leaves the
+/// work to it (the `pumping` flag, under the lock), so `makeRequest` runs one call at a
+/// time and in index order, and a request that fails at once (shutdown, say) while being
+/// enqueued does not recurse into the pump.
+///
+/// **Cancellation.** ``cancel()`` cancels every request in the window (each fails with
+/// `cancelled`, reset if it was sent); the requests not yet made are still made, one by one,
+/// and failed at once without being sent, so every index gets its one outcome.
+final class BatchSend: Sendable {
+    typealias Result = PendingRequest.Outcome
+
+    private struct State {
+        /// The next index to make.
+        var next = 0
+        /// Requests made whose outcome has not been handed over yet.
+        var running = 0
+        var pumping = false
+        var cancelled = false
+        var continuation: UnsafeContinuation<Void, Never>?
+        /// The requests in the window, by slot, so that cancellation can reach them.
+        var slots: [PendingRequest?]
+        var freeSlots: [Int]
+    }
+
+    private let count: Int
+    private let window: Int
+    private let makeRequest: @Sendable (Int) -> APNsRequest?
+    private let onResult: @Sendable (Int, APNsRequest, Result) -> Void
+    /// Queues a request of the batch on its pool (or fails it).
+    private let enqueue: @Sendable (PendingRequest) -> Void
+    private let statistics: StatisticsBox
+    private let state: Mutex<State>
+
+    init(
+        count: Int,
+        window: Int,
+        statistics: StatisticsBox,
+        makeRequest: @escaping @Sendable (Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (Int, APNsRequest, Result) -> Void,
+        enqueue: @escaping @Sendable (PendingRequest) -> Void
+    ) {
+        self.count = count
+        self.window = max(1, min(window, count))
+        self.makeRequest = makeRequest
+        self.onResult = onResult
+        self.enqueue = enqueue
+        self.statistics = statistics
+        let window = self.window
+        self.state = Mutex(State(slots: Array(repeating: nil, count: window), freeSlots: Array((0..<window).reversed())))
+    }
+
+    /// Starts the batch; `continuation` is resumed after the last result was handed over.
+    func start(_ continuation: UnsafeContinuation<Void, Never>) {
+        let finished = state.withLock { state -> Bool in
+            if count == 0 { return true }
+            state.continuation = continuation
+            return false
+        }
+        if finished {
+            continuation.resume()
+            return
+        }
+        pump()
+    }
+
+    /// Cancels the requests in the window; the ones not made yet fail as they are made.
+    func cancel() {
+        let inWindow: [PendingRequest] = state.withLock { state in
+            state.cancelled = true
+            return state.slots.compactMap { $0 }
+        }
+        for pending in inWindow { pending.cancel() }
+    }
+
+    /// Hands the outcome of the request at `index` (in `slot`) over, frees its place in the
+    /// window and refills it. Called once per request, by ``PendingRequest/finish(_:)``.
+    func complete(_ index: Int, slot: Int, request: APNsRequest, outcome: Result) {
+        onResult(index, request, outcome)
+        release(slot)
+        pump()
+    }
+
+    /// Frees `slot` after its request finished (or was skipped); resumes the caller when
+    /// it was the batch's last.
+    private func release(_ slot: Int) {
+        let continuation: UnsafeContinuation<Void, Never>? = state.withLock { state in
+            state.slots[slot] = nil
+            state.freeSlots.append(slot)
+            state.running -= 1
+            guard state.running == 0, state.next == count else { return nil }
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume()
+    }
+
+    /// Makes and queues requests while the window has room; see the type's documentation.
+    private func pump() {
+        var owner = false
+        while true {
+            let turn: (index: Int, slot: Int)? = state.withLock { state in
+                if !owner {
+                    if state.pumping { return nil }
+                    state.pumping = true
+                    owner = true
+                }
+                guard state.next < count, let slot = state.freeSlots.popLast() else {
+                    state.pumping = false
+                    return nil
+                }
+                defer { state.next += 1 }
+                state.running += 1
+                return (state.next, slot)
+            }
+            guard let (index, slot) = turn else { return }
+            guard let request = makeRequest(index) else {
+                release(slot)
+                continue
+            }
+            let pending = PendingRequest(
+                request: request,
+                deadline: MonotonicTime.deadline(after: request.timeout),
+                statistics: statistics,
+                batch: self,
+                index: index,
+                slot: slot
+            )
+            statistics.recordAccepted()
+            let cancelled = state.withLock { state in
+                state.slots[slot] = pending
+                return state.cancelled
+            }
+            if cancelled {
+                pending.finish(.failure(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent")))
+            } else {
+                enqueue(pending)
+            }
+        }
+    }
+}
