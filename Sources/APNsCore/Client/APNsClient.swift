@@ -145,32 +145,102 @@ public final class APNsClient: Sendable {
         }
         let fixedID = notification.apnsID
         let width = max(1, min(maxConcurrency, deviceTokens.count))
-        var results = [Result<APNsAccepted, APNsError>?](repeating: nil, count: deviceTokens.count)
-        await withTaskGroup(of: (Int, Result<APNsAccepted, APNsError>).self) { group in
-            var next = 0
-            func start(_ index: Int) {
-                let token = deviceTokens[index]
-                group.addTask {
-                    do throws(APNsError) {
-                        let accepted = try await self.deliver(prepared, apnsID: fixedID ?? .random(), to: token)
-                        return (index, .success(accepted))
+        // First pass: one transport batch, made and answered on the transport's threads.
+        // What is accepted (or cannot be sent) is final; every other answer is handed to
+        // the same attempt loop as a single send, as its attempt 1, which retries it as
+        // the policy allows and turns it into the outcome.
+        let pass = BatchPass(count: deviceTokens.count)
+        let environment = environment
+        let timeout = requestTimeout
+        let logger = logger
+        await transport.sendBatch(
+            count: deviceTokens.count,
+            maxConcurrency: width,
+            makeRequest: { index in
+                let deviceToken = deviceTokens[index]
+                do throws(APNsError) {
+                    let providerToken = try self.currentProviderToken(log: { failure in
+                        logger.warning("no provider token", metadata: ["apns.error": "\(failure)"])
+                    })
+                    pass.remember(providerToken)
+                    let apnsID = fixedID ?? .random()
+                    let request: APNsRequest
+                    do throws(APNsRequestError) {
+                        request = try prepared.request(
+                            to: deviceToken,
+                            apnsID: apnsID,
+                            environment: environment,
+                            authorization: providerToken?.authorizationValue,
+                            timeout: timeout
+                        )
                     } catch {
-                        return (index, .failure(error))
+                        logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
+                        throw .invalid(error)
                     }
+                    if logger.logLevel <= .trace {
+                        logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
+                    }
+                    return request
+                } catch {
+                    pass.finish(index, .failure(error))
+                    return nil
+                }
+            },
+            onResult: { index, request, result in
+                if case .success(let response) = result, let accepted = APNsAccepted(response: response, request: request) {
+                    if logger.logLevel <= .debug {
+                        logger.debug(
+                            "notification accepted",
+                            metadata: Self.metadata(accepted.apnsID ?? request.apnsID, deviceTokens[index], ["apns.attempt": "1"])
+                        )
+                    }
+                    pass.finish(index, .success(accepted))
+                } else {
+                    let providerToken = pass.token(of: request)
+                    if case .success(let response) = result, response.status == 403, let providerToken,
+                        case .providerToken(let source) = self.credentials,
+                        APNsErrorBody(parsing: response.body)?.reason == APNsReason.expiredProviderToken.rawValue
+                    {
+                        // At once, not in the second pass: the requests made from now on
+                        // carry a new token instead of meeting the same refusal.
+                        source.invalidate(providerToken)
+                    }
+                    pass.continueLater(index, Attempt(request: request, providerToken: providerToken, result: result))
                 }
             }
-            while next < width {
-                start(next)
-                next += 1
-            }
-            while let (index, result) = await group.next() {
-                results[index] = result
-                if next < deviceTokens.count {
-                    start(next)
+        )
+        // Second pass: rejections, failures and retries, through the attempt loop.
+        let later = pass.takeContinuations()
+        if !later.isEmpty {
+            await withTaskGroup(of: Void.self) { group in
+                var next = 0
+                func start() {
+                    let (index, attempt) = later[next]
                     next += 1
+                    group.addTask {
+                        let result: Result<APNsAccepted, APNsError>
+                        do throws(APNsError) {
+                            result = .success(
+                                try await self.deliver(
+                                    prepared,
+                                    apnsID: attempt.request.apnsID ?? .random(),
+                                    to: deviceTokens[index],
+                                    firstAttempt: attempt
+                                )
+                            )
+                        } catch {
+                            result = .failure(error)
+                        }
+                        pass.finish(index, result)
+                    }
+                }
+                while next < min(width, later.count) { start() }
+                while await group.next() != nil {
+                    if next < later.count { start() }
                 }
             }
         }
+        let results = pass.results()
         let outcomes = zip(deviceTokens, results).map { token, result in
             APNsOutcome(
                 deviceToken: token,
@@ -205,11 +275,17 @@ public final class APNsClient: Sendable {
         await transport.shutdown()
     }
 
+    /// A notification's log metadata (as ``deliver(_:apnsID:to:firstAttempt:)`` attaches it) and `extra`.
+    private static func metadata(_ apnsID: APNsID?, _ deviceToken: DeviceToken, _ extra: Logger.Metadata) -> Logger.Metadata {
+        extra.merging(["apns.id": "\(apnsID?.uuidString ?? "none")", "apns.device-token": "\(deviceToken.redacted)"]) { $1 }
+    }
+
     /// Sends one prepared notification, retrying as the policy allows.
     private func deliver(
         _ prepared: PushNotification.Prepared,
         apnsID: APNsID,
-        to deviceToken: DeviceToken
+        to deviceToken: DeviceToken,
+        firstAttempt: Attempt? = nil
     ) async throws(APNsError) -> APNsAccepted {
         // The metadata is built only when a message is logged: formatting the id and
         // the redacted token for every notification costs more than the rest of the
@@ -217,7 +293,7 @@ public final class APNsClient: Sendable {
         return try await perform(
             "notification",
             logger: logger,
-            metadata: { ["apns.id": "\(apnsID.uuidString)", "apns.device-token": "\(deviceToken.redacted)"] },
+            metadata: { Self.metadata(apnsID, deviceToken, [:]) },
             request: { (authorization: String?) throws(APNsRequestError) -> APNsRequest in
                 try prepared.request(
                     to: deviceToken,
@@ -240,8 +316,36 @@ public final class APNsClient: Sendable {
                             )
                     )
                 )
-            }
+            },
+            firstAttempt: firstAttempt
         )
+    }
+
+    /// One attempt made outside ``perform(_:logger:metadata:request:interpret:firstAttempt:)``:
+    /// the request as sent, the provider token it carried, and what came back.
+    struct Attempt: Sendable {
+        let request: APNsRequest
+        let providerToken: ProviderToken?
+        let result: Result<APNsResponse, APNsTransportError>
+    }
+
+    /// The provider token for the next request (`nil` with certificate credentials).
+    ///
+    /// - Throws: ``APNsError/invalid(_:)`` with ``APNsRequestError/Code/providerTokenUnavailable``
+    ///   when the source fails; `log` is told first.
+    private func currentProviderToken(log: (APNsRequestError) -> Void) throws(APNsError) -> ProviderToken? {
+        guard case .providerToken(let source) = credentials else { return nil }
+        do {
+            return try source.token()
+        } catch {
+            let failure = APNsRequestError(
+                .providerTokenUnavailable,
+                header: "authorization",
+                "the provider token source failed: \(error)"
+            )
+            log(failure)
+            throw .invalid(failure)
+        }
     }
 
     /// The one attempt loop behind every call to APNs (device pushes, broadcasts and
@@ -263,12 +367,15 @@ public final class APNsClient: Sendable {
     ///   - interpret: Turns APNs' answer into the result, or into the
     ///     ``APNsError/rejected(_:)`` (retried as the policy says) or
     ///     ``APNsError/failed(_:)`` it means.
+    ///   - firstAttempt: An attempt the caller already made (a batch's first pass):
+    ///     it is attempt 1, and the loop goes on from its result.
     func perform<Success: Sendable>(
         _ what: String,
         logger: Logger,
         metadata: () -> Logger.Metadata = { [:] },
         request build: (_ authorization: String?) throws(APNsRequestError) -> APNsRequest,
-        interpret: (_ response: APNsResponse, _ request: APNsRequest) -> Result<Success, APNsError>
+        interpret: (_ response: APNsResponse, _ request: APNsRequest) -> Result<Success, APNsError>,
+        firstAttempt: Attempt? = nil
     ) async throws(APNsError) -> Success {
         /// Logs through `logger` with `metadata` attached, building both only at an enabled level.
         func log(
@@ -289,39 +396,44 @@ public final class APNsClient: Sendable {
         /// The token the source gave after an ExpiredProviderToken, for the next attempt.
         var replacementToken: ProviderToken?
         var mayHaveReachedAPNs = false
+        var given = firstAttempt
         while true {
-            if Task.isCancelled {
-                throw .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, "cancelled before attempt \(attempt)"))
-            }
-            var providerToken: ProviderToken?
-            if let replacement = replacementToken {
-                providerToken = replacement
-                replacementToken = nil
-            } else if case .providerToken(let source) = credentials {
+            let providerToken: ProviderToken?
+            let request: APNsRequest
+            let sent: Result<APNsResponse, APNsTransportError>
+            if let attempt = given {
+                // Made and sent by the caller (a batch): interpret it like any other.
+                given = nil
+                providerToken = attempt.providerToken
+                request = attempt.request
+                sent = attempt.result
+            } else {
+                if Task.isCancelled {
+                    throw .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, "cancelled before attempt \(attempt)"))
+                }
+                if let replacement = replacementToken {
+                    providerToken = replacement
+                    replacementToken = nil
+                } else {
+                    providerToken = try currentProviderToken(log: { log(.warning, "no provider token", metadata: ["apns.error": "\($0)"]) })
+                }
                 do {
-                    providerToken = try source.token()
+                    request = try build(providerToken?.authorizationValue)
                 } catch {
-                    let failure = APNsRequestError(
-                        .providerTokenUnavailable,
-                        header: "authorization",
-                        "the provider token source failed: \(error)"
-                    )
-                    log(.warning, "no provider token", metadata: ["apns.error": "\(failure)"])
-                    throw .invalid(failure)
+                    log(.debug, "request is invalid", metadata: ["apns.error": "\(error)"])
+                    throw .invalid(error)
+                }
+                log(.trace, "sending \(what)", metadata: ["apns.attempt": "\(attempt)"])
+                do throws(APNsTransportError) {
+                    sent = .success(try await transport.send(request))
+                } catch {
+                    sent = .failure(error)
                 }
             }
-            let request: APNsRequest
-            do {
-                request = try build(providerToken?.authorizationValue)
-            } catch {
-                log(.debug, "request is invalid", metadata: ["apns.error": "\(error)"])
-                throw .invalid(error)
-            }
-            log(.trace, "sending \(what)", metadata: ["apns.attempt": "\(attempt)"])
 
             let error: APNsError
-            do {
-                let response = try await transport.send(request)
+            switch sent {
+            case .success(let response):
                 switch interpret(response, request) {
                 case .success(let success):
                     log(.debug, "\(what) accepted", metadata: ["apns.attempt": "\(attempt)"])
@@ -348,7 +460,7 @@ public final class APNsClient: Sendable {
                     }
                     error = failure
                 }
-            } catch let failure {
+            case .failure(let failure):
                 mayHaveReachedAPNs = mayHaveReachedAPNs || failure.mayHaveReachedAPNs
                 error = .failed(failure)
             }

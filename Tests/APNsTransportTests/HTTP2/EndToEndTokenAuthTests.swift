@@ -1,5 +1,7 @@
 import APNsMockServer
+import Foundation
 import Logging
+import Synchronization
 import Testing
 @testable import APNsTransport
 
@@ -63,4 +65,112 @@ struct EndToEndTokenAuthTests {
             #expect(transport.statistics.requestsRequeued == 0)
         }
     }
+    @Test("a batch over HTTP2Transport: rejections final, 503s retried, an expired token replaced once; one outcome each")
+    func batchWithRetriesAndExpiredToken() async throws {
+        let key = try ProviderKey.generate()
+        var keys = ProviderTokenVerifier()
+        keys.register(key, keyID: "ABC123DEFG")
+        let configuration = MockAPNsServer.Configuration(
+            bundleIDs: ["com.example.app"],
+            authentication: .providerToken(.signature(keys)),
+            maxConcurrentStreams: 100
+        )
+        try await withMockAPNsServer(configuration: configuration) { server in
+            let pem = try #require(server.certificateAuthorityPEM)
+            let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
+            let transport = HTTP2Transport(
+                configuration: .init(
+                    environment: environment,
+                    tls: TLSConfiguration(trustRoots: .certificates(pem)),
+                    logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+                )
+            )
+            // Tokens signed two hours ago until the client invalidates one: APNs (and the
+            // mock) answer those with 403 ExpiredProviderToken.
+            let source = try ExpiringOnceTokenSource(key: key)
+            let client = APNsClient(
+                environment: environment,
+                credentials: .providerToken(source),
+                transport: transport,
+                retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
+            )
+            let devices = try (0..<2_000).map { index -> DeviceToken in
+                let hex = String(index, radix: 16)
+                return try DeviceToken(hex: String(repeating: "0", count: 64 - hex.count) + hex)
+            }
+            // Every 10th device is unregistered (final); after the expired token is
+            // replaced, the next 50 valid requests get 503 (retried).
+            for index in stride(from: 5, to: devices.count, by: 10) {
+                server.respond(toDeviceToken: devices[index].hexString, with: ScriptedResponse(status: 410, reason: "Unregistered"))
+            }
+            let notification = PushNotification(payload: .alert(title: "Hello", body: "World"), topic: "com.example.app")
+            // The first request alone meets the expired token (the mock allows one
+            // stream until a request succeeded), and the batch goes on with the new one.
+            server.failNextRequests(50, with: .serviceUnavailable)
+            let outcomes = await client.send(notification, to: devices, maxConcurrency: 300)
+            let statistics = client.statistics
+            await client.shutdown()
+
+            #expect(outcomes.count == devices.count)
+            #expect(outcomes.map(\.deviceToken) == devices)
+            for (index, outcome) in outcomes.enumerated() {
+                if index % 10 == 5 {
+                    #expect(outcome.error?.rejection?.reason == .unregistered, "device \(index): \(outcome.result)")
+                } else {
+                    #expect(outcome.accepted != nil, "device \(index): \(outcome.result)")
+                }
+            }
+            #expect(source.invalidations == 1)
+            #expect(statistics.providerTokenRefreshes >= 1)
+            #expect(statistics.retriesByReason["ServiceUnavailable"] == 50)
+            // What the server saw: each accepted device exactly once with a 200, each
+            // notification's apns-id the same on every attempt.
+            let records = server.recordedRequests
+            var accepted: [String: Int] = [:]
+            var idsByDevice: [String: Set<String>] = [:]
+            for record in records {
+                guard let device = record.deviceToken else { continue }
+                idsByDevice[device, default: []].insert(record.apnsID.uppercased())
+                if record.status == 200 { accepted[device, default: 0] += 1 }
+            }
+            #expect(accepted.count == devices.count - devices.count / 10)
+            #expect(accepted.values.allSatisfy { $0 == 1 })
+            #expect(idsByDevice.values.allSatisfy { $0.count == 1 })
+            // The expired token was replaced as soon as its first refusal came back: only
+            // requests already made (at most the window) carried it.
+            let expired = records.filter { $0.reason == "ExpiredProviderToken" }.count
+            #expect((1...300).contains(expired), "\(expired) requests carried the expired token")
+        }
+    }
 }
+
+/// A provider token source whose tokens are two hours old (expired for APNs) until one is
+/// invalidated; afterwards it returns current tokens.
+final class ExpiringOnceTokenSource: ProviderTokenSource {
+    private let stale: ProviderTokenCache
+    private let fresh: ProviderTokenCache
+    private let state = Mutex((invalidated: false, invalidations: 0))
+
+    init(key: ProviderKey) throws {
+        stale = try ProviderTokenCache(
+            key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ",
+            clock: ProviderTokenClock { Date().addingTimeInterval(-7_200) }
+        )
+        fresh = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+    }
+
+    var invalidations: Int { state.withLock { $0.invalidations } }
+
+    func token() throws -> ProviderToken {
+        try state.withLock { $0.invalidated } ? fresh.token() : stale.token()
+    }
+
+    func invalidate(_ token: ProviderToken) {
+        state.withLock { state in
+            guard !state.invalidated else { return }
+            state.invalidated = true
+            state.invalidations += 1
+        }
+    }
+}
+
