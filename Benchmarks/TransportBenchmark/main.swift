@@ -170,6 +170,17 @@ enum Mode: String {
     case call
     /// One `sendBatch` with a window of C×M requests.
     case batch
+    /// `APNsClient.send(_:to:maxConcurrency:)` with a window of C×M: the SDK's batch path
+    /// from a notification and device tokens (request building, apns-ids, outcomes).
+    case client
+
+    var label: String {
+        switch self {
+        case .call: "send"
+        case .batch: "sendBatch"
+        case .client: "APNsClient batch"
+        }
+    }
 }
 
 func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) async throws -> Figures {
@@ -192,14 +203,22 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
     // The measured requests are copied out before the clock starts: the copy is the
     // harness's work, not the transport's.
     let measured = Array(prepared[..<requests])
+    let client = APNsClient(environment: .custom(host: "127.0.0.1", port: port), credentials: .certificate, transport: transport)
+    let tokens = try (mode == .client ? 0..<requests : 0..<0).map { index -> DeviceToken in
+        let hex = String(index, radix: 16)
+        return try DeviceToken(hex: String(repeating: "0", count: 64 - hex.count) + hex)
+    }
     let before = transport.statistics
     let clock = ContinuousClock()
     let cpuStart = CPU.selfMicroseconds()
     let ioStart = CPU.threadsMicroseconds(prefix: "apns-h2")
     let start = clock.now
-    let (failures, unsorted) = mode == .call
-        ? await drive(transport, measured, concurrency: connections * streams)
-        : await driveBatch(transport, measured, window: connections * streams)
+    let (failures, unsorted): (Int, [Double])
+    switch mode {
+    case .call: (failures, unsorted) = await drive(transport, measured, concurrency: connections * streams)
+    case .batch: (failures, unsorted) = await driveBatch(transport, measured, window: connections * streams)
+    case .client: (failures, unsorted) = await driveClient(client, tokens, window: connections * streams)
+    }
     let elapsed = clock.now - start
     let cpu = CPU.selfMicroseconds() - cpuStart
     let ioCPU = CPU.threadsMicroseconds(prefix: "apns-h2") - ioStart
@@ -208,12 +227,12 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
     let latencies = unsorted.sorted()
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     return Figures(
-        label: "\(mode == .call ? "send" : "sendBatch") c=\(connections) m=\(streams)",
+        label: "\(mode.label) c=\(connections) m=\(streams)",
         requests: requests,
         seconds: seconds,
         cpuMicroseconds: cpu,
-        p50: latencies[requests / 2],
-        p99: latencies[requests * 99 / 100],
+        p50: latencies.isEmpty ? .nan : latencies[requests / 2],
+        p99: latencies.isEmpty ? .nan : latencies[requests * 99 / 100],
         framesPerRequest: Double(after.framesSent - before.framesSent) / Double(after.requestsSent - before.requestsSent),
         failures: failures,
         ioThreadMicroseconds: ioCPU
@@ -277,6 +296,15 @@ func driveBatch(_ transport: HTTP2Transport, _ requests: [APNsRequest], window: 
         }
     )
     return (failures.load(ordering: .relaxed), recorder.values)
+}
+
+/// Sends `count` notifications with `APNsClient.send(_:to:maxConcurrency:)`; the client
+/// reports no per-notification latency. The device tokens and the notification are made
+/// before the clock starts, like the requests of the other modes.
+func driveClient(_ client: APNsClient, _ tokens: [DeviceToken], window: Int) async -> (failures: Int, latencies: [Double]) {
+    let notification = PushNotification(body: .raw(payload), topic: .bundleID(topic))
+    let outcomes = await client.send(notification, to: tokens, maxConcurrency: window)
+    return (outcomes.filter { $0.accepted == nil }.count, [])
 }
 
 import Synchronization
@@ -370,8 +398,8 @@ if let index = arguments.firstIndex(of: "--shape"), index + 1 < arguments.count 
     if parts.count == 2 { shapes = [(parts[0], parts[1])] }
 }
 let skipH2load = arguments.contains("--no-h2load")
-// `--mode call|batch`: one way of sending only (default: both, side by side).
-var modes: [Mode] = [.call, .batch]
+// `--mode call|batch|client`: one way of sending only (default: all three, side by side).
+var modes: [Mode] = [.call, .batch, .client]
 if let index = arguments.firstIndex(of: "--mode"), index + 1 < arguments.count, let mode = Mode(rawValue: arguments[index + 1]) {
     modes = [mode]
 }
@@ -383,7 +411,7 @@ for (connections, streams) in shapes {
     let theirs = skipH2load ? nil : try runH2load(connections: connections, streams: streams, requests: totalRequests)
     for figures in ours + (theirs.map { [$0] } ?? []) {
         print(
-            figures.label.padding(toLength: 30, withPad: " ", startingAt: 0),
+            figures.label.padding(toLength: 32, withPad: " ", startingAt: 0),
             format(figures.perSecond, 0).leftPadded(9),
             format(figures.cpuPerRequest, 2).leftPadded(12),
             format(figures.p50, 0).leftPadded(9),
@@ -397,7 +425,7 @@ for (connections, streams) in shapes {
         ratios.append(
             "c=\(connections) m=\(streams): CPU per request "
                 + zip(modes, ours).map { mode, figures in
-                    "\(mode == .call ? "send" : "sendBatch") \(format(figures.cpuPerRequest / theirs.cpuPerRequest, 2))×"
+                    "\(mode.label) \(format(figures.cpuPerRequest / theirs.cpuPerRequest, 2))×"
                 }.joined(separator: ", ") + " h2load's"
         )
     }

@@ -240,13 +240,7 @@ public final class APNsClient: Sendable {
                 }
             }
         }
-        let results = pass.results()
-        let outcomes = zip(deviceTokens, results).map { token, result in
-            APNsOutcome(
-                deviceToken: token,
-                result: result ?? .failure(.failed(.cancelled(mayHaveReachedAPNs: false)))
-            )
-        }
+        let outcomes = pass.outcomes(for: deviceTokens)
         if logger.logLevel <= .debug {
             var accepted = 0
             var rejected = 0

@@ -10,6 +10,8 @@ final class BatchPass: @unchecked Sendable {
     // `onResult` once per index — and read by `results()` after every writer returned
     // (the batch and the second pass's task group have completed). The rest is under locks.
     private let outcomes: UnsafeMutableBufferPointer<Result<APNsAccepted, APNsError>?>
+    /// Whether ``outcomes(for:)`` moved the outcomes out (the buffer is uninitialized).
+    private var movedOut = false
     private let continuations = Mutex<[(Int, APNsClient.Attempt)]>([])
     /// The distinct provider tokens the requests carried, newest last: usually one (a
     /// cache re-signs every 20–50 minutes); at most 16, for a source that signs more
@@ -23,7 +25,7 @@ final class BatchPass: @unchecked Sendable {
     }
 
     deinit {
-        outcomes.deinitialize()
+        if !movedOut { outcomes.deinitialize() }
         outcomes.deallocate()
     }
 
@@ -62,8 +64,24 @@ final class BatchPass: @unchecked Sendable {
         return tokens.withLock { tokens in tokens.last { $0.authorizationValue == authorization } }
     }
 
-    /// The outcomes, by index.
-    func results() -> [Result<APNsAccepted, APNsError>?] {
-        Array(outcomes)
+    /// The outcome of each device token, in order, moved out of the pass (no copy: a batch
+    /// of a million spends nothing on retain/release here). Call once, after every writer.
+    /// An index without an outcome (a transport that broke the batch contract) reads as
+    /// cancelled before it was sent.
+    func outcomes(for deviceTokens: [DeviceToken]) -> [APNsOutcome] {
+        precondition(!movedOut && deviceTokens.count == outcomes.count)
+        movedOut = true
+        return [APNsOutcome](unsafeUninitializedCapacity: deviceTokens.count) { buffer, initialized in
+            for index in deviceTokens.indices {
+                let result = (outcomes.baseAddress! + index).move()
+                (buffer.baseAddress! + index).initialize(
+                    to: APNsOutcome(
+                        deviceToken: deviceTokens[index],
+                        result: result ?? .failure(.failed(.cancelled(mayHaveReachedAPNs: false)))
+                    )
+                )
+            }
+            initialized = deviceTokens.count
+        }
     }
 }
