@@ -1,3 +1,5 @@
+import APNsMockServer
+import Synchronization
 import Testing
 import APNsTransport
 
@@ -25,6 +27,51 @@ struct SendingAtScaleArticleTests {
         let request = try APNsRequest(method: .post, authority: "api.push.apple.com", path: "/3/device/00", headers: [], body: [])
         await #expect(throws: APNsTransportError.shutdown("the transport is shut down")) {
             _ = try await transport.send(request)
+        }
+    }
+
+    @Test("the article's batch examples: the client's batch and the transport's, against the mock server")
+    func batchExamples() async throws {
+        try await withMockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"])) { server in
+            let transport = try mockTransport(server)
+            let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
+            let client = APNsClient(environment: environment, credentials: .certificate, transport: transport)
+            let notification = PushNotification(payload: .alert(body: "Hello"), topic: "com.example.app")
+            let deviceTokens = try (0..<300).map { index in
+                let hex = String(index, radix: 16)
+                return try DeviceToken(hex: String(repeating: "0", count: 64 - hex.count) + hex)
+            }
+            for token in deviceTokens.prefix(7) {
+                server.respond(toDeviceToken: token.hexString, with: ScriptedResponse(status: 410, reason: "Unregistered"))
+            }
+            let forgotten = Mutex<[DeviceToken]>([])
+            func forget(_ token: DeviceToken) { forgotten.withLock { $0.append(token) } }
+
+            let outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: 2_000)
+            for outcome in outcomes where outcome.error?.rejection?.reason == .unregistered {
+                forget(outcome.deviceToken)
+            }
+
+            #expect(forgotten.withLock { $0 } == Array(deviceTokens.prefix(7)))
+            #expect(outcomes.dropFirst(7).allSatisfy { $0.accepted != nil })
+
+            let requests = try (1_000..<1_200).map { try mockPush($0, port: server.port) }
+            let recorded = Mutex<[Int: Int]>([:])
+            @Sendable func record(_ index: Int, _ result: Result<APNsResponse, APNsTransportError>) {
+                recorded.withLock { $0[index] = (try? result.get())?.status ?? 0 }
+            }
+
+            await transport.sendBatch(
+                count: requests.count,
+                maxConcurrency: 1_000,
+                makeRequest: { index in requests[index] },
+                onResult: { index, request, result in
+                    record(index, result)  // called once per request, from a connection thread
+                }
+            )
+
+            await transport.shutdown()
+            #expect(recorded.withLock { $0 } == Dictionary(uniqueKeysWithValues: (0..<200).map { ($0, 200) }))
         }
     }
 }
