@@ -2,14 +2,17 @@
 // same server with the same request shape.
 //
 //   swift run -c release TransportBenchmark [--requests N] [--shape CxM] [--no-h2load]
-//                                            [--mode call|batch] [--connect PORT CA_PATH]
+//                                            [--mode call|batch|client] [--connect PORT CA_PATH]
 //
 // Each run sends N notifications (default 50,000) over C connections with M concurrent
-// streams each, after a warm-up of 2,000, twice: with `send(_:)` from C×M sending tasks
-// ("send"), and with one `sendBatch` whose window is C×M ("sendBatch"); it prints notifications
-// per second, client CPU µs per notification (and the share of the connection threads),
-// p50/p99 latency, frames written per notification and failures; then h2load with the
-// same request shape against the same server, and the CPU ratio.
+// streams each, after a warm-up of 2,000, three ways: `send(_:)` from C×M sending tasks
+// ("send"); one `sendBatch` whose window is C×M ("sendBatch"); and APNsClient's batch send
+// with that window ("APNsClient batch", from device tokens and one notification). For each
+// it prints notifications per second, client CPU µs per notification (and the share of
+// the connection threads), p50/p99 latency (not for the client batch, which reports
+// none), frames written per notification, failures and the row's peak RSS (VmHWM, reset
+// when the row starts: it includes heap the process still holds from earlier rows); then
+// h2load with the same request shape against the same server, and the CPU ratios.
 //
 // The mock server runs in a child process (this executable with `server`), so
 // getrusage(RUSAGE_SELF) measures the client's CPU alone; h2load's CPU is read with
@@ -143,6 +146,25 @@ struct CPU {
         return total
     }
 
+    /// Resets the kernel's peak-RSS mark (VmHWM) to the current RSS, so that
+    /// ``rowPeakRSSMegabytes()`` measures one row (Linux: `5` to /proc/self/clear_refs).
+    static func resetPeakRSS() {
+        let fd = open("/proc/self/clear_refs", O_WRONLY)
+        guard fd >= 0 else { return }
+        var five: UInt8 = 0x35
+        _ = write(fd, &five, 1)
+        close(fd)
+    }
+
+    /// VmHWM from /proc/self/status, in MB: the peak RSS since the last ``resetPeakRSS()``.
+    static func rowPeakRSSMegabytes() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { return .nan }
+        return kilobytes / 1024
+    }
+
     static func peakRSSMegabytes() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
@@ -160,6 +182,7 @@ struct Figures {
     var framesPerRequest: Double
     var failures: Int
     var ioThreadMicroseconds: Double = .nan
+    var peakRSSMegabytes: Double = .nan
     var perSecond: Double { Double(requests) / seconds }
     var cpuPerRequest: Double { cpuMicroseconds / Double(requests) }
 }
@@ -197,6 +220,9 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
         )
     )
     let prepared = try (0..<(requests + 2_000)).map { try request($0) }
+    // The row's peak RSS counts from here: the prepared requests (the same for every row)
+    // are in it, the rows before are not.
+    CPU.resetPeakRSS()
     // Warm up: open the connections and let the stream limit rise.
     _ = await drive(transport, Array(prepared[requests...]), concurrency: connections * streams)
 
@@ -223,6 +249,7 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
     let cpu = CPU.selfMicroseconds() - cpuStart
     let ioCPU = CPU.threadsMicroseconds(prefix: "apns-h2") - ioStart
     let after = transport.statistics
+    let peakRSS = CPU.rowPeakRSSMegabytes()
     await transport.shutdown()
     let latencies = unsorted.sorted()
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -235,7 +262,8 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
         p99: latencies.isEmpty ? .nan : latencies[requests * 99 / 100],
         framesPerRequest: Double(after.framesSent - before.framesSent) / Double(after.requestsSent - before.requestsSent),
         failures: failures,
-        ioThreadMicroseconds: ioCPU
+        ioThreadMicroseconds: ioCPU,
+        peakRSSMegabytes: peakRSS
     )
 }
 
@@ -389,7 +417,7 @@ func format(_ value: Double, _ digits: Int = 1) -> String {
 }
 
 print("TransportBenchmark: \(totalRequests) notifications per run against APNsMockServer (TLS, child process)")
-print("run                              req/s    CPU µs/req   p50 µs    p99 µs  frames/req  failures  I/O-thread µs/req")
+print("run                                req/s    CPU µs/req   p50 µs    p99 µs  frames/req  failures  I/O-thread µs/req  peak RSS MB")
 var ratios: [String] = []
 var shapes = [(1, 100), (1, 1000), (4, 100), (4, 1000)]
 if let index = arguments.firstIndex(of: "--shape"), index + 1 < arguments.count {
@@ -418,7 +446,8 @@ for (connections, streams) in shapes {
             format(figures.p99, 0).leftPadded(9),
             format(figures.framesPerRequest, 2).leftPadded(11),
             String(figures.failures).leftPadded(9),
-            format(figures.ioThreadMicroseconds / Double(figures.requests), 2).leftPadded(18)
+            format(figures.ioThreadMicroseconds / Double(figures.requests), 2).leftPadded(18),
+            format(figures.peakRSSMegabytes).leftPadded(12)
         )
     }
     if let theirs {
