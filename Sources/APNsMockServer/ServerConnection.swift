@@ -369,7 +369,9 @@ final class ServerConnection {
 
     /// The request on `streamID` is complete (END_STREAM seen): validate, script, answer.
     fileprivate func requestComplete(streamID: Int32) {
-        guard let stream = streams[streamID], let session else { return }
+        // Once a drop fired, requests later in the same read are never answered: they are
+        // not processed either (not counted, recorded or reported), as if never received.
+        guard !dropRequested, let stream = streams[streamID], let session else { return }
         if let goAwayLastStreamID, streamID > goAwayLastStreamID {
             // Opened before our GOAWAY reached the client, and above its last-stream-id:
             // not processed, exactly as the GOAWAY promised.
