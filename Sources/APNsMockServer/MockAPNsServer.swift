@@ -37,6 +37,11 @@ public final class MockAPNsServer: Sendable {
         public var connectionsRefused = 0
         /// GOAWAY frames sent.
         public var goAways = 0
+        /// GOAWAY frames received from clients, by error code (RFC 9113 §7: `0x0`
+        /// NO_ERROR, `0x1` PROTOCOL_ERROR, …). A client that closes cleanly sends
+        /// NO_ERROR; one that found the server broke HTTP/2 (see
+        /// ``MockAPNsServer/breakProtocol(atRequest:)``) sends PROTOCOL_ERROR.
+        public var goAwaysReceived: [UInt32: Int] = [:]
         /// Connections open now (accepted and not yet closed, handshaking ones included).
         public var openConnections = 0
         /// The most connections that were open at once.
@@ -57,8 +62,9 @@ public final class MockAPNsServer: Sendable {
         /// one, else one the server made up (`apns-request-id` for broadcasts).
         public var apnsID: String
         /// The status the server answers (now, or after ``MockAPNsServer/setResponseDelay(_:)``);
-        /// `nil` when ``MockAPNsServer/dropConnection(atRequest:)`` closed the connection
-        /// at this request, which is then never answered.
+        /// `nil` when ``MockAPNsServer/dropConnection(atRequest:)`` or
+        /// ``MockAPNsServer/breakProtocol(atRequest:)`` fired at this request, which is then
+        /// never answered.
         public var status: Int?
 
         /// A processed request.
@@ -238,6 +244,21 @@ public final class MockAPNsServer: Sendable {
         state.shared.withLock { $0.dropAfter = max(1, count) }
     }
 
+    /// Breaks HTTP/2 on purpose, to test how a client handles a connection error: when
+    /// the `count`-th request from now arrives, the server writes a DATA frame on stream 0
+    /// to that connection, bypassing its HTTP/2 session. RFC 9113 §6.1 makes that a
+    /// connection error of type PROTOCOL_ERROR, so the client must send GOAWAY with
+    /// PROTOCOL_ERROR and close (counted in ``Statistics/goAwaysReceived``).
+    ///
+    /// Frames queued before the trigger are written first; nothing follows the invalid
+    /// frame. That request, any request arriving after it on the connection, and every
+    /// answer still waiting there (see ``setResponseDelay(_:)``) are never answered. The
+    /// connection stays open, reading, until the client closes it. Test only: APNs does
+    /// not do this.
+    public func breakProtocol(atRequest count: Int) {
+        state.shared.withLock { $0.breakProtocolAfter = max(1, count) }
+    }
+
     /// Closes every connection abruptly now.
     public func dropAllConnections() {
         state.send(.dropAll)
@@ -257,8 +278,8 @@ public final class MockAPNsServer: Sendable {
     }
 
     /// Removes every scripted fault: per-token and per-channel answers, queued failures,
-    /// GOAWAY and drop triggers, delay and connection refusal. The stream limit and the
-    /// channels are left as they are.
+    /// GOAWAY, drop and protocol-break triggers, delay and connection refusal. The stream
+    /// limit and the channels are left as they are; connections already broken stay so.
     public func resetScript() {
         state.shared.withLock { shared in
             shared.perToken.removeAll()
@@ -266,6 +287,7 @@ public final class MockAPNsServer: Sendable {
             shared.failures.removeAll()
             shared.goAwayAfter = nil
             shared.dropAfter = nil
+            shared.breakProtocolAfter = nil
             shared.delay = .zero
             shared.refuseUntil = nil
         }
