@@ -62,9 +62,10 @@ public final class MockAPNsServer: Sendable {
         /// one, else one the server made up (`apns-request-id` for broadcasts).
         public var apnsID: String
         /// The status the server answers (now, or after ``MockAPNsServer/setResponseDelay(_:)``);
-        /// `nil` when ``MockAPNsServer/dropConnection(atRequest:)`` or
-        /// ``MockAPNsServer/breakProtocol(atRequest:)`` fired at this request, which is then
-        /// never answered.
+        /// `nil` when ``MockAPNsServer/dropConnection(atRequest:)``,
+        /// ``MockAPNsServer/breakProtocol(atRequest:)`` or
+        /// ``MockAPNsServer/blackHoleConnection(atRequest:)`` fired at this request, which
+        /// is then never answered.
         public var status: Int?
 
         /// A processed request.
@@ -259,6 +260,20 @@ public final class MockAPNsServer: Sendable {
         state.shared.withLock { $0.breakProtocolAfter = max(1, count) }
     }
 
+    /// Turns one connection into a black hole, to test a client's PING timeout: when the
+    /// `count`-th request from now arrives, the server stops answering on the connection
+    /// that carried it. TCP and TLS stay up, but the server writes nothing more there (no
+    /// answers, no PING or SETTINGS acknowledgements, no GOAWAY, not even on ``stop()``)
+    /// and reads only to discard, until the client closes the connection.
+    ///
+    /// That request, any request arriving after it on the connection, and every answer
+    /// still waiting there (see ``setResponseDelay(_:)``) are never answered. Other
+    /// connections, and new ones, are not affected. Test only: it stands for a peer or a
+    /// network path that has died without closing the connection.
+    public func blackHoleConnection(atRequest count: Int) {
+        state.shared.withLock { $0.blackHoleAfter = max(1, count) }
+    }
+
     /// Closes every connection abruptly now.
     public func dropAllConnections() {
         state.send(.dropAll)
@@ -278,8 +293,9 @@ public final class MockAPNsServer: Sendable {
     }
 
     /// Removes every scripted fault: per-token and per-channel answers, queued failures,
-    /// GOAWAY, drop and protocol-break triggers, delay and connection refusal. The stream
-    /// limit and the channels are left as they are; connections already broken stay so.
+    /// GOAWAY, drop, protocol-break and black-hole triggers, delay and connection refusal.
+    /// The stream limit and the channels are left as they are; connections already broken
+    /// or black-holed stay so.
     public func resetScript() {
         state.shared.withLock { shared in
             shared.perToken.removeAll()
@@ -288,6 +304,7 @@ public final class MockAPNsServer: Sendable {
             shared.goAwayAfter = nil
             shared.dropAfter = nil
             shared.breakProtocolAfter = nil
+            shared.blackHoleAfter = nil
             shared.delay = .zero
             shared.refuseUntil = nil
         }

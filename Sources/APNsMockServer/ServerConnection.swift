@@ -23,6 +23,9 @@ final class ServerConnection {
         /// was queued up to it and nothing after, keep reading (to see the client's GOAWAY)
         /// but process no request, until the client closes.
         case broken
+        /// ``MockAPNsServer/blackHoleConnection(atRequest:)``: write nothing, read and
+        /// discard everything (so the client's close is seen), until the client closes.
+        case silent
         case closed
     }
 
@@ -101,7 +104,7 @@ final class ServerConnection {
     static let dataFrameOnStreamZero: [UInt8] = [0, 0, 0, 0x0, 0x0, 0, 0, 0, 0]
 
     /// Whether a request that completes now is processed: not once the script dropped,
-    /// broke it (requests later in the same read included): their answers never leave.
+    /// broke or silenced this connection (requests later in the same read included).
     private var processesRequests: Bool {
         switch phase {
         case .open, .goingAway: return !dropRequested && !breakRequested
@@ -115,6 +118,7 @@ final class ServerConnection {
     }
 
     var pollEvents: Int16 {
+        if case .silent = phase { return Int16(POLLIN) }
         let wantsOutput = sslWantsWrite || outputStart < output.count
         return Int16(POLLIN) | (wantsOutput ? Int16(POLLOUT) : 0)
     }
@@ -138,7 +142,7 @@ final class ServerConnection {
         case .open, .goingAway, .broken:
             readAvailable()
             flush()
-        case .draining:
+        case .draining, .silent:
             discardInput()
         case .closed:
             return
@@ -243,6 +247,7 @@ final class ServerConnection {
                     close()
                     return
                 }
+                if case .silent = phase { return }
                 continue
             }
             switch SSL_get_error(ssl, count) {
@@ -260,6 +265,7 @@ final class ServerConnection {
     }
 
     func flush() {
+        if case .silent = phase { return }
         while let ssl, let session {
             if outputStart < output.count {
                 let written = output.withUnsafeBytes { bytes -> Int32 in
@@ -380,6 +386,17 @@ final class ServerConnection {
         loop.state.shared.withLock { $0.statistics.goAways += 1 }
     }
 
+    /// Stops writing and processing for good (``MockAPNsServer/blackHoleConnection(atRequest:)``):
+    /// output not yet written and answers still waiting are dropped; from now on the
+    /// connection only reads and discards, so it closes when the client does.
+    private func goSilent() {
+        phase = .silent
+        delayed.removeAll()
+        output.removeAll()
+        outputStart = 0
+        sslWantsWrite = false
+    }
+
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
     func applyStreamLimit(_ limit: Int) {
         submitStreamLimit(limit)
@@ -459,12 +476,14 @@ final class ServerConnection {
         let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID,
                                          successStatus: channelOperation?.successStatus ?? 200,
                                          broadcastChannel: channelOperation?.broadcastChannelID)
-        if decision.drop || decision.breakProtocol {
+        if decision.drop || decision.breakProtocol || decision.blackHole {
             if decision.drop {
                 dropRequested = true
-            } else {
+            } else if decision.breakProtocol {
                 breakRequested = true
                 delayed.removeAll()
+            } else {
+                goSilent()
             }
             decision.observer?(MockAPNsServer.ProcessedRequest(
                 sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),

@@ -27,6 +27,8 @@ final class ServerState: Sendable {
         var dropAfter: Int?
         /// Requests until ``MockAPNsServer/breakProtocol(atRequest:)`` fires.
         var breakProtocolAfter: Int?
+        /// Requests until ``MockAPNsServer/blackHoleConnection(atRequest:)`` fires.
+        var blackHoleAfter: Int?
         var delay: Duration = .zero
         var refuseUntil: ContinuousClock.Instant?
         var maxConcurrentStreams: Int
@@ -51,6 +53,8 @@ final class ServerState: Sendable {
         var drop: Bool
         /// Write an invalid frame instead of the answer; see ``MockAPNsServer/breakProtocol(atRequest:)``.
         var breakProtocol: Bool
+        /// Go silent instead of answering; see ``MockAPNsServer/blackHoleConnection(atRequest:)``.
+        var blackHole: Bool
         /// The request's place among all requests the server processed, from 0.
         var sequenceNumber: Int
         /// Whom to tell about the request once its answer is known (outside the lock).
@@ -130,6 +134,7 @@ final class ServerState: Sendable {
             }
             let drop = Self.countDown(&shared.dropAfter)
             let breakProtocol = Self.countDown(&shared.breakProtocolAfter)
+            let blackHole = Self.countDown(&shared.blackHoleAfter)
             let sequenceNumber = shared.statistics.requests
             shared.statistics.requests += 1
             if response == nil { shared.statistics.accepted += 1 } else { shared.statistics.rejected += 1 }
@@ -149,7 +154,7 @@ final class ServerState: Sendable {
                 for subscriber in shared.subscribers.values { subscriber.yield(record) }
             }
             return Decision(response: response, delay: shared.delay, goAwayReason: goAwayReason, drop: drop,
-                            breakProtocol: breakProtocol,
+                            breakProtocol: breakProtocol, blackHole: blackHole,
                             sequenceNumber: sequenceNumber, observer: shared.observer)
         }
     }

@@ -255,6 +255,31 @@ struct OpenConnectionFaultTests {
         }
     }
 
+    @Test("a black-holed connection answers nothing and closes when the client leaves; other connections are served")
+    func blackHole() async throws {
+        try await withServerAndCurl { server, curl in
+            server.blackHoleConnection(atRequest: 1)
+            // nghttp gives up on its request after a second (a bound on the wait, not a measurement).
+            let bodyFile = curl.caFile + ".\(UUID().uuidString).body"
+            try Data(samplePayload.utf8).write(to: URL(fileURLWithPath: bodyFile))
+            defer { try? FileManager.default.removeItem(atPath: bodyFile) }
+            let result = try await ExternalTool.run("nghttp", [
+                "-nv", "-t", "1", "-d", bodyFile, "-H", "apns-topic: com.example.app",
+                "https://127.0.0.1:\(server.port)/3/device/\(sampleDeviceToken)",
+            ])
+            #expect(!result.stdout.contains(":status:"), "\(result.stdout)")
+            #expect(!result.stdout.contains("recv GOAWAY"), "\(result.stdout)")
+            #expect(server.statistics.requests == 1)
+            // The server closes its side once the client has gone (bounded wait).
+            for _ in 0..<500 where server.statistics.openConnections > 0 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.statistics.openConnections == 0)
+            let next = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(next.status == 200)
+        }
+    }
+
     @Test("a given certificate and key are served as they are")
     func givenCertificate() async throws {
         // Generate a chain with the openssl CLI, then serve it.

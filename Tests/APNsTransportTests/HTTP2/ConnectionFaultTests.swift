@@ -27,7 +27,8 @@ private final class ProcessedRequests: Sendable {
     }
 }
 
-/// Connections that end badly, driven from the mock server's side. Each test
+/// Connections that end badly, driven from the mock server's side: a server that breaks
+/// HTTP/2, and one that stops answering (PINGs included) while TCP stays up. Each test
 /// checks what the caller sees (the error and `mayHaveReachedAPNs`) against what the server
 /// processed (each `apns-id`, on which connection), so nothing is lost or sent twice.
 @Suite("HTTP2Transport against connections that break or go silent (APNsMockServer)")
@@ -100,6 +101,78 @@ struct ConnectionFaultTests {
             #expect(statistics.connectionsOpened == 2)
             #expect(statistics.connectionsLost == 1)
             #expect(statistics.requestsSent == 9)
+            #expect(statistics.requestsRequeued == 0)
+        }
+    }
+
+    @Test("an unanswered PING closes the connection: requests written to it fail with mayHaveReachedAPNs, queued ones succeed on a new connection, none sent twice")
+    func unansweredPingMovesQueuedWork() async throws {
+        // Five streams per connection: of ten requests, five are written and five queue.
+        try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 5)) { server in
+            let processed = ProcessedRequests(server)
+            let port = server.port
+            let transport = try mockTransport(server) {
+                $0.connectionCount = 1
+                $0.pingInterval = .milliseconds(100)
+                // Long enough that a healthy but busy server thread always answers in time.
+                $0.pingTimeout = .milliseconds(400)
+            }
+            let opening = try await transport.send(mockPush(0, port: port))
+            #expect(opening.status == 200)
+
+            // Answers held, so requests 1-5 fill the five streams; the fifth to arrive turns
+            // the connection into a black hole (no answers, no PING ACK, TCP up). Requests
+            // 6-10 wait in the pool's queue: the only connection has no free stream.
+            server.setResponseDelay(.seconds(600))
+            server.blackHoleConnection(atRequest: 5)
+            let requests = try (1...10).map { try mockPush($0, port: port) }
+            async let sending = sendIndexed(transport, requests: requests)
+            // Once the black hole is in place, answers on any other connection flow again.
+            let blackHoled = await waitUntil { server.statistics.requests >= 6 }
+            server.setResponseDelay(.zero)
+            let outcomes = await sending
+            // The client closed the dead connection, and the server saw it close (a bounded wait).
+            let deadClosed = await waitUntil { server.statistics.openConnections == 1 }
+            let statistics = transport.statistics
+            await transport.shutdown()
+            server.observeRequests(nil)
+            #expect(blackHoled)
+            #expect(deadClosed, "\(server.statistics)")
+
+            // Each caller saw exactly one outcome: nothing silently lost.
+            #expect(outcomes.count == 10)
+            #expect(Set(outcomes.map(\.index)) == Set(0..<10))
+            let dead = processed.ids(onConnection: 0).subtracting([try mockPush(0, port: port).apnsIDHeader])
+            let fresh = processed.ids(onConnection: 1)
+            // The five requests written to the dead connection, and only those, reached it;
+            // the five that were queued reached the new connection.
+            #expect(dead.count == 5)
+            #expect(fresh.count == 5)
+            #expect(dead.isDisjoint(with: fresh))
+            for outcome in outcomes {
+                let id = requests[outcome.index].apnsIDHeader
+                switch outcome.result {
+                case .failure(let error):
+                    // Written, then the connection died: it may have reached APNs.
+                    #expect(dead.contains(id), "request \(outcome.index + 1) failed but was not written to the dead connection: \(error)")
+                    #expect(error.code == .connectionClosed, "\(error)")
+                    #expect(error.mayHaveReachedAPNs)
+                    #expect(error.detail?.contains("PING") == true, "\(error)")
+                case .success(let response):
+                    // Queued, then sent on the new connection and answered there.
+                    #expect(fresh.contains(id), "request \(outcome.index + 1) succeeded but was not carried by the new connection")
+                    #expect(response.status == 200)
+                    #expect(response.apnsIDHeader == id)
+                }
+            }
+            #expect(outcomes.compactMap(\.result.failure).count == 5)
+            // Never sent twice: each apns-id reached the server once.
+            #expect(processed.requests.count == 11)
+            #expect(processed.counts.values.allSatisfy { $0 == 1 })
+            #expect(server.statistics.connections == 2)
+            #expect(statistics.connectionsOpened == 2)
+            #expect(statistics.connectionsLost == 1)
+            #expect(statistics.requestsSent == 11)
             #expect(statistics.requestsRequeued == 0)
         }
     }
