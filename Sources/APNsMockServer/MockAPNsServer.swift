@@ -37,6 +37,11 @@ public final class MockAPNsServer: Sendable {
         public var connectionsRefused = 0
         /// GOAWAY frames sent.
         public var goAways = 0
+        /// GOAWAY frames received from clients, by error code (RFC 9113 §7: `0x0`
+        /// NO_ERROR, `0x1` PROTOCOL_ERROR, …). A client that closes cleanly sends
+        /// NO_ERROR; one that found the server broke HTTP/2 (see
+        /// ``MockAPNsServer/breakProtocol(atRequest:)``) sends PROTOCOL_ERROR.
+        public var goAwaysReceived: [UInt32: Int] = [:]
         /// Connections open now (accepted and not yet closed, handshaking ones included).
         public var openConnections = 0
         /// The most connections that were open at once.
@@ -57,8 +62,10 @@ public final class MockAPNsServer: Sendable {
         /// one, else one the server made up (`apns-request-id` for broadcasts).
         public var apnsID: String
         /// The status the server answers (now, or after ``MockAPNsServer/setResponseDelay(_:)``);
-        /// `nil` when ``MockAPNsServer/dropConnection(atRequest:)`` closed the connection
-        /// at this request, which is then never answered.
+        /// `nil` when ``MockAPNsServer/dropConnection(atRequest:)``,
+        /// ``MockAPNsServer/breakProtocol(atRequest:)`` or
+        /// ``MockAPNsServer/blackHoleConnection(atRequest:)`` fired at this request, which
+        /// is then never answered.
         public var status: Int?
 
         /// A processed request.
@@ -238,6 +245,35 @@ public final class MockAPNsServer: Sendable {
         state.shared.withLock { $0.dropAfter = max(1, count) }
     }
 
+    /// Breaks HTTP/2 on purpose, to test how a client handles a connection error: when
+    /// the `count`-th request from now arrives, the server writes a DATA frame on stream 0
+    /// to that connection, bypassing its HTTP/2 session. RFC 9113 §6.1 makes that a
+    /// connection error of type PROTOCOL_ERROR, so the client must send GOAWAY with
+    /// PROTOCOL_ERROR and close (counted in ``Statistics/goAwaysReceived``).
+    ///
+    /// Frames queued before the trigger are written first; nothing follows the invalid
+    /// frame. That request, any request arriving after it on the connection, and every
+    /// answer still waiting there (see ``setResponseDelay(_:)``) are never answered. The
+    /// connection stays open, reading, until the client closes it. Test only: APNs does
+    /// not do this.
+    public func breakProtocol(atRequest count: Int) {
+        state.shared.withLock { $0.breakProtocolAfter = max(1, count) }
+    }
+
+    /// Turns one connection into a black hole, to test a client's PING timeout: when the
+    /// `count`-th request from now arrives, the server stops answering on the connection
+    /// that carried it. TCP and TLS stay up, but the server writes nothing more there (no
+    /// answers, no PING or SETTINGS acknowledgements, no GOAWAY, not even on ``stop()``)
+    /// and reads only to discard, until the client closes the connection.
+    ///
+    /// That request, any request arriving after it on the connection, and every answer
+    /// still waiting there (see ``setResponseDelay(_:)``) are never answered. Other
+    /// connections, and new ones, are not affected. Test only: it stands for a peer or a
+    /// network path that has died without closing the connection.
+    public func blackHoleConnection(atRequest count: Int) {
+        state.shared.withLock { $0.blackHoleAfter = max(1, count) }
+    }
+
     /// Closes every connection abruptly now.
     public func dropAllConnections() {
         state.send(.dropAll)
@@ -257,8 +293,9 @@ public final class MockAPNsServer: Sendable {
     }
 
     /// Removes every scripted fault: per-token and per-channel answers, queued failures,
-    /// GOAWAY and drop triggers, delay and connection refusal. The stream limit and the
-    /// channels are left as they are.
+    /// GOAWAY, drop, protocol-break and black-hole triggers, delay and connection refusal.
+    /// The stream limit and the channels are left as they are; connections already broken
+    /// or black-holed stay so.
     public func resetScript() {
         state.shared.withLock { shared in
             shared.perToken.removeAll()
@@ -266,6 +303,8 @@ public final class MockAPNsServer: Sendable {
             shared.failures.removeAll()
             shared.goAwayAfter = nil
             shared.dropAfter = nil
+            shared.breakProtocolAfter = nil
+            shared.blackHoleAfter = nil
             shared.delay = .zero
             shared.refuseUntil = nil
         }

@@ -19,6 +19,13 @@ final class ServerConnection {
         case goingAway(deadline: ContinuousClock.Instant)
         /// TLS close_notify and TCP FIN sent; wait for the client to close.
         case draining(deadline: ContinuousClock.Instant)
+        /// ``MockAPNsServer/breakProtocol(atRequest:)`` wrote an invalid frame: write what
+        /// was queued up to it and nothing after, keep reading (to see the client's GOAWAY)
+        /// but process no request, until the client closes.
+        case broken
+        /// ``MockAPNsServer/blackHoleConnection(atRequest:)``: write nothing, read and
+        /// discard everything (so the client's close is seen), until the client closes.
+        case silent
         case closed
     }
 
@@ -46,7 +53,7 @@ final class ServerConnection {
 
     let fd: Int32
     let number: Int
-    private unowned let loop: ServerLoop
+    fileprivate unowned let loop: ServerLoop
     private var ssl: OpaquePointer?
     private var session: OpaquePointer?
     private var phase = Phase.handshaking
@@ -54,6 +61,9 @@ final class ServerConnection {
     private var outputStart = 0
     private var sslWantsWrite = false
     private var dropRequested = false
+    /// ``MockAPNsServer/breakProtocol(atRequest:)`` fired: ``flush()`` writes the invalid
+    /// frame once nghttp2's queued output is out (never from inside an nghttp2 callback).
+    private var breakRequested = false
     fileprivate var streams: [Int32: Stream] = [:]
     private var delayed: [Delayed] = []
     fileprivate var headerBlockBytes = 0
@@ -89,12 +99,26 @@ final class ServerConnection {
         close()
     }
 
+    /// A DATA frame (type 0x0) with no payload and no flags on stream 0: RFC 9113 §6.1
+    /// makes it a connection error of type PROTOCOL_ERROR, as DATA belongs to a stream.
+    static let dataFrameOnStreamZero: [UInt8] = [0, 0, 0, 0x0, 0x0, 0, 0, 0, 0]
+
+    /// Whether a request that completes now is processed: not once the script dropped,
+    /// broke or silenced this connection (requests later in the same read included).
+    private var processesRequests: Bool {
+        switch phase {
+        case .open, .goingAway: return !dropRequested && !breakRequested
+        default: return false
+        }
+    }
+
     var isClosed: Bool {
         if case .closed = phase { return true }
         return false
     }
 
     var pollEvents: Int16 {
+        if case .silent = phase { return Int16(POLLIN) }
         let wantsOutput = sslWantsWrite || outputStart < output.count
         return Int16(POLLIN) | (wantsOutput ? Int16(POLLOUT) : 0)
     }
@@ -115,10 +139,10 @@ final class ServerConnection {
         switch phase {
         case .handshaking:
             handshake()
-        case .open, .goingAway:
+        case .open, .goingAway, .broken:
             readAvailable()
             flush()
-        case .draining:
+        case .draining, .silent:
             discardInput()
         case .closed:
             return
@@ -223,6 +247,7 @@ final class ServerConnection {
                     close()
                     return
                 }
+                if case .silent = phase { return }
                 continue
             }
             switch SSL_get_error(ssl, count) {
@@ -240,6 +265,7 @@ final class ServerConnection {
     }
 
     func flush() {
+        if case .silent = phase { return }
         while let ssl, let session {
             if outputStart < output.count {
                 let written = output.withUnsafeBytes { bytes -> Int32 in
@@ -267,6 +293,8 @@ final class ServerConnection {
                 }
             }
             sslWantsWrite = false
+            // A broken connection ends its output with the invalid frame.
+            if case .broken = phase { break }
             var produced = false
             while output.count < 64 * 1024 {
                 var chunk: UnsafePointer<UInt8>?
@@ -279,7 +307,14 @@ final class ServerConnection {
                 output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
                 produced = true
             }
-            if !produced { break }
+            if !produced {
+                guard breakRequested else { break }
+                // Everything nghttp2 had queued is out (each chunk is whole frames), so the
+                // invalid frame starts on a frame boundary; nothing follows it.
+                breakRequested = false
+                phase = .broken
+                output.append(contentsOf: Self.dataFrameOnStreamZero)
+            }
         }
         guard let session else { return }
         if dropRequested {
@@ -351,6 +386,17 @@ final class ServerConnection {
         loop.state.shared.withLock { $0.statistics.goAways += 1 }
     }
 
+    /// Stops writing and processing for good (``MockAPNsServer/blackHoleConnection(atRequest:)``):
+    /// output not yet written and answers still waiting are dropped; from now on the
+    /// connection only reads and discards, so it closes when the client does.
+    private func goSilent() {
+        phase = .silent
+        delayed.removeAll()
+        output.removeAll()
+        outputStart = 0
+        sslWantsWrite = false
+    }
+
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
     func applyStreamLimit(_ limit: Int) {
         submitStreamLimit(limit)
@@ -369,7 +415,7 @@ final class ServerConnection {
 
     /// The request on `streamID` is complete (END_STREAM seen): validate, script, answer.
     fileprivate func requestComplete(streamID: Int32) {
-        guard let stream = streams[streamID], let session else { return }
+        guard processesRequests, let stream = streams[streamID], let session else { return }
         if let goAwayLastStreamID, streamID > goAwayLastStreamID {
             // Opened before our GOAWAY reached the client, and above its last-stream-id:
             // not processed, exactly as the GOAWAY promised.
@@ -430,8 +476,15 @@ final class ServerConnection {
         let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID,
                                          successStatus: channelOperation?.successStatus ?? 200,
                                          broadcastChannel: channelOperation?.broadcastChannelID)
-        if decision.drop {
-            dropRequested = true
+        if decision.drop || decision.breakProtocol || decision.blackHole {
+            if decision.drop {
+                dropRequested = true
+            } else if decision.breakProtocol {
+                breakRequested = true
+                delayed.removeAll()
+            } else {
+                goSilent()
+            }
             decision.observer?(MockAPNsServer.ProcessedRequest(
                 sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
                 apnsID: apnsID, status: nil))
@@ -616,6 +669,10 @@ extension ServerLoop {
                 stream.headerBlockLength = connection.headerBlockBytes
                 // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
                 stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
+            }
+            if type == Int(NGHTTP2_GOAWAY.rawValue) {
+                let code = frame.pointee.goaway.error_code
+                connection.loop.state.shared.withLock { $0.statistics.goAwaysReceived[code, default: 0] += 1 }
             }
             if (type == Int(NGHTTP2_HEADERS.rawValue) || type == Int(NGHTTP2_DATA.rawValue)),
                frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {

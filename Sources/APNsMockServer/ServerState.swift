@@ -25,6 +25,10 @@ final class ServerState: Sendable {
         var failures: [(remaining: Int, response: ScriptedResponse)] = []
         var goAwayAfter: (remaining: Int, reason: String)?
         var dropAfter: Int?
+        /// Requests until ``MockAPNsServer/breakProtocol(atRequest:)`` fires.
+        var breakProtocolAfter: Int?
+        /// Requests until ``MockAPNsServer/blackHoleConnection(atRequest:)`` fires.
+        var blackHoleAfter: Int?
         var delay: Duration = .zero
         var refuseUntil: ContinuousClock.Instant?
         var maxConcurrentStreams: Int
@@ -47,6 +51,10 @@ final class ServerState: Sendable {
         var delay: Duration
         var goAwayReason: String?
         var drop: Bool
+        /// Write an invalid frame instead of the answer; see ``MockAPNsServer/breakProtocol(atRequest:)``.
+        var breakProtocol: Bool
+        /// Go silent instead of answering; see ``MockAPNsServer/blackHoleConnection(atRequest:)``.
+        var blackHole: Bool
         /// The request's place among all requests the server processed, from 0.
         var sequenceNumber: Int
         /// Whom to tell about the request once its answer is known (outside the lock).
@@ -124,15 +132,9 @@ final class ServerState: Sendable {
                     shared.goAwayAfter = goAway
                 }
             }
-            var drop = false
-            if let remaining = shared.dropAfter {
-                if remaining <= 1 {
-                    drop = true
-                    shared.dropAfter = nil
-                } else {
-                    shared.dropAfter = remaining - 1
-                }
-            }
+            let drop = Self.countDown(&shared.dropAfter)
+            let breakProtocol = Self.countDown(&shared.breakProtocolAfter)
+            let blackHole = Self.countDown(&shared.blackHoleAfter)
             let sequenceNumber = shared.statistics.requests
             shared.statistics.requests += 1
             if response == nil { shared.statistics.accepted += 1 } else { shared.statistics.rejected += 1 }
@@ -152,8 +154,21 @@ final class ServerState: Sendable {
                 for subscriber in shared.subscribers.values { subscriber.yield(record) }
             }
             return Decision(response: response, delay: shared.delay, goAwayReason: goAwayReason, drop: drop,
+                            breakProtocol: breakProtocol, blackHole: blackHole,
                             sequenceNumber: sequenceNumber, observer: shared.observer)
         }
+    }
+
+    /// Counts one request against a "at the N-th request" trigger: whether it fires now
+    /// (and is then removed).
+    private static func countDown(_ remaining: inout Int?) -> Bool {
+        guard let count = remaining else { return false }
+        if count <= 1 {
+            remaining = nil
+            return true
+        }
+        remaining = count - 1
+        return false
     }
 
     /// Whether records are wanted at all (building one copies headers and body).

@@ -230,6 +230,56 @@ struct OpenConnectionFaultTests {
         }
     }
 
+    @Test("breaking HTTP/2: nghttp2's own client answers the DATA frame on stream 0 with GOAWAY PROTOCOL_ERROR")
+    func breakProtocol() async throws {
+        try await withServerAndCurl { server, curl in
+            server.breakProtocol(atRequest: 1)
+            let result = try await nghttpVerbose(server: server, curl: curl)
+            // The request is never answered; the client reports the connection error it found.
+            #expect(!result.stdout.contains(":status:"), "\(result.stdout)")
+            let goAway = result.stdout.split(separator: "\n").first { $0.contains("send GOAWAY frame") }
+            #expect(goAway != nil, "\(result.stdout)")
+            #expect(result.stdout.contains("error_code=PROTOCOL_ERROR(0x01)"), "\(result.stdout)")
+            // nghttp2 names what it objected to in the GOAWAY's debug data.
+            #expect(result.stdout.contains("DATA: stream_id == 0"), "\(result.stdout)")
+            // The server read that GOAWAY (bounded wait: nghttp closes right after it).
+            for _ in 0..<500 where server.statistics.goAwaysReceived.isEmpty {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.statistics.goAwaysReceived == [1: 1])
+            #expect(server.statistics.requests == 1)
+            #expect(server.statistics.goAways == 0)
+            // The trigger is spent: the next connection is served as usual.
+            let next = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(next.status == 200)
+        }
+    }
+
+    @Test("a black-holed connection answers nothing and closes when the client leaves; other connections are served")
+    func blackHole() async throws {
+        try await withServerAndCurl { server, curl in
+            server.blackHoleConnection(atRequest: 1)
+            // nghttp gives up on its request after a second (a bound on the wait, not a measurement).
+            let bodyFile = curl.caFile + ".\(UUID().uuidString).body"
+            try Data(samplePayload.utf8).write(to: URL(fileURLWithPath: bodyFile))
+            defer { try? FileManager.default.removeItem(atPath: bodyFile) }
+            let result = try await ExternalTool.run("nghttp", [
+                "-nv", "-t", "1", "-d", bodyFile, "-H", "apns-topic: com.example.app",
+                "https://127.0.0.1:\(server.port)/3/device/\(sampleDeviceToken)",
+            ])
+            #expect(!result.stdout.contains(":status:"), "\(result.stdout)")
+            #expect(!result.stdout.contains("recv GOAWAY"), "\(result.stdout)")
+            #expect(server.statistics.requests == 1)
+            // The server closes its side once the client has gone (bounded wait).
+            for _ in 0..<500 where server.statistics.openConnections > 0 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.statistics.openConnections == 0)
+            let next = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(next.status == 200)
+        }
+    }
+
     @Test("a given certificate and key are served as they are")
     func givenCertificate() async throws {
         // Generate a chain with the openssl CLI, then serve it.
