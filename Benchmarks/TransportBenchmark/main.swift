@@ -11,7 +11,7 @@
 // it prints notifications per second, client CPU µs per notification (and the share of
 // the connection threads), p50/p99 latency (not for the client batch, which reports
 // none), frames written per notification, failures and the row's peak RSS (VmHWM, reset
-// when the row starts: it includes heap the process still holds from earlier rows); then
+// when the row starts, after returning freed heap to the kernel); then
 // h2load with the same request shape against the same server, and the CPU ratios.
 //
 // The mock server runs in a child process (this executable with `server`), so
@@ -149,6 +149,12 @@ struct CPU {
     /// Resets the kernel's peak-RSS mark (VmHWM) to the current RSS, so that
     /// ``rowPeakRSSMegabytes()`` measures one row (Linux: `5` to /proc/self/clear_refs).
     static func resetPeakRSS() {
+        // Give the heap the earlier rows freed back to the kernel first (glibc's
+        // malloc_trim, which the Glibc module does not export).
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") {
+            typealias MallocTrim = @convention(c) (Int) -> Int32
+            _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+        }
         let fd = open("/proc/self/clear_refs", O_WRONLY)
         guard fd >= 0 else { return }
         var five: UInt8 = 0x35

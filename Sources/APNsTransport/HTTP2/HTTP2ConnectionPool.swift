@@ -160,11 +160,18 @@ final class HTTP2ConnectionPool: Sendable {
     /// The connections to signal or start once the pool lock is released.
     private struct Wakeups {
         var wake: HTTP2Connection?
+        /// Further sleepers to wake, when one is not enough (rare: no allocation otherwise).
+        var wakeMore: [HTTP2Connection] = []
         var wakeIdle: HTTP2Connection?
         var start: HTTP2Connection?
 
+        mutating func add(_ connection: HTTP2Connection) {
+            if wake == nil { wake = connection } else { wakeMore.append(connection) }
+        }
+
         func run() {
             wake?.wakeup.signal()
+            for connection in wakeMore { connection.wakeup.signal() }
             wakeIdle?.wakeup.signal()
             start?.start()
         }
@@ -174,23 +181,28 @@ final class HTTP2ConnectionPool: Sendable {
     /// one when the queue holds more requests than the free streams of the connections
     /// up or opening (one each for those opening). `slots` is the caller's summary of the
     /// slots under the same lock (choosing changes only `sleeping`, which it does not
-    /// count), so the per-request path passes over the slots once. Called under the lock.
+    /// count), so the per-request path passes over the slots once or twice. Called under
+    /// the lock.
+    ///
+    /// An awake connection takes queued requests on its next loop iteration without a
+    /// system call, up to its free streams; sleepers with free streams are woken for
+    /// what the awake ones cannot take. Without that, a queue refilled from one busy
+    /// connection's thread (a batch) would only ever feed that connection.
     private func chooseConnections(_ state: inout State, _ slots: SlotSummary) -> Wakeups {
         var wakeups = Wakeups()
-        // An awake connection with a free stream takes the request on its next loop
-        // iteration: no system call. Otherwise wake one that sleeps in poll(2).
-        var sleeper: Int?
-        var awakeWithFree = false
-        for index in state.slots.indices where state.slots[index].freeStreams > 0 {
-            if !state.slots[index].sleeping {
-                awakeWithFree = true
-                break
-            }
-            if sleeper == nil { sleeper = index }
+        var awakeFree = 0
+        var anySleeper = false
+        for slot in state.slots where slot.freeStreams > 0 {
+            if slot.sleeping { anySleeper = true } else { awakeFree += slot.freeStreams }
         }
-        if !awakeWithFree, let sleeper {
-            state.slots[sleeper].sleeping = false
-            wakeups.wake = state.slots[sleeper].connection
+        var uncovered = state.queue.count - awakeFree
+        if anySleeper, uncovered > 0 {
+            for index in state.slots.indices where state.slots[index].sleeping && state.slots[index].freeStreams > 0 {
+                state.slots[index].sleeping = false
+                wakeups.add(state.slots[index].connection)
+                uncovered -= state.slots[index].freeStreams
+                if uncovered <= 0 { break }
+            }
         }
         // More capacity is needed when the queue outgrows the streams the connections
         // up or opening will offer; otherwise a burst queued while one connection had

@@ -100,6 +100,37 @@ struct BatchSendTests {
         }
     }
 
+    @Test("a batch wider than one connection's streams keeps every connection busy, not only the first one woken")
+    func spreadsOverConnections() async throws {
+        try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 100)) { server in
+            try await Self.spreadOverConnections(server)
+        }
+    }
+
+    static func spreadOverConnections(_ server: MockAPNsServer) async throws {
+        let count = Sanitizer.scaled(20_000)
+        let port = server.port
+        let transport = try mockTransport(server) { $0.connectionCount = 4 }
+        // First open all four connections, then let them fall asleep in poll(2).
+        let warmUp = BatchLog(requests: try (0..<2_000).map { try mockPush(100_000 + $0, port: port) })
+        await warmUp.send(through: transport, window: 400)
+        #expect(server.statistics.connections == 4)
+        try await Task.sleep(for: .milliseconds(100))
+        server.removeRecordedRequests()
+        // Four connections' worth. The first request wakes one connection; the other
+        // 399 must wake the rest (the woken one can take only its 100), and so must the
+        // refills the connections' threads make.
+        let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: port) })
+        await log.send(through: transport, window: 400)
+        await transport.shutdown()
+        #expect(log.results.values.allSatisfy { (try? $0.get().status) == 200 })
+        var perConnection: [Int: Int] = [:]
+        for record in server.recordedRequests { perConnection[record.connectionNumber, default: 0] += 1 }
+        #expect(perConnection.count == 4)
+        // Evenly would be a quarter each; a connection left asleep gets none.
+        #expect(perConnection.values.allSatisfy { $0 >= count / 10 }, "requests per connection: \(perConnection)")
+    }
+
     @Test("the window bounds the requests in flight; skipped indices get no result")
     func windowAndSkips() async throws {
         try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 1_000)) { server in
