@@ -267,4 +267,17 @@ struct BenchCommandTests {
         #expect(result.stdout.contains("h2load: h2load is not on PATH (apt-get install nghttp2-client) — skipped"), "\(result)")
         #expect(result.stdout.contains("100 accepted, 0 failed"), "\(result)")
     }
+
+    @Test("bench --batch sends with one batch call and reports throughput and CPU, no latency")
+    func batchBench() async throws {
+        let result = try await CLI.run(
+            ["bench", "--batch", "--in-process", "--count", "500", "--connections", "2", "--streams", "20", "--skip-h2load"],
+            timeout: .seconds(120)
+        )
+        #expect(result.status == 0, "\(result)")
+        let line = try #require(result.lines.first { $0.hasPrefix("swift-apns (one batch call): ") }, "\(result)")
+        #expect(line.contains("notifications/s"), "\(line)")
+        #expect(line.contains("500 accepted, 0 failed"), "\(line)")
+        #expect(!line.contains("latency"), "\(line)")
+    }
 }
