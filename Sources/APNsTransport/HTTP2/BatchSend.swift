@@ -18,9 +18,11 @@ import Synchronization
 /// time and in index order, and a request that fails at once (shutdown, say) while being
 /// enqueued does not recurse into the pump.
 ///
-/// **Cancellation.** ``cancel()`` cancels every request in the window (each fails with
-/// `cancelled`, reset if it was sent); the requests not yet made are still made, one by one,
-/// and failed at once without being sent, so every index gets its one outcome.
+/// **Cancellation.** ``cancel()`` stops the pump and cancels every request in the window
+/// (each fails with `cancelled`, reset if it was sent). Once the window is empty the caller
+/// is resumed, and ``failUnmade()``, on the caller's task, makes the requests not made yet,
+/// one by one, and fails each at once without sending it, so every index gets its one
+/// outcome — without making the thread that cancelled do that work for a batch of millions.
 final class BatchSend: Sendable {
     typealias Result = PendingRequest.Outcome
 
@@ -64,7 +66,8 @@ final class BatchSend: Sendable {
         self.state = Mutex(State(slots: Array(repeating: nil, count: window), freeSlots: Array((0..<window).reversed())))
     }
 
-    /// Starts the batch; `continuation` is resumed after the last result was handed over.
+    /// Starts the batch; `continuation` is resumed after the last result was handed over,
+    /// or, if the batch is cancelled, once the window is empty (see ``failUnmade()``).
     func start(_ continuation: UnsafeContinuation<Void, Never>) {
         let finished = state.withLock { state -> Bool in
             if count == 0 { return true }
@@ -78,13 +81,37 @@ final class BatchSend: Sendable {
         pump()
     }
 
-    /// Cancels the requests in the window; the ones not made yet fail as they are made.
+    /// Stops making requests and cancels the ones in the window.
     func cancel() {
-        let inWindow: [PendingRequest] = state.withLock { state in
+        let (inWindow, continuation): ([PendingRequest], UnsafeContinuation<Void, Never>?) = state.withLock { state in
             state.cancelled = true
-            return state.slots.compactMap { $0 }
+            return (state.slots.compactMap { $0 }, Self.takeContinuationIfDone(&state, count: count))
         }
+        continuation?.resume()
         for pending in inWindow { pending.cancel() }
+    }
+
+    /// After a cancelled batch resumed its caller: makes each request not made yet and
+    /// hands it over failed with `cancelled` (`mayHaveReachedAPNs == false`), in order.
+    /// Called on the caller's task, when no pump runs any more.
+    func failUnmade() {
+        let unmade: Range<Int> = state.withLock { state in
+            defer { state.next = count }
+            return state.next..<count
+        }
+        for index in unmade {
+            guard let request = makeRequest(index) else { continue }
+            onResult(index, request, .failure(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent")))
+        }
+    }
+
+    /// The caller's continuation, taken, when the batch has nothing left to do on other
+    /// threads: nothing in the window, no pump running, and every request made (or the
+    /// batch cancelled). Called under the lock.
+    private static func takeContinuationIfDone(_ state: inout State, count: Int) -> UnsafeContinuation<Void, Never>? {
+        guard state.running == 0, !state.pumping, state.next == count || state.cancelled else { return nil }
+        defer { state.continuation = nil }
+        return state.continuation
     }
 
     /// Hands the outcome of the request at `index` (in `slot`) over, frees its place in the
@@ -102,9 +129,7 @@ final class BatchSend: Sendable {
             state.slots[slot] = nil
             state.freeSlots.append(slot)
             state.running -= 1
-            guard state.running == 0, state.next == count else { return nil }
-            defer { state.continuation = nil }
-            return state.continuation
+            return Self.takeContinuationIfDone(&state, count: count)
         }
         continuation?.resume()
     }
@@ -113,21 +138,26 @@ final class BatchSend: Sendable {
     private func pump() {
         var owner = false
         while true {
+            var finished: UnsafeContinuation<Void, Never>?
             let turn: (index: Int, slot: Int)? = state.withLock { state in
                 if !owner {
                     if state.pumping { return nil }
                     state.pumping = true
                     owner = true
                 }
-                guard state.next < count, let slot = state.freeSlots.popLast() else {
+                guard !state.cancelled, state.next < count, let slot = state.freeSlots.popLast() else {
                     state.pumping = false
+                    finished = Self.takeContinuationIfDone(&state, count: count)
                     return nil
                 }
                 defer { state.next += 1 }
                 state.running += 1
                 return (state.next, slot)
             }
-            guard let (index, slot) = turn else { return }
+            guard let (index, slot) = turn else {
+                finished?.resume()
+                return
+            }
             guard let request = makeRequest(index) else {
                 release(slot)
                 continue

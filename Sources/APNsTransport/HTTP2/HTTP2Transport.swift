@@ -168,6 +168,8 @@ public final class HTTP2Transport: PushTransport {
         } onCancel: {
             batch.cancel()
         }
+        // Cancelled: the requests never made are made and failed here, on the caller's task.
+        batch.failUnmade()
     }
 
     /// Stops taking requests (new ones fail with ``APNsCore/APNsTransportError/Code/shutdown``),

@@ -73,7 +73,9 @@ struct BatchSendTests {
                 $0.connectionCount = connections
                 $0.maxQueuedRequests = 0
             }
-            let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: server.port) })
+            // Timeouts are not under test: a request may wait its turn in a window of 1,000
+            // for long on a slow machine (ThreadSanitizer, parallel tests).
+            let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: server.port, timeout: .seconds(300)) })
             await log.send(through: transport, window: 1_000)
             let statistics = transport.statistics
             await transport.shutdown()
@@ -112,7 +114,7 @@ struct BatchSendTests {
         let port = server.port
         let transport = try mockTransport(server) { $0.connectionCount = 4 }
         // First open all four connections, then let them fall asleep in poll(2).
-        let warmUp = BatchLog(requests: try (0..<2_000).map { try mockPush(100_000 + $0, port: port) })
+        let warmUp = BatchLog(requests: try (0..<2_000).map { try mockPush(100_000 + $0, port: port, timeout: .seconds(300)) })
         await warmUp.send(through: transport, window: 400)
         #expect(server.statistics.connections == 4)
         try await Task.sleep(for: .milliseconds(100))
@@ -120,7 +122,7 @@ struct BatchSendTests {
         // Four connections' worth. The first request wakes one connection; the other
         // 399 must wake the rest (the woken one can take only its 100), and so must the
         // refills the connections' threads make.
-        let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: port) })
+        let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: port, timeout: .seconds(300)) })
         await log.send(through: transport, window: 400)
         await transport.shutdown()
         #expect(log.results.values.allSatisfy { (try? $0.get().status) == 200 })
@@ -259,7 +261,7 @@ struct BatchSendTests {
         try await withMockAPNsServer { server in
             let transport = try mockTransport(server)
             server.sendGoAway(afterRequests: 500, reason: "Shutdown")
-            let log = BatchLog(requests: try (0..<3_000).map { try mockPush($0, port: server.port) })
+            let log = BatchLog(requests: try (0..<3_000).map { try mockPush($0, port: server.port, timeout: .seconds(300)) })
             await log.send(through: transport, window: 400)
             await transport.shutdown()
             let results = log.results
