@@ -14,23 +14,9 @@ struct EndToEndTokenAuthTests {
     @Test("500 notifications to distinct devices, every token verified, every one accepted once")
     func tokenAuthenticatedBatch() async throws {
         let key = try ProviderKey.generate()
-        var keys = ProviderTokenVerifier()
-        keys.register(key, keyID: "ABC123DEFG")
-        let configuration = MockAPNsServer.Configuration(
-            bundleIDs: ["com.example.app"],
-            authentication: .providerToken(.signature(keys)),
-            maxConcurrentStreams: 100
-        )
-        try await withMockAPNsServer(configuration: configuration) { server in
-            let pem = try #require(server.certificateAuthorityPEM)
+        try await withMockAPNsServer(configuration: Self.verifyingTokens(of: key)) { server in
             let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
-            let transport = HTTP2Transport(
-                configuration: .init(
-                    environment: environment,
-                    tls: TLSConfiguration(trustRoots: .certificates(pem)),
-                    logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-                )
-            )
+            let transport = try mockTransport(server)
             let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
             let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
             let devices = try (0..<500).map { index -> DeviceToken in
@@ -65,26 +51,26 @@ struct EndToEndTokenAuthTests {
             #expect(transport.statistics.requestsRequeued == 0)
         }
     }
-    @Test("a batch over HTTP2Transport: rejections final, 503s retried, an expired token replaced once; one outcome each")
-    func batchWithRetriesAndExpiredToken() async throws {
-        let key = try ProviderKey.generate()
+
+    /// A mock server for `com.example.app` that verifies every provider token's signature
+    /// with `key` (key id ABC123DEFG) and raises its stream limit to 100 after the first
+    /// valid request.
+    static func verifyingTokens(of key: ProviderKey) -> MockAPNsServer.Configuration {
         var keys = ProviderTokenVerifier()
         keys.register(key, keyID: "ABC123DEFG")
-        let configuration = MockAPNsServer.Configuration(
+        return MockAPNsServer.Configuration(
             bundleIDs: ["com.example.app"],
             authentication: .providerToken(.signature(keys)),
             maxConcurrentStreams: 100
         )
-        try await withMockAPNsServer(configuration: configuration) { server in
-            let pem = try #require(server.certificateAuthorityPEM)
+    }
+
+    @Test("a batch over HTTP2Transport: rejections final, 503s retried, an expired token replaced once; one outcome each")
+    func batchWithRetriesAndExpiredToken() async throws {
+        let key = try ProviderKey.generate()
+        try await withMockAPNsServer(configuration: Self.verifyingTokens(of: key)) { server in
             let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
-            let transport = HTTP2Transport(
-                configuration: .init(
-                    environment: environment,
-                    tls: TLSConfiguration(trustRoots: .certificates(pem)),
-                    logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-                )
-            )
+            let transport = try mockTransport(server)
             // Tokens signed two hours ago until the client invalidates one: APNs (and the
             // mock) answer those with 403 ExpiredProviderToken.
             let source = try ExpiringOnceTokenSource(key: key)
