@@ -129,29 +129,35 @@ public struct PushNotification: Sendable {
             }
         }
         let bytes = try body.encoded(for: pushType, limit: PayloadLimit(for: pushType), what: "a \(pushType) push")
-        return Prepared(
-            topic: topicValue,
-            pushType: pushType,
-            priority: priorityValue,
-            expiration: expirationValue,
-            collapseID: collapseID,
-            body: bytes
-        )
+        // The headers every request of this notification carries, checked here once.
+        var fixed = [
+            HeaderField(name: "apns-topic", value: topicValue),
+            HeaderField(name: "apns-push-type", value: pushType.rawValue),
+            HeaderField(name: "apns-priority", value: priorityValue.description),
+        ]
+        if let expirationValue { fixed.append(HeaderField(name: "apns-expiration", value: expirationValue)) }
+        if let collapseID { fixed.append(HeaderField(name: "apns-collapse-id", value: collapseID)) }
+        for field in fixed { try APNsRequest.checkHeader(field) }
+        return Prepared(pushType: pushType, fixedHeaders: fixed, body: bytes)
     }
 
     /// A notification whose values are checked and whose body is encoded.
     struct Prepared: Sendable {
-        let topic: String
         let pushType: PushType
-        let priority: Priority
-        let expiration: String?
-        let collapseID: String?
+        /// `apns-topic`, `apns-push-type`, `apns-priority`, then `apns-expiration` and
+        /// `apns-collapse-id` when set: checked by ``PushNotification/prepared()``.
+        let fixedHeaders: [HeaderField]
         let body: [UInt8]
 
         /// The one place where device push headers are built, in this order: `:method`,
         /// `:scheme`, `:path`, `:authority`, `authorization` (token auth only), `apns-topic`,
         /// `apns-push-type`, `apns-priority`, `apns-expiration` (if any), `apns-collapse-id`
         /// (if any), `apns-id`. The HPACK header policy relies on this order.
+        ///
+        /// Only what varies per request is checked here: the pseudo-headers (the path is
+        /// built from a token already validated as hexadecimal) and the `authorization`
+        /// value the token source gave. The fixed headers were checked once, and the
+        /// `apns-id` is the canonical text of a UUID.
         func request(
             to deviceToken: DeviceToken,
             apnsID: APNsID,
@@ -160,32 +166,20 @@ public struct PushNotification: Sendable {
             timeout: Duration
         ) throws(APNsRequestError) -> APNsRequest {
             let path = "/3/device/" + deviceToken.hexString
-            // One array for every header: the pseudo-headers, then these, each validated
-            // as APNsRequest's public initializer validates its headers.
+            // One array for every header: the pseudo-headers, then these.
             var headers = try APNsRequest.pseudoHeaders(
                 method: .post,
                 authority: environment.authority,
                 path: path,
-                reserving: 7
+                reserving: fixedHeaders.count + 2
             )
-            func add(_ name: String, _ value: String) throws(APNsRequestError) {
-                let field = HeaderField(name: name, value: value)
+            if let authorization {
+                let field = HeaderField(name: "authorization", value: authorization)
                 try APNsRequest.checkHeader(field)
                 headers.append(field)
             }
-            if let authorization {
-                try add("authorization", authorization)
-            }
-            try add("apns-topic", topic)
-            try add("apns-push-type", pushType.rawValue)
-            try add("apns-priority", priority.description)
-            if let expiration {
-                try add("apns-expiration", expiration)
-            }
-            if let collapseID {
-                try add("apns-collapse-id", collapseID)
-            }
-            try add("apns-id", apnsID.uuidString)
+            headers.append(contentsOf: fixedHeaders)
+            headers.append(HeaderField(name: "apns-id", value: apnsID.uuidString))
             return APNsRequest(
                 method: .post,
                 authority: environment.authority,
