@@ -107,7 +107,10 @@ final class HTTP2ConnectionPool: Sendable {
                 )
                 return
             }
-            if !slots.anyUp, state.consecutiveFailures > 0, now < state.nextConnectAttempt {
+            // While backing off with no connection, a single send fails at once rather than
+            // pile up; a batch's requests wait for the next attempt instead (its window
+            // bounds them), or a short outage would fail the rest of the batch in a burst.
+            if !pending.isBatched, !slots.anyUp, state.consecutiveFailures > 0, now < state.nextConnectAttempt {
                 let waitMS = (state.nextConnectAttempt - now) / 1_000_000
                 failure = .connectionFailed(
                     "not connected to \(settings.endpoint.host):\(settings.endpoint.port); the last attempt failed ("

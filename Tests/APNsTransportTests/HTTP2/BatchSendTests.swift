@@ -133,6 +133,31 @@ struct BatchSendTests {
         #expect(perConnection.values.allSatisfy { $0 >= count / 10 }, "requests per connection: \(perConnection)")
     }
 
+    @Test("while connections are refused, a batch waits for the next attempt: only the window's requests fail per attempt")
+    func refusedConnections() async throws {
+        try await withMockAPNsServer { server in
+            server.refuseConnections(for: .milliseconds(400))
+            let transport = try mockTransport(server) {
+                $0.reconnectBackoffBase = .milliseconds(50)
+                $0.reconnectBackoffMax = .milliseconds(100)
+            }
+            let log = BatchLog(requests: try (0..<1_000).map { try mockPush($0, port: server.port, timeout: .seconds(300)) })
+            await log.send(through: transport, window: 10)
+            let attempts = transport.statistics.connectionFailures
+            await transport.shutdown()
+            let results = log.results
+            #expect(results.count == 1_000)
+            let failures = results.values.compactMap(\.failure)
+            // Refused: the TCP connection closes at once, during or before the TLS handshake.
+            #expect(failures.allSatisfy { [.connectionFailed, .tlsFailure].contains($0.code) && !$0.mayHaveReachedAPNs }, "\(Set(failures.map(\.code)))")
+            // Each failed attempt fails what waits for it: at most the window. A batch that
+            // failed fast while the pool backs off would lose nearly all 1,000 here.
+            #expect(attempts >= 1)
+            #expect(failures.count <= 10 * attempts, "\(failures.count) failures over \(attempts) failed attempts")
+            #expect(results.values.filter { (try? $0.get().status) == 200 }.count == 1_000 - failures.count)
+        }
+    }
+
     @Test("the window bounds the requests in flight; skipped indices get no result")
     func windowAndSkips() async throws {
         try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 1_000)) { server in
