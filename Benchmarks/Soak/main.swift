@@ -5,8 +5,10 @@
 //   swift build -c release --product Soak
 //   .build/release/Soak [--notifications N] [--seed S] [--connections C] [--concurrency K]
 //                       [--fault-gap G] [--timeout SECONDS] [--no-stalls] [--watchdog SECONDS]
-//                       [--rss-bound MIB]
+//                       [--rss-bound MIB] [--batch SIZE]
 //
+// --batch SIZE sends with APNsClient's batch send, SIZE device tokens per call (window
+// --concurrency), instead of one send per notification from --concurrency tasks.
 // Prints progress every 10% (rate, RSS, open connections, faults so far), then the
 // report: outcomes by kind, faults by kind, duplicates at the server and their
 // classification, RSS, connections. Exits 1 if any check failed (a lost or doubly
@@ -32,7 +34,7 @@ func integer(_ flag: String) -> Int? {
 
 if CommandLine.arguments.contains("--help") || CommandLine.arguments.contains("-h") {
     print("usage: Soak [--notifications N] [--seed S] [--connections C] [--concurrency K] [--fault-gap G]")
-    print("            [--timeout SECONDS] [--no-stalls] [--watchdog SECONDS] [--rss-bound MIB]")
+    print("            [--timeout SECONDS] [--no-stalls] [--watchdog SECONDS] [--rss-bound MIB] [--batch SIZE]")
     exit(0)
 }
 
@@ -48,6 +50,7 @@ let configuration = SoakConfiguration(
     stalls: !CommandLine.arguments.contains("--no-stalls"),
     watchdog: .seconds(integer("--watchdog") ?? 30),
     rssGrowthLimitBytes: (integer("--rss-bound") ?? 32) << 20,
+    batchSize: integer("--batch"),
     log: { line in
         print(line)
         fflush(nil)

@@ -30,7 +30,8 @@ final class ArrivalLedger: Sendable {
 
     /// Called on the server thread for every processed request.
     func record(_ request: MockAPNsServer.ProcessedRequest) {
-        let sequence = SoakIDs.sequence(of: request.apnsID)
+        // A batch send gives its notifications random apns-ids: then the device token says which.
+        let sequence = SoakIDs.sequence(of: request.apnsID) ?? request.deviceToken.flatMap(SoakIDs.sequence(ofDeviceToken:))
         counts.withLock { counts in
             counts.total += 1
             let answer: String

@@ -93,9 +93,16 @@ package enum Soak {
         let start = clock.now
         let (endings, ending) = AsyncStream.makeStream(of: Ending.self)
 
-        // The senders: each takes the next sequence number until none is left.
+        // The senders: each takes the next sequence number until none is left; or batch
+        // calls, one after another, each over the next `batchSize` sequence numbers.
         let body = PushNotification.Body.raw(payload)
         _ = Task {
+            if let batchSize = configuration.batchSize {
+                await sendInBatches(count: count, batchSize: batchSize, window: configuration.concurrency,
+                                    body: body, client: client, outcomes: outcomes)
+                ending.yield(.finished)
+                return
+            }
             await withTaskGroup(of: Void.self) { group in
                 for worker in 0..<configuration.concurrency {
                     group.addTask {
@@ -188,6 +195,48 @@ package enum Soak {
         return report
     }
 
+    /// Sends every notification with `APNsClient`'s batch send, `batchSize` device tokens
+    /// per call, and records each outcome (worker 0 stands for the batch in progress).
+    private static func sendInBatches(
+        count: Int, batchSize: Int, window: Int, body: PushNotification.Body, client: APNsClient,
+        outcomes: OutcomeLedger
+    ) async {
+        let notification = PushNotification(body: body, topic: .bundleID(topic))
+        var first = 0
+        while first < count {
+            let range = first..<min(count, first + batchSize)
+            first = range.upperBound
+            outcomes.next.store(range.upperBound, ordering: .relaxed)
+            outcomes.begin(worker: 0, sequence: range.lowerBound)
+            let tokens = range.compactMap { try? DeviceToken(hex: SoakIDs.deviceToken($0)) }
+            guard tokens.count == range.count else {
+                for sequence in range { outcomes.finish(worker: 0, sequence: sequence, kind: .invalid, detail: "invalid token") }
+                continue
+            }
+            let results = await client.send(notification, to: tokens, maxConcurrency: window)
+            for (sequence, outcome) in zip(range, results) {
+                let (kind, detail) = classify(outcome.result.map { _ in () })
+                outcomes.finish(worker: 0, sequence: sequence, kind: kind, detail: detail)
+            }
+        }
+    }
+
+    /// The ledger's kind (and detail) for a notification's outcome.
+    private static func classify(_ result: Result<Void, APNsError>) -> (OutcomeLedger.Kind, String?) {
+        switch result {
+        case .success:
+            return (.accepted, nil)
+        case .failure(.rejected(let rejection)):
+            let detail = "rejected \(rejection.status) \(rejection.reason.map { "\($0)" } ?? "-")"
+            return (rejection.remedy == .retryLater ? .rejectedRetryable : .rejectedOther, detail)
+        case .failure(.failed(let failure)):
+            let detail = "failed \(failure.code) (mayHaveReachedAPNs: \(failure.mayHaveReachedAPNs))"
+            return (failure.mayHaveReachedAPNs ? .failedMayHaveReached : .failedNotReached, detail)
+        case .failure(.invalid(let invalid)):
+            return (.invalid, "invalid: \(invalid)")
+        }
+    }
+
     /// Sends notification `sequence` through the client and classifies its outcome.
     private static func sendOne(
         _ sequence: Int, body: PushNotification.Body, client: APNsClient
@@ -203,18 +252,9 @@ package enum Soak {
         }
         do {
             _ = try await client.send(notification, to: token)
-            return (.accepted, nil)
+            return classify(.success(()))
         } catch {
-            switch error {
-            case .rejected(let rejection):
-                let detail = "rejected \(rejection.status) \(rejection.reason.map { "\($0)" } ?? "-")"
-                return (rejection.remedy == .retryLater ? .rejectedRetryable : .rejectedOther, detail)
-            case .failed(let failure):
-                let detail = "failed \(failure.code) (mayHaveReachedAPNs: \(failure.mayHaveReachedAPNs))"
-                return (failure.mayHaveReachedAPNs ? .failedMayHaveReached : .failedNotReached, detail)
-            case .invalid(let invalid):
-                return (.invalid, "invalid: \(invalid)")
-            }
+            return classify(.failure(error))
         }
     }
 

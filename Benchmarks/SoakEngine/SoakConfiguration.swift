@@ -8,8 +8,12 @@ package struct SoakConfiguration: Sendable {
     package var seed: UInt64
     /// `HTTP2Transport` connections.
     package var connections: Int
-    /// Notifications in flight at once (sending tasks).
+    /// Notifications in flight at once (sending tasks, or the batch window).
     package var concurrency: Int
+    /// Send with `APNsClient`'s batch send, this many device tokens per call (one call
+    /// after another, window ``concurrency``), instead of one `send` per notification
+    /// from ``concurrency`` tasks; `nil` for the latter.
+    package var batchSize: Int?
     /// The mean number of completed notifications between two faults.
     package var meanFaultGap: Int
     /// `APNsClient`'s timeout for each attempt.
@@ -42,8 +46,10 @@ package struct SoakConfiguration: Sendable {
         rssGrowthLimitBytes: Int = 32 << 20,
         rejectEvery: Int = 1_000,
         retryPolicy: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(20), maxDelay: .milliseconds(500)),
+        batchSize: Int? = nil,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) {
+        self.batchSize = batchSize.map { max(1, $0) }
         self.notifications = max(1, notifications)
         self.seed = seed
         self.connections = max(1, connections)

@@ -48,6 +48,27 @@ package enum SoakIDs {
         String(decoding: prefix, as: UTF8.self) + hex(sequence, width: 12)
     }
 
+    /// The sequence number in a soak device token (64 hex digits), or `nil` for any other string.
+    package static func sequence(ofDeviceToken token: String) -> Int? {
+        var token = token
+        return token.withUTF8 { bytes -> Int? in
+            guard bytes.count == 64 else { return nil }
+            var value = 0
+            for (index, byte) in bytes.enumerated() {
+                let digit: Int
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = Int(byte - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = Int(byte - UInt8(ascii: "a") + 10)
+                default: return nil
+                }
+                // A soak sequence fits in the last 12 digits; anything above is foreign.
+                if index < 52, digit != 0 { return nil }
+                value = value << 4 | digit
+            }
+            return value
+        }
+    }
+
     /// The sequence number in a soak `apns-id`, or `nil` for any other string.
     package static func sequence(of apnsID: String) -> Int? {
         var apnsID = apnsID

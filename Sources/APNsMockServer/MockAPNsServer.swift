@@ -67,14 +67,21 @@ public final class MockAPNsServer: Sendable {
         /// ``MockAPNsServer/blackHoleConnection(atRequest:)`` fired at this request, which
         /// is then never answered.
         public var status: Int?
+        /// The device token of the path (`/3/device/<token>`) when the request passed
+        /// validation far enough to have one; `nil` for broadcasts and channel requests.
+        public var deviceToken: String?
 
         /// A processed request.
-        public init(sequenceNumber: Int, connectionNumber: Int, streamID: Int, apnsID: String, status: Int?) {
+        public init(
+            sequenceNumber: Int, connectionNumber: Int, streamID: Int, apnsID: String, status: Int?,
+            deviceToken: String? = nil
+        ) {
             self.sequenceNumber = sequenceNumber
             self.connectionNumber = connectionNumber
             self.streamID = streamID
             self.apnsID = apnsID
             self.status = status
+            self.deviceToken = deviceToken
         }
     }
 

@@ -487,7 +487,7 @@ final class ServerConnection {
             }
             decision.observer?(MockAPNsServer.ProcessedRequest(
                 sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
-                apnsID: apnsID, status: nil))
+                apnsID: apnsID, status: nil, deviceToken: deviceToken))
             return
         }
         var status = decision.response?.status ?? 200
@@ -502,7 +502,7 @@ final class ServerConnection {
         }
         decision.observer?(MockAPNsServer.ProcessedRequest(
             sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
-            apnsID: apnsID, status: status))
+            apnsID: apnsID, status: status, deviceToken: deviceToken))
         if decision.delay > .zero {
             let now = ContinuousClock.now
             delayed.append(Delayed(due: now + decision.delay, received: now, streamID: streamID, status: status, body: body,

@@ -13,8 +13,11 @@ struct SoakTests {
     /// `SWIFT_APNS_SOAK_SEED` picks another.
     static let seed = ProcessInfo.processInfo.environment["SWIFT_APNS_SOAK_SEED"].flatMap { UInt64($0) } ?? 3
 
-    @Test("every notification ends in exactly one outcome; none reaches the server twice unexplained")
-    func soak() async throws {
+    @Test("every notification ends in exactly one outcome; none reaches the server twice unexplained",
+          arguments: [nil, 1_000])
+    func soak(batchSize: Int?) async throws {
+        // nil: one send per notification from 100 tasks; 1,000: APNsClient's batch send,
+        // 1,000 device tokens per call with a window of 100 (HTTP2Transport.sendBatch).
         let configuration = SoakConfiguration(
             notifications: 10_000,
             seed: Self.seed,
@@ -25,7 +28,8 @@ struct SoakTests {
             stalls: true,
             // Far above any pause a loaded machine causes; a hang still ends the test.
             watchdog: .seconds(30),
-            rssGrowthLimitBytes: 64 << 20
+            rssGrowthLimitBytes: 64 << 20,
+            batchSize: batchSize
         )
         let report = try await Soak.run(configuration)
         #expect(report.passed, "\(report)")
