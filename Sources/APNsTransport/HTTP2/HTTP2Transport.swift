@@ -19,7 +19,8 @@ import Synchronization
 /// (``Configuration/reconnectBackoffBase`` to ``Configuration/reconnectBackoffMax``);
 /// while it waits with no connection up, ``send(_:)`` fails at once with
 /// ``APNsCore/APNsTransportError/Code/connectionFailed`` rather than hammer APNs, which treats
-/// rapid reconnects as an attack.
+/// rapid reconnects as an attack (a batch's requests wait for the next attempt instead:
+/// see ``sendBatch(count:maxConcurrency:makeRequest:onResult:)``).
 ///
 /// **Streams and back-pressure.** Each connection honours the server's
 /// SETTINGS_MAX_CONCURRENT_STREAMS (APNs starts at 1 and raises it after the first
@@ -135,7 +136,10 @@ public final class HTTP2Transport: PushTransport {
     /// The window (`maxConcurrency`) is the batch's back-pressure: its requests wait in
     /// the pool's queue like those of ``send(_:)`` (first come, first served) but are not
     /// counted against ``Configuration/maxQueuedRequests``, which bounds what many
-    /// independent callers may pile up. Timeouts count from when each request is made.
+    /// independent callers may pile up, and while the pool backs off after a failed
+    /// connection attempt they wait for the next attempt instead of failing at once (each
+    /// failed attempt fails the requests waiting for it). Timeouts count from when each
+    /// request is made.
     /// A window wider than the streams the pool can open (``Configuration/connectionCount``
     /// × the streams per connection) only makes requests wait longer.
     public func sendBatch(
