@@ -125,12 +125,19 @@ package enum Soak {
             var lastCompleted = -1
             var lastProgress = clock.now
             var nextPercent = 10
+            var lastAnswered = -1
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(100))
                 let completed = outcomes.completed.load(ordering: .relaxed)
+                // A batch records its outcomes when the whole call returns: the transport's
+                // answers and failures show progress in between.
+                let transportStatistics = transport.statistics
+                let answered = transportStatistics.responsesByStatus.values.reduce(0, +)
+                    + transportStatistics.failuresByCode.values.reduce(0, +)
                 let now = clock.now
-                if completed != lastCompleted {
+                if completed != lastCompleted || answered != lastAnswered {
                     lastCompleted = completed
+                    lastAnswered = answered
                     lastProgress = now
                 } else if now - lastProgress > configuration.watchdog {
                     ending.yield(.stalled(describeStall(

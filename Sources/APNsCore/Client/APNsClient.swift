@@ -42,7 +42,7 @@ public final class APNsClient: Sendable {
         retryCounts.withLock { $0 }
     }
 
-    private let transport: any PushTransport
+    let transport: any PushTransport
     private let sleep: @Sendable (Duration) async throws -> Void
     private let jitter: @Sendable () -> Double
 
@@ -116,153 +116,6 @@ public final class APNsClient: Sendable {
         return try await deliver(prepared, apnsID: notification.apnsID ?? .random(), to: deviceToken)
     }
 
-    /// Sends `notification` to many devices, at most `maxConcurrency` at a time.
-    ///
-    /// The payload is encoded once. Each token gets its own random `apns-id`, unless the
-    /// notification names one, which is then sent to every token. Requests start in input
-    /// order and a new one starts as soon as one finishes (a sliding window).
-    ///
-    /// - Parameters:
-    ///   - notification: The notification.
-    ///   - deviceTokens: The devices; duplicates are sent to twice.
-    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
-    /// - Returns: One outcome per device token, in the order of `deviceTokens`: none is
-    ///   lost or repeated. If the notification is invalid, every outcome is that
-    ///   ``APNsError/invalid(_:)``; if the task is cancelled, the rest fail with
-    ///   ``APNsTransportError/Code/cancelled``.
-    public func send(
-        _ notification: PushNotification,
-        to deviceTokens: [DeviceToken],
-        maxConcurrency: Int = 100
-    ) async -> [APNsOutcome] {
-        if deviceTokens.isEmpty { return [] }
-        let prepared: PushNotification.Prepared
-        do {
-            prepared = try notification.prepared()
-        } catch {
-            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
-            return deviceTokens.map { APNsOutcome(deviceToken: $0, result: .failure(.invalid(error))) }
-        }
-        let fixedID = notification.apnsID
-        let width = max(1, min(maxConcurrency, deviceTokens.count))
-        // First pass: one transport batch, made and answered on the transport's threads.
-        // What is accepted (or cannot be sent) is final; every other answer is handed to
-        // the same attempt loop as a single send, as its attempt 1, which retries it as
-        // the policy allows and turns it into the outcome.
-        let pass = BatchPass(count: deviceTokens.count)
-        let environment = environment
-        let timeout = requestTimeout
-        let logger = logger
-        await transport.sendBatch(
-            count: deviceTokens.count,
-            maxConcurrency: width,
-            makeRequest: { index in
-                let deviceToken = deviceTokens[index]
-                do throws(APNsError) {
-                    let providerToken = try self.currentProviderToken(log: { failure in
-                        logger.warning("no provider token", metadata: ["apns.error": "\(failure)"])
-                    })
-                    pass.remember(providerToken)
-                    let apnsID = fixedID ?? .random()
-                    let request: APNsRequest
-                    do throws(APNsRequestError) {
-                        request = try prepared.request(
-                            to: deviceToken,
-                            apnsID: apnsID,
-                            environment: environment,
-                            authorization: providerToken?.authorizationValue,
-                            timeout: timeout
-                        )
-                    } catch {
-                        logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
-                        throw .invalid(error)
-                    }
-                    if logger.logLevel <= .trace {
-                        logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
-                    }
-                    return request
-                } catch {
-                    pass.finish(index, .failure(error))
-                    return nil
-                }
-            },
-            onResult: { index, request, result in
-                if case .success(let response) = result, let accepted = APNsAccepted(response: response, request: request) {
-                    if logger.logLevel <= .debug {
-                        logger.debug(
-                            "notification accepted",
-                            metadata: Self.metadata(accepted.apnsID ?? request.apnsID, deviceTokens[index], ["apns.attempt": "1"])
-                        )
-                    }
-                    pass.finish(index, .success(accepted))
-                } else {
-                    let providerToken = pass.token(of: request)
-                    if case .success(let response) = result, response.status == 403, let providerToken,
-                        case .providerToken(let source) = self.credentials,
-                        APNsErrorBody(parsing: response.body)?.reason == APNsReason.expiredProviderToken.rawValue
-                    {
-                        // At once, not in the second pass: the requests made from now on
-                        // carry a new token instead of meeting the same refusal.
-                        source.invalidate(providerToken)
-                    }
-                    pass.continueLater(index, Attempt(request: request, providerToken: providerToken, result: result))
-                }
-            }
-        )
-        // Second pass: rejections, failures and retries, through the attempt loop.
-        let later = pass.takeContinuations()
-        if !later.isEmpty {
-            await withTaskGroup(of: Void.self) { group in
-                var next = 0
-                func start() {
-                    let (index, attempt) = later[next]
-                    next += 1
-                    group.addTask {
-                        let result: Result<APNsAccepted, APNsError>
-                        do throws(APNsError) {
-                            result = .success(
-                                try await self.deliver(
-                                    prepared,
-                                    apnsID: attempt.request.apnsID ?? .random(),
-                                    to: deviceTokens[index],
-                                    firstAttempt: attempt
-                                )
-                            )
-                        } catch {
-                            result = .failure(error)
-                        }
-                        pass.finish(index, result)
-                    }
-                }
-                while next < min(width, later.count) { start() }
-                while await group.next() != nil {
-                    if next < later.count { start() }
-                }
-            }
-        }
-        let outcomes = pass.outcomes(for: deviceTokens)
-        if logger.logLevel <= .debug {
-            var accepted = 0
-            var rejected = 0
-            var failed = 0
-            for outcome in outcomes {
-                switch outcome.result {
-                case .success: accepted += 1
-                case .failure(.rejected): rejected += 1
-                case .failure: failed += 1
-                }
-            }
-            logger.debug(
-                "batch sent",
-                metadata: [
-                    "apns.count": "\(outcomes.count)", "apns.accepted": "\(accepted)",
-                    "apns.rejected": "\(rejected)", "apns.failed": "\(failed)",
-                ]
-            )
-        }
-        return outcomes
-    }
-
     /// Shuts the transport down: new sends fail with ``APNsTransportError/Code/shutdown``;
     /// sends in flight finish or fail.
     public func shutdown() async {
@@ -270,12 +123,12 @@ public final class APNsClient: Sendable {
     }
 
     /// A notification's log metadata (as ``deliver(_:apnsID:to:firstAttempt:)`` attaches it) and `extra`.
-    private static func metadata(_ apnsID: APNsID?, _ deviceToken: DeviceToken, _ extra: Logger.Metadata) -> Logger.Metadata {
+    static func metadata(_ apnsID: APNsID?, _ deviceToken: DeviceToken, _ extra: Logger.Metadata) -> Logger.Metadata {
         extra.merging(["apns.id": "\(apnsID?.uuidString ?? "none")", "apns.device-token": "\(deviceToken.redacted)"]) { $1 }
     }
 
     /// Sends one prepared notification, retrying as the policy allows.
-    private func deliver(
+    func deliver(
         _ prepared: PushNotification.Prepared,
         apnsID: APNsID,
         to deviceToken: DeviceToken,
@@ -327,7 +180,7 @@ public final class APNsClient: Sendable {
     ///
     /// - Throws: ``APNsError/invalid(_:)`` with ``APNsRequestError/Code/providerTokenUnavailable``
     ///   when the source fails; `log` is told first.
-    private func currentProviderToken(log: (APNsRequestError) -> Void) throws(APNsError) -> ProviderToken? {
+    func currentProviderToken(log: (APNsRequestError) -> Void) throws(APNsError) -> ProviderToken? {
         guard case .providerToken(let source) = credentials else { return nil }
         do {
             return try source.token()

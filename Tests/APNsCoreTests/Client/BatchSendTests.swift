@@ -219,4 +219,52 @@ import Testing
         #expect(source.tokenCalls == 1000)
         #expect(mock.requests(to: unregistered).count == 10)
     }
+
+    /// A different notification per device: each request carries its own body, one
+    /// invalid notification fails alone, a rejected-then-accepted one is retried with its
+    /// own body and apns-id, and the outcomes come back in input order.
+    @Test func personalizedBatchSendsEachNotificationToItsDevice() async throws {
+        let mock = MockTransport()
+        let tokens = (0..<300).map { mockToken(2_000 + $0) }
+        mock.respond(to: tokens[7], with: [.rejected(.tooManyRequests), .accepted])
+        let deliveries = tokens.enumerated().map { index, token -> (notification: PushNotification, deviceToken: DeviceToken) in
+            if index == 42 {
+                // 65 bytes of collapse id: invalid, never sent.
+                return (PushNotification(payload: .alert(body: "x"), topic: "com.example.app", collapseID: String(repeating: "c", count: 65)), token)
+            }
+            return (PushNotification(payload: .alert(body: "Message \(index)"), topic: "com.example.app"), token)
+        }
+        let client = APNsClient.testing(transport: mock)
+        let outcomes = await client.send(deliveries, maxConcurrency: 16)
+
+        #expect(outcomes.map(\.deviceToken) == tokens)
+        guard case .failure(.invalid(let invalid)) = outcomes[42].result else {
+            Issue.record("expected invalid, got \(outcomes[42].result)")
+            return
+        }
+        #expect(invalid.code == .invalidCollapseID)
+        for (index, outcome) in outcomes.enumerated() where index != 42 {
+            #expect(outcome.accepted != nil, "\(index): \(outcome.result)")
+        }
+        // Each device got its own body (checked with JSONSerialization), once; device 7 twice.
+        var bodies: [DeviceToken: [String]] = [:]
+        var ids: [DeviceToken: Set<String>] = [:]
+        for request in mock.requests {
+            let token = try #require(request.deviceToken)
+            let object = try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+            let alert = (object?["aps"] as? [String: Any])?["alert"]
+            let body = (alert as? [String: Any])?["body"] as? String ?? alert as? String ?? ""
+            bodies[token, default: []].append(body)
+            ids[token, default: []].insert(request.header("apns-id") ?? "")
+        }
+        #expect(bodies[tokens[42]] == nil)
+        #expect(bodies[tokens[7]] == ["Message 7", "Message 7"])
+        #expect(ids[tokens[7]]?.count == 1)
+        for (index, token) in tokens.enumerated() where index != 42 && index != 7 {
+            #expect(bodies[token] == ["Message \(index)"])
+        }
+        #expect(Set(ids.values.compactMap(\.first)).count == 299)
+        #expect(client.statistics.retriesByReason == ["TooManyRequests": 1])
+    }
 }
+

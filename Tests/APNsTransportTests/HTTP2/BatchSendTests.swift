@@ -163,7 +163,7 @@ struct BatchSendTests {
         try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 1_000)) { server in
             let transport = try mockTransport(server)
             let skipped: Set<Int> = [0, 7, 8, 99, 199]
-            let log = BatchLog(requests: try (0..<200).map { try mockPush($0, port: server.port) }, skipped: skipped)
+            let log = BatchLog(requests: try (0..<200).map { try mockPush($0, port: server.port, timeout: .seconds(300)) }, skipped: skipped)
             // Answers held: the server sees exactly the window's worth, then nothing more.
             server.setResponseDelay(.seconds(600))
             let sending = Task { await log.send(through: transport, window: 25) }
@@ -190,7 +190,7 @@ struct BatchSendTests {
             let transport = try mockTransport(server)
             _ = try await transport.send(mockPush(10_000, port: server.port))  // the stream limit rises
             let count = 300
-            let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: server.port) })
+            let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: server.port, timeout: .seconds(300)) })
             server.setResponseDelay(.seconds(600))  // never answered before the cancellation
             let sending = Task { await log.send(through: transport, window: 50) }
             #expect(await waitUntil { server.statistics.requests == 51 })
@@ -232,7 +232,7 @@ struct BatchSendTests {
             let transport = try mockTransport(server) { $0.shutdownGracePeriod = .milliseconds(100) }
             _ = try await transport.send(mockPush(10_000, port: server.port))
             let count = 500
-            let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: server.port) })
+            let log = BatchLog(requests: try (0..<count).map { try mockPush($0, port: server.port, timeout: .seconds(300)) })
             server.setResponseDelay(.seconds(600))
             let sending = Task { await log.send(through: transport, window: 20) }
             #expect(await waitUntil { server.statistics.requests == 21 })

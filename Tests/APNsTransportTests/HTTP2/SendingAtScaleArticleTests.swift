@@ -1,3 +1,4 @@
+import Foundation
 import APNsMockServer
 import Synchronization
 import Testing
@@ -54,6 +55,27 @@ struct SendingAtScaleArticleTests {
 
             #expect(forgotten.withLock { $0 } == Array(deviceTokens.prefix(7)))
             #expect(outcomes.dropFirst(7).allSatisfy { $0.accepted != nil })
+
+            struct User { let unread: Int; let deviceToken: DeviceToken }
+            let users = deviceTokens.dropFirst(7).enumerated().map { User(unread: $0.offset, deviceToken: $0.element) }
+            let topic: Topic = "com.example.app"
+            server.removeRecordedRequests()
+
+            let personal = await client.send(users.map { user in
+                (PushNotification(payload: .alert(body: "You have \(user.unread) new messages"), topic: topic), user.deviceToken)
+            }, maxConcurrency: 2_000)
+
+            #expect(personal.map(\.deviceToken) == users.map(\.deviceToken))
+            #expect(personal.allSatisfy { $0.accepted != nil })
+            // Each device got its own text, as the server decoded it (JSONSerialization).
+            for record in server.recordedRequests {
+                let user = try #require(users.first { $0.deviceToken.hexString == record.deviceToken })
+                let object = try JSONSerialization.jsonObject(with: Data(record.body)) as? [String: Any]
+                let alert = (object?["aps"] as? [String: Any])?["alert"]
+                let body = (alert as? [String: Any])?["body"] as? String ?? alert as? String
+                #expect(body == "You have \(user.unread) new messages")
+            }
+            #expect(server.recordedRequests.count == users.count)
 
             let requests = try (1_000..<1_200).map { try mockPush($0, port: server.port) }
             let recorded = Mutex<[Int: Int]>([:])

@@ -1,0 +1,224 @@
+import Logging
+
+extension APNsClient {
+    /// Sends `notification` to many devices, at most `maxConcurrency` at a time.
+    ///
+    /// The payload is encoded once. Each token gets its own random `apns-id`, unless the
+    /// notification names one, which is then sent to every token. Requests start in input
+    /// order and a new one starts as soon as one finishes (a sliding window).
+    ///
+    /// The requests are made, sent and answered on the transport's threads
+    /// (``PushTransport/sendBatch(count:maxConcurrency:makeRequest:onResult:)``), without a
+    /// task per notification; answers other than acceptances then go through the same
+    /// attempt loop as ``send(_:to:)``, which retries what ``retryPolicy`` allows. See
+    /// <doc:SendingAtScale>.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - deviceTokens: The devices; duplicates are sent to twice.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    /// - Returns: One outcome per device token, in the order of `deviceTokens`: none is
+    ///   lost or repeated. If the notification is invalid, every outcome is that
+    ///   ``APNsError/invalid(_:)``; if the task is cancelled, the rest fail with
+    ///   ``APNsTransportError/Code/cancelled``.
+    public func send(
+        _ notification: PushNotification,
+        to deviceTokens: [DeviceToken],
+        maxConcurrency: Int = 100
+    ) async -> [APNsOutcome] {
+        if deviceTokens.isEmpty { return [] }
+        let prepared: PushNotification.Prepared
+        do {
+            prepared = try notification.prepared()
+        } catch {
+            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
+            return deviceTokens.map { APNsOutcome(deviceToken: $0, result: .failure(.invalid(error))) }
+        }
+        let fixedID = notification.apnsID
+        return await sendBatch(
+            deviceTokens,
+            maxConcurrency: maxConcurrency,
+            notification: { _ in .success((prepared, fixedID)) }
+        )
+    }
+
+    /// Sends each notification to its device, at most `maxConcurrency` at a time: the
+    /// batch for notifications that differ from device to device (localized text, a
+    /// badge count, a personal message).
+    ///
+    /// Each notification is checked and encoded when its turn comes, on the transport's
+    /// threads; one that is invalid fails alone with ``APNsError/invalid(_:)`` and is not
+    /// sent. Each gets its own random `apns-id` unless it names one. Otherwise this is
+    /// ``send(_:to:maxConcurrency:)``: a sliding window in input order, retries as the
+    /// ``retryPolicy`` allows, no task per notification.
+    ///
+    /// ```swift
+    /// let outcomes = await client.send(users.map { user in
+    ///     (PushNotification(payload: .alert(body: "You have \(user.unread) new messages"), topic: topic),
+    ///      user.deviceToken)
+    /// })
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - deliveries: Each notification with the device it goes to.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    /// - Returns: One outcome per delivery, in the order of `deliveries`: none is lost or
+    ///   repeated; if the task is cancelled, the rest fail with
+    ///   ``APNsTransportError/Code/cancelled``.
+    public func send(
+        _ deliveries: [(notification: PushNotification, deviceToken: DeviceToken)],
+        maxConcurrency: Int = 100
+    ) async -> [APNsOutcome] {
+        if deliveries.isEmpty { return [] }
+        let logger = logger
+        return await sendBatch(
+            deliveries.map(\.deviceToken),
+            maxConcurrency: maxConcurrency,
+            notification: { index in
+                let notification = deliveries[index].notification
+                do throws(APNsRequestError) {
+                    return .success((try notification.prepared(), notification.apnsID))
+                } catch {
+                    logger.debug(
+                        "notification is invalid",
+                        metadata: Self.metadata(notification.apnsID, deliveries[index].deviceToken, ["apns.error": "\(error)"])
+                    )
+                    return .failure(error)
+                }
+            }
+        )
+    }
+
+    /// The batch behind both public batch sends.
+    ///
+    /// First pass: one transport batch, made and answered on the transport's threads.
+    /// What is accepted (or cannot be sent) is final; every other answer is handed to the
+    /// same attempt loop as a single send, as its attempt 1, which retries it as the
+    /// policy allows and turns it into the outcome.
+    ///
+    /// - Parameter notification: The checked, encoded notification of an index and the
+    ///   `apns-id` it names, or why it is invalid; called once per index in the first
+    ///   pass (in order, one call at a time) and again for an index the second pass sends.
+    private func sendBatch(
+        _ deviceTokens: [DeviceToken],
+        maxConcurrency: Int,
+        notification: @escaping @Sendable (Int) -> Result<(PushNotification.Prepared, APNsID?), APNsRequestError>
+    ) async -> [APNsOutcome] {
+        let width = max(1, min(maxConcurrency, deviceTokens.count))
+        let pass = BatchPass(count: deviceTokens.count)
+        let environment = environment
+        let timeout = requestTimeout
+        let logger = logger
+        await transport.sendBatch(
+            count: deviceTokens.count,
+            maxConcurrency: width,
+            makeRequest: { index in
+                let deviceToken = deviceTokens[index]
+                do throws(APNsError) {
+                    let (prepared, fixedID) = try notification(index).mapError { APNsError.invalid($0) }.get()
+                    let providerToken = try self.currentProviderToken(log: { failure in
+                        logger.warning("no provider token", metadata: ["apns.error": "\(failure)"])
+                    })
+                    pass.remember(providerToken)
+                    let apnsID = fixedID ?? .random()
+                    let request: APNsRequest
+                    do throws(APNsRequestError) {
+                        request = try prepared.request(
+                            to: deviceToken,
+                            apnsID: apnsID,
+                            environment: environment,
+                            authorization: providerToken?.authorizationValue,
+                            timeout: timeout
+                        )
+                    } catch {
+                        logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
+                        throw .invalid(error)
+                    }
+                    if logger.logLevel <= .trace {
+                        logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
+                    }
+                    return request
+                } catch {
+                    pass.finish(index, .failure(error))
+                    return nil
+                }
+            },
+            onResult: { index, request, result in
+                if case .success(let response) = result, let accepted = APNsAccepted(response: response, request: request) {
+                    if logger.logLevel <= .debug {
+                        logger.debug(
+                            "notification accepted",
+                            metadata: Self.metadata(accepted.apnsID ?? request.apnsID, deviceTokens[index], ["apns.attempt": "1"])
+                        )
+                    }
+                    pass.finish(index, .success(accepted))
+                } else {
+                    let providerToken = pass.token(of: request)
+                    if case .success(let response) = result, response.status == 403, let providerToken,
+                        case .providerToken(let source) = self.credentials,
+                        APNsErrorBody(parsing: response.body)?.reason == APNsReason.expiredProviderToken.rawValue
+                    {
+                        // At once, not in the second pass: the requests made from now on
+                        // carry a new token instead of meeting the same refusal.
+                        source.invalidate(providerToken)
+                    }
+                    pass.continueLater(index, Attempt(request: request, providerToken: providerToken, result: result))
+                }
+            }
+        )
+        // Second pass: rejections, failures and retries, through the attempt loop.
+        let later = pass.takeContinuations()
+        if !later.isEmpty {
+            await withTaskGroup(of: Void.self) { group in
+                var next = 0
+                func start() {
+                    let (index, attempt) = later[next]
+                    next += 1
+                    group.addTask {
+                        let result: Result<APNsAccepted, APNsError>
+                        do throws(APNsError) {
+                            // It was valid in the first pass, so it is valid now.
+                            let (prepared, _) = try notification(index).mapError { APNsError.invalid($0) }.get()
+                            result = .success(
+                                try await self.deliver(
+                                    prepared,
+                                    apnsID: attempt.request.apnsID ?? .random(),
+                                    to: deviceTokens[index],
+                                    firstAttempt: attempt
+                                )
+                            )
+                        } catch {
+                            result = .failure(error)
+                        }
+                        pass.finish(index, result)
+                    }
+                }
+                while next < min(width, later.count) { start() }
+                while await group.next() != nil {
+                    if next < later.count { start() }
+                }
+            }
+        }
+        let outcomes = pass.outcomes(for: deviceTokens)
+        if logger.logLevel <= .debug {
+            var accepted = 0
+            var rejected = 0
+            var failed = 0
+            for outcome in outcomes {
+                switch outcome.result {
+                case .success: accepted += 1
+                case .failure(.rejected): rejected += 1
+                case .failure: failed += 1
+                }
+            }
+            logger.debug(
+                "batch sent",
+                metadata: [
+                    "apns.count": "\(outcomes.count)", "apns.accepted": "\(accepted)",
+                    "apns.rejected": "\(rejected)", "apns.failed": "\(failed)",
+                ]
+            )
+        }
+        return outcomes
+    }
+}
