@@ -47,6 +47,16 @@ func sendGameInvite(to deviceToken: DeviceToken, with client: APNsClient) async 
         }
     }
 }
+
+/// One notification to many devices: the requests are made, sent and answered on the
+/// transport's threads, a window of `maxConcurrency` at a time.
+func announceTournament(to deviceTokens: [DeviceToken], with client: APNsClient) async -> [DeviceToken] {
+    let notification = PushNotification(payload: .alert(body: "The tournament starts in 10 minutes"), topic: "com.example.game")
+    let outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: 1_000)
+    print("accepted:", outcomes.filter { $0.accepted != nil }.count, "of", outcomes.count)
+    // The tokens to forget (410 Unregistered or ExpiredToken).
+    return outcomes.filter { $0.error?.rejection?.remedy == .removeDeviceToken }.map(\.deviceToken)
+}
 // README:end
 
 let mock = MockTransport()
@@ -56,4 +66,6 @@ mock.respond(to: dead, with: .rejected(.unregistered, timestamp: .now))
 let client = try makeClient(key: ProviderKey.generate(), transport: mock)
 try await sendGameInvite(to: live, with: client)
 try await sendGameInvite(to: dead, with: client)
+let forget = await announceTournament(to: [live, dead], with: client)
+print("forget:", forget)
 await client.shutdown()
