@@ -56,3 +56,48 @@ struct FIFOQueue<Element> {
         return all
     }
 }
+
+/// The pool's queue of requests waiting for a stream, which also counts how many of them
+/// belong to a batch (``PendingRequest/isBatched``): those are bounded by their batch's
+/// window, so `maxQueuedRequests` counts only the others.
+struct RequestQueue {
+    private var queue = FIFOQueue<PendingRequest>()
+    /// Queued requests that belong to a batch.
+    private(set) var batchedCount = 0
+
+    var count: Int { queue.count }
+    var isEmpty: Bool { queue.isEmpty }
+    /// Queued requests of single ``HTTP2Transport/send(_:)`` calls.
+    var singleCount: Int { queue.count - batchedCount }
+
+    mutating func append(_ pending: PendingRequest) {
+        if pending.isBatched { batchedCount += 1 }
+        queue.append(pending)
+    }
+
+    mutating func prepend(_ pending: PendingRequest) {
+        if pending.isBatched { batchedCount += 1 }
+        queue.prepend(pending)
+    }
+
+    mutating func popFirst() -> PendingRequest? {
+        guard let pending = queue.popFirst() else { return nil }
+        if pending.isBatched { batchedCount -= 1 }
+        return pending
+    }
+
+    mutating func retain(_ keep: (PendingRequest) -> Bool) {
+        var batched = 0
+        queue.retain { pending in
+            guard keep(pending) else { return false }
+            if pending.isBatched { batched += 1 }
+            return true
+        }
+        batchedCount = batched
+    }
+
+    mutating func removeAll() -> [PendingRequest] {
+        batchedCount = 0
+        return queue.removeAll()
+    }
+}

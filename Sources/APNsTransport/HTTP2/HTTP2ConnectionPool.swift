@@ -55,7 +55,7 @@ final class HTTP2ConnectionPool: Sendable {
     }
 
     private struct State {
-        var queue = FIFOQueue<PendingRequest>()
+        var queue = RequestQueue()
         var slots: [Slot] = []
         var shuttingDown = false
         var shutdownDeadline: UInt64 = 0
@@ -128,10 +128,12 @@ final class HTTP2ConnectionPool: Sendable {
         wakeups.run()
     }
 
-    /// Queued requests no free stream will take (negative when streams are to spare): the
-    /// queue less the published free streams and one stream per connection not open.
+    /// Queued requests of single sends that no free stream will take (negative when
+    /// streams are to spare): the queue less the published free streams and one stream
+    /// per connection not open, and at most the single sends queued (a batch's requests
+    /// are bounded by its window, not by `maxQueuedRequests`).
     private func waitingCount(_ state: State, _ slots: SlotSummary) -> Int {
-        state.queue.count - slots.freeStreams - (settings.connectionCount - slots.ready)
+        min(state.queue.singleCount, state.queue.count - slots.freeStreams - (settings.connectionCount - slots.ready))
     }
 
     /// How many queued requests count as waiting for a stream against

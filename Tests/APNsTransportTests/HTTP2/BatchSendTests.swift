@@ -158,6 +158,38 @@ struct BatchSendTests {
         }
     }
 
+    @Test("a batch's queued requests do not count against maxQueuedRequests for single sends")
+    func queueLimitCountsSingleSendsOnly() async throws {
+        try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 10)) { server in
+            let transport = try mockTransport(server) { $0.maxQueuedRequests = 5 }
+            let port = server.port
+            server.setResponseDelay(.seconds(600))  // released below
+            let log = BatchLog(requests: try (0..<100).map { try mockPush($0, port: port, timeout: .seconds(300)) })
+            let batch = Task { await log.send(through: transport, window: 100) }
+            // 10 in flight, 90 queued: far more than maxQueuedRequests.
+            #expect(await waitUntil { server.statistics.requests == 10 })
+            #expect(transport.waitingRequests == 0)
+            let singles = Task { try await sendToMock(transport, port: port, indices: 1_000..<1_005) }
+            #expect(await waitUntil { transport.waitingRequests == 5 })
+            // The sixth single send is one too many: the limit still holds for them.
+            let sixth = try mockPush(2_000, port: port)
+            do throws(APNsTransportError) {
+                _ = try await transport.send(sixth)
+                Issue.record("the sixth single send was queued")
+            } catch {
+                #expect(error.code == .queueFull)
+                #expect(!error.mayHaveReachedAPNs)
+            }
+            server.setResponseDelay(.zero)
+            await batch.value
+            let singleResults = try await singles.value
+            await transport.shutdown()
+            #expect(log.results.count == 100)
+            #expect(log.results.values.allSatisfy { (try? $0.get().status) == 200 })
+            #expect(singleResults.allSatisfy { (try? $0.get().status) == 200 })
+        }
+    }
+
     @Test("the window bounds the requests in flight; skipped indices get no result")
     func windowAndSkips() async throws {
         try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 1_000)) { server in
