@@ -92,9 +92,11 @@ extension APNsClient {
     /// The batch behind both public batch sends.
     ///
     /// First pass: one transport batch, made and answered on the transport's threads.
-    /// What is accepted (or cannot be sent) is final; every other answer is handed to the
-    /// same attempt loop as a single send, as its attempt 1, which retries it as the
-    /// policy allows and turns it into the outcome.
+    /// What is accepted, cannot be sent, or fails in a way the retry policy does not retry
+    /// (a rejection such as Unregistered) is final there; every other answer is kept and
+    /// handed, after the pass, to the same attempt loop as a single send, as its attempt 1,
+    /// which retries it as the policy allows (or with a new provider token) and turns it
+    /// into the outcome. So a batch to a million stale tokens keeps nothing per rejection.
     ///
     /// - Parameter notification: The checked, encoded notification of an index and the
     ///   `apns-id` it names, or why it is invalid; called once per index in the first
@@ -154,15 +156,34 @@ extension APNsClient {
                     pass.finish(index, .success(accepted))
                 } else {
                     let providerToken = pass.token(of: request)
-                    if case .success(let response) = result, response.status == 403, let providerToken,
-                        case .providerToken(let source) = self.credentials,
-                        APNsErrorBody(parsing: response.body)?.reason == APNsReason.expiredProviderToken.rawValue
+                    let error: APNsError
+                    switch result {
+                    case .success(let response):
+                        error = .rejected(
+                            Self.rejection(of: response, to: request, apnsID: request.apnsID, deviceToken: deviceTokens[index])
+                        )
+                    case .failure(let failure):
+                        error = .failed(failure)
+                    }
+                    var expired = false
+                    if error.rejection?.reason == .expiredProviderToken, let providerToken,
+                        case .providerToken(let source) = self.credentials
                     {
                         // At once, not in the second pass: the requests made from now on
                         // carry a new token instead of meeting the same refusal.
                         source.invalidate(providerToken)
+                        expired = true
                     }
-                    pass.continueLater(index, Attempt(request: request, providerToken: providerToken, result: result))
+                    if !expired, self.isLastAttempt(1, endedWith: error) {
+                        // Final already (Unregistered, BadDeviceToken, a failure the policy
+                        // does not retry): the outcome now, nothing kept for a second pass.
+                        Self.logEnding(error, of: "notification", attempt: 1, logger: logger) {
+                            Self.metadata(request.apnsID, deviceTokens[index], [:])
+                        }
+                        pass.finish(index, .failure(error))
+                    } else {
+                        pass.continueLater(index, Attempt(request: request, providerToken: providerToken, result: result))
+                    }
                 }
             }
         )

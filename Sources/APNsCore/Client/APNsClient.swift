@@ -152,20 +152,45 @@ public final class APNsClient: Sendable {
             },
             interpret: { response, request in
                 if let accepted = APNsAccepted(response: response, request: request) { return .success(accepted) }
-                return .failure(
-                    .rejected(
-                        APNsRejection(response: response, request: request)
-                            ?? APNsRejection(
-                                status: response.status,
-                                reason: nil,
-                                apnsID: apnsID,
-                                deviceToken: deviceToken
-                            )
-                    )
-                )
+                return .failure(.rejected(Self.rejection(of: response, to: request, apnsID: apnsID, deviceToken: deviceToken)))
             },
             firstAttempt: firstAttempt
         )
+    }
+
+    /// Whether attempt number `attempt`, which ended in `error`, is the call's last: the
+    /// ``retryPolicy`` allows no other. (An `ExpiredProviderToken` refresh is decided
+    /// before this, and does not count as an attempt.)
+    func isLastAttempt(_ attempt: Int, endedWith error: APNsError) -> Bool {
+        !(attempt < retryPolicy.maxAttempts && retryPolicy.shouldRetry(error))
+    }
+
+    /// Logs `error`, which ends a call after `attempt`, as every call does: a warning when
+    /// the credentials are wrong, debug otherwise; `metadata` is built only when logged.
+    static func logEnding(
+        _ error: APNsError,
+        of what: String,
+        attempt: Int,
+        logger: Logger,
+        metadata: () -> Logger.Metadata
+    ) {
+        let credentials = error.rejection?.remedy == .fixCredentials
+        let level: Logger.Level = credentials ? .warning : .debug
+        guard logger.logLevel <= level else { return }
+        var decorated = logger
+        for (key, value) in metadata() { decorated[metadataKey: key] = value }
+        if credentials {
+            decorated.warning("\(what) rejected: check the credentials", metadata: ["apns.error": "\(error)"])
+        } else {
+            decorated.debug("\(what) not accepted", metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"])
+        }
+    }
+
+    /// APNs' refusal of `request` (to `deviceToken`, `apnsID`), read from `response`; a
+    /// response with no readable reason still becomes a rejection with its status.
+    static func rejection(of response: APNsResponse, to request: APNsRequest, apnsID: APNsID?, deviceToken: DeviceToken) -> APNsRejection {
+        APNsRejection(response: response, request: request)
+            ?? APNsRejection(status: response.status, reason: nil, apnsID: apnsID, deviceToken: deviceToken)
     }
 
     /// One attempt made outside ``perform(_:logger:metadata:request:interpret:firstAttempt:)``:
@@ -312,16 +337,8 @@ public final class APNsClient: Sendable {
                 error = .failed(failure)
             }
 
-            guard attempt < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error) else {
-                if error.rejection?.remedy == .fixCredentials {
-                    log(.warning, "\(what) rejected: check the credentials", metadata: ["apns.error": "\(error)"])
-                } else {
-                    log(
-                        .debug,
-                        "\(what) not accepted",
-                        metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"]
-                    )
-                }
+            guard !isLastAttempt(attempt, endedWith: error) else {
+                Self.logEnding(error, of: what, attempt: attempt, logger: logger, metadata: metadata)
                 throw error
             }
             let delay = retryPolicy.delay(beforeRetry: attempt, jitter: jitter())

@@ -169,6 +169,36 @@ import Testing
         }
     }
 
+    /// A batch logs each notification's end as a single send does: debug for a rejection
+    /// or failure, a warning when the credentials are wrong; final rejections are decided
+    /// in the first pass, and retryable ones are retried.
+    @Test func batchLogsEachEndingLikeASingleSend() async {
+        let store = CoreCapturingLogHandler.Store()
+        let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
+        let mock = MockTransport()
+        mock.respond(to: mockToken(2), with: .rejected(.unregistered))
+        mock.respond(to: mockToken(3), with: .rejected(.invalidProviderToken))
+        mock.respond(to: mockToken(4), with: [.rejected(.serviceUnavailable), .accepted])
+        let client = APNsClient.testing(transport: mock, logger: logger)
+        let tokens = (1...4).map { mockToken($0) }
+        let outcomes = await client.send(sampleAlert, to: tokens)
+        #expect(outcomes[0].accepted != nil)
+        #expect(outcomes[1].error?.rejection?.reason == .unregistered)
+        #expect(outcomes[2].error?.rejection?.reason == .invalidProviderToken)
+        #expect(outcomes[3].accepted != nil)
+        let lines = store.all
+        let notAccepted = lines.filter { $0.contains("notification not accepted") }
+        #expect(notAccepted.count == 1)
+        #expect(notAccepted.first?.hasPrefix("debug") == true)
+        #expect(notAccepted.first?.contains("Unregistered") == true)
+        let credentials = lines.filter { $0.contains("notification rejected: check the credentials") }
+        #expect(credentials.count == 1)
+        #expect(credentials.first?.hasPrefix("warning") == true)
+        #expect(lines.filter { $0.contains("retrying notification") }.count == 1)
+        #expect(mock.requests(to: mockToken(4)).count == 2)
+        #expect(mock.requests(to: mockToken(2)).count == 1)
+    }
+
     @Test func sharedAPNsIDIsSentToEveryToken() async throws {
         let mock = MockTransport()
         let client = APNsClient.testing(transport: mock)
