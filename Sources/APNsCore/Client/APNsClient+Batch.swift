@@ -35,11 +35,46 @@ extension APNsClient {
             return deviceTokens.map { APNsOutcome(deviceToken: $0, result: .failure(.invalid(error))) }
         }
         let fixedID = notification.apnsID
-        return await sendBatch(
-            deviceTokens,
-            maxConcurrency: maxConcurrency,
-            notification: { _ in .success((prepared, fixedID)) }
-        )
+        let pass = BatchPass(deviceTokens: deviceTokens)
+        await sendBatch(pass, deviceTokens, maxConcurrency: maxConcurrency, notification: { _ in .success((prepared, fixedID)) })
+        return pass.takeOutcomes()
+    }
+
+    /// Sends `notification` to many devices like ``send(_:to:maxConcurrency:)``, handing
+    /// each device's outcome to `onOutcome` as soon as it is final instead of collecting
+    /// them: for campaigns too large to hold every outcome, or to act on each one at once
+    /// (forget an unregistered token, count progress).
+    ///
+    /// `onOutcome` is called exactly once per index of `deviceTokens`, in the order the
+    /// outcomes become final (not input order), from any thread and possibly for several
+    /// indices at once: most calls come from the transport's connection threads, so keep
+    /// it quick and thread-safe, and do not block in it. The method returns after the last
+    /// call has returned.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - deviceTokens: The devices; duplicates are sent to twice.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    ///   - onOutcome: Receives the index in `deviceTokens` and the outcome.
+    /// - Returns: How many were accepted, rejected and failed.
+    @discardableResult
+    public func send(
+        _ notification: PushNotification,
+        to deviceTokens: [DeviceToken],
+        maxConcurrency: Int = 100,
+        onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
+    ) async -> APNsBatchSummary {
+        let pass = BatchPass(deviceTokens: deviceTokens, onOutcome: onOutcome)
+        if deviceTokens.isEmpty { return pass.summary }
+        do {
+            let prepared = try notification.prepared()
+            let fixedID = notification.apnsID
+            await sendBatch(pass, deviceTokens, maxConcurrency: maxConcurrency, notification: { _ in .success((prepared, fixedID)) })
+        } catch {
+            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
+            for index in deviceTokens.indices { pass.finish(index, .failure(.invalid(error))) }
+        }
+        return pass.summary
     }
 
     /// Sends each notification to its device, at most `maxConcurrency` at a time: the
@@ -70,23 +105,53 @@ extension APNsClient {
         maxConcurrency: Int = 100
     ) async -> [APNsOutcome] {
         if deliveries.isEmpty { return [] }
+        let pass = BatchPass(deviceTokens: deliveries.map(\.deviceToken))
+        await sendBatch(deliveries, into: pass, maxConcurrency: maxConcurrency)
+        return pass.takeOutcomes()
+    }
+
+    /// Sends each notification to its device like ``send(_:maxConcurrency:)``, handing each
+    /// outcome to `onOutcome` as soon as it is final instead of collecting them; see
+    /// ``send(_:to:maxConcurrency:onOutcome:)`` for how `onOutcome` is called.
+    ///
+    /// - Parameters:
+    ///   - deliveries: Each notification with the device it goes to.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    ///   - onOutcome: Receives the index in `deliveries` and the outcome.
+    /// - Returns: How many were accepted, rejected and failed.
+    @discardableResult
+    public func send(
+        _ deliveries: [(notification: PushNotification, deviceToken: DeviceToken)],
+        maxConcurrency: Int = 100,
+        onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
+    ) async -> APNsBatchSummary {
+        let pass = BatchPass(deviceTokens: deliveries.map(\.deviceToken), onOutcome: onOutcome)
+        if !deliveries.isEmpty {
+            await sendBatch(deliveries, into: pass, maxConcurrency: maxConcurrency)
+        }
+        return pass.summary
+    }
+
+    /// The batch of a different notification per device, each checked and encoded when
+    /// its turn comes.
+    private func sendBatch(
+        _ deliveries: [(notification: PushNotification, deviceToken: DeviceToken)],
+        into pass: BatchPass,
+        maxConcurrency: Int
+    ) async {
         let logger = logger
-        return await sendBatch(
-            deliveries.map(\.deviceToken),
-            maxConcurrency: maxConcurrency,
-            notification: { index in
-                let notification = deliveries[index].notification
-                do throws(APNsRequestError) {
-                    return .success((try notification.prepared(), notification.apnsID))
-                } catch {
-                    logger.debug(
-                        "notification is invalid",
-                        metadata: Self.metadata(notification.apnsID, deliveries[index].deviceToken, ["apns.error": "\(error)"])
-                    )
-                    return .failure(error)
-                }
+        await sendBatch(pass, deliveries.map(\.deviceToken), maxConcurrency: maxConcurrency) { index in
+            let notification = deliveries[index].notification
+            do throws(APNsRequestError) {
+                return .success((try notification.prepared(), notification.apnsID))
+            } catch {
+                logger.debug(
+                    "notification is invalid",
+                    metadata: Self.metadata(notification.apnsID, deliveries[index].deviceToken, ["apns.error": "\(error)"])
+                )
+                return .failure(error)
             }
-        )
+        }
     }
 
     /// The batch behind both public batch sends.
@@ -98,16 +163,17 @@ extension APNsClient {
     /// which retries it as the policy allows (or with a new provider token) and turns it
     /// into the outcome. So a batch to a million stale tokens keeps nothing per rejection.
     ///
+    /// - Parameter pass: Where the outcomes go (kept, or handed to a callback).
     /// - Parameter notification: The checked, encoded notification of an index and the
     ///   `apns-id` it names, or why it is invalid; called once per index in the first
     ///   pass (in order, one call at a time) and again for an index the second pass sends.
     private func sendBatch(
+        _ pass: BatchPass,
         _ deviceTokens: [DeviceToken],
         maxConcurrency: Int,
         notification: @escaping @Sendable (Int) -> Result<(PushNotification.Prepared, APNsID?), APNsRequestError>
-    ) async -> [APNsOutcome] {
+    ) async {
         let width = max(1, min(maxConcurrency, deviceTokens.count))
-        let pass = BatchPass(count: deviceTokens.count)
         let environment = environment
         let timeout = requestTimeout
         let logger = logger
@@ -220,26 +286,15 @@ extension APNsClient {
                 }
             }
         }
-        let outcomes = pass.outcomes(for: deviceTokens)
         if logger.logLevel <= .debug {
-            var accepted = 0
-            var rejected = 0
-            var failed = 0
-            for outcome in outcomes {
-                switch outcome.result {
-                case .success: accepted += 1
-                case .failure(.rejected): rejected += 1
-                case .failure: failed += 1
-                }
-            }
+            let summary = pass.summary
             logger.debug(
                 "batch sent",
                 metadata: [
-                    "apns.count": "\(outcomes.count)", "apns.accepted": "\(accepted)",
-                    "apns.rejected": "\(rejected)", "apns.failed": "\(failed)",
+                    "apns.count": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
+                    "apns.rejected": "\(summary.rejected)", "apns.failed": "\(summary.failed)",
                 ]
             )
         }
-        return outcomes
     }
 }

@@ -1,16 +1,24 @@
 import Synchronization
 
 /// The bookkeeping of one ``APNsClient`` batch send, written from the transport's threads:
-/// the outcome of each index, the answers that go on to the attempt loop, and the provider
-/// tokens the batch's requests carried.
+/// the outcome of each index (kept, or handed to the caller's `onOutcome` at once), the
+/// counts, the answers that go on to the attempt loop, and the provider tokens the
+/// batch's requests carried.
 final class BatchPass: @unchecked Sendable {
     // Safe: each slot of `outcomes` is written by one call only — `finish` for an index is
     // called once (by `makeRequest` when the request cannot be made, by `onResult` on
-    // acceptance, or by the second pass), as the batch contract calls `makeRequest` and
-    // `onResult` once per index — and read by `results()` after every writer returned
-    // (the batch and the second pass's task group have completed). The rest is under locks.
+    // acceptance or a final answer, or by the second pass), as the batch contract calls
+    // `makeRequest` and `onResult` once per index — and read by `takeOutcomes()` after
+    // every writer returned (the batch and the second pass's task group have completed).
+    // The rest is under locks or atomic.
     private let outcomes: UnsafeMutableBufferPointer<Result<APNsAccepted, APNsError>?>
-    /// Whether ``outcomes(for:)`` moved the outcomes out (the buffer is uninitialized).
+    /// Receives each outcome as it is final instead of `outcomes` (the streaming sends).
+    private let onOutcome: (@Sendable (Int, APNsOutcome) -> Void)?
+    private let deviceTokens: [DeviceToken]
+    private let accepted = Atomic<Int>(0)
+    private let rejected = Atomic<Int>(0)
+    private let failed = Atomic<Int>(0)
+    /// Whether ``takeOutcomes()`` moved the outcomes out (the buffer is uninitialized).
     private var movedOut = false
     private let continuations = Mutex<[(Int, APNsClient.Attempt)]>([])
     /// The distinct provider tokens the requests carried, newest last: usually one (a
@@ -19,9 +27,22 @@ final class BatchPass: @unchecked Sendable {
     /// expired); a request whose token was dropped is retried without invalidating it.
     private let tokens = Mutex<[ProviderToken]>([])
 
-    init(count: Int) {
-        outcomes = .allocate(capacity: count)
+    /// A pass over `deviceTokens`; with `onOutcome`, outcomes are handed over as they are
+    /// final and not kept.
+    init(deviceTokens: [DeviceToken], onOutcome: (@Sendable (Int, APNsOutcome) -> Void)? = nil) {
+        self.deviceTokens = deviceTokens
+        self.onOutcome = onOutcome
+        outcomes = .allocate(capacity: onOutcome == nil ? deviceTokens.count : 0)
         outcomes.initialize(repeating: nil)
+    }
+
+    /// How many outcomes were acceptances, rejections and failures (every other error).
+    var summary: APNsBatchSummary {
+        APNsBatchSummary(
+            accepted: accepted.load(ordering: .relaxed),
+            rejected: rejected.load(ordering: .relaxed),
+            failed: failed.load(ordering: .relaxed)
+        )
     }
 
     deinit {
@@ -29,9 +50,18 @@ final class BatchPass: @unchecked Sendable {
         outcomes.deallocate()
     }
 
-    /// Records the final outcome of `index`.
+    /// Records the final outcome of `index`, or hands it to `onOutcome`.
     func finish(_ index: Int, _ outcome: Result<APNsAccepted, APNsError>) {
-        outcomes[index] = outcome
+        switch outcome {
+        case .success: accepted.add(1, ordering: .relaxed)
+        case .failure(.rejected): rejected.add(1, ordering: .relaxed)
+        case .failure: failed.add(1, ordering: .relaxed)
+        }
+        if let onOutcome {
+            onOutcome(index, APNsOutcome(deviceToken: deviceTokens[index], result: outcome))
+        } else {
+            outcomes[index] = outcome
+        }
     }
 
     /// Hands `attempt` (not an acceptance) to the second pass.
@@ -68,8 +98,8 @@ final class BatchPass: @unchecked Sendable {
     /// of a million spends nothing on retain/release here). Call once, after every writer.
     /// An index without an outcome (a transport that broke the batch contract) reads as
     /// cancelled before it was sent.
-    func outcomes(for deviceTokens: [DeviceToken]) -> [APNsOutcome] {
-        precondition(!movedOut && deviceTokens.count == outcomes.count)
+    func takeOutcomes() -> [APNsOutcome] {
+        precondition(!movedOut && onOutcome == nil)
         movedOut = true
         return [APNsOutcome](unsafeUninitializedCapacity: deviceTokens.count) { buffer, initialized in
             for index in deviceTokens.indices {

@@ -46,7 +46,7 @@ struct SendingAtScaleArticleTests {
                 server.respond(toDeviceToken: token.hexString, with: ScriptedResponse(status: 410, reason: "Unregistered"))
             }
             let forgotten = Mutex<[DeviceToken]>([])
-            func forget(_ token: DeviceToken) { forgotten.withLock { $0.append(token) } }
+            @Sendable func forget(_ token: DeviceToken) { forgotten.withLock { $0.append(token) } }
 
             let outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: 2_000)
             for outcome in outcomes where outcome.error?.rejection?.reason == .unregistered {
@@ -55,6 +55,15 @@ struct SendingAtScaleArticleTests {
 
             #expect(forgotten.withLock { $0 } == Array(deviceTokens.prefix(7)))
             #expect(outcomes.dropFirst(7).allSatisfy { $0.accepted != nil })
+            forgotten.withLock { $0.removeAll() }
+
+            let summary = await client.send(notification, to: deviceTokens, maxConcurrency: 2_000) { index, outcome in
+                if outcome.error?.rejection?.remedy == .removeDeviceToken { forget(outcome.deviceToken) }
+            }
+            print(summary)  // "300 notifications: 293 accepted, 7 rejected, 0 failed"
+
+            #expect(summary.description == "300 notifications: 293 accepted, 7 rejected, 0 failed")
+            #expect(Set(forgotten.withLock { $0 }) == Set(deviceTokens.prefix(7)))
 
             struct User { let unread: Int; let deviceToken: DeviceToken }
             let users = deviceTokens.dropFirst(7).enumerated().map { User(unread: $0.offset, deviceToken: $0.element) }
