@@ -27,16 +27,8 @@ extension APNsClient {
         maxConcurrency: Int = 100
     ) async -> [APNsOutcome] {
         if deviceTokens.isEmpty { return [] }
-        let prepared: PushNotification.Prepared
-        do {
-            prepared = try notification.prepared()
-        } catch {
-            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
-            return deviceTokens.map { APNsOutcome(deviceToken: $0, result: .failure(.invalid(error))) }
-        }
-        let fixedID = notification.apnsID
         let pass = BatchPass(deviceTokens: deviceTokens)
-        await sendBatch(pass, deviceTokens, maxConcurrency: maxConcurrency, notification: { _ in .success((prepared, fixedID)) })
+        await sendBatch(notification, to: deviceTokens, into: pass, maxConcurrency: maxConcurrency)
         return pass.takeOutcomes()
     }
 
@@ -65,16 +57,30 @@ extension APNsClient {
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
     ) async -> APNsBatchSummary {
         let pass = BatchPass(deviceTokens: deviceTokens, onOutcome: onOutcome)
-        if deviceTokens.isEmpty { return pass.summary }
+        if !deviceTokens.isEmpty {
+            await sendBatch(notification, to: deviceTokens, into: pass, maxConcurrency: maxConcurrency)
+        }
+        return pass.summary
+    }
+
+    /// The batch of one notification to many devices: checked and encoded once; if it is
+    /// invalid, every index ends with that ``APNsError/invalid(_:)`` and nothing is sent.
+    private func sendBatch(
+        _ notification: PushNotification,
+        to deviceTokens: [DeviceToken],
+        into pass: BatchPass,
+        maxConcurrency: Int
+    ) async {
+        let prepared: PushNotification.Prepared
         do {
-            let prepared = try notification.prepared()
-            let fixedID = notification.apnsID
-            await sendBatch(pass, deviceTokens, maxConcurrency: maxConcurrency, notification: { _ in .success((prepared, fixedID)) })
+            prepared = try notification.prepared()
         } catch {
             logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
             for index in deviceTokens.indices { pass.finish(index, .failure(.invalid(error))) }
+            return
         }
-        return pass.summary
+        let fixedID = notification.apnsID
+        await sendBatch(pass, deviceTokens, maxConcurrency: maxConcurrency, notification: { _ in .success((prepared, fixedID)) })
     }
 
     /// Sends each notification to its device, at most `maxConcurrency` at a time: the
