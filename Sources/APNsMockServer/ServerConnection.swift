@@ -32,6 +32,11 @@ final class ServerConnection {
     /// A request being received.
     final class Stream {
         var headers: [RecordedRequest.Header] = []
+        /// The request's header list size so far (RFC 9113 §6.5.2: name + value + 32 each).
+        var headerListSize = 0
+        /// The header list passed ``ServerConnection/maxHeaderListSize``: nothing more was
+        /// kept, and the request is refused with RST_STREAM instead of processed.
+        var headersTooLarge = false
         var headerBlockLength = 0
         /// The inflater's dynamic table size once this stream's header block was decoded.
         var inflaterTableSize = 0
@@ -229,8 +234,14 @@ final class ServerConnection {
         else { return false }
         self.session = session
         let limit = tokenMode ? 1 : loop.state.shared.withLock { $0.maxConcurrentStreams }
-        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(limit))]
-        return nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1) == 0
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(limit)),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: UInt32(ServerConnection.maxHeaderListSize)
+            ),
+        ]
+        return nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count) == 0
     }
 
     private func readAvailable() {
@@ -414,8 +425,21 @@ final class ServerConnection {
     // MARK: Requests
 
     /// The request on `streamID` is complete (END_STREAM seen): validate, script, answer.
+    /// The largest request header list the server keeps, advertised as
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: an APNs request's headers are a few hundred octets, so
+    /// a client that sends more (or expands HPACK references into more) cannot grow the
+    /// server's memory.
+    static let maxHeaderListSize = 16_384
+
     fileprivate func requestComplete(streamID: Int32) {
         guard processesRequests, let stream = streams[streamID], let session else { return }
+        if stream.headersTooLarge {
+            // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
+            // stream is reset with ENHANCE_YOUR_CALM, unprocessed.
+            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                          NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+            return
+        }
         if let goAwayLastStreamID, streamID > goAwayLastStreamID {
             // Opened before our GOAWAY reached the client, and above its last-stream-id:
             // not processed, exactly as the GOAWAY promised.
@@ -648,6 +672,11 @@ extension ServerLoop {
             else { return 0 }
             let nameBuffer = nghttp2_rcbuf_get_buf(name)
             let valueBuffer = nghttp2_rcbuf_get_buf(value)
+            stream.headerListSize += nameBuffer.len + valueBuffer.len + 32
+            if stream.headersTooLarge || stream.headerListSize > ServerConnection.maxHeaderListSize {
+                stream.headersTooLarge = true
+                return 0
+            }
             stream.headers.append(RecordedRequest.Header(
                 name: String(decoding: UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len), as: UTF8.self),
                 value: String(decoding: UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len), as: UTF8.self),

@@ -20,6 +20,15 @@ static inline int capns_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version)
 /// The lowest protocol this client accepts: TLS 1.2 (RFC 5246).
 static inline int capns_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
 
+/// `SSL_CTX_set_max_proto_version` (a macro over `SSL_CTX_ctrl`); 1 on success.
+static inline int capns_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_max_proto_version(ctx, version);
+}
+
+/// TLS 1.0 and TLS 1.1: only the diagnostic probe of a server that refused TLS 1.2 offers them.
+static inline int capns_TLS1_VERSION(void) { return TLS1_VERSION; }
+static inline int capns_TLS1_1_VERSION(void) { return TLS1_1_VERSION; }
+
 /// `SSL_CTX_set_mode` (a macro): partial writes and a write buffer that may move between
 /// retries, which a non-blocking HTTP/2 writer needs. Returns the new mode bitmask.
 static inline long capns_SSL_CTX_set_nonblocking_write_modes(SSL_CTX *ctx) {

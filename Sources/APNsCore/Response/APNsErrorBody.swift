@@ -7,8 +7,14 @@
 struct APNsErrorBody: Sendable, Hashable {
     /// The `reason` member, if it is a string.
     var reason: String?
-    /// The `timestamp` member, if it is a number (milliseconds since 1970 for a 410).
+    /// The `timestamp` member, if it is a number of milliseconds since 1970 within
+    /// ``plausibleTimestamps`` (for a 410); a number outside them (negative, 1e300, beyond
+    /// the range of `Double`) is kept as absent, and the `reason` still counts.
     var timestamp: Double?
+
+    /// The timestamps an APNs answer can carry, in milliseconds since 1970: from
+    /// 2008-01-01 (before APNs existed) to 2100-01-01.
+    static let plausibleTimestamps: ClosedRange<Double> = 1_199_145_600_000...4_102_444_800_000
 
     /// Reads `bytes`; `nil` if they are not one JSON object (surrounded by optional whitespace).
     init?(parsing bytes: some Collection<UInt8>) {
@@ -49,7 +55,8 @@ struct APNsErrorBody: Sendable, Hashable {
                     case ("reason", UInt8(ascii: "\"")):
                         body.reason = try readString()
                     case ("timestamp", _) where peek().map(Self.startsNumber) == true:
-                        body.timestamp = try readNumber()
+                        let number = try readNumber()
+                        body.timestamp = APNsErrorBody.plausibleTimestamps.contains(number) ? number : nil
                     default:
                         try skipValue(depth: 1)
                     }
@@ -148,7 +155,9 @@ struct APNsErrorBody: Sendable, Hashable {
                 guard try requireDigits() else { throw Malformed() }
             }
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
-            guard let value = Double(text), value.isFinite else { throw Malformed() }
+            // A well-formed number beyond Double's range (1e400) reads as infinity: valid
+            // JSON (RFC 8259 §6 sets no limit), so it must not make the body unreadable.
+            guard let value = Double(text) else { throw Malformed() }
             return value
         }
 

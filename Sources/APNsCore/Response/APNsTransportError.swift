@@ -18,6 +18,7 @@
 /// | ``Code/connectionClosed`` | true | the connection closed after the request was written |
 /// | ``Code/streamReset`` | true | RST_STREAM with another error code |
 /// | ``Code/protocolError`` | true | the peer broke HTTP/2, or the response could not be read |
+/// | ``Code/responseTooLarge`` | true | the response's headers or body passed the transport's limit; ``responseStatus`` says what APNs answered (200: accepted) |
 ///
 /// ``description`` is a short, stable code name, safe as a metric label; ``detail`` has
 /// the specifics for logs.
@@ -27,6 +28,7 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
         private enum Base: String, Sendable, Hashable {
             case connectionFailed, tlsFailure, goAway, streamRefused, queueFull, shutdown
             case timeout, cancelled, connectionClosed, streamReset, protocolError
+            case responseTooLarge
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -54,6 +56,11 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
         public static let streamReset = Code(.streamReset)
         /// The peer violated HTTP/2, or sent a response that cannot be read.
         public static let protocolError = Code(.protocolError)
+        /// The response's header list or body was larger than the transport accepts
+        /// (a broken or hostile server): the transport reset the stream instead of
+        /// reading on. The request was processed; ``APNsTransportError/responseStatus``
+        /// says how APNs answered it, if the status arrived.
+        public static let responseTooLarge = Code(.responseTooLarge)
 
         /// The code name, for example `timeout`: safe as a metric label.
         public var description: String { base.rawValue }
@@ -66,13 +73,18 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     public let mayHaveReachedAPNs: Bool
     /// Details for logs (an OpenSSL error string, an HTTP/2 error code); never a secret.
     public let detail: String?
+    /// The HTTP status of the response, when one arrived before the failure
+    /// (``Code/responseTooLarge``): `200` means APNs accepted the notification even though
+    /// the rest of its answer was refused. `nil` when no status arrived.
+    public let responseStatus: Int?
 
     /// Creates an error. Prefer the static constructors, which set ``mayHaveReachedAPNs``
     /// as the table in the type's documentation says.
-    public init(code: Code, mayHaveReachedAPNs: Bool, detail: String? = nil) {
+    public init(code: Code, mayHaveReachedAPNs: Bool, detail: String? = nil, responseStatus: Int? = nil) {
         self.code = code
         self.mayHaveReachedAPNs = mayHaveReachedAPNs
         self.detail = detail
+        self.responseStatus = responseStatus
     }
 
     /// TCP connect or name resolution failed; nothing was sent.
@@ -120,12 +132,19 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
         Self(code: .protocolError, mayHaveReachedAPNs: true, detail: detail)
     }
 
+    /// The response was larger than the transport's limit (`what` names the limit and the
+    /// size seen); `status` is the response's HTTP status, if it had arrived.
+    public static func responseTooLarge(_ detail: String, status: Int?) -> Self {
+        Self(code: .responseTooLarge, mayHaveReachedAPNs: true, detail: detail, responseStatus: status)
+    }
+
     /// The code name, for example `timeout`: short and stable, safe as a metric label.
     public var description: String { code.description }
 
     /// The code, whether the request may have reached APNs, and the detail.
     public var debugDescription: String {
         "APNsTransportError(\(code), mayHaveReachedAPNs: \(mayHaveReachedAPNs)"
+            + (responseStatus.map { ", status \($0)" } ?? "")
             + (detail.map { ", \($0)" } ?? "") + ")"
     }
 }

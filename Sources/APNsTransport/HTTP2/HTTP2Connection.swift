@@ -60,6 +60,18 @@ final class HTTP2Connection: @unchecked Sendable {
     /// TLS (which poll(2) cannot see): read again without blocking.
     private var moreToRead = false
     private var submittedAny = false
+    /// When the session began (TCP and TLS up): the server's SETTINGS are due within the
+    /// connect timeout of it.
+    private var sessionStart: UInt64 = 0
+    /// A request timed out in flight, or requests in flight met silence: a PING is out
+    /// to learn whether the server still answers, and no new request is taken until it
+    /// does (a PING left unanswered for the PING timeout closes the connection).
+    private var probing = false
+    private var refusedResponseLogged = false
+    /// When the requests now in flight began waiting (the first one sent while none was).
+    private var awaitingSince: UInt64 = 0
+    /// The session ended because the server never sent its SETTINGS.
+    private var prefaceTimedOut = false
 
     init(index: Int, pool: HTTP2ConnectionPool) {
         self.index = index
@@ -162,6 +174,9 @@ final class HTTP2Connection: @unchecked Sendable {
         peerClosed = false
         moreToRead = false
         submittedAny = false
+        probing = false
+        prefaceTimedOut = false
+        sessionStart = now
         output.removeAll(keepingCapacity: true)
         outputOffset = 0
         framesReported = 0
@@ -190,7 +205,7 @@ final class HTTP2Connection: @unchecked Sendable {
                 submitQueued(machine)
                 try flush(machine, stream: opened)
                 if let failure = machine.connectionError { throw failure }
-                if !draining, !machine.isClosing, machine.availableStreams != publishedFree {
+                if !draining, !machine.isClosing, takingStreams(machine) != publishedFree {
                     // Writing closed streams (a reset, say): publish the free streams
                     // and take queued work before sleeping in poll.
                     continue sessionLoop
@@ -233,12 +248,13 @@ final class HTTP2Connection: @unchecked Sendable {
 
     private func submitQueued(_ machine: HTTP2ConnectionStateMachine) {
         guard !draining, !machine.isClosing else { return }
-        let free = machine.availableStreams
+        let free = takingStreams(machine)
         guard free > 0 || publishedFree > 0 else { return }
         taken.removeAll(keepingCapacity: true)
         pool.take(for: self, max: free, into: &taken)
         publishedFree = free - taken.count
         guard !taken.isEmpty else { return }
+        if inFlight.isEmpty { awaitingSince = MonotonicTime.now() }
         var sent = 0
         for pending in taken {
             do {
@@ -307,7 +323,7 @@ final class HTTP2Connection: @unchecked Sendable {
         now: UInt64
     ) throws(APNsTransportError) {
         var timeout = UInt64.max
-        let free = draining || machine.isClosing ? 0 : machine.availableStreams
+        let free = draining || machine.isClosing ? 0 : takingStreams(machine)
         let (hasWork, queueNonEmpty) = pool.prepareToSleep(self, freeStreams: free)
         publishedFree = free
         if hasWork || moreToRead {
@@ -371,11 +387,11 @@ final class HTTP2Connection: @unchecked Sendable {
     private func handleEvents(_ machine: HTTP2ConnectionStateMachine) throws(APNsTransportError) {
         machine.takeEvents(into: &events)
         defer { events.removeAll(keepingCapacity: true) }
-        if !events.isEmpty, !draining, !machine.isClosing, machine.availableStreams > publishedFree {
+        if !events.isEmpty, !draining, !machine.isClosing, takingStreams(machine) > publishedFree {
             // Publish the streams these answers freed before handing the answers over, so a
             // caller that sends again at once finds a free stream rather than counting as
             // waiting for one (maxQueuedRequests). One lock per batch of events.
-            publishedFree = machine.availableStreams
+            publishedFree = takingStreams(machine)
             pool.publishFreeStreams(self, freeStreams: publishedFree)
         }
         for event in events {
@@ -387,6 +403,17 @@ final class HTTP2Connection: @unchecked Sendable {
                 if !hadResponse {
                     hadResponse = true
                     pool.connectionProved()
+                }
+            case .responseRefused(let streamID, let error):
+                if let pending = inFlight.removeValue(forKey: streamID) {
+                    pending.finish(.failure(error))
+                }
+                if refusedResponseLogged == false {
+                    refusedResponseLogged = true
+                    logger.warning(
+                        "APNs response refused: larger than the transport's limit",
+                        metadata: ["error": "\(error.debugDescription)"]
+                    )
                 }
             case .streamClosed(let streamID, let errorCode, let unprocessed):
                 guard let pending = inFlight.removeValue(forKey: streamID) else { continue }
@@ -424,12 +451,42 @@ final class HTTP2Connection: @unchecked Sendable {
                 )
             case .pingAcknowledged:
                 pingSentAt = nil
+                if probing {
+                    probing = false
+                    logger.debug("APNs connection answered the probe PING; taking requests again")
+                }
             }
         }
     }
 
+    /// The streams this connection offers the queue: none while a probe PING is out.
+    private func takingStreams(_ machine: HTTP2ConnectionStateMachine) -> Int {
+        probing ? 0 : machine.availableStreams
+    }
+
+    /// Sends a PING to learn whether the server still answers; until it does, the
+    /// connection takes no new request.
+    private func probe(_ machine: HTTP2ConnectionStateMachine, now: UInt64, because reason: String) {
+        guard !probing else { return }
+        probing = true
+        if pingSentAt == nil {
+            machine.ping()
+            pingSentAt = now
+        }
+        pool.connectionUnavailable(self, closed: false)
+        publishedFree = 0
+        logger.debug("APNs connection probed with a PING", metadata: ["reason": "\(reason)"])
+    }
+
     private func checkTimers(_ machine: HTTP2ConnectionStateMachine) throws(APNsTransportError) {
         let now = MonotonicTime.now()
+        if !machine.settingsReceived, now >= sessionStart &+ MonotonicTime.nanoseconds(pool.settings.connectTimeout) {
+            prefaceTimedOut = true
+            throw .connectionClosed(
+                "the server sent no HTTP/2 SETTINGS within the connect timeout (\(pool.settings.connectTimeout)) "
+                    + "after the connection opened"
+            )
+        }
         if let sent = pingSentAt {
             if now >= sent &+ pool.settings.pingTimeout {
                 throw .connectionClosed("no PING answer within the PING timeout; the connection is considered dead")
@@ -437,6 +494,10 @@ final class HTTP2Connection: @unchecked Sendable {
         } else if now >= lastReceived &+ pool.settings.pingInterval {
             machine.ping()
             pingSentAt = now
+        } else if !inFlight.isEmpty, now >= max(lastReceived, awaitingSince) &+ pool.settings.pingTimeout {
+            // Requests wait for answers and the server has said nothing for a PING timeout:
+            // find out now rather than at the idle PING.
+            probe(machine, now: now, because: "requests in flight and nothing received")
         }
         guard now >= nextDeadlineScan else { return }
         nextDeadlineScan = now + 10_000_000
@@ -450,6 +511,11 @@ final class HTTP2Connection: @unchecked Sendable {
             inFlight.removeValue(forKey: streamID)
             machine.cancelStream(streamID)
             pending.expire()
+        }
+        if !expired.isEmpty {
+            // The server let a request's deadline pass: it may have stopped answering. Stop
+            // sending it new requests until a PING proves it alive.
+            probe(machine, now: now, because: "a request timed out in flight")
         }
         expired.removeAll(keepingCapacity: true)
     }
@@ -517,10 +583,16 @@ final class HTTP2Connection: @unchecked Sendable {
             logger.warning("APNs refused the TLS session", metadata: ["error": "\(refused.debugDescription)"])
             return
         }
+        if prefaceTimedOut, let reason {
+            // Not an HTTP/2 server, or a stuck one: a failed connection attempt. The pool
+            // backs off and fails what waits (never sent) if no other connection is up.
+            pool.connectFailed(self, error: .connectionFailed(reason.detail))
+            return
+        }
         if submittedAny, !hadResponse {
             // Requests went out and nothing came back: count it against the endpoint, so
             // a server that drops every connection is not hammered with reconnects.
-            pool.sessionFailedWithoutResponse()
+            pool.sessionFailedWithoutResponse(reason ?? .connectionClosed("the connection closed before any answer"))
         }
         if lost {
             pool.statistics.update { $0.connectionsLost += 1 }

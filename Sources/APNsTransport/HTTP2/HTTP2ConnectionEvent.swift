@@ -7,6 +7,11 @@ enum HTTP2ConnectionEvent: Sendable, Equatable {
     /// The whole response of `streamID` arrived (END_STREAM on HEADERS or DATA).
     case response(streamID: Int32, APNsResponse)
 
+    /// The response of `streamID` passed a limit (header list or body size): the state
+    /// machine reset the stream and read no further. `error` is the request's outcome
+    /// (``APNsCore/APNsTransportError/Code/responseTooLarge``).
+    case responseRefused(streamID: Int32, APNsTransportError)
+
     /// `streamID` closed without a complete response.
     ///
     /// `unprocessed` is `true` when the server certainly did not process it: the stream

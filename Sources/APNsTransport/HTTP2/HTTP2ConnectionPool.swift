@@ -114,12 +114,20 @@ final class HTTP2ConnectionPool: Sendable {
                 let waitMS = (state.nextConnectAttempt - now) / 1_000_000
                 failure = .connectionFailed(
                     "not connected to \(settings.endpoint.host):\(settings.endpoint.port); the last attempt failed ("
-                        + (state.lastConnectError?.detail ?? "unknown") + "); next attempt in \(waitMS) ms"
+                        + (state.lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")
+                        + "); next attempt in \(waitMS) ms"
                 )
                 return
             }
             state.queue.append(pending)
             wakeups = chooseConnections(&state, slots)
+            if wakeups.isEmpty, let index = state.slots.firstIndex(where: { $0.isReady && $0.sleeping }) {
+                // No connection can take the request now (no free stream anywhere): wake one
+                // anyway, so that it watches the queue's deadlines instead of sleeping until
+                // its PING timer.
+                state.slots[index].sleeping = false
+                wakeups.add(state.slots[index].connection)
+            }
         }
         if let failure {
             pending.finish(.failure(failure))
@@ -169,6 +177,8 @@ final class HTTP2ConnectionPool: Sendable {
         var wakeMore: [HTTP2Connection] = []
         var wakeIdle: HTTP2Connection?
         var start: HTTP2Connection?
+
+        var isEmpty: Bool { wake == nil && wakeIdle == nil && start == nil }
 
         mutating func add(_ connection: HTTP2Connection) {
             if wake == nil { wake = connection } else { wakeMore.append(connection) }
@@ -271,7 +281,7 @@ final class HTTP2ConnectionPool: Sendable {
     /// Whether `connection` may connect now; marks it idle when there is no demand.
     func connectPermission(for connection: HTTP2Connection) -> ConnectPermission {
         let now = MonotonicTime.now()
-        return state.withLock { state in
+        let permission = state.withLock { state -> ConnectPermission in
             let index = connection.index
             if state.shuttingDown { return .exit }
             if state.queue.isEmpty {
@@ -289,6 +299,17 @@ final class HTTP2ConnectionPool: Sendable {
             state.slots[index].isConnecting = true
             return .connect
         }
+        if permission == .connect {
+            // The thread blocks while it connects: someone else must expire what waits.
+            QueueDeadlineWatch.shared.watch(self)
+        }
+        return permission
+    }
+
+    /// Stops the deadline watch once no connection of the pool is being opened.
+    private func connectingEnded() {
+        let anyConnecting = state.withLock { state in state.slots.contains { $0.isConnecting } }
+        if !anyConnecting { QueueDeadlineWatch.shared.unwatch(self) }
     }
 
     private func backoffNanoseconds(failures: Int) -> UInt64 {
@@ -308,6 +329,7 @@ final class HTTP2ConnectionPool: Sendable {
             let anyUp = state.slots.contains { $0.isReady || $0.isConnecting }
             return (anyUp ? [] : state.queue.removeAll(), delay)
         }
+        connectingEnded()
         statistics.update { $0.connectionFailures += 1 }
         settings.logger.warning(
             "APNs connection attempt failed",
@@ -329,6 +351,7 @@ final class HTTP2ConnectionPool: Sendable {
             defer { state.slots[connection.index].hasConnected = true }
             return state.slots[connection.index].hasConnected
         }
+        connectingEnded()
         statistics.update { statistics in
             statistics.connectionsOpened += 1
             if reconnected { statistics.reconnects += 1 }
@@ -343,11 +366,13 @@ final class HTTP2ConnectionPool: Sendable {
         }
     }
 
-    /// A connection sent requests but closed before any response: back off as after a
-    /// failed connect (without failing the queue).
-    func sessionFailedWithoutResponse() {
+    /// A connection sent requests but closed before any response (with `error`): back off
+    /// as after a failed connect (without failing the queue); requests that fail while
+    /// backing off name `error` as the last attempt's failure.
+    func sessionFailedWithoutResponse(_ error: APNsTransportError) {
         let now = MonotonicTime.now()
         state.withLock { state in
+            state.lastConnectError = error
             state.consecutiveFailures += 1
             state.nextConnectAttempt = now + backoffNanoseconds(failures: state.consecutiveFailures)
         }

@@ -29,6 +29,12 @@ final class HTTP2ConnectionStateMachine {
         var initialStreamLimit = 1
         /// A cap on streams, whatever the server allows.
         var maxStreamLimit = 1000
+        /// SETTINGS_MAX_HEADER_LIST_SIZE we announce and enforce on responses (RFC 9113 §6.5.2).
+        var maxHeaderListSize = 16_384
+        /// The largest response body of a push.
+        var maxBodySize = 16_384
+        /// The largest response body of a channel management request (`/1/…`).
+        var maxChannelBodySize = 4 << 20
     }
 
     private let session: OpaquePointer
@@ -68,6 +74,10 @@ final class HTTP2ConnectionStateMachine {
                 settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
                 value: UInt32(configuration.streamWindowSize)
             ),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: UInt32(clamping: configuration.maxHeaderListSize)
+            ),
         ]
         let noPriorities = capns_settings_no_rfc7540_priorities()
         if noPriorities >= 0 {
@@ -94,10 +104,18 @@ final class HTTP2ConnectionStateMachine {
 
     /// How many more streams may be opened now: the server's limit (capped) minus the
     /// streams open; 0 once a GOAWAY arrived or after ``submitGoAway()``.
+    ///
+    /// Until the server's SETTINGS arrive, the assumed limit counts every stream opened,
+    /// not only the open ones: a server that never sends its preface gets one request,
+    /// not a new one each time the last times out.
     var availableStreams: Int {
         if sink.goAwayReceived || sink.goAwaySent { return 0 }
+        if !sink.settingsReceived { return max(0, sink.streamLimit - sink.streamsOpened) }
         return max(0, sink.streamLimit - sink.records.count)
     }
+
+    /// Whether the server's SETTINGS (its connection preface) have arrived.
+    var settingsReceived: Bool { sink.settingsReceived }
 
     /// The number of streams opened and not yet closed.
     var openStreams: Int { sink.records.count }
@@ -197,7 +215,11 @@ final class HTTP2ConnectionStateMachine {
         var decisions = sink.decisionScratch
         sink.decisionScratch = []
         sink.headerPolicy.decisions(for: request.headers, into: &decisions)
-        let record = HTTP2StreamRecord(body: request.body)
+        let record = HTTP2StreamRecord(
+            body: request.body,
+            maxBodySize: request.path.utf8.starts(with: Self.channelPathPrefix)
+                ? sink.configuration.maxChannelBodySize : sink.configuration.maxBodySize
+        )
 
         // One contiguous copy of every name and value; nghttp2 copies the list again
         // into one allocation of its own while submitting, so it need not outlive the call.
@@ -265,8 +287,12 @@ final class HTTP2ConnectionStateMachine {
         }
         record.streamID = streamID
         sink.records[streamID] = record
+        sink.streamsOpened += 1
         return streamID
     }
+
+    /// Channel management paths (`/1/apps/…`), whose answers may list many channels.
+    static let channelPathPrefix: [UInt8] = Array("/1/".utf8)
 
     /// Appends the UTF-8 of `string`: one copy of its contiguous bytes (native strings
     /// always have them), not an element-by-element walk of its UTF-8 view.

@@ -17,6 +17,10 @@ final class HTTP2SessionSink {
     var goAwayReceived = false
     var goAwayLastStreamID: Int32 = .max
     var goAwaySent = false
+    /// Whether the server's first SETTINGS (its connection preface, RFC 9113 §3.4) arrived.
+    var settingsReceived = false
+    /// Streams opened since the session began.
+    var streamsOpened = 0
     var framesSent = HTTP2FrameCounts()
     /// The APNs header policy. nghttp2 writes the bytes and keeps the table; the policy
     /// only decides the indexing, which depends on names, sizes and what was sent before,
@@ -107,16 +111,29 @@ final class HTTP2SessionSink {
         return 0
     }
 
-    static let onHeader: nghttp2_on_header_callback = { session, frame, name, nameLength, value, valueLength, _, _ in
+    static let onHeader: nghttp2_on_header_callback = { session, frame, name, nameLength, value, valueLength, _, userData in
         guard let frame, let name, let value,
             frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
-            let record = record(session, frame.pointee.hd.stream_id)
+            let record = record(session, frame.pointee.hd.stream_id), !record.responded, !record.cancelled
         else { return 0 }
+        // RFC 9113 §6.5.2: a field counts its name and value plus 32 octets. The limit is
+        // checked before anything is kept, so indexed references to one large table entry
+        // (HPACK amplification) cost a counter, not memory.
+        record.headerListSize += nameLength + valueLength + 32
+        if let sink = from(userData), record.headerListSize > sink.configuration.maxHeaderListSize {
+            sink.refuse(
+                record,
+                session: session,
+                detail: "the response's header list passed \(sink.configuration.maxHeaderListSize) octets "
+                    + "(maxResponseHeaderListSize)"
+            )
+            return 0
+        }
         let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
         let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
         if nameLength == 7, memcmp(name, HTTP2SessionSink.statusName, 7) == 0 {
             var status = 0
-            for byte in valueBytes where byte >= 0x30 && byte <= 0x39 {
+            for byte in valueBytes.prefix(4) where byte >= 0x30 && byte <= 0x39 {
                 status = status * 10 + Int(byte - 0x30)
             }
             // An interim 1xx answer is followed by the final one.
@@ -129,10 +146,33 @@ final class HTTP2SessionSink {
         return 0
     }
 
-    static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { session, _, streamID, data, length, _ in
-        guard let record = record(session, streamID), let data else { return 0 }
+    static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { session, _, streamID, data, length, userData in
+        guard let record = record(session, streamID), let data, !record.responded, !record.cancelled else { return 0 }
+        if record.responseBody.count + length > record.maxBodySize, let sink = from(userData) {
+            sink.refuse(
+                record,
+                session: session,
+                detail: "the response body passed \(record.maxBodySize) bytes "
+                    + (record.maxBodySize == sink.configuration.maxBodySize
+                        ? "(maxResponseBodySize)" : "(maxChannelResponseBodySize)")
+            )
+            return 0
+        }
         record.responseBody.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
         return 0
+    }
+
+    /// Ends `record`'s response early: resets the stream with CANCEL (RFC 9113 §8.4; what
+    /// was kept is dropped) and reports ``HTTP2ConnectionEvent/responseRefused(streamID:_:)``.
+    /// The stream's close then produces no other event.
+    func refuse(_ record: HTTP2StreamRecord, session: OpaquePointer?, detail: String) {
+        record.responded = true
+        let status = record.status == 0 ? nil : record.status
+        let outcome = status.map { $0 == 200 ? "APNs accepted the notification (status 200), but " : "status \($0); " } ?? ""
+        record.headers = []
+        record.responseBody = []
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), record.streamID, NGHTTP2_CANCEL.rawValue)
+        events.append(.responseRefused(streamID: record.streamID, .responseTooLarge(outcome + detail, status: status)))
     }
 
     static let onFrameRecv: nghttp2_on_frame_recv_callback = { session, frame, userData in
@@ -152,6 +192,7 @@ final class HTTP2SessionSink {
             )
         case Int(NGHTTP2_SETTINGS.rawValue):
             guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 else { return 0 }
+            sink.settingsReceived = true
             sink.windowGrew = true
             sink.applySettings(session)
         case Int(NGHTTP2_GOAWAY.rawValue):

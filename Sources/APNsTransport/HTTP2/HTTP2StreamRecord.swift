@@ -13,8 +13,14 @@ final class HTTP2StreamRecord {
     var status = 0
     var headers: [HeaderField] = []
     var responseBody: [UInt8] = []
+    /// The response header list's size so far, in RFC 9113 §6.5.2 octets (name + value + 32
+    /// per field, `:status` included), across every HEADERS block of the stream.
+    var headerListSize = 0
+    /// The largest response body this stream accepts (the request's kind decides).
+    let maxBodySize: Int
 
-    init(body: [UInt8]) {
+    init(body: [UInt8], maxBodySize: Int) {
         self.body = body
+        self.maxBodySize = maxBodySize
     }
 }

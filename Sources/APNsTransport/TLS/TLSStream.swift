@@ -172,6 +172,16 @@ final class TLSStream: @unchecked Sendable {
             default:
                 let errors = OpenSSLErrors.drain()
                 let systemError = errno
+                if error == SSL_ERROR_ZERO_RETURN || (error == SSL_ERROR_SYSCALL && errors.codes.isEmpty),
+                    configuration.proxy == nil, BIO_number_read(SSL_get_rbio(ssl)) == 0,
+                    let legacy = LegacyVersionProbe.version(of: endpoint, deadline: min(deadline, .now + .seconds(3)))
+                {
+                    // Closed without answering the ClientHello, yet it speaks TLS 1.0/1.1.
+                    throw .tlsFailure(
+                        "\(endpointText) offers only \(legacy): it closed the connection when offered TLS 1.2 and 1.3, "
+                            + "and completed a \(legacy) handshake; APNs and this client need TLS 1.2 or later"
+                    )
+                }
                 throw .tlsFailure(HandshakeFailure.describe(
                     ssl: ssl, sslError: error, errors: errors, errno: systemError,
                     host: host, where: endpointText, configuration: configuration))

@@ -42,8 +42,33 @@ import Testing
         if foundation["timestamp"] is String {
             #expect(ours.timestamp == nil)
         } else {
-            #expect(ours.timestamp == foundationTimestamp)
+            // The reader keeps only timestamps an APNs answer can carry (2008 to 2100).
+            let plausible = foundationTimestamp.flatMap { APNsErrorBody.plausibleTimestamps.contains($0) ? $0 : nil }
+            #expect(ours.timestamp == plausible)
         }
+    }
+
+    /// A 410 whose `timestamp` is negative, absurd or beyond `Double` keeps its reason and
+    /// has no timestamp, never a `Date` in year 10^289 (RFC 8259 §6 allows any such number).
+    @Test(arguments: ["-1", "-1454402113000", "1e20", "1e300", "1e400", "-1e400", "5e-324", "0"])
+    func implausibleTimestampIsAbsentAndTheReasonStays(timestamp: String) throws {
+        let body = #"{"reason":"Unregistered","timestamp":"# + timestamp + "}"
+        let parsed = try #require(APNsErrorBody(parsing: Array(body.utf8)))
+        #expect(parsed.reason == "Unregistered")
+        #expect(parsed.timestamp == nil)
+        let response = APNsResponse(status: 410, headers: [], body: Array(body.utf8))
+        let rejection = try #require(APNsRejection(response: response))
+        #expect(rejection.reason == .unregistered)
+        #expect(rejection.timestamp == nil)
+    }
+
+    /// Apple's example timestamp (the *Local and Remote Notification Programming Guide*'s
+    /// 410 body) is kept: 1454402113000 ms is 2016-02-02 08:35:13 UTC.
+    @Test func applesExampleTimestampIsKept() throws {
+        let body = Array(#"{"reason":"Unregistered","timestamp":1454402113000}"#.utf8)
+        let rejection = try #require(APNsRejection(response: APNsResponse(status: 410, headers: [], body: body)))
+        let expected = try #require(ISO8601DateFormatter().date(from: "2016-02-02T08:35:13Z"))
+        #expect(rejection.timestamp == expected)
     }
 
     @Test(arguments: malformed)

@@ -245,6 +245,54 @@ import Testing
         #expect(error?.detail?.contains("APNs and this client need TLS 1.2 or later") == true, "\(String(describing: error))")
     }
 
+    /// OpenSSL's s_server offering only TLS 1.0 (or 1.1) answers a ClientHello for TLS 1.2
+    /// and 1.3 with a protocol_version alert: the error names the versions.
+    @Test(arguments: ["-tls1", "-tls1_1"])
+    func legacyOnlyServerWithAlertIsNamed(option: String) throws {
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev", option, "-cipher", "DEFAULT:@SECLEVEL=0"])
+        defer { server.stop() }
+        let error = connectionError(server.endpoint, try .trustingTestCA())
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.detail?.contains("APNs and this client need TLS 1.2 or later") == true, "\(String(describing: error))")
+    }
+
+    /// A server that closes the connection on a TLS 1.2/1.3 ClientHello without an alert,
+    /// yet completes a TLS 1.0 handshake (Python's ssl module, run by the test): the
+    /// client's probe names the version instead of reporting "the connection closed".
+    @Test func legacyOnlyServerThatClosesSilentlyIsNamed() throws {
+        let pki = try TestPKI.get()
+        let server = try BackgroundProcess("/usr/bin/python3", ["-c", """
+            import socket, ssl, sys
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(2)
+            print("PORT", s.getsockname()[1], flush=True)
+            c, _ = s.accept(); c.recv(4096); c.close()          # the ClientHello: closed, no alert
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.minimum_version = ssl.TLSVersion.TLSv1; ctx.maximum_version = ssl.TLSVersion.TLSv1
+            ctx.set_ciphers("ALL:@SECLEVEL=0")
+            ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+            c, _ = s.accept(); c.settimeout(5)
+            try:
+                t = ctx.wrap_socket(c, server_side=True); print("LEGACY", t.version(), flush=True); t.close()
+            except Exception as e:
+                print("FAILED", e, flush=True)
+            """, pki.path("server.pem"), pki.path("server.key")], log: "legacy")
+        defer { server.stop() }
+        var port = 0
+        #expect(server.waitForLog { log in
+            guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) else { return false }
+            port = Int(line.split(separator: " ").last ?? "") ?? 0
+            return port > 0
+        })
+        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: port), try .trustingTestCA())
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.mayHaveReachedAPNs == false)
+        // Python's own report of the probe's handshake: TLSv1.
+        #expect(server.waitForLog { $0.contains("LEGACY") || $0.contains("FAILED") })
+        #expect(server.log.contains("LEGACY TLSv1"), "\(server.log)")
+        #expect(error?.detail?.contains("offers only TLSv1:") == true, "\(String(describing: error))")
+        #expect(error?.detail?.contains("APNs and this client need TLS 1.2 or later") == true)
+    }
+
     @Test func plainTCPServerIsRefused() throws {
         // A proxy port or an HTTP port answers a ClientHello with plain text.
         let server = try BackgroundProcess("/usr/bin/python3", ["-c", """

@@ -231,10 +231,11 @@ final class OpenSSLServer: Sendable {
     /// - Parameters:
     ///   - certificate: The name (in ``TestPKI``) of the server certificate and key.
     ///   - options: More s_server options, for example `["-alpn", "h2", "-rev"]`.
-    init(certificate: String = "server", address: String = "127.0.0.1", options: [String]) throws {
+    ///   - accepts: How many connections it accepts before exiting.
+    init(certificate: String = "server", address: String = "127.0.0.1", options: [String], accepts: Int = 1) throws {
         let pki = try TestPKI.get()
         background = try BackgroundProcess("/usr/bin/openssl", [
-            "s_server", "-accept", address.contains(":") ? "[\(address)]:0" : "\(address):0", "-naccept", "1",
+            "s_server", "-accept", address.contains(":") ? "[\(address)]:0" : "\(address):0", "-naccept", "\(accepts)",
             "-cert", pki.path("\(certificate).pem"), "-key", pki.path("\(certificate).key"),
         ] + options, log: "s_server")
         var found: Int?
