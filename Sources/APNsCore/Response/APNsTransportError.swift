@@ -132,8 +132,8 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
         Self(code: .protocolError, mayHaveReachedAPNs: true, detail: detail)
     }
 
-    /// The response was larger than the transport's limit (`what` names the limit and the
-    /// size seen); `status` is the response's HTTP status, if it had arrived.
+    /// The response was larger than the transport's limit (`detail` names the limit and
+    /// what the server sent); `status` is the response's HTTP status, if it had arrived.
     public static func responseTooLarge(_ detail: String, status: Int?) -> Self {
         Self(code: .responseTooLarge, mayHaveReachedAPNs: true, detail: detail, responseStatus: status)
     }

@@ -55,6 +55,23 @@ extension HTTP2Transport {
         /// How many times a request the server did not process (GOAWAY, REFUSED_STREAM)
         /// is sent again inside the transport before it fails with `mayHaveReachedAPNs == false`.
         public var maxRequeues: Int
+        /// The largest response header list accepted, in RFC 9113 §6.5.2 octets (each
+        /// field's name and value plus 32). Advertised to the server as
+        /// SETTINGS_MAX_HEADER_LIST_SIZE and enforced while the headers are decoded, so a
+        /// server cannot expand a few bytes of HPACK into megabytes of headers. APNs answers
+        /// with a few hundred octets; past the limit the stream is reset and the request fails
+        /// with ``APNsCore/APNsTransportError/Code/responseTooLarge``. At least 1,024.
+        public var maxResponseHeaderListSize: Int
+        /// The largest response body accepted for a push (`/3/device/…`, `/4/broadcasts/…`).
+        /// APNs's error bodies are well under 1 KB and a 200 has none; past the limit the
+        /// stream is reset and the request fails with
+        /// ``APNsCore/APNsTransportError/Code/responseTooLarge`` (its
+        /// ``APNsCore/APNsTransportError/responseStatus`` says what APNs answered).
+        public var maxResponseBodySize: Int
+        /// The largest response body accepted for a channel management request
+        /// (`/1/apps/…`): a list of all of an app's channels (up to 10,000) runs to a few
+        /// hundred kilobytes.
+        public var maxChannelResponseBodySize: Int
         /// Where the transport logs: debug for routine events, warning for GOAWAY, lost
         /// connections and failed connects. Nothing at info or above when all is well.
         public var logger: Logger
@@ -74,6 +91,9 @@ extension HTTP2Transport {
         ///   - reconnectBackoffMax: Largest reconnect delay.
         ///   - shutdownGracePeriod: Time in-flight requests get at shutdown.
         ///   - maxRequeues: Re-sends of a request the server did not process.
+        ///   - maxResponseHeaderListSize: The largest response header list (RFC 9113 §6.5.2 octets).
+        ///   - maxResponseBodySize: The largest response body for a push.
+        ///   - maxChannelResponseBodySize: The largest response body for a channel management request.
         ///   - logger: Where the transport logs; nothing by default. It logs at debug and
         ///     trace, and warns only when something is wrong (a GOAWAY, a lost connection).
         public init(
@@ -89,6 +109,9 @@ extension HTTP2Transport {
             reconnectBackoffMax: Duration = .seconds(60),
             shutdownGracePeriod: Duration = .seconds(10),
             maxRequeues: Int = 3,
+            maxResponseHeaderListSize: Int = 16_384,
+            maxResponseBodySize: Int = 16_384,
+            maxChannelResponseBodySize: Int = 4 << 20,
             logger: Logger = Logger(label: "swift-apns.transport", factory: { _ in SwiftLogNoOpLogHandler() })
         ) {
             self.environment = environment
@@ -103,6 +126,9 @@ extension HTTP2Transport {
             self.reconnectBackoffMax = reconnectBackoffMax
             self.shutdownGracePeriod = shutdownGracePeriod
             self.maxRequeues = maxRequeues
+            self.maxResponseHeaderListSize = maxResponseHeaderListSize
+            self.maxResponseBodySize = maxResponseBodySize
+            self.maxChannelResponseBodySize = maxChannelResponseBodySize
             self.logger = logger
         }
     }

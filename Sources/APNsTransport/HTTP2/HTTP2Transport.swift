@@ -239,6 +239,9 @@ public final class HTTP2Transport: PushTransport {
     private static func poolSettings(_ configuration: Configuration, endpoint: TLSEndpoint) -> HTTP2ConnectionPool.Settings {
         var machine = HTTP2ConnectionStateMachine.Configuration()
         machine.maxStreamLimit = max(1, configuration.maxConcurrentStreamsPerConnection)
+        machine.maxHeaderListSize = max(1024, configuration.maxResponseHeaderListSize)
+        machine.maxBodySize = max(0, configuration.maxResponseBodySize)
+        machine.maxChannelBodySize = max(0, configuration.maxChannelResponseBodySize)
         return HTTP2ConnectionPool.Settings(
             endpoint: endpoint,
             connectionCount: max(1, configuration.connectionCount),
