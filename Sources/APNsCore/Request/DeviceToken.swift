@@ -2,8 +2,9 @@
 /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
 ///
 /// Device tokens are variable-length: most are 32 bytes today, but Apple warns never to
-/// hard-code a length, and 80-byte tokens exist. A token is kept as lowercase hexadecimal,
-/// the form the request path `/3/device/<token>` needs.
+/// hard-code a length, and 80-byte tokens exist. A token keeps its bytes (inline, with no
+/// heap allocation, up to 32 of them); its lowercase hexadecimal form, which the request
+/// path `/3/device/<token>` needs, is written on demand.
 ///
 /// ``description`` is redacted (the first 8 hexadecimal digits and "…") so that a token
 /// printed or logged by accident cannot be used to address a device; use ``hexString``
@@ -11,42 +12,62 @@
 ///
 /// See [Sending notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
 public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// The whole token as lowercase hexadecimal, as sent in the request path.
-    public let hexString: String
+    /// The token's bytes: up to 32 inline (four words and a count, no heap allocation),
+    /// longer ones in an array. A token of at most 32 bytes is always inline, so equal
+    /// tokens have equal storage and the synthesized `Hashable` is right.
+    @usableFromInline
+    enum Storage: Sendable, Hashable {
+        case inline(UInt64, UInt64, UInt64, UInt64, count: UInt8)
+        case heap([UInt8])
+    }
 
-    /// Parses a token written in hexadecimal, in either case; the result is lowercase.
+    @usableFromInline let storage: Storage
+
+    /// The most bytes kept inline.
+    static let inlineCapacity = 32
+
+    /// Parses a token written in hexadecimal, in either case.
     ///
     /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidDeviceToken``
     ///   if `hex` is empty, has an odd number of digits, or holds a character that is not a
     ///   hexadecimal digit (``APNsRequestError/position`` says where).
     public init(hex: String) throws(APNsRequestError) {
-        var lowered = [UInt8]()
-        lowered.reserveCapacity(hex.utf8.count)
-        for byte in hex.utf8 {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"):
-                lowered.append(byte)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"):
-                lowered.append(byte + 0x20)
-            default:
-                throw Self.nonHexError(in: hex)
+        var hex = hex
+        let parsed: Result<DeviceToken, APNsRequestError>? = hex.withUTF8 { digits in
+            if digits.isEmpty {
+                return .failure(APNsRequestError(.invalidDeviceToken, position: 0, "device token is empty"))
             }
+            var bytes = TokenBytes()
+            var index = 0
+            while index < digits.count {
+                guard let high = Self.value(ofHexDigit: digits[index]) else { return nil }
+                guard index + 1 < digits.count else {
+                    return .failure(
+                        APNsRequestError(
+                            .invalidDeviceToken,
+                            position: digits.count - 1,
+                            "device token has an odd number of hexadecimal digits (\(digits.count)); "
+                                + "the digit at position \(digits.count - 1) has no pair"
+                        )
+                    )
+                }
+                guard let low = Self.value(ofHexDigit: digits[index + 1]) else { return nil }
+                bytes.append(high << 4 | low)
+                index += 2
+            }
+            return .success(DeviceToken(storage: bytes.storage))
         }
-        if lowered.isEmpty {
-            throw APNsRequestError(.invalidDeviceToken, position: 0, "device token is empty")
+        switch parsed {
+        case .success(let token): self = token
+        case .failure(let error): throw error
+        case nil: throw Self.nonHexError(in: hex)
         }
-        if lowered.count % 2 != 0 {
-            throw APNsRequestError(
-                .invalidDeviceToken,
-                position: lowered.count - 1,
-                "device token has an odd number of hexadecimal digits (\(lowered.count)); "
-                    + "the digit at position \(lowered.count - 1) has no pair"
-            )
-        }
-        self.hexString = String(decoding: lowered, as: UTF8.self)
     }
 
     /// Wraps the token's bytes, as the device delivered them.
+    ///
+    /// A token of up to 32 bytes (every token today) is kept inline: making one allocates
+    /// nothing.
     ///
     /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidDeviceToken``
     ///   if `bytes` is empty.
@@ -54,37 +75,122 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
         if bytes.isEmpty {
             throw APNsRequestError(.invalidDeviceToken, position: 0, "device token is empty")
         }
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var hex = [UInt8]()
-        hex.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 0x0F)])
-        }
-        self.hexString = String(decoding: hex, as: UTF8.self)
+        var collected = TokenBytes()
+        for byte in bytes { collected.append(byte) }
+        self.init(storage: collected.storage)
+    }
+
+    @usableFromInline
+    init(storage: Storage) {
+        self.storage = storage
     }
 
     /// The token's bytes.
     public var bytes: [UInt8] {
         var result = [UInt8]()
-        let utf8 = Array(hexString.utf8)
-        result.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index + 1 < utf8.count {
-            result.append(Self.nibble(utf8[index]) << 4 | Self.nibble(utf8[index + 1]))
-            index += 2
-        }
+        result.reserveCapacity(byteCount)
+        forEachByte { result.append($0) }
         return result
     }
 
     /// The number of bytes in the token (32 for most tokens today; never assume it).
-    public var byteCount: Int { hexString.utf8.count / 2 }
+    public var byteCount: Int {
+        switch storage {
+        case .inline(_, _, _, _, let count): Int(count)
+        case .heap(let bytes): bytes.count
+        }
+    }
+
+    /// The whole token as lowercase hexadecimal, as sent in the request path; made on
+    /// demand (the token keeps its bytes).
+    public var hexString: String {
+        String(unsafeUninitializedCapacity: byteCount * 2) { buffer in
+            writeHex(into: UnsafeMutableRawBufferPointer(buffer))
+        }
+    }
+
+    /// Writes the lowercase hexadecimal digits into `buffer` (at least two bytes per
+    /// token byte) and returns how many were written.
+    @discardableResult
+    func writeHex(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var offset = 0
+        forEachByte { byte in
+            buffer[offset] = Self.hexDigit(byte >> 4)
+            buffer[offset + 1] = Self.hexDigit(byte & 0x0F)
+            offset += 2
+        }
+        return offset
+    }
+
+    /// Calls `body` with each byte, in order.
+    @inline(__always)
+    func forEachByte(_ body: (UInt8) -> Void) {
+        switch storage {
+        case .inline(let w0, let w1, let w2, let w3, let count):
+            for index in 0..<Int(count) {
+                let word = index < 16 ? (index < 8 ? w0 : w1) : (index < 24 ? w2 : w3)
+                body(UInt8(truncatingIfNeeded: word >> UInt64(56 - (index % 8) * 8)))
+            }
+        case .heap(let bytes):
+            for byte in bytes { body(byte) }
+        }
+    }
+
+    /// The lowercase hexadecimal digit of `nibble` (0...15).
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 0x30 + nibble : 0x57 + nibble
+    }
+
+    /// Collects bytes into inline words, spilling to an array past 32.
+    private struct TokenBytes {
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        var count = 0
+        var spilled: [UInt8]?
+
+        mutating func append(_ byte: UInt8) {
+            if spilled != nil {
+                spilled?.append(byte)
+                return
+            }
+            if count == DeviceToken.inlineCapacity {
+                var array = [UInt8]()
+                array.reserveCapacity(80)
+                DeviceToken(storage: storage).forEachByte { array.append($0) }
+                array.append(byte)
+                spilled = array
+                return
+            }
+            let shift = UInt64(56 - (count % 8) * 8)
+            let value = UInt64(byte) << shift
+            switch count / 8 {
+            case 0: words.0 |= value
+            case 1: words.1 |= value
+            case 2: words.2 |= value
+            default: words.3 |= value
+            }
+            count += 1
+        }
+
+        var storage: Storage {
+            if let spilled { return .heap(spilled) }
+            return .inline(words.0, words.1, words.2, words.3, count: UInt8(count))
+        }
+    }
+
+    private static func value(ofHexDigit digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
 
     /// A redacted form safe for logs: the first 8 hexadecimal digits followed by "…"
     /// (fewer digits for a token shorter than 8 bytes, never more than half of it).
     public var redacted: String {
-        let count = hexString.utf8.count
-        let shown = min(8, count / 2)
+        let shown = min(8, byteCount)
         return String(hexString.prefix(shown)) + "…"
     }
 
@@ -93,10 +199,6 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
 
     /// The redacted form, ``redacted``; never the whole token.
     public var debugDescription: String { "DeviceToken(\(redacted), \(byteCount) bytes)" }
-
-    private static func nibble(_ digit: UInt8) -> UInt8 {
-        digit <= UInt8(ascii: "9") ? digit - UInt8(ascii: "0") : digit - UInt8(ascii: "a") + 10
-    }
 
     private static func nonHexError(in hex: String) -> APNsRequestError {
         for (position, character) in hex.enumerated() where !character.isHexDigit || !character.isASCII {

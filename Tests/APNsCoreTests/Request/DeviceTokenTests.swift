@@ -20,7 +20,7 @@ import Testing
     @Test func bytesAndHexAgreeWithFoundationFormatting() throws {
         // 80-byte tokens exist: never assume 32 bytes.
         var generator = SystemRandomNumberGenerator()
-        for length in [1, 8, 32, 64, 80, 100] {
+        for length in [1, 7, 8, 9, 31, 32, 33, 64, 80, 100] {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let foundationHex = bytes.map { String(format: "%02x", $0) }.joined()
             let fromBytes = try DeviceToken(bytes: bytes)
@@ -30,6 +30,25 @@ import Testing
             #expect(fromHex.bytes == bytes)
             #expect(fromHex.byteCount == length)
         }
+    }
+
+    @Test func tokensOfUpTo32BytesAreInlineAndLongerOnesAreNot() throws {
+        for length in [1, 32] {
+            guard case .inline = try DeviceToken(bytes: [UInt8](repeating: 0xA5, count: length)).storage else {
+                Issue.record("a \(length)-byte token is not inline")
+                continue
+            }
+        }
+        guard case .heap(let bytes) = try DeviceToken(bytes: [UInt8](repeating: 0xA5, count: 33)).storage else {
+            Issue.record("a 33-byte token is inline")
+            return
+        }
+        #expect(bytes.count == 33)
+        // Equal tokens are equal and hash alike however they were made.
+        let a = try DeviceToken(hex: Self.appleToken)
+        let b = try DeviceToken(bytes: a.bytes)
+        #expect(a == b)
+        #expect(Set([a, b]).count == 1)
     }
 
     @Test func eightyByteTokenGoesIntoThePath() throws {
