@@ -9,12 +9,20 @@ func makeTransport(
     _ server: SocketPairHTTP2Server,
     _ configure: (inout HTTP2Transport.Configuration) -> Void = { _ in }
 ) -> HTTP2Transport {
+    makeTransport(connector: server.connector, configure)
+}
+
+/// A transport whose connections come from `connector`, with a silent logger.
+func makeTransport(
+    connector: @escaping HTTP2Connector,
+    _ configure: (inout HTTP2Transport.Configuration) -> Void = { _ in }
+) -> HTTP2Transport {
     var configuration = HTTP2Transport.Configuration(
         environment: .production,
         logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     )
     configure(&configuration)
-    return HTTP2Transport(configuration: configuration, connector: server.connector)
+    return HTTP2Transport(configuration: configuration, connector: connector)
 }
 
 /// Sends `count` device pushes concurrently and returns each outcome.
