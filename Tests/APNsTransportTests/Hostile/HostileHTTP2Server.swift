@@ -106,6 +106,7 @@ final class HostileHTTP2Server: @unchecked Sendable {
         var connectionsClosedByClient = 0
     }
 
+    /// Everything the connection threads and the tests share.
     private struct State {
         var misbehaviour: Misbehaviour
         var counters = Counters()
