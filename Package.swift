@@ -91,6 +91,11 @@ let package = Package(
             path: "Benchmarks/HPACKBenchmark"
         ),
         .executableTarget(
+            name: "APNsBench",
+            dependencies: ["APNsTransport"],
+            path: "Benchmarks/APNsBench"
+        ),
+        .executableTarget(
             name: "TransportBenchmark",
             dependencies: ["APNsTransport", "APNsMockServer", "APNsCore"],
             path: "Benchmarks/TransportBenchmark"

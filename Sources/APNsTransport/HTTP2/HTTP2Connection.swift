@@ -557,7 +557,18 @@ final class HTTP2Connection: @unchecked Sendable {
         try? handleEvents(machine)
         pool.connectionUnavailable(self, closed: true)
         let refused = reason.flatMap(Self.refusal(closingWith:))
+        let now = MonotonicTime.now()
         for (streamID, pending) in inFlight {
+            if pending.deadline <= now {
+                // Its deadline passed before the connection ended (the loop scans deadlines
+                // every 10 ms; a PING timeout can close it first): the outcome is the timeout.
+                if machine.isUnsent(streamID) {
+                    pending.finish(.failure(.timeout(mayHaveReachedAPNs: false, "the request timed out before it was written")))
+                } else {
+                    pending.expire()
+                }
+                continue
+            }
             if let refused {
                 // Nothing was processed, but re-sending would meet the same refusal: fail
                 // now with the TLS error, `mayHaveReachedAPNs == false` (see `refusal`).

@@ -24,7 +24,7 @@ struct HostileSizes: Sendable {
     static let current: HostileSizes =
         ProcessInfo.processInfo.environment["SWIFT_APNS_HOSTILE_FULL"] == "1"
         ? HostileSizes(full: true, concurrent: 100, references: 16_000, bodyBytes: 15 << 20, peakRSSBoundMiB: 100)
-        : HostileSizes(full: false, concurrent: 10, references: 2_000, bodyBytes: 1 << 20, peakRSSBoundMiB: 64)
+        : HostileSizes(full: false, concurrent: 10, references: 4_000, bodyBytes: 1 << 20, peakRSSBoundMiB: 64)
 }
 
 /// The process's peak resident set since a reset (Linux: `/proc/self/clear_refs` and

@@ -1,0 +1,124 @@
+// APNsBench: the SDK through its public API only, in a process of its own, for
+// side-by-side runs with h2load against one server (`run-bench.sh`'s PROJECT_BENCH
+// interface; any HTTP/2 server that answers like APNs will do).
+//
+//   APNsBench HOST PORT KEY.p8 KEYID TEAMID TOPIC N CONC
+//
+// It sends N copies of Apple's 128-byte example alert, CONC in flight on one
+// connection, with a provider token signed by KEY.p8, to device tokens made with
+// `DeviceToken(bytes:)`, and prints `ok=<n> failed=<n> seconds=<s>` and, on a second
+// line, the process's CPU time per notification (getrusage, whole process) and its peak
+// RSS. `APNS_BENCH_MODE` chooses how it sends:
+//   batch  (default) one `client.send(_:to:maxConcurrency:)` call, outcomes collected
+//   stream one `client.send(_:to:maxConcurrency:onOutcome:)` call, outcomes counted
+//   tasks  one `client.send(_:to:)` per notification from CONC tasks
+// `APNS_BENCH_CA` names a CA certificate (PEM) to trust besides the system's store.
+// One warm-up notification opens the connection first; it is not counted.
+import APNsTransport
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+guard arguments.count == 9, let port = Int(arguments[2]), let count = Int(arguments[7]), let window = Int(arguments[8]) else {
+    FileHandle.standardError.write(Data("usage: APNsBench HOST PORT KEY.p8 KEYID TEAMID TOPIC N CONC\n".utf8))
+    exit(2)
+}
+let host = arguments[1]
+let mode = ProcessInfo.processInfo.environment["APNS_BENCH_MODE"] ?? "batch"
+
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+}
+
+func peakRSSMegabytes() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+    else { return .nan }
+    return kilobytes / 1024
+}
+
+let environment = APNsEnvironment.custom(host: host, port: port)
+var trust = TrustRoots.system
+if let caPath = ProcessInfo.processInfo.environment["APNS_BENCH_CA"] {
+    trust = .certificates(try String(contentsOfFile: caPath, encoding: .utf8))
+}
+let transport = HTTP2Transport(
+    configuration: .init(
+        environment: environment,
+        tls: TLSConfiguration(trustRoots: trust),
+        connectionCount: 1,
+        maxQueuedRequests: max(10_000, window)
+    )
+)
+let tokens = try ProviderTokenCache(
+    key: ProviderKey(contentsOfFile: arguments[3]),
+    keyID: arguments[4],
+    teamID: arguments[5]
+)
+let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
+// Apple's example alert, 128 bytes once encoded.
+var payload = Payload.alert(title: "Game Request", body: "Bob wants to play poker")
+payload.aps.badge = 5
+payload.aps.sound = "bingbong.aiff"
+try payload.setCustom("acme1", to: "bar")
+try payload.setCustom("acme2", to: 42)
+let notification = PushNotification(payload: payload, topic: .bundleID(arguments[6]))
+// Device tokens as an app server has them: bytes from its database.
+var deviceTokens: [DeviceToken] = []
+deviceTokens.reserveCapacity(count)
+for index in 0..<count {
+    var bytes = [UInt8](repeating: 0xA5, count: 32)
+    withUnsafeBytes(of: UInt64(index).bigEndian) { bytes.replaceSubrange(0..<8, with: $0) }
+    deviceTokens.append(try DeviceToken(bytes: bytes))
+}
+
+do {
+    _ = try await client.send(notification, to: deviceTokens[0])
+} catch {
+    FileHandle.standardError.write(Data("warm-up failed: \(error)\n".utf8))
+}
+
+let cpuBefore = cpuSeconds()
+let start = ContinuousClock.now
+var ok = 0
+switch mode {
+case "tasks":
+    ok = await withTaskGroup(of: Bool.self) { group in
+        var next = 0
+        var accepted = 0
+        while next < min(window, count) {
+            let token = deviceTokens[next]
+            group.addTask { (try? await client.send(notification, to: token)) != nil }
+            next += 1
+        }
+        while let result = await group.next() {
+            if result { accepted += 1 }
+            if next < count {
+                let token = deviceTokens[next]
+                group.addTask { (try? await client.send(notification, to: token)) != nil }
+                next += 1
+            }
+        }
+        return accepted
+    }
+case "stream":
+    let summary = await client.send(notification, to: deviceTokens, maxConcurrency: window) { _, _ in }
+    ok = summary.accepted
+default:
+    let outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: window)
+    ok = outcomes.reduce(0) { $0 + ($1.accepted != nil ? 1 : 0) }
+}
+let elapsed = start.duration(to: .now)
+let cpu = cpuSeconds() - cpuBefore
+await client.shutdown()
+let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+print("ok=\(ok) failed=\(count - ok) seconds=\(String(format: "%.3f", seconds))")
+print(String(format: "mode=%@ cpu_us_per_notification=%.2f peak_rss_mib=%.1f", mode, cpu / Double(count) * 1e6, peakRSSMegabytes()))
