@@ -75,9 +75,37 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
         if bytes.isEmpty {
             throw APNsRequestError(.invalidDeviceToken, position: 0, "device token is empty")
         }
+        if let token = bytes.withContiguousStorageIfAvailable(DeviceToken.init(contiguous:)) {
+            self = token
+            return
+        }
         var collected = TokenBytes()
         for byte in bytes { collected.append(byte) }
         self.init(storage: collected.storage)
+    }
+
+    /// The bytes of a non-empty buffer: up to 32 packed into words with big-endian loads,
+    /// no per-byte generic iteration.
+    private init(contiguous bytes: UnsafeBufferPointer<UInt8>) {
+        guard bytes.count <= Self.inlineCapacity else {
+            self.init(storage: .heap(Array(bytes)))
+            return
+        }
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { raw in
+            raw.copyMemory(from: UnsafeRawBufferPointer(bytes))
+        }
+        // The bytes were copied in order; each word holds them big-endian (first byte in
+        // the high bits), as TokenBytes packs them.
+        self.init(
+            storage: .inline(
+                UInt64(bigEndian: words.0),
+                UInt64(bigEndian: words.1),
+                UInt64(bigEndian: words.2),
+                UInt64(bigEndian: words.3),
+                count: UInt8(bytes.count)
+            )
+        )
     }
 
     @usableFromInline
