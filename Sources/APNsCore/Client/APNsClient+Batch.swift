@@ -193,7 +193,6 @@ extension APNsClient {
                     let providerToken = try self.currentProviderToken(log: { failure in
                         logger.warning("no provider token", metadata: ["apns.error": "\(failure)"])
                     })
-                    pass.remember(providerToken)
                     let apnsID = fixedID ?? .random()
                     let request: APNsRequest
                     do throws(APNsRequestError) {
@@ -201,7 +200,7 @@ extension APNsClient {
                             to: deviceToken,
                             apnsID: apnsID,
                             environment: environment,
-                            authorization: providerToken?.authorizationValue,
+                            providerToken: providerToken,
                             timeout: timeout
                         )
                     } catch {
@@ -227,7 +226,6 @@ extension APNsClient {
                     }
                     pass.finish(index, .success(accepted))
                 } else {
-                    let providerToken = pass.token(of: request)
                     let error: APNsError
                     switch result {
                     case .success(let response):
@@ -237,24 +235,25 @@ extension APNsClient {
                     case .failure(let failure):
                         error = .failed(failure)
                     }
-                    var expired = false
-                    if error.rejection?.reason == .expiredProviderToken, let providerToken,
-                        case .providerToken(let source) = self.credentials
-                    {
-                        // At once, not in the second pass: the requests made from now on
-                        // carry a new token instead of meeting the same refusal.
-                        source.invalidate(providerToken)
-                        expired = true
-                    }
-                    if !expired, self.isLastAttempt(1, endedWith: error) {
+                    // The same state machine as every other send decides; the provider
+                    // token travels with the request, typed.
+                    var delivery = Delivery(retryPolicy: self.retryPolicy)
+                    let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: self.jitter())
+                    switch decision {
+                    case .fail(let final):
                         // Final already (Unregistered, BadDeviceToken, a failure the policy
                         // does not retry): the outcome now, nothing kept for a second pass.
-                        Self.logEnding(error, of: "notification", attempt: 1, logger: logger) {
+                        Self.logEnding(final, of: "notification", attempt: 1, logger: logger) {
                             Self.metadata(request.apnsID, deviceTokens[index], [:])
                         }
-                        pass.finish(index, .failure(error))
-                    } else {
-                        pass.continueLater(index, Attempt(request: request, providerToken: providerToken, result: result))
+                        pass.finish(index, .failure(final))
+                    case .refreshProviderToken(let expired):
+                        // At once, not in the second pass: the requests made from now on
+                        // carry a new token instead of meeting the same refusal.
+                        if case .providerToken(let source) = self.credentials { source.invalidate(expired) }
+                        pass.continueLater(index, Resumption(delivery: delivery, decision: decision), apnsID: request.apnsID)
+                    case .retry, .sendAgain, .deliver:
+                        pass.continueLater(index, Resumption(delivery: delivery, decision: decision), apnsID: request.apnsID)
                     }
                 }
             }
@@ -265,7 +264,7 @@ extension APNsClient {
             await withTaskGroup(of: Void.self) { group in
                 var next = 0
                 func start() {
-                    let (index, attempt) = later[next]
+                    let (index, resumption, apnsID) = later[next]
                     next += 1
                     group.addTask {
                         let result: Result<APNsAccepted, APNsError>
@@ -275,9 +274,9 @@ extension APNsClient {
                             result = .success(
                                 try await self.deliver(
                                     prepared,
-                                    apnsID: attempt.request.apnsID ?? .random(),
+                                    apnsID: apnsID ?? .random(),
                                     to: deviceTokens[index],
-                                    firstAttempt: attempt
+                                    resuming: resumption
                                 )
                             )
                         } catch {

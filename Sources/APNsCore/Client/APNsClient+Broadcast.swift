@@ -41,12 +41,12 @@ extension APNsClient {
         return try await perform(
             "broadcast",
             logger: logger,
-            request: { (authorization: String?) throws(APNsRequestError) -> APNsRequest in
+            request: { (providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest in
                 try prepared.request(
                     to: channel,
                     bundleID: bundleID,
                     environment: endpoint,
-                    authorization: authorization,
+                    authorization: providerToken?.authorizationValue,
                     requestID: requestID,
                     timeout: self.requestTimeout
                 )
@@ -221,11 +221,11 @@ extension APNsClient {
         return try await perform(
             "channel request",
             logger: logger,
-            request: { (authorization: String?) throws(APNsRequestError) -> APNsRequest in
+            request: { (providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest in
                 try operation.request(
                     bundleID: bundleID,
                     environment: endpoint,
-                    authorization: authorization,
+                    authorization: providerToken?.authorizationValue,
                     requestID: requestID,
                     timeout: self.requestTimeout
                 )

@@ -44,7 +44,7 @@ public final class APNsClient: Sendable {
 
     let transport: any PushTransport
     private let sleep: @Sendable (Duration) async throws -> Void
-    private let jitter: @Sendable () -> Double
+    let jitter: @Sendable () -> Double
 
     /// Creates a client.
     ///
@@ -132,7 +132,7 @@ public final class APNsClient: Sendable {
         _ prepared: PushNotification.Prepared,
         apnsID: APNsID,
         to deviceToken: DeviceToken,
-        firstAttempt: Attempt? = nil
+        resuming resumption: Resumption? = nil
     ) async throws(APNsError) -> APNsAccepted {
         // The metadata is built only when a message is logged: formatting the id and
         // the redacted token for every notification costs more than the rest of the
@@ -141,12 +141,12 @@ public final class APNsClient: Sendable {
             "notification",
             logger: logger,
             metadata: { Self.metadata(apnsID, deviceToken, [:]) },
-            request: { (authorization: String?) throws(APNsRequestError) -> APNsRequest in
+            request: { (providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest in
                 try prepared.request(
                     to: deviceToken,
                     apnsID: apnsID,
                     environment: self.environment,
-                    authorization: authorization,
+                    providerToken: providerToken,
                     timeout: self.requestTimeout
                 )
             },
@@ -154,15 +154,8 @@ public final class APNsClient: Sendable {
                 if let accepted = APNsAccepted(response: response, request: request) { return .success(accepted) }
                 return .failure(.rejected(Self.rejection(of: response, to: request, apnsID: apnsID, deviceToken: deviceToken)))
             },
-            firstAttempt: firstAttempt
+            resuming: resumption
         )
-    }
-
-    /// Whether attempt number `attempt`, which ended in `error`, is the call's last: the
-    /// ``retryPolicy`` allows no other. (An `ExpiredProviderToken` refresh is decided
-    /// before this, and does not count as an attempt.)
-    func isLastAttempt(_ attempt: Int, endedWith error: APNsError) -> Bool {
-        !(attempt < retryPolicy.maxAttempts && retryPolicy.shouldRetry(error))
     }
 
     /// Logs `error`, which ends a call after `attempt`, as every call does: a warning when
@@ -193,12 +186,13 @@ public final class APNsClient: Sendable {
             ?? APNsRejection(status: response.status, reason: nil, apnsID: apnsID, deviceToken: deviceToken)
     }
 
-    /// One attempt made outside ``perform(_:logger:metadata:request:interpret:firstAttempt:)``:
-    /// the request as sent, the provider token it carried, and what came back.
-    struct Attempt: Sendable {
-        let request: APNsRequest
-        let providerToken: ProviderToken?
-        let result: Result<APNsResponse, APNsTransportError>
+    /// A delivery begun outside ``perform(_:logger:metadata:request:interpret:resuming:)``
+    /// (a batch's first pass): its state after the first attempt, and the decision that
+    /// attempt led to, which the attempt loop carries out (a new provider token, or a retry
+    /// after a delay).
+    struct Resumption: Sendable {
+        var delivery: Delivery
+        let decision: Delivery.Decision
     }
 
     /// The provider token for the next request (`nil` with certificate credentials).
@@ -222,32 +216,31 @@ public final class APNsClient: Sendable {
 
     /// The one attempt loop behind every call to APNs (device pushes, broadcasts and
     /// channel management): fetch a provider token, build the request, send it, read the
-    /// answer; on `ExpiredProviderToken` invalidate the token and try once more at once
-    /// (not counted as an attempt); otherwise retry what ``retryPolicy`` allows, after its
-    /// backoff. The request is rebuilt for each attempt, so it carries the current token;
-    /// whatever identifies it (`apns-id`, `apns-request-id`) is fixed by the caller and
-    /// therefore the same on every attempt.
+    /// answer, and do what the ``Delivery`` state machine decides: deliver, refresh the
+    /// provider token and send again at once (not counted as an attempt), retry after a
+    /// backoff, or fail. The request is rebuilt for each attempt, so it carries the current
+    /// token; whatever identifies it (`apns-id`, `apns-request-id`) is fixed by the caller
+    /// and therefore the same on every attempt.
     ///
     /// - Parameters:
     ///   - what: What is being sent, for log messages (`notification`, `broadcast`, …).
     ///   - logger: The logger, with the call's metadata already attached.
     ///   - metadata: More metadata for every message of the call, built only when a
     ///     message is logged.
-    ///   - request: Builds the request from the `authorization` value (`nil` with
-    ///     certificate credentials). An error it throws ends the call as
-    ///     ``APNsError/invalid(_:)``.
+    ///   - request: Builds the request with the provider token (`nil` with certificate
+    ///     credentials). An error it throws ends the call as ``APNsError/invalid(_:)``.
     ///   - interpret: Turns APNs' answer into the result, or into the
     ///     ``APNsError/rejected(_:)`` (retried as the policy says) or
     ///     ``APNsError/failed(_:)`` it means.
-    ///   - firstAttempt: An attempt the caller already made (a batch's first pass):
-    ///     it is attempt 1, and the loop goes on from its result.
+    ///   - resumption: A delivery the caller began (a batch's first pass): the loop goes on
+    ///     from its decision.
     func perform<Success: Sendable>(
         _ what: String,
         logger: Logger,
         metadata: () -> Logger.Metadata = { [:] },
-        request build: (_ authorization: String?) throws(APNsRequestError) -> APNsRequest,
+        request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
         interpret: (_ response: APNsResponse, _ request: APNsRequest) -> Result<Success, APNsError>,
-        firstAttempt: Attempt? = nil
+        resuming resumption: Resumption? = nil
     ) async throws(APNsError) -> Success {
         /// Logs through `logger` with `metadata` attached, building both only at an enabled level.
         func log(
@@ -263,97 +256,83 @@ public final class APNsClient: Sendable {
             for (key, value) in metadata() { decorated[metadataKey: key] = value }
             decorated.log(level: level, message(), metadata: extra(), file: file, function: function, line: line)
         }
-        var attempt = 1
-        var refreshedProviderToken = false
+        var delivery = resumption?.delivery ?? Delivery(retryPolicy: retryPolicy)
+        var decision = resumption?.decision
         /// The token the source gave after an ExpiredProviderToken, for the next attempt.
         var replacementToken: ProviderToken?
-        var mayHaveReachedAPNs = false
-        var given = firstAttempt
         while true {
-            let providerToken: ProviderToken?
-            let request: APNsRequest
-            let sent: Result<APNsResponse, APNsTransportError>
-            if let attempt = given {
-                // Made and sent by the caller (a batch): interpret it like any other.
-                given = nil
-                providerToken = attempt.providerToken
-                request = attempt.request
-                sent = attempt.result
-            } else {
-                if Task.isCancelled {
-                    throw .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, "cancelled before attempt \(attempt)"))
-                }
-                if let replacement = replacementToken {
-                    providerToken = replacement
-                    replacementToken = nil
-                } else {
-                    providerToken = try currentProviderToken(log: { log(.warning, "no provider token", metadata: ["apns.error": "\($0)"]) })
-                }
-                do {
-                    request = try build(providerToken?.authorizationValue)
-                } catch {
-                    log(.debug, "request is invalid", metadata: ["apns.error": "\(error)"])
-                    throw .invalid(error)
-                }
-                log(.trace, "sending \(what)", metadata: ["apns.attempt": "\(attempt)"])
-                do throws(APNsTransportError) {
-                    sent = .success(try await transport.send(request))
-                } catch {
-                    sent = .failure(error)
-                }
-            }
-
-            let error: APNsError
-            switch sent {
-            case .success(let response):
-                switch interpret(response, request) {
-                case .success(let success):
-                    log(.debug, "\(what) accepted", metadata: ["apns.attempt": "\(attempt)"])
-                    return success
-                case .failure(let failure):
-                    if let rejection = failure.rejection, rejection.reason == .expiredProviderToken,
-                        !refreshedProviderToken, let providerToken, case .providerToken(let source) = credentials
-                    {
-                        refreshedProviderToken = true
-                        source.invalidate(providerToken)
-                        // A source may keep the token (the cache refuses a new one within
-                        // 20 minutes of the last, against TooManyProviderTokenUpdates):
-                        // sending the same JWT again would only be refused again.
-                        if let next = try? source.token(), next != providerToken {
-                            replacementToken = next
-                            retryCounts.withLock { $0.providerTokenRefreshes += 1 }
-                            log(.debug, "provider token expired; retrying once with a new one")
-                            continue
-                        }
+            if let pending = decision {
+                decision = nil
+                switch pending {
+                case .deliver, .sendAgain:
+                    break  // .deliver is returned where it is decided; .sendAgain sends below.
+                case .refreshProviderToken(let expired):
+                    var next: ProviderToken?
+                    if case .providerToken(let source) = credentials {
+                        source.invalidate(expired)
+                        next = try? source.token()
+                    }
+                    let changed = next.map { $0 != expired } ?? false
+                    if changed {
+                        replacementToken = next
+                        retryCounts.withLock { $0.providerTokenRefreshes += 1 }
+                        log(.debug, "provider token expired; retrying once with a new one")
+                    } else {
                         log(.debug, "provider token expired and the source kept it; not retrying")
                     }
-                    if let transportError = failure.transportError {
-                        mayHaveReachedAPNs = mayHaveReachedAPNs || transportError.mayHaveReachedAPNs
+                    decision = delivery.providerTokenRefreshed(changed: changed, jitter: jitter())
+                    continue
+                case .retry(let delay, let error):
+                    log(
+                        .debug,
+                        "retrying \(what)",
+                        metadata: ["apns.error": "\(error)", "apns.attempt": "\(delivery.attempt - 1)", "apns.delay": "\(delay)"]
+                    )
+                    do {
+                        try await sleep(delay)
+                    } catch {
+                        throw delivery.cancelled("cancelled while waiting to retry")
                     }
-                    error = failure
+                    retryCounts.withLock { $0.recordRetry(after: error) }
+                case .fail(let error):
+                    Self.logEnding(error, of: what, attempt: delivery.attempt, logger: logger, metadata: metadata)
+                    throw error
                 }
-            case .failure(let failure):
-                mayHaveReachedAPNs = mayHaveReachedAPNs || failure.mayHaveReachedAPNs
-                error = .failed(failure)
             }
 
-            guard !isLastAttempt(attempt, endedWith: error) else {
-                Self.logEnding(error, of: what, attempt: attempt, logger: logger, metadata: metadata)
-                throw error
+            // One attempt.
+            if Task.isCancelled {
+                throw delivery.cancelled("cancelled before attempt \(delivery.attempt)")
             }
-            let delay = retryPolicy.delay(beforeRetry: attempt, jitter: jitter())
-            log(
-                .debug,
-                "retrying \(what)",
-                metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)", "apns.delay": "\(delay)"]
-            )
+            let providerToken: ProviderToken?
+            if let replacement = replacementToken {
+                providerToken = replacement
+                replacementToken = nil
+            } else {
+                providerToken = try currentProviderToken(log: { log(.warning, "no provider token", metadata: ["apns.error": "\($0)"]) })
+            }
+            let request: APNsRequest
             do {
-                try await sleep(delay)
+                request = try build(providerToken)
             } catch {
-                throw .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, "cancelled while waiting to retry"))
+                log(.debug, "request is invalid", metadata: ["apns.error": "\(error)"])
+                throw .invalid(error)
             }
-            retryCounts.withLock { $0.recordRetry(after: error) }
-            attempt += 1
+            log(.trace, "sending \(what)", metadata: ["apns.attempt": "\(delivery.attempt)"])
+            let ended: APNsError
+            do throws(APNsTransportError) {
+                let response = try await transport.send(request)
+                switch interpret(response, request) {
+                case .success(let success):
+                    log(.debug, "\(what) accepted", metadata: ["apns.attempt": "\(delivery.attempt)"])
+                    return success
+                case .failure(let failure):
+                    ended = failure
+                }
+            } catch {
+                ended = .failed(error)
+            }
+            decision = delivery.attemptEnded(with: ended, providerToken: providerToken, jitter: jitter())
         }
     }
 }

@@ -2,8 +2,7 @@ import Synchronization
 
 /// The bookkeeping of one ``APNsClient`` batch send, written from the transport's threads:
 /// the outcome of each index (kept, or handed to the caller's `onOutcome` at once), the
-/// counts, the answers that go on to the attempt loop, and the provider tokens the
-/// batch's requests carried.
+/// counts, and the deliveries that go on to the attempt loop.
 final class BatchPass: @unchecked Sendable {
     // Safe: each slot of `outcomes` is written by one call only — `finish` for an index is
     // called once (by `makeRequest` when the request cannot be made, by `onResult` on
@@ -20,12 +19,7 @@ final class BatchPass: @unchecked Sendable {
     private let failed = Atomic<Int>(0)
     /// Whether ``takeOutcomes()`` moved the outcomes out (the buffer is uninitialized).
     private var movedOut = false
-    private let continuations = Mutex<[(Int, APNsClient.Attempt)]>([])
-    /// The distinct provider tokens the requests carried, newest last: usually one (a
-    /// cache re-signs every 20–50 minutes); at most 16, for a source that signs more
-    /// often. Read only for answers that are not acceptances (to invalidate the one that
-    /// expired); a request whose token was dropped is retried without invalidating it.
-    private let tokens = Mutex<[ProviderToken]>([])
+    private let continuations = Mutex<[(Int, APNsClient.Resumption, APNsID?)]>([])
 
     /// A pass over `deviceTokens`; with `onOutcome`, outcomes are handed over as they are
     /// final and not kept.
@@ -64,34 +58,18 @@ final class BatchPass: @unchecked Sendable {
         }
     }
 
-    /// Hands `attempt` (not an acceptance) to the second pass.
-    func continueLater(_ index: Int, _ attempt: APNsClient.Attempt) {
-        continuations.withLock { $0.append((index, attempt)) }
+    /// Hands a delivery that goes on (a retry, a new provider token) to the second pass,
+    /// with the `apns-id` its requests carry.
+    func continueLater(_ index: Int, _ resumption: APNsClient.Resumption, apnsID: APNsID?) {
+        continuations.withLock { $0.append((index, resumption, apnsID)) }
     }
 
-    /// The attempts for the second pass, in index order.
-    func takeContinuations() -> [(Int, APNsClient.Attempt)] {
+    /// The deliveries for the second pass, in index order.
+    func takeContinuations() -> [(Int, APNsClient.Resumption, APNsID?)] {
         continuations.withLock { list in
             defer { list.removeAll() }
             return list.sorted { $0.0 < $1.0 }
         }
-    }
-
-    /// Notes the token a request is about to carry (called for each request, in turn).
-    func remember(_ token: ProviderToken?) {
-        guard let token else { return }
-        tokens.withLock { tokens in
-            if tokens.last != token {
-                if tokens.count == 16 { tokens.removeFirst() }
-                tokens.append(token)
-            }
-        }
-    }
-
-    /// The provider token `request` carried, if any.
-    func token(of request: APNsRequest) -> ProviderToken? {
-        guard let authorization = request.header("authorization") else { return nil }
-        return tokens.withLock { tokens in tokens.last { $0.authorizationValue == authorization } }
     }
 
     /// The outcome of each device token, in order, moved out of the pass (no copy: a batch

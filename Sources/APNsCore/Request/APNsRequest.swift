@@ -38,6 +38,9 @@ public struct APNsRequest: Sendable, Hashable {
         @usableFromInline let apnsID: APNsID?
         @usableFromInline let deviceToken: DeviceToken?
         @usableFromInline let timeout: Duration
+        /// The provider token whose JWT the `authorization` header carries, typed, so the
+        /// answer can be matched to the token without reading the header back.
+        let providerToken: ProviderToken?
 
         init(
             method: Method,
@@ -47,8 +50,10 @@ public struct APNsRequest: Sendable, Hashable {
             body: [UInt8],
             apnsID: APNsID?,
             deviceToken: DeviceToken?,
-            timeout: Duration
+            timeout: Duration,
+            providerToken: ProviderToken? = nil
         ) {
+            self.providerToken = providerToken
             self.method = method
             self.authority = authority
             self.path = path
@@ -159,7 +164,8 @@ public struct APNsRequest: Sendable, Hashable {
         body: [UInt8],
         apnsID: APNsID?,
         deviceToken: DeviceToken?,
-        timeout: Duration
+        timeout: Duration,
+        providerToken: ProviderToken? = nil
     ) {
         self.storage = Storage(
             method: method,
@@ -169,9 +175,14 @@ public struct APNsRequest: Sendable, Hashable {
             body: body,
             apnsID: apnsID,
             deviceToken: deviceToken,
-            timeout: timeout
+            timeout: timeout,
+            providerToken: providerToken
         )
     }
+
+    /// The provider token the request carries, when the client built it with one (not
+    /// part of equality: its JWT is the `authorization` header).
+    var providerToken: ProviderToken? { storage.providerToken }
 
     /// Two requests are equal when every field is (the same object trivially is).
     public static func == (lhs: APNsRequest, rhs: APNsRequest) -> Bool {

@@ -162,10 +162,12 @@ public struct PushNotification: Sendable {
             to deviceToken: DeviceToken,
             apnsID: APNsID,
             environment: APNsEnvironment,
-            authorization: String?,
+            providerToken: ProviderToken? = nil,
+            authorization explicitAuthorization: String? = nil,
             timeout: Duration
         ) throws(APNsRequestError) -> APNsRequest {
-            let path = "/3/device/" + deviceToken.hexString
+            let authorization = explicitAuthorization ?? providerToken?.authorizationValue
+            let path = Self.path(to: deviceToken)
             // One array for every header: the pseudo-headers, then these.
             var headers = try APNsRequest.pseudoHeaders(
                 method: .post,
@@ -188,8 +190,20 @@ public struct PushNotification: Sendable {
                 body: body,
                 apnsID: apnsID,
                 deviceToken: deviceToken,
-                timeout: timeout
+                timeout: timeout,
+                providerToken: providerToken
             )
+        }
+
+        /// `/3/device/<hex>`, written into one string allocation.
+        static func path(to deviceToken: DeviceToken) -> String {
+            let prefix: StaticString = "/3/device/"
+            let count = prefix.utf8CodeUnitCount
+            return String(unsafeUninitializedCapacity: count + deviceToken.byteCount * 2) { buffer in
+                prefix.withUTF8Buffer { bytes in _ = buffer.initialize(from: bytes) }
+                let rest = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[count...])
+                return count + deviceToken.writeHex(into: rest)
+            }
         }
     }
 }

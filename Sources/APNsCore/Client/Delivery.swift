@@ -1,0 +1,119 @@
+/// One notification's attempts (or one broadcast's, or one channel call's) as a value:
+/// the outcome of each attempt goes in, the decision comes out. It does no I/O, keeps no
+/// clock and draws no random number: the jitter for a retry's delay is an input. Every
+/// way of sending drives it — ``APNsClient/send(_:to:)``, both batch forms, broadcasts and
+/// channel management (through the client's attempt loop) — so what happens after an
+/// answer is decided in this one place.
+///
+/// The states and transitions:
+///
+/// ```
+///   attempt n sent ──answer──▶ accepted                       → .deliver
+///          │                 ▶ 403 ExpiredProviderToken, first time, token known
+///          │                                                  → .refreshProviderToken(token)
+///          │                        ├─ the source gave a new token → .sendAgain (not counted)
+///          │                        └─ it kept the old one       → as any other failure
+///          │                 ▶ failure the policy retries, n < maxAttempts
+///          │                                                  → .retry(after:) (attempt n+1)
+///          └───────────────────▶ anything else                → .fail(error)
+/// ```
+///
+/// `mayHaveReachedAPNs` is decided here too: a final failure says the notification may
+/// have reached APNs if *any* attempt may have (an earlier timeout followed by a refused
+/// connection still may have delivered it).
+struct Delivery: Sendable, Equatable {
+    /// What the caller does next.
+    enum Decision: Sendable, Equatable {
+        /// The attempt succeeded: hand its result to the caller.
+        case deliver
+        /// Invalidate this provider token, ask the source for a new one, and report with
+        /// ``Delivery/providerTokenRefreshed(changed:jitter:)``.
+        case refreshProviderToken(ProviderToken)
+        /// Send again at once with the new provider token (not counted as an attempt).
+        case sendAgain
+        /// Wait `delay`, then send attempt ``Delivery/attempt`` (already advanced).
+        case retry(after: Duration, because: APNsError)
+        /// The final outcome: this error.
+        case fail(APNsError)
+    }
+
+    /// The policy that decides retries.
+    let retryPolicy: RetryPolicy
+    /// The attempt being made or just made: 1 for the first.
+    private(set) var attempt = 1
+    /// Whether an `ExpiredProviderToken` answer has already been met with a new token
+    /// (it is, once per delivery).
+    private(set) var refreshedProviderToken = false
+    /// Whether any attempt so far may have reached APNs.
+    private(set) var mayHaveReachedAPNs = false
+    /// The error of the attempt that asked for a new provider token, while the caller
+    /// fetches it.
+    private var awaitingRefresh: APNsError?
+
+    /// A delivery governed by `retryPolicy`.
+    init(retryPolicy: RetryPolicy) {
+        self.retryPolicy = retryPolicy
+    }
+
+    /// The attempt's outcome: `nil` when it succeeded, else the error it ended in (a
+    /// rejection, a transport failure). `providerToken` is the token the attempt carried
+    /// (typed; `nil` with certificate credentials).
+    mutating func attemptEnded(
+        with error: APNsError?,
+        providerToken: ProviderToken?,
+        jitter: Double
+    ) -> Decision {
+        guard let error else { return .deliver }
+        if let transportError = error.transportError, transportError.mayHaveReachedAPNs {
+            mayHaveReachedAPNs = true
+        }
+        if error.rejection?.reason == .expiredProviderToken, !refreshedProviderToken, let providerToken {
+            refreshedProviderToken = true
+            awaitingRefresh = error
+            return .refreshProviderToken(providerToken)
+        }
+        return retryOrFail(error, jitter: jitter)
+    }
+
+    /// After ``Decision/refreshProviderToken(_:)``: whether the source gave a token other
+    /// than the expired one. A source may keep it (a cache refuses a new one within 20
+    /// minutes of the last, against `TooManyProviderTokenUpdates`); sending the same JWT
+    /// again would only be refused again, so the answer then counts like any other.
+    mutating func providerTokenRefreshed(changed: Bool, jitter: Double) -> Decision {
+        guard let error = awaitingRefresh else {
+            preconditionFailure("providerTokenRefreshed without a refresh asked for")
+        }
+        awaitingRefresh = nil
+        return changed ? .sendAgain : retryOrFail(error, jitter: jitter)
+    }
+
+    /// The final error of a delivery that ends without another attempt for a reason of
+    /// the caller's (its task was cancelled while waiting): `cancelled`, saying whether an
+    /// earlier attempt may have reached APNs.
+    func cancelled(_ detail: String) -> APNsError {
+        .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, detail))
+    }
+
+    private mutating func retryOrFail(_ error: APNsError, jitter: Double) -> Decision {
+        guard attempt < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error) else {
+            return .fail(finalError(error))
+        }
+        let delay = retryPolicy.delay(beforeRetry: attempt, jitter: jitter)
+        attempt += 1
+        return .retry(after: delay, because: error)
+    }
+
+    /// `error` as the delivery's outcome: a transport failure that certainly did not reach
+    /// APNs this time still may have, if an earlier attempt may have.
+    private func finalError(_ error: APNsError) -> APNsError {
+        guard mayHaveReachedAPNs, case .failed(let failure) = error, !failure.mayHaveReachedAPNs else { return error }
+        return .failed(
+            APNsTransportError(
+                code: failure.code,
+                mayHaveReachedAPNs: true,
+                detail: (failure.detail.map { $0 + "; " } ?? "") + "an earlier attempt may have reached APNs",
+                responseStatus: failure.responseStatus
+            )
+        )
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+
+@testable import APNsCore
+
+/// The delivery state machine as tables, with no transport, no task and no clock.
+///
+/// The expected class of every answer comes from Apple's table of `reason` values
+/// (*Local and Remote Notification Programming Guide*, table 8-6, and "Handling
+/// notification responses from APNs"), written out here, not read from the SDK:
+/// 429 TooManyRequests, 500 InternalServerError, 503 ServiceUnavailable and Shutdown, and
+/// 400 IdleTimeout are temporary ("retry later"); 403 ExpiredProviderToken asks for a new
+/// provider token; everything else is final for that request.
+@Suite("Delivery: one notification's attempts as a state machine")
+struct DeliveryTests {
+    enum Expected: Equatable {
+        case retryLater, newToken, final
+    }
+
+    /// Apple's table 8-6: status, reason, and what it means for a retry.
+    static let appleReasons: [(Int, String, Expected)] = [
+        (400, "BadCollapseId", .final), (400, "BadDeviceToken", .final), (400, "BadExpirationDate", .final),
+        (400, "BadMessageId", .final), (400, "BadPriority", .final), (400, "BadTopic", .final),
+        (400, "DeviceTokenNotForTopic", .final), (400, "DuplicateHeaders", .final), (400, "IdleTimeout", .retryLater),
+        (400, "MissingDeviceToken", .final), (400, "MissingTopic", .final), (400, "PayloadEmpty", .final),
+        (400, "TopicDisallowed", .final), (403, "BadCertificate", .final), (403, "BadCertificateEnvironment", .final),
+        (403, "ExpiredProviderToken", .newToken), (403, "Forbidden", .final), (403, "InvalidProviderToken", .final),
+        (403, "MissingProviderToken", .final), (404, "BadPath", .final), (405, "MethodNotAllowed", .final),
+        (410, "Unregistered", .final), (413, "PayloadTooLarge", .final), (429, "TooManyProviderTokenUpdates", .final),
+        (429, "TooManyRequests", .retryLater), (500, "InternalServerError", .retryLater),
+        (503, "ServiceUnavailable", .retryLater), (503, "Shutdown", .retryLater),
+    ]
+
+    static let token = ProviderToken(jwt: "h.c.s-1", issuedAt: Date(timeIntervalSince1970: 1_700_000_000))
+
+    static func rejection(_ status: Int, _ reason: String) -> APNsError {
+        .rejected(APNsRejection(status: status, reason: APNsReason(rawValue: reason)))
+    }
+
+    /// Every reason × every attempt of a 3-attempt policy × whether the attempt carried a
+    /// provider token × whether the token was already refreshed once.
+    @Test(arguments: appleReasons.indices)
+    func everyAppleReasonAtEveryAttempt(row: Int) {
+        let (status, reason, expected) = Self.appleReasons[row]
+        let error = Self.rejection(status, reason)
+        for attempt in 1...3 {
+            for carriesToken in [false, true] {
+                for alreadyRefreshed in [false, true] {
+                    var delivery = Delivery(retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(100)))
+                    // Bring the machine to `attempt` with retried 503s, and refresh once if asked.
+                    for _ in 1..<attempt {
+                        guard case .retry = delivery.attemptEnded(with: Self.rejection(503, "ServiceUnavailable"), providerToken: nil, jitter: 0)
+                        else { Issue.record("a 503 was not retried"); return }
+                    }
+                    if alreadyRefreshed {
+                        _ = delivery.attemptEnded(with: Self.rejection(403, "ExpiredProviderToken"), providerToken: Self.token, jitter: 0)
+                        #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0) == .sendAgain)
+                    }
+                    #expect(delivery.attempt == attempt)
+                    let decision = delivery.attemptEnded(
+                        with: error,
+                        providerToken: carriesToken ? Self.token : nil,
+                        jitter: 1
+                    )
+                    let context = "\(status) \(reason), attempt \(attempt), token \(carriesToken), refreshed \(alreadyRefreshed)"
+                    switch expected {
+                    case .newToken where carriesToken && !alreadyRefreshed:
+                        #expect(decision == .refreshProviderToken(Self.token), "\(context)")
+                    case .retryLater where attempt < 3:
+                        // Equal jitter with jitter 1: the upper bound, 100 ms × 2^(attempt-1).
+                        let delay = Duration.milliseconds(100 * (1 << (attempt - 1)))
+                        #expect(decision == .retry(after: delay, because: error), "\(context)")
+                        #expect(delivery.attempt == attempt + 1, "\(context)")
+                    default:
+                        #expect(decision == .fail(error), "\(context)")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("an accepted attempt is delivered, whatever came before")
+    func acceptance() {
+        var delivery = Delivery(retryPolicy: .default)
+        _ = delivery.attemptEnded(with: Self.rejection(500, "InternalServerError"), providerToken: nil, jitter: 0.5)
+        #expect(delivery.attemptEnded(with: nil, providerToken: nil, jitter: 0.5) == .deliver)
+    }
+
+    @Test("ExpiredProviderToken: a source that keeps the token ends it as a rejection (403 is not retried)")
+    func sourceKeepsTheExpiredToken() {
+        var delivery = Delivery(retryPolicy: .default)
+        let expired = Self.rejection(403, "ExpiredProviderToken")
+        #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .refreshProviderToken(Self.token))
+        #expect(delivery.providerTokenRefreshed(changed: false, jitter: 0) == .fail(expired))
+        // The refresh does not count as an attempt.
+        #expect(delivery.attempt == 1)
+    }
+
+    @Test("ExpiredProviderToken twice: the second is final")
+    func expiredTwice() {
+        var delivery = Delivery(retryPolicy: .default)
+        let expired = Self.rejection(403, "ExpiredProviderToken")
+        _ = delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0)
+        #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0) == .sendAgain)
+        #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .fail(expired))
+    }
+
+    /// Transport failures: RFC 9113 says a stream above a GOAWAY's last-stream-id, or
+    /// refused with REFUSED_STREAM, was not processed; a timeout after the request was
+    /// written may have been. The policy retries only the first kind by default.
+    @Test(arguments: [
+        (APNsTransportError.goAway("last-stream-id 1"), true),
+        (APNsTransportError.streamRefused(), true),
+        (APNsTransportError.connectionFailed(), true),
+        (APNsTransportError.queueFull(), true),
+        (APNsTransportError.shutdown(), false),
+        (APNsTransportError.cancelled(mayHaveReachedAPNs: false), false),
+        (APNsTransportError.timeout(mayHaveReachedAPNs: true), false),
+        (APNsTransportError.connectionClosed(), false),
+        (APNsTransportError.streamReset(), false),
+        (APNsTransportError.protocolError(), false),
+        (APNsTransportError.responseTooLarge("headers", status: 200), false),
+    ])
+    func transportFailures(failure: APNsTransportError, retried: Bool) {
+        var delivery = Delivery(retryPolicy: .default)
+        let decision = delivery.attemptEnded(with: .failed(failure), providerToken: Self.token, jitter: 0)
+        if retried {
+            #expect(decision == .retry(after: .milliseconds(125), because: .failed(failure)))
+        } else {
+            #expect(decision == .fail(.failed(failure)))
+        }
+    }
+
+    @Test("a final failure that did not reach APNs still says it may have, when an earlier attempt may have")
+    func mayHaveReachedIsDecidedOverEveryAttempt() {
+        var delivery = Delivery(retryPolicy: RetryPolicy(maxAttempts: 2, retriesFailuresThatMayHaveReachedAPNs: true))
+        let first = delivery.attemptEnded(with: .failed(.timeout(mayHaveReachedAPNs: true)), providerToken: nil, jitter: 0)
+        guard case .retry = first else {
+            Issue.record("a timeout was not retried under a policy that retries them: \(first)")
+            return
+        }
+        let last = delivery.attemptEnded(with: .failed(.connectionFailed("refused")), providerToken: nil, jitter: 0)
+        guard case .fail(.failed(let failure)) = last else {
+            Issue.record("expected a final failure, got \(last)")
+            return
+        }
+        #expect(failure.code == .connectionFailed)
+        #expect(failure.mayHaveReachedAPNs)
+        #expect(delivery.cancelled("stop").transportError?.mayHaveReachedAPNs == true)
+    }
+}
