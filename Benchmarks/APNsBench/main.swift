@@ -63,6 +63,9 @@ let tokens = try ProviderTokenCache(
     keyID: arguments[4],
     teamID: arguments[5]
 )
+if ProcessInfo.processInfo.environment["APNS_BENCH_SIGN_FIRST"] != nil {
+    do { _ = try tokens.token() } catch { print("sign first failed: \(error)") }
+}
 let client = APNsClient(environment: environment, credentials: .providerToken(tokens), transport: transport)
 // Apple's example alert, 128 bytes once encoded.
 var payload = Payload.alert(title: "Game Request", body: "Bob wants to play poker")

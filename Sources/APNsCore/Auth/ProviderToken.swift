@@ -27,10 +27,29 @@ public struct ProviderToken: Sendable, Hashable {
         self.jwt = jwt
         self.issuedAt = issuedAt
         self.keyID = keyID
+        self.authorizationValue = "bearer " + jwt
+        self.authorizationValueIsValid = (try? APNsRequest.checkHeader(HeaderField(name: "authorization", value: authorizationValue))) != nil
     }
 
-    /// `bearer <jwt>`, the value of the `authorization` header.
-    public var authorizationValue: String { "bearer " + jwt }
+    /// `bearer <jwt>`, the value of the `authorization` header: made once per token, not
+    /// once per request.
+    public let authorizationValue: String
+
+    /// Whether ``authorizationValue`` is a valid header value (checked once, here, so that
+    /// the requests that carry it need not scan it again).
+    let authorizationValueIsValid: Bool
+
+    /// Equal when the JWT, the issue time and the key id are.
+    public static func == (lhs: ProviderToken, rhs: ProviderToken) -> Bool {
+        lhs.jwt == rhs.jwt && lhs.issuedAt == rhs.issuedAt && lhs.keyID == rhs.keyID
+    }
+
+    /// Hashes the JWT, the issue time and the key id.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(jwt)
+        hasher.combine(issuedAt)
+        hasher.combine(keyID)
+    }
 }
 
 extension ProviderToken: CustomStringConvertible {

@@ -134,14 +134,16 @@ public struct APNsRequest: Sendable, Hashable {
     }
 
     /// The pseudo-headers of a request, in order, their values validated, with room for
-    /// `count` more headers: the start of the array that
+    /// `count` more headers (`pathIsChecked`: the caller built the path from checked parts,
+    /// a device push's hexadecimal token): the start of the array that
     /// ``init(method:authority:path:checkedHeaders:body:apnsID:deviceToken:timeout:)``
     /// takes, for a builder that appends its headers to it instead of to an array of its own.
     static func pseudoHeaders(
         method: Method,
         authority: String,
         path: String,
-        reserving count: Int
+        reserving count: Int,
+        pathIsChecked: Bool = false
     ) throws(APNsRequestError) -> [HeaderField] {
         var all = [HeaderField]()
         all.reserveCapacity(count + 4)
@@ -149,7 +151,7 @@ public struct APNsRequest: Sendable, Hashable {
         all.append(HeaderField(name: ":scheme", value: "https"))
         all.append(HeaderField(name: ":path", value: path))
         all.append(HeaderField(name: ":authority", value: authority))
-        for field in all { try check(field) }
+        for (index, field) in all.enumerated() where !(pathIsChecked && index == 2) { try check(field) }
         return all
     }
 

@@ -173,11 +173,15 @@ public struct PushNotification: Sendable {
                 method: .post,
                 authority: environment.authority,
                 path: path,
-                reserving: fixedHeaders.count + 2
+                reserving: fixedHeaders.count + 2,
+                pathIsChecked: true
             )
             if let authorization {
                 let field = HeaderField(name: "authorization", value: authorization)
-                try APNsRequest.checkHeader(field)
+                // A provider token checked its value once; an explicit one is checked here.
+                if explicitAuthorization != nil || providerToken?.authorizationValueIsValid != true {
+                    try APNsRequest.checkHeader(field)
+                }
                 headers.append(field)
             }
             headers.append(contentsOf: fixedHeaders)
