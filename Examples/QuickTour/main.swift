@@ -18,7 +18,8 @@ func makeClient(key: ProviderKey, transport: some PushTransport) throws -> APNsC
     // One token cache per key (ProviderKey(contentsOfFile: "AuthKey_ABC123DEFG.p8")),
     // shared by every connection: one signature every 50 minutes.
     let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
-    return APNsClient(environment: .sandbox, credentials: .providerToken(tokens), transport: transport)
+    // The environment is stated once, on the transport: the client sends where it connects.
+    return APNsClient(credentials: .providerToken(tokens), transport: transport)
 }
 
 func sendGameInvite(to deviceToken: DeviceToken, with client: APNsClient) async throws {

@@ -4,7 +4,7 @@ extension Payload {
     /// A visible alert with an optional title: `{"aps":{"alert":{"title":…,"body":…}}}`.
     /// Send it with push type ``PushType/alert``.
     public static func alert(title: String? = nil, body: String) -> Payload {
-        Payload(aps: APS(alert: Alert(title: title, body: body)))
+        Payload(aps: APS(alert: Alert(title: title, body: body)), pushType: .alert)
     }
 
     /// A visible alert with any alert keys, badge, sound and category.
@@ -20,21 +20,21 @@ extension Payload {
         category: String? = nil,
         threadID: String? = nil
     ) -> Payload {
-        Payload(aps: APS(alert: alert, badge: badge, sound: sound, threadID: threadID, category: category))
+        Payload(aps: APS(alert: alert, badge: badge, sound: sound, threadID: threadID, category: category), pushType: .alert)
     }
 
     /// A background update: `content-available: 1` and no alert, sound or badge, with
     /// optional custom data. Send it with push type ``PushType/background`` and priority 5.
     /// See [Pushing background updates to your App](https://developer.apple.com/documentation/usernotifications/pushing-background-updates-to-your-app).
     public static func background(_ custom: JSONObject = JSONObject()) -> Payload {
-        Payload(aps: APS(contentAvailable: true), custom: custom)
+        Payload(aps: APS(contentAvailable: true), custom: custom, pushType: .background)
     }
 
     /// A VoIP call notification for PushKit: free-form data (up to 5120 bytes) that the
     /// app's `PKPushRegistryDelegate` reads. `aps` is left out unless you set keys in it.
     /// Send it with push type ``PushType/voip``.
     public static func voip(_ data: JSONObject) -> Payload {
-        Payload(custom: data)
+        Payload(custom: data, pushType: .voip)
     }
 
     /// Starts a Live Activity remotely (push-to-start, iOS 17.2).
@@ -62,7 +62,7 @@ extension Payload {
         Payload(aps: APS(
             timestamp: timestamp, event: .start, contentState: contentState, staleDate: staleDate,
             attributesType: attributesType, attributes: attributes, inputPushToken: inputPushToken,
-            inputPushChannel: inputPushChannel, liveActivityAlert: alert))
+            inputPushChannel: inputPushChannel, liveActivityAlert: alert), pushType: .liveactivity)
     }
 
     /// Updates a Live Activity's content. Send it with push type ``PushType/liveactivity``.
@@ -79,7 +79,7 @@ extension Payload {
     ) -> Payload {
         Payload(aps: APS(
             timestamp: timestamp, event: .update, contentState: contentState, staleDate: staleDate,
-            liveActivityAlert: alert))
+            liveActivityAlert: alert), pushType: .liveactivity)
     }
 
     /// Ends a Live Activity. Send it with push type ``PushType/liveactivity``.
@@ -96,12 +96,12 @@ extension Payload {
     ) -> Payload {
         Payload(aps: APS(
             timestamp: timestamp, event: .end, contentState: contentState, dismissalDate: dismissalDate,
-            liveActivityAlert: alert))
+            liveActivityAlert: alert), pushType: .liveactivity)
     }
 
     /// Asks the system to reload a widget's timeline or a control's state:
     /// `{"aps":{"content-changed":true}}`. Send it with push type ``PushType/widgets``
-    /// or ``PushType/controls``.
+    /// or ``PushType/controls`` (the payload names neither: say which in the notification).
     public static func contentChanged() -> Payload {
         Payload(aps: APS(contentChanged: true))
     }
@@ -114,13 +114,13 @@ extension Payload {
     ///     (for example `NSFileProviderWorkingSetContainerItemIdentifier`).
     ///   - domain: the identifier of the File Provider domain.
     public static func fileProvider(containerIdentifier: String, domain: String) -> Payload {
-        Payload(custom: ["container-identifier": .string(containerIdentifier), "domain": .string(domain)])
+        Payload(custom: ["container-identifier": .string(containerIdentifier), "domain": .string(domain)], pushType: .fileprovider)
     }
 
     /// Wakes a device enrolled in Mobile Device Management: `{"mdm":"<push magic>"}`.
     /// Send it with push type ``PushType/mdm``.
     /// - Parameter pushMagic: the `PushMagic` string the device sent when it enrolled.
     public static func mdm(pushMagic: String) -> Payload {
-        Payload(custom: ["mdm": .string(pushMagic)])
+        Payload(custom: ["mdm": .string(pushMagic)], pushType: .mdm)
     }
 }

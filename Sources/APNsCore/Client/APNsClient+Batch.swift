@@ -189,6 +189,7 @@ extension APNsClient {
             makeRequest: { index in
                 let deviceToken = deviceTokens[index]
                 do throws(APNsError) {
+                    if let mismatch = self.environmentMismatch { throw .invalid(mismatch) }
                     let (prepared, fixedID) = try notification(index).mapError { APNsError.invalid($0) }.get()
                     let providerToken = try self.currentProviderToken(log: { failure in
                         logger.warning("no provider token", metadata: ["apns.error": "\(failure)"])

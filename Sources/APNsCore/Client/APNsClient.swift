@@ -43,10 +43,52 @@ public final class APNsClient: Sendable {
     }
 
     let transport: any PushTransport
+    /// Set when the client's environment is not its transport's: every call fails with it.
+    let environmentMismatch: APNsRequestError?
     private let sleep: @Sendable (Duration) async throws -> Void
     let jitter: @Sendable () -> Double
 
+    /// Creates a client that sends where its transport connects: the environment is
+    /// stated once, on the transport (an `HTTP2Transport`'s configuration). A transport
+    /// bound to no endpoint (``MockTransport``) gives ``APNsEnvironment/production``.
+    ///
+    /// ```swift
+    /// let transport = HTTP2Transport(configuration: .init(environment: .sandbox))
+    /// let client = APNsClient(credentials: .providerToken(tokenCache), transport: transport)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - credentials: A provider token source, or `.certificate` when the transport
+    ///     presents a client certificate.
+    ///   - transport: What sends the requests, and where.
+    ///   - retryPolicy: What is retried; ``RetryPolicy/default`` unless given.
+    ///   - requestTimeout: How long each attempt may take; 30 seconds unless given.
+    ///   - logger: Where to log; by default nothing is logged.
+    public convenience init(
+        credentials: APNsCredentials,
+        transport: any PushTransport,
+        retryPolicy: RetryPolicy = .default,
+        requestTimeout: Duration = APNsRequest.defaultTimeout,
+        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.init(
+            environment: transport.environment ?? .production,
+            credentials: credentials,
+            transport: transport,
+            retryPolicy: retryPolicy,
+            requestTimeout: requestTimeout,
+            logger: logger
+        )
+    }
+
     /// Creates a client.
+    ///
+    /// When the transport is bound to an endpoint (an `HTTP2Transport` is), `environment`
+    /// must be that endpoint: otherwise nothing is sent, and every call fails with
+    /// ``APNsError/invalid(_:)`` and ``APNsRequestError/Code/environmentMismatch``, naming
+    /// both (a sandbox transport under a production client would otherwise open a second
+    /// connection, to the other host). Prefer ``init(credentials:transport:retryPolicy:requestTimeout:logger:)``,
+    /// which takes the transport's.
     ///
     /// - Parameters:
     ///   - environment: Where requests go (production, sandbox, or a custom host).
@@ -88,6 +130,18 @@ public final class APNsClient: Sendable {
         jitter: @escaping @Sendable () -> Double
     ) {
         self.environment = environment
+        if let bound = transport.environment, bound != environment {
+            environmentMismatch = APNsRequestError(
+                .environmentMismatch,
+                "the client is set to \(environment) but its transport connects to \(bound); "
+                    + "state the environment once, on the transport: APNsClient(credentials:transport:)"
+            )
+            logger.warning("APNs client and transport disagree on the environment; nothing will be sent", metadata: [
+                "apns.environment": "\(environment)", "apns.transport-environment": "\(bound)",
+            ])
+        } else {
+            environmentMismatch = nil
+        }
         self.credentials = credentials
         self.transport = transport
         self.retryPolicy = retryPolicy
@@ -256,6 +310,7 @@ public final class APNsClient: Sendable {
             for (key, value) in metadata() { decorated[metadataKey: key] = value }
             decorated.log(level: level, message(), metadata: extra(), file: file, function: function, line: line)
         }
+        if let environmentMismatch { throw .invalid(environmentMismatch) }
         var delivery = resumption?.delivery ?? Delivery(retryPolicy: retryPolicy)
         var decision = resumption?.decision
         /// The token the source gave after an ExpiredProviderToken, for the next attempt.

@@ -69,9 +69,17 @@ public protocol PushTransport: Sendable {
     /// Stops accepting requests, lets the ones in flight finish or fail, and releases
     /// connections. Calling it again has no further effect.
     func shutdown() async
+
+    /// The APNs endpoint this transport connects to, when it is bound to one (an HTTP/2
+    /// transport is); `nil` for a transport that sends anywhere (the mock transport).
+    /// ``APNsClient`` takes its environment from here, so it is stated once.
+    var environment: APNsEnvironment? { get }
 }
 
 extension PushTransport {
+    /// Not bound to an endpoint: `nil`.
+    public var environment: APNsEnvironment? { nil }
+
     /// The default batch: a sliding window of at most `maxConcurrency` child tasks, each
     /// calling ``send(_:)``; see the requirement for the contract it keeps.
     public func sendBatch(

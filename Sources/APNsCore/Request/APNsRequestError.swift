@@ -23,6 +23,7 @@ public struct APNsRequestError: Error, Sendable, Hashable, CustomStringConvertib
             case invalidHeaderValue
             case invalidPayload
             case providerTokenUnavailable
+            case environmentMismatch
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -45,6 +46,9 @@ public struct APNsRequestError: Error, Sendable, Hashable, CustomStringConvertib
         public static let invalidPayload = Code(.invalidPayload)
         /// The provider token source threw instead of returning a token.
         public static let providerTokenUnavailable = Code(.providerTokenUnavailable)
+        /// The client was given an environment other than its transport's: nothing is
+        /// sent (it would go to a host the transport was not set up for).
+        public static let environmentMismatch = Code(.environmentMismatch)
 
         /// A short, stable name for the code, safe for metric labels.
         public var description: String { base.rawValue }

@@ -36,9 +36,20 @@ public struct PushNotification: Sendable {
     public var apnsID: APNsID?
 
     /// A notification with a payload.
+    ///
+    /// - Parameters:
+    ///   - payload: The payload, encoded for the push type when the request is built.
+    ///   - pushType: The `apns-push-type`; by default the payload's own
+    ///     (``APNsPayload/Payload/pushType``, set by the factory that made it, as
+    ///     `Payload.voip(…)` sets ``APNsPayload/PushType/voip``), else ``APNsPayload/PushType/alert``.
+    ///   - topic: The `apns-topic`.
+    ///   - priority: The `apns-priority`; by default what the push type calls for.
+    ///   - expiration: The `apns-expiration`.
+    ///   - collapseID: The `apns-collapse-id`.
+    ///   - apnsID: The `apns-id`; `nil` gives each device token a new random one.
     public init(
         payload: Payload,
-        pushType: PushType = .alert,
+        pushType: PushType? = nil,
         topic: Topic,
         priority: Priority? = nil,
         expiration: Expiration = .none,
@@ -47,7 +58,7 @@ public struct PushNotification: Sendable {
     ) {
         self.init(
             body: .payload(payload),
-            pushType: pushType,
+            pushType: pushType ?? payload.pushType ?? .alert,
             topic: topic,
             priority: priority,
             expiration: expiration,

@@ -26,11 +26,17 @@ public struct Payload: Sendable, Hashable {
     public var aps: APS
     /// Custom keys beside `aps`, in order. A key named `aps` is refused when encoding.
     public var custom: JSONObject
+    /// The push type this payload was made for, when a factory made it
+    /// (``voip(_:)`` makes ``PushType/voip`` payloads, ``background(_:)``
+    /// ``PushType/background`` ones, …); `nil` for a payload built from its parts. A
+    /// notification made from the payload takes this push type unless it names another.
+    public var pushType: PushType?
 
-    /// A payload from its parts.
-    public init(aps: APS = APS(), custom: JSONObject = JSONObject()) {
+    /// A payload from its parts, for the push type `pushType` if given.
+    public init(aps: APS = APS(), custom: JSONObject = JSONObject(), pushType: PushType? = nil) {
         self.aps = aps
         self.custom = custom
+        self.pushType = pushType
     }
 
     /// Sets the custom key `key` to `value`, encoded with the SDK's own `Encoder`.
@@ -46,6 +52,18 @@ public struct Payload: Sendable, Hashable {
             error.keyPath = error.keyPath.isEmpty ? key : key + (error.keyPath.hasPrefix("[") ? "" : ".") + error.keyPath
             throw error
         }
+    }
+
+    /// Equal when `aps` and the custom keys are: two payloads that encode the same are
+    /// equal, whatever ``pushType`` the factories recorded (a decoded payload has none).
+    public static func == (lhs: Payload, rhs: Payload) -> Bool {
+        lhs.aps == rhs.aps && lhs.custom == rhs.custom
+    }
+
+    /// Hashes `aps` and the custom keys, consistently with ``==(_:_:)``.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(aps)
+        hasher.combine(custom)
     }
 
     /// This payload with the custom key `key` set to `value`.

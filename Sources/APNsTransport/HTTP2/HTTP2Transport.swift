@@ -55,6 +55,10 @@ public final class HTTP2Transport: PushTransport {
     /// The configuration the transport was created with.
     public let configuration: Configuration
 
+    /// The endpoint of ``Configuration/environment``: the one source of truth
+    /// ``APNsCore/APNsClient`` reads its environment from.
+    public var environment: APNsEnvironment? { configuration.environment }
+
     private let statisticsBox = StatisticsBox()
     private let defaultAuthority: String
     private let defaultPool: HTTP2ConnectionPool

@@ -1,0 +1,61 @@
+import Testing
+
+@testable import APNsCore
+
+/// A payload made for a kind of notification makes a notification of that kind without
+/// saying it twice (issue: `PushNotification(payload: .voip(["caller": "Ann"]), topic:)`
+/// failed with "push type alert needs an alert, a sound or a badge"). The `apns-push-type`
+/// values and the `.voip` topic suffix are Apple's ("Sending notification requests to
+/// APNs": `apns-push-type`, and the topic rules per push type).
+@Suite struct PayloadPushTypeTests {
+    static let token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+
+    static func header(_ name: String, of notification: PushNotification) throws -> String? {
+        try notification.request(to: DeviceToken(hex: token), environment: .sandbox).header(name)
+    }
+
+    @Test func voipPayloadMakesAVoIPNotification() throws {
+        let notification = PushNotification(payload: .voip(["caller": "Ann"]), topic: "com.example.app")
+        #expect(notification.pushType == .voip)
+        #expect(try Self.header("apns-push-type", of: notification) == "voip")
+        // Apple: a VoIP push's topic is the bundle ID with `.voip` appended.
+        #expect(try Self.header("apns-topic", of: notification) == "com.example.app.voip")
+        // Apple: VoIP pushes are delivered at once (priority 10).
+        #expect(try Self.header("apns-priority", of: notification) == "10")
+    }
+
+    @Test func backgroundPayloadMakesABackgroundNotification() throws {
+        let notification = PushNotification(payload: .background(), topic: "com.example.app")
+        #expect(try Self.header("apns-push-type", of: notification) == "background")
+        // Apple: background pushes must use priority 5.
+        #expect(try Self.header("apns-priority", of: notification) == "5")
+    }
+
+    @Test func liveActivityPayloadsMakeLiveActivityNotifications() throws {
+        let payloads: [Payload] = [
+            .liveActivityStart(timestamp: 1_700_000_000, attributesType: "Match", attributes: ["home": "A"], contentState: ["score": "0-0"]),
+            .liveActivityUpdate(timestamp: 1_700_000_100, contentState: ["score": "1-0"]),
+            .liveActivityEnd(timestamp: 1_700_000_200),
+        ]
+        for payload in payloads {
+            let notification = PushNotification(payload: payload, topic: "com.example.app")
+            #expect(try Self.header("apns-push-type", of: notification) == "liveactivity")
+            // Apple: the topic is the bundle ID with `.push-type.liveactivity` appended.
+            #expect(try Self.header("apns-topic", of: notification) == "com.example.app.push-type.liveactivity")
+        }
+    }
+
+    @Test func otherFactoriesAndAnExplicitPushType() throws {
+        #expect(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app").pushType == .alert)
+        #expect(PushNotification(payload: .mdm(pushMagic: "m"), topic: "com.example.app").pushType == .mdm)
+        #expect(
+            PushNotification(payload: .fileProvider(containerIdentifier: "c", domain: "d"), topic: "com.example.app").pushType
+                == .fileprovider
+        )
+        // Built from parts: an alert, as before.
+        #expect(PushNotification(payload: Payload(aps: APS(badge: 1)), topic: "com.example.app").pushType == .alert)
+        // The notification's own push type wins over the payload's.
+        #expect(PushNotification(payload: .contentChanged(), pushType: .widgets, topic: "com.example.app").pushType == .widgets)
+        #expect(PushNotification(payload: .background(), pushType: .alert, topic: "com.example.app").pushType == .alert)
+    }
+}
