@@ -60,8 +60,8 @@ struct FIFOQueue<Element> {
 /// The pool's queue of requests waiting for a stream, which also counts how many of them
 /// belong to a batch (``PendingRequest/isBatched``): those are bounded by their batch's
 /// window, so `maxQueuedRequests` counts only the others.
-struct RequestQueue {
-    private var queue = FIFOQueue<PendingRequest>()
+struct RequestQueue<Request: PoolRequest> {
+    private var queue = FIFOQueue<Request>()
     /// Queued requests that belong to a batch.
     private(set) var batchedCount = 0
 
@@ -70,23 +70,23 @@ struct RequestQueue {
     /// Queued requests of single ``HTTP2Transport/send(_:)`` calls.
     var singleCount: Int { queue.count - batchedCount }
 
-    mutating func append(_ pending: PendingRequest) {
+    mutating func append(_ pending: Request) {
         if pending.isBatched { batchedCount += 1 }
         queue.append(pending)
     }
 
-    mutating func prepend(_ pending: PendingRequest) {
+    mutating func prepend(_ pending: Request) {
         if pending.isBatched { batchedCount += 1 }
         queue.prepend(pending)
     }
 
-    mutating func popFirst() -> PendingRequest? {
+    mutating func popFirst() -> Request? {
         guard let pending = queue.popFirst() else { return nil }
         if pending.isBatched { batchedCount -= 1 }
         return pending
     }
 
-    mutating func retain(_ keep: (PendingRequest) -> Bool) {
+    mutating func retain(_ keep: (Request) -> Bool) {
         var batched = 0
         queue.retain { pending in
             guard keep(pending) else { return false }
@@ -96,7 +96,7 @@ struct RequestQueue {
         batchedCount = batched
     }
 
-    mutating func removeAll() -> [PendingRequest] {
+    mutating func removeAll() -> [Request] {
         batchedCount = 0
         return queue.removeAll()
     }

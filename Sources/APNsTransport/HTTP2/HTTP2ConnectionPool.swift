@@ -3,7 +3,10 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The connections to one endpoint and the queue of requests waiting for a stream.
+/// The connections to one endpoint and the queue of requests waiting for a stream: the
+/// I/O shell of an ``HTTP2PoolStateMachine``, which takes every decision. The shell
+/// reads the clock, draws the backoff's jitter, creates and starts connection threads,
+/// signals them, finishes requests, logs and counts.
 ///
 /// The protocol between the pool and its connections, in one place:
 /// - ``enqueue(_:)`` (any task) appends a request and wakes one connection that has a
@@ -33,155 +36,60 @@ final class HTTP2ConnectionPool: Sendable {
         var logger: Logger
     }
 
-    /// What a disconnected connection should do next.
-    enum ConnectPermission: Equatable {
-        case connect
-        case wait(nanoseconds: UInt64)
-        case idle
-        case exit
-    }
+    typealias Machine = HTTP2PoolStateMachine<PendingRequest>
+    typealias ConnectPermission = Machine.ConnectPermission
 
-    private struct Slot {
-        let connection: HTTP2Connection
-        var freeStreams = 0
-        /// The connection's thread is (about to be) blocked in poll(2) and needs a signal
-        /// to see new work; an awake one takes queued work on its next iteration.
-        var sleeping = false
-        var isIdle = false
-        var isReady = false
-        var isConnecting = false
-        /// A connection of this slot has been established before: the next one is a reconnect.
-        var hasConnected = false
-    }
-
-    private struct State {
-        var queue = RequestQueue()
-        var slots: [Slot] = []
-        var shuttingDown = false
-        var shutdownDeadline: UInt64 = 0
-        var consecutiveFailures = 0
-        var nextConnectAttempt: UInt64 = 0
-        var lastConnectError: APNsTransportError?
-        var lastQueueScan: UInt64 = 0
-        var runningThreads = 0
+    /// The decisions (a pure state machine) and the connection objects its IDs name.
+    private struct Locked {
+        var machine: Machine
+        var connections: [HTTP2Connection] = []
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     let settings: Settings
     let connector: HTTP2Connector
     let statistics: StatisticsBox
-    private let state = Mutex(State())
+    private let state: Mutex<Locked>
 
     init(settings: Settings, connector: @escaping HTTP2Connector, statistics: StatisticsBox) {
         self.settings = settings
         self.connector = connector
         self.statistics = statistics
-    }
-
-    // MARK: Callers
-
-    /// Queues `pending` and wakes or starts a connection; fails it at once when the pool
-    /// is shut down, too many requests wait for a stream, or the pool is backing off with
-    /// no connection.
-    ///
-    /// A queued request *waits* when no stream is free for it: the queue is matched
-    /// against the free streams each open connection published (``take(for:max:into:)``,
-    /// ``prepareToSleep(_:freeStreams:)``, ``publishFreeStreams(_:freeStreams:)``) plus one
-    /// stream for each connection not open (being opened, idle, or not started yet): it
-    /// opens on demand, and APNs allows every connection at least one stream. Only the
-    /// requests beyond those count against `maxQueuedRequests`. This scans the slots (at
-    /// most `connectionCount`), never the queue.
-    func enqueue(_ pending: PendingRequest, now: UInt64 = MonotonicTime.now()) {
-        var failure: APNsTransportError?
-        var wakeups = Wakeups()
-        state.withLock { state in
-            if state.shuttingDown {
-                failure = .shutdown("the transport is shut down")
-                return
-            }
-            let slots = SlotSummary(state.slots)
-            // A batch's window bounds its own requests (HTTP2Transport.sendBatch).
-            if !pending.isBatched, case let waiting = waitingCount(state, slots), waiting >= settings.maxQueuedRequests {
-                failure = .queueFull(
-                    "\(waiting) requests are waiting for a stream (maxQueuedRequests \(settings.maxQueuedRequests))"
+        self.state = Mutex(
+            Locked(
+                machine: Machine(
+                    settings: .init(
+                        connectionCount: settings.connectionCount,
+                        maxQueuedRequests: settings.maxQueuedRequests,
+                        backoff: settings.backoff,
+                        endpointDescription: "\(settings.endpoint.host):\(settings.endpoint.port)"
+                    )
                 )
-                return
-            }
-            // While backing off with no connection, a single send fails at once rather than
-            // pile up; a batch's requests wait for the next attempt instead (its window
-            // bounds them), or a short outage would fail the rest of the batch in a burst.
-            if !pending.isBatched, !slots.anyUp, state.consecutiveFailures > 0, now < state.nextConnectAttempt {
-                let waitMS = (state.nextConnectAttempt - now) / 1_000_000
-                failure = .connectionFailed(
-                    "not connected to \(settings.endpoint.host):\(settings.endpoint.port); the last attempt failed ("
-                        + (state.lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")
-                        + "); next attempt in \(waitMS) ms"
-                )
-                return
-            }
-            state.queue.append(pending)
-            wakeups = chooseConnections(&state, slots)
-            if wakeups.isEmpty, let index = state.slots.firstIndex(where: { $0.isReady && $0.sleeping }) {
-                // No connection can take the request now (no free stream anywhere): wake one
-                // anyway, so that it watches the queue's deadlines instead of sleeping until
-                // its PING timer.
-                state.slots[index].sleeping = false
-                wakeups.add(state.slots[index].connection)
-            }
-        }
-        if let failure {
-            pending.finish(.failure(failure))
-            return
-        }
-        wakeups.run()
+            )
+        )
     }
 
-    /// Queued requests of single sends that no free stream will take (negative when
-    /// streams are to spare): the queue less the published free streams and one stream
-    /// per connection not open, and at most the single sends queued (a batch's requests
-    /// are bounded by its window, not by `maxQueuedRequests`).
-    private func waitingCount(_ state: State, _ slots: SlotSummary) -> Int {
-        min(state.queue.singleCount, state.queue.count - slots.freeStreams - (settings.connectionCount - slots.ready))
-    }
+    // MARK: Performing the machine's actions
 
-    /// How many queued requests count as waiting for a stream against
-    /// `maxQueuedRequests` (for tests and diagnostics).
-    var waitingRequests: Int {
-        state.withLock { state in max(0, waitingCount(state, SlotSummary(state.slots))) }
-    }
-
-    /// What one pass over the slots knows (at most `connectionCount` of them).
-    private struct SlotSummary {
-        /// The free streams the connections published, in all.
-        var freeStreams = 0
-        /// Connections up.
-        var ready = 0
-        /// Connections being opened (or about to be): neither up nor idle.
-        var opening = 0
-        /// Whether a connection is up or connecting.
-        var anyUp = false
-
-        init(_ slots: [Slot]) {
-            for slot in slots {
-                freeStreams += slot.freeStreams
-                if slot.isReady { ready += 1 } else if !slot.isIdle { opening += 1 }
-                if slot.isReady || slot.isConnecting { anyUp = true }
-            }
-        }
-    }
-
-    /// The connections to signal or start once the pool lock is released.
+    /// The connections to signal or start, resolved from IDs under the lock, performed
+    /// after it is released.
     private struct Wakeups {
         var wake: HTTP2Connection?
-        /// Further sleepers to wake, when one is not enough (rare: no allocation otherwise).
+        /// Further connections to signal (rare: no allocation otherwise).
         var wakeMore: [HTTP2Connection] = []
         var wakeIdle: HTTP2Connection?
         var start: HTTP2Connection?
 
-        var isEmpty: Bool { wake == nil && wakeIdle == nil && start == nil }
-
-        mutating func add(_ connection: HTTP2Connection) {
-            if wake == nil { wake = connection } else { wakeMore.append(connection) }
+        /// Resolves `ids`, creating the connection object of a new slot.
+        init(_ ids: Machine.Wakeups, _ locked: inout Locked, pool: HTTP2ConnectionPool) {
+            wake = ids.wake.map { locked.connections[$0] }
+            for id in ids.wakeMore { wakeMore.append(locked.connections[id]) }
+            wakeIdle = ids.wakeIdle.map { locked.connections[$0] }
+            if let id = ids.start {
+                let connection = HTTP2Connection(index: id, pool: pool)
+                locked.connections.append(connection)
+                start = connection
+            }
         }
 
         func run() {
@@ -192,79 +100,48 @@ final class HTTP2ConnectionPool: Sendable {
         }
     }
 
-    /// Picks the connections to wake for new work, and wakes an idle one or starts a new
-    /// one when the queue holds more requests than the free streams of the connections
-    /// up or opening (one each for those opening). `slots` is the caller's summary of the
-    /// slots under the same lock (choosing changes only `sleeping`, which it does not
-    /// count), so the per-request path passes over the slots once or twice. Called under
-    /// the lock.
-    ///
-    /// An awake connection takes queued requests on its next loop iteration without a
-    /// system call, up to its free streams; sleepers with free streams are woken for
-    /// what the awake ones cannot take. Without that, a queue refilled from one busy
-    /// connection's thread (a batch) would only ever feed that connection.
-    private func chooseConnections(_ state: inout State, _ slots: SlotSummary) -> Wakeups {
-        var wakeups = Wakeups()
-        var awakeFree = 0
-        var anySleeper = false
-        for slot in state.slots where slot.freeStreams > 0 {
-            if slot.sleeping { anySleeper = true } else { awakeFree += slot.freeStreams }
-        }
-        var uncovered = state.queue.count - awakeFree
-        if anySleeper, uncovered > 0 {
-            for index in state.slots.indices where state.slots[index].sleeping && state.slots[index].freeStreams > 0 {
-                state.slots[index].sleeping = false
-                wakeups.add(state.slots[index].connection)
-                uncovered -= state.slots[index].freeStreams
-                if uncovered <= 0 { break }
+    private func jitter() -> Double { Double.random(in: 0...1) }
+
+    // MARK: Callers
+
+    /// Queues `pending` and wakes or starts a connection; fails it at once when the pool
+    /// is shut down, too many requests wait for a stream, or the pool is backing off with
+    /// no connection (see ``HTTP2PoolStateMachine/enqueue(_:now:)``).
+    func enqueue(_ pending: PendingRequest, now: UInt64 = MonotonicTime.now()) {
+        let outcome: Result<Wakeups, APNsTransportError> = state.withLock { locked in
+            switch locked.machine.enqueue(pending, now: now) {
+            case .fail(let error): return .failure(error)
+            case .queued(let ids): return .success(Wakeups(ids, &locked, pool: self))
             }
         }
-        // More capacity is needed when the queue outgrows the streams the connections
-        // up or opening will offer; otherwise a burst queued while one connection had
-        // free streams would stay on that connection alone.
-        guard state.queue.count > slots.freeStreams + slots.opening else { return wakeups }
-        if let index = state.slots.firstIndex(where: { $0.isIdle }) {
-            state.slots[index].isIdle = false
-            wakeups.wakeIdle = state.slots[index].connection
-        } else if state.slots.count < settings.connectionCount {
-            let connection = HTTP2Connection(index: state.slots.count, pool: self)
-            state.slots.append(Slot(connection: connection))
-            state.runningThreads += 1
-            wakeups.start = connection
+        switch outcome {
+        case .failure(let error): pending.finish(.failure(error))
+        case .success(let wakeups): wakeups.run()
         }
-        return wakeups
+    }
+
+    /// How many queued requests count as waiting for a stream against
+    /// `maxQueuedRequests` (for tests and diagnostics).
+    var waitingRequests: Int {
+        state.withLock { $0.machine.waitingRequests }
     }
 
     // MARK: Connections
 
     /// Pops up to `max` requests for `connection` and records how many streams it still
-    /// has free afterwards.
+    /// has free afterwards. Finished requests (cancelled, timed out) are not checked here,
+    /// under the pool lock: the connection skips them when it submits.
     func take(for connection: HTTP2Connection, max: Int, into buffer: inout [PendingRequest]) {
-        state.withLock { state in
-            let index = connection.index
-            state.slots[index].sleeping = false
-            var taken = 0
-            // Finished requests (cancelled, timed out) are not checked here, under the
-            // pool lock: the connection skips them when it submits.
-            while taken < max, let pending = state.queue.popFirst() {
-                buffer.append(pending)
-                taken += 1
-            }
-            state.slots[index].freeStreams = max - taken
-        }
+        state.withLock { $0.machine.take(for: connection.index, max: max, into: &buffer) }
     }
 
     /// Puts a request the server did not process back at the head of the queue and wakes
     /// a connection that can send it (or starts one).
     func requeue(_ pending: PendingRequest) {
-        var wakeups = Wakeups()
-        let shuttingDown = state.withLock { state -> Bool in
-            if state.shuttingDown { return true }
-            state.queue.prepend(pending)
-            wakeups = chooseConnections(&state, SlotSummary(state.slots))
-            return false
+        let wakeups: Wakeups? = state.withLock { locked in
+            locked.machine.requeue(pending).map { Wakeups($0, &locked, pool: self) }
         }
-        if shuttingDown {
+        guard let wakeups else {
             pending.finish(.failure(.shutdown("the transport shut down before the request could be sent again")))
             return
         }
@@ -275,30 +152,14 @@ final class HTTP2ConnectionPool: Sendable {
     /// Records that `connection` has `freeStreams` free streams (responses closed some),
     /// so requests sent meanwhile are not counted as waiting for a stream.
     func publishFreeStreams(_ connection: HTTP2Connection, freeStreams: Int) {
-        state.withLock { $0.slots[connection.index].freeStreams = freeStreams }
+        state.withLock { $0.machine.publishFreeStreams(connection.index, freeStreams: freeStreams) }
     }
 
     /// Whether `connection` may connect now; marks it idle when there is no demand.
     func connectPermission(for connection: HTTP2Connection) -> ConnectPermission {
         let now = MonotonicTime.now()
-        let permission = state.withLock { state -> ConnectPermission in
-            let index = connection.index
-            if state.shuttingDown { return .exit }
-            if state.queue.isEmpty {
-                state.slots[index].isIdle = true
-                return .idle
-            }
-            state.slots[index].isIdle = false
-            if now < state.nextConnectAttempt {
-                return .wait(nanoseconds: state.nextConnectAttempt - now)
-            }
-            if state.consecutiveFailures > 0 {
-                // One probe at a time while failing: the others wait for its result.
-                state.nextConnectAttempt = now + backoffNanoseconds(failures: state.consecutiveFailures)
-            }
-            state.slots[index].isConnecting = true
-            return .connect
-        }
+        let jitter = jitter()
+        let permission = state.withLock { $0.machine.connectPermission(for: connection.index, now: now, jitter: jitter) }
         if permission == .connect {
             // The thread blocks while it connects: someone else must expire what waits.
             QueueDeadlineWatch.shared.watch(self)
@@ -308,27 +169,15 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// Stops the deadline watch once no connection of the pool is being opened.
     private func connectingEnded() {
-        let anyConnecting = state.withLock { state in state.slots.contains { $0.isConnecting } }
-        if !anyConnecting { QueueDeadlineWatch.shared.unwatch(self) }
-    }
-
-    private func backoffNanoseconds(failures: Int) -> UInt64 {
-        MonotonicTime.nanoseconds(settings.backoff.delay(afterFailures: failures, jitter: Double.random(in: 0...1)))
+        if !state.withLock({ $0.machine.anyConnecting }) { QueueDeadlineWatch.shared.unwatch(self) }
     }
 
     /// A connection attempt failed: back off, and fail the queued requests if no other
     /// connection is up (they were never sent).
     func connectFailed(_ connection: HTTP2Connection, error: APNsTransportError) {
         let now = MonotonicTime.now()
-        let (failed, delay): ([PendingRequest], UInt64) = state.withLock { state in
-            state.slots[connection.index].isConnecting = false
-            state.consecutiveFailures += 1
-            let delay = backoffNanoseconds(failures: state.consecutiveFailures)
-            state.nextConnectAttempt = now + delay
-            state.lastConnectError = error
-            let anyUp = state.slots.contains { $0.isReady || $0.isConnecting }
-            return (anyUp ? [] : state.queue.removeAll(), delay)
-        }
+        let jitter = jitter()
+        let (failed, delay) = state.withLock { $0.machine.connectFailed(connection.index, error: error, now: now, jitter: jitter) }
         connectingEnded()
         statistics.update { $0.connectionFailures += 1 }
         settings.logger.warning(
@@ -344,13 +193,7 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection is up; `freeStreams` is its initial capacity.
     func connectSucceeded(_ connection: HTTP2Connection, freeStreams: Int) {
-        let reconnected = state.withLock { state -> Bool in
-            state.slots[connection.index].isConnecting = false
-            state.slots[connection.index].isReady = true
-            state.slots[connection.index].freeStreams = freeStreams
-            defer { state.slots[connection.index].hasConnected = true }
-            return state.slots[connection.index].hasConnected
-        }
+        let reconnected = state.withLock { $0.machine.connectSucceeded(connection.index, freeStreams: freeStreams) }
         connectingEnded()
         statistics.update { statistics in
             statistics.connectionsOpened += 1
@@ -360,10 +203,7 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection answered a request: the endpoint works, so the backoff resets.
     func connectionProved() {
-        state.withLock { state in
-            state.consecutiveFailures = 0
-            state.nextConnectAttempt = 0
-        }
+        state.withLock { $0.machine.connectionProved() }
     }
 
     /// A connection sent requests but closed before any response (with `error`): back off
@@ -371,70 +211,38 @@ final class HTTP2ConnectionPool: Sendable {
     /// backing off name `error` as the last attempt's failure.
     func sessionFailedWithoutResponse(_ error: APNsTransportError) {
         let now = MonotonicTime.now()
-        state.withLock { state in
-            state.lastConnectError = error
-            state.consecutiveFailures += 1
-            state.nextConnectAttempt = now + backoffNanoseconds(failures: state.consecutiveFailures)
-        }
+        let jitter = jitter()
+        state.withLock { $0.machine.sessionFailedWithoutResponse(error, now: now, jitter: jitter) }
     }
 
     /// A connection stopped taking requests (GOAWAY, closing) or closed.
     func connectionUnavailable(_ connection: HTTP2Connection, closed: Bool) {
-        state.withLock { state in
-            state.slots[connection.index].freeStreams = 0
-            if closed { state.slots[connection.index].isReady = false }
-        }
+        state.withLock { $0.machine.connectionUnavailable(connection.index, closed: closed) }
     }
 
     /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.
     func expireQueued(now: UInt64) {
-        let expired: [PendingRequest] = state.withLock { state in
-            guard now >= state.lastQueueScan + 10_000_000, !state.queue.isEmpty else { return [] }
-            state.lastQueueScan = now
-            var expired: [PendingRequest] = []
-            state.queue.retain { pending in
-                if pending.isFinished { return false }
-                if pending.deadline <= now {
-                    expired.append(pending)
-                    return false
-                }
-                return true
-            }
-            return expired
-        }
+        let expired = state.withLock { $0.machine.expireQueued(now: now) }
         for pending in expired { pending.expire() }
     }
 
-    /// Called by a connection about to block in poll(2) with `freeStreams` free streams.
-    ///
-    /// - Returns: `hasWork`: requests wait and the connection has a stream for them, so it
-    ///   must not block; `queueNonEmpty`: requests wait (their deadlines need the timer).
-    ///   When `hasWork` is `false` the connection is marked sleeping, so the next
-    ///   ``enqueue(_:)`` signals it.
+    /// Called by a connection about to block in poll(2) with `freeStreams` free streams;
+    /// see ``HTTP2PoolStateMachine/prepareToSleep(_:freeStreams:)``.
     func prepareToSleep(_ connection: HTTP2Connection, freeStreams: Int) -> (hasWork: Bool, queueNonEmpty: Bool) {
-        state.withLock { state in
-            let queueNonEmpty = !state.queue.isEmpty
-            if queueNonEmpty && freeStreams > 0 { return (true, true) }
-            state.slots[connection.index].freeStreams = freeStreams
-            state.slots[connection.index].sleeping = true
-            return (false, queueNonEmpty)
-        }
+        state.withLock { $0.machine.prepareToSleep(connection.index, freeStreams: freeStreams) }
     }
 
     /// The shutdown deadline, if shutdown has begun.
     var shutdownDeadline: UInt64? {
-        state.withLock { $0.shuttingDown ? $0.shutdownDeadline : nil }
+        state.withLock { $0.machine.shuttingDown ? $0.machine.shutdownDeadline : nil }
     }
 
     /// A connection thread has ended.
     func threadExited(_ connection: HTTP2Connection) {
-        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { state in
-            state.slots[connection.index].isReady = false
-            state.slots[connection.index].freeStreams = 0
-            state.runningThreads -= 1
-            guard state.runningThreads == 0, state.shuttingDown else { return [] }
-            defer { state.shutdownWaiters.removeAll() }
-            return state.shutdownWaiters
+        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { locked in
+            guard locked.machine.threadExited(connection.index) else { return [] }
+            defer { locked.shutdownWaiters.removeAll() }
+            return locked.shutdownWaiters
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -445,26 +253,23 @@ final class HTTP2ConnectionPool: Sendable {
     /// passed, closes every connection with GOAWAY, and returns when all threads exited.
     func shutdown(gracePeriod: Duration) async {
         let deadline = MonotonicTime.deadline(after: gracePeriod)
-        let (queued, connections): ([PendingRequest], [HTTP2Connection]) = state.withLock { state in
-            if !state.shuttingDown {
-                state.shuttingDown = true
-                state.shutdownDeadline = deadline
-            }
-            return (state.queue.removeAll(), state.slots.map(\.connection))
+        let (queued, connections): ([PendingRequest], [HTTP2Connection]) = state.withLock { locked in
+            let (fail, signal) = locked.machine.shutdown(deadline: deadline)
+            return (fail, signal.map { locked.connections[$0] })
         }
         for pending in queued {
             pending.finish(.failure(.shutdown("the transport shut down before the request was sent")))
         }
         for connection in connections { connection.wakeup.signal() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
-                if state.runningThreads == 0 { return true }
-                state.shutdownWaiters.append(continuation)
+            let done = state.withLock { locked -> Bool in
+                if locked.machine.runningThreads == 0 { return true }
+                locked.shutdownWaiters.append(continuation)
                 return false
             }
             if done { continuation.resume() }
         }
         // Break the pool ↔ connection reference cycle now that every thread has exited.
-        state.withLock { $0.slots.removeAll() }
+        state.withLock { $0.connections.removeAll() }
     }
 }

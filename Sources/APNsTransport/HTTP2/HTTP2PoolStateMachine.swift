@@ -1,0 +1,387 @@
+import APNsCore
+
+/// What the pool's state machine needs of a queued request: whether it belongs to a
+/// batch (batches are bounded by their window, not by `maxQueuedRequests`), whether it
+/// already has its outcome (cancelled, timed out), and its deadline.
+protocol PoolRequest: AnyObject {
+    /// Whether the request belongs to a batch send.
+    var isBatched: Bool { get }
+    /// Whether the request already has its outcome.
+    var isFinished: Bool { get }
+    /// When the request times out, on ``MonotonicTime``'s clock.
+    var deadline: UInt64 { get }
+}
+
+extension PendingRequest: PoolRequest {}
+
+/// The decisions of one endpoint's connection pool as a value: events in, actions out.
+///
+/// It keeps the queue of requests waiting for a stream and, for each connection slot (by
+/// ID, `0..<connectionCount`), what the pool knows of it: free streams, whether its thread
+/// sleeps, is idle, connecting or up. It never starts a thread, reads a clock, draws a
+/// random number, logs or finishes a request: the time and the jitter of the reconnect
+/// backoff are inputs, and what to do comes back as values (connections to wake or start,
+/// requests to fail, how long to wait). ``HTTP2ConnectionPool`` holds it under a lock and
+/// performs the actions; the tests drive it directly, with no thread and no socket.
+///
+/// The model is async-http-client's `HTTPConnectionPool.StateMachine`.
+struct HTTP2PoolStateMachine<Request: PoolRequest> {
+    /// A connection slot: 0 up to `connectionCount - 1`, opened lazily in order.
+    typealias ConnectionID = Int
+
+    /// The fixed settings.
+    struct Settings: Sendable {
+        /// The most connections.
+        var connectionCount: Int
+        /// The most single-send requests that may wait for a stream.
+        var maxQueuedRequests: Int
+        /// The delays between connection attempts after failures.
+        var backoff: ReconnectBackoff
+        /// The endpoint, for error messages.
+        var endpointDescription: String
+    }
+
+    /// What a disconnected connection should do next.
+    enum ConnectPermission: Equatable {
+        case connect
+        case wait(nanoseconds: UInt64)
+        case idle
+        case exit
+    }
+
+    /// The connections to signal or start once the caller's lock is released.
+    struct Wakeups: Equatable {
+        /// The first sleeping connection to signal.
+        var wake: ConnectionID?
+        /// Further sleepers to signal, when one is not enough (rare: no allocation otherwise).
+        var wakeMore: [ConnectionID] = []
+        /// An idle (disconnected, waiting for demand) connection to signal.
+        var wakeIdle: ConnectionID?
+        /// A new connection slot to create and start.
+        var start: ConnectionID?
+
+        /// Whether there is nothing to do.
+        var isEmpty: Bool { wake == nil && wakeIdle == nil && start == nil }
+
+        /// Every sleeper to signal, in order.
+        var sleepers: [ConnectionID] { (wake.map { [$0] } ?? []) + wakeMore }
+
+        mutating func add(_ id: ConnectionID) {
+            if wake == nil { wake = id } else { wakeMore.append(id) }
+        }
+    }
+
+    /// The outcome of ``enqueue(_:now:)``.
+    enum EnqueueAction {
+        /// Queued; signal or start these connections.
+        case queued(Wakeups)
+        /// Not queued: fail the request with this error (never sent).
+        case fail(APNsTransportError)
+    }
+
+    private struct Slot: Equatable {
+        var freeStreams = 0
+        /// The connection's thread is (about to be) blocked in poll(2) and needs a signal
+        /// to see new work; an awake one takes queued work on its next iteration.
+        var sleeping = false
+        var isIdle = false
+        var isReady = false
+        var isConnecting = false
+        /// A connection of this slot has been established before: the next one is a reconnect.
+        var hasConnected = false
+        /// Its thread has ended (after shutdown).
+        var exited = false
+    }
+
+    let settings: Settings
+    private var queue = RequestQueue<Request>()
+    private var slots: [Slot] = []
+    private(set) var shuttingDown = false
+    private(set) var shutdownDeadline: UInt64 = 0
+    private(set) var consecutiveFailures = 0
+    private(set) var nextConnectAttempt: UInt64 = 0
+    private(set) var lastConnectError: APNsTransportError?
+    private var lastQueueScan: UInt64 = 0
+    /// Connection threads started and not yet exited.
+    private(set) var runningThreads = 0
+
+    init(settings: Settings) {
+        self.settings = settings
+    }
+
+    // MARK: Reading
+
+    /// Requests queued (waiting or about to be taken).
+    var queuedCount: Int { queue.count }
+
+    /// How many connection slots exist (started at some point).
+    var connectionSlots: Int { slots.count }
+
+    /// Whether `id` is up (its session established and not closed).
+    func isReady(_ id: ConnectionID) -> Bool { slots[id].isReady }
+
+    /// The free streams `id` last published.
+    func freeStreams(_ id: ConnectionID) -> Int { slots[id].freeStreams }
+
+    /// Queued requests of single sends that no free stream will take, at least 0: what
+    /// counts against `maxQueuedRequests`.
+    var waitingRequests: Int { max(0, waitingCount(SlotSummary(slots))) }
+
+    // MARK: Callers
+
+    /// A request to queue at `now`: fails it at once when the pool is shut down, too many
+    /// single sends wait for a stream, or the pool is backing off with no connection (a
+    /// batch's requests wait for the next attempt instead); otherwise queues it and says
+    /// which connections to wake or start.
+    ///
+    /// A queued request *waits* when no stream is free for it: the queue is matched
+    /// against the free streams each open connection published plus one stream for each
+    /// connection not open (it opens on demand, and APNs allows every connection at least
+    /// one stream). Only the requests beyond those count against `maxQueuedRequests`.
+    mutating func enqueue(_ request: Request, now: UInt64) -> EnqueueAction {
+        if shuttingDown {
+            return .fail(.shutdown("the transport is shut down"))
+        }
+        let summary = SlotSummary(slots)
+        if !request.isBatched, case let waiting = waitingCount(summary), waiting >= settings.maxQueuedRequests {
+            return .fail(
+                .queueFull("\(waiting) requests are waiting for a stream (maxQueuedRequests \(settings.maxQueuedRequests))")
+            )
+        }
+        if !request.isBatched, !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt {
+            let waitMS = (nextConnectAttempt - now) / 1_000_000
+            return .fail(
+                .connectionFailed(
+                    "not connected to \(settings.endpointDescription); the last attempt failed ("
+                        + (lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")
+                        + "); next attempt in \(waitMS) ms"
+                )
+            )
+        }
+        queue.append(request)
+        var wakeups = chooseConnections(summary)
+        if wakeups.isEmpty, let id = slots.firstIndex(where: { $0.isReady && $0.sleeping }) {
+            // No connection can take the request now (no free stream anywhere): wake one
+            // anyway, so that it watches the queue's deadlines instead of sleeping until
+            // its PING timer.
+            slots[id].sleeping = false
+            wakeups.add(id)
+        }
+        return .queued(wakeups)
+    }
+
+    /// A request the server did not process, back at the head of the queue; `nil` when
+    /// the pool is shutting down (fail it), else the connections to wake.
+    mutating func requeue(_ request: Request) -> Wakeups? {
+        if shuttingDown { return nil }
+        queue.prepend(request)
+        return chooseConnections(SlotSummary(slots))
+    }
+
+    /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.
+    /// Returns the requests to expire (already-finished ones are dropped silently).
+    mutating func expireQueued(now: UInt64) -> [Request] {
+        guard now >= lastQueueScan + 10_000_000, !queue.isEmpty else { return [] }
+        lastQueueScan = now
+        var expired: [Request] = []
+        queue.retain { request in
+            if request.isFinished { return false }
+            if request.deadline <= now {
+                expired.append(request)
+                return false
+            }
+            return true
+        }
+        return expired
+    }
+
+    // MARK: Connections
+
+    /// Pops up to `max` requests for `id` into `buffer` and records how many streams it
+    /// still has free afterwards.
+    mutating func take(for id: ConnectionID, max: Int, into buffer: inout [Request]) {
+        slots[id].sleeping = false
+        var taken = 0
+        while taken < max, let request = queue.popFirst() {
+            buffer.append(request)
+            taken += 1
+        }
+        slots[id].freeStreams = max - taken
+    }
+
+    /// `id` has `freeStreams` free streams (answers closed some).
+    mutating func publishFreeStreams(_ id: ConnectionID, freeStreams: Int) {
+        slots[id].freeStreams = freeStreams
+    }
+
+    /// Whether `id` may connect at `now`; marks it idle when there is no demand. With
+    /// failures behind, one probe at a time: the attempt pushes the next one back by the
+    /// backoff (drawn with `jitter`, in `0...1`).
+    mutating func connectPermission(for id: ConnectionID, now: UInt64, jitter: Double) -> ConnectPermission {
+        if shuttingDown { return .exit }
+        if queue.isEmpty {
+            slots[id].isIdle = true
+            return .idle
+        }
+        slots[id].isIdle = false
+        if now < nextConnectAttempt {
+            return .wait(nanoseconds: nextConnectAttempt - now)
+        }
+        if consecutiveFailures > 0 {
+            nextConnectAttempt = now + backoffNanoseconds(jitter: jitter)
+        }
+        slots[id].isConnecting = true
+        return .connect
+    }
+
+    /// Whether any connection is being opened (its thread blocked in connect).
+    var anyConnecting: Bool { slots.contains { $0.isConnecting } }
+
+    /// A connection attempt of `id` failed at `now` with `error`: back off, and return the
+    /// queued requests to fail if no other connection is up or connecting (they were
+    /// never sent), with the delay before the next attempt.
+    mutating func connectFailed(_ id: ConnectionID, error: APNsTransportError, now: UInt64, jitter: Double) -> (fail: [Request], delay: UInt64) {
+        slots[id].isConnecting = false
+        consecutiveFailures += 1
+        let delay = backoffNanoseconds(jitter: jitter)
+        nextConnectAttempt = now + delay
+        lastConnectError = error
+        let anyUp = slots.contains { $0.isReady || $0.isConnecting }
+        return (anyUp ? [] : queue.removeAll(), delay)
+    }
+
+    /// `id` is up with `freeStreams` streams; whether it is a reconnect of its slot.
+    mutating func connectSucceeded(_ id: ConnectionID, freeStreams: Int) -> Bool {
+        slots[id].isConnecting = false
+        slots[id].isReady = true
+        slots[id].freeStreams = freeStreams
+        defer { slots[id].hasConnected = true }
+        return slots[id].hasConnected
+    }
+
+    /// A connection answered a request: the endpoint works, so the backoff resets.
+    mutating func connectionProved() {
+        consecutiveFailures = 0
+        nextConnectAttempt = 0
+    }
+
+    /// A connection sent requests but closed before any response, with `error`: back off
+    /// as after a failed connect (without failing the queue).
+    mutating func sessionFailedWithoutResponse(_ error: APNsTransportError, now: UInt64, jitter: Double) {
+        lastConnectError = error
+        consecutiveFailures += 1
+        nextConnectAttempt = now + backoffNanoseconds(jitter: jitter)
+    }
+
+    /// `id` stopped taking requests (GOAWAY, closing, probing) or, with `closed`, closed.
+    mutating func connectionUnavailable(_ id: ConnectionID, closed: Bool) {
+        slots[id].freeStreams = 0
+        if closed { slots[id].isReady = false }
+    }
+
+    /// `id` is about to block in poll(2) with `freeStreams` free streams.
+    ///
+    /// - Returns: `hasWork`: requests wait and the connection has a stream for them, so it
+    ///   must not block; `queueNonEmpty`: requests wait (their deadlines need the timer).
+    ///   When `hasWork` is `false` the connection is marked sleeping, so the next
+    ///   ``enqueue(_:now:)`` signals it.
+    mutating func prepareToSleep(_ id: ConnectionID, freeStreams: Int) -> (hasWork: Bool, queueNonEmpty: Bool) {
+        let queueNonEmpty = !queue.isEmpty
+        if queueNonEmpty && freeStreams > 0 { return (true, true) }
+        slots[id].freeStreams = freeStreams
+        slots[id].sleeping = true
+        return (false, queueNonEmpty)
+    }
+
+    /// `id`'s thread has ended; whether it was the last one during shutdown (the shutdown
+    /// waiters may resume).
+    mutating func threadExited(_ id: ConnectionID) -> Bool {
+        slots[id].isReady = false
+        slots[id].freeStreams = 0
+        slots[id].exited = true
+        runningThreads -= 1
+        return runningThreads == 0 && shuttingDown
+    }
+
+    // MARK: Shutdown
+
+    /// Shutdown begins (or goes on) at `deadline`: the queued requests to fail (never
+    /// sent) and the connections to signal so they drain and exit.
+    mutating func shutdown(deadline: UInt64) -> (fail: [Request], signal: [ConnectionID]) {
+        if !shuttingDown {
+            shuttingDown = true
+            shutdownDeadline = deadline
+        }
+        return (queue.removeAll(), Array(slots.indices))
+    }
+
+    // MARK: Choosing connections
+
+    /// What one pass over the slots knows (at most `connectionCount` of them).
+    private struct SlotSummary {
+        /// The free streams the connections published, in all.
+        var freeStreams = 0
+        /// Connections up.
+        var ready = 0
+        /// Connections being opened (or about to be): neither up nor idle.
+        var opening = 0
+        /// Whether a connection is up or connecting.
+        var anyUp = false
+
+        init(_ slots: [Slot]) {
+            for slot in slots where !slot.exited {
+                freeStreams += slot.freeStreams
+                if slot.isReady { ready += 1 } else if !slot.isIdle { opening += 1 }
+                if slot.isReady || slot.isConnecting { anyUp = true }
+            }
+        }
+    }
+
+    /// Queued requests of single sends that no free stream will take (negative when
+    /// streams are to spare).
+    private func waitingCount(_ summary: SlotSummary) -> Int {
+        min(queue.singleCount, queue.count - summary.freeStreams - (settings.connectionCount - summary.ready))
+    }
+
+    /// Picks the connections to wake for new work, and wakes an idle one or starts a new
+    /// one when the queue holds more requests than the free streams of the connections
+    /// up or opening (one each for those opening).
+    ///
+    /// An awake connection takes queued requests on its next loop iteration without a
+    /// system call, up to its free streams; sleepers with free streams are woken for what
+    /// the awake ones cannot take. Without that, a queue refilled from one busy
+    /// connection's thread (a batch) would only ever feed that connection.
+    private mutating func chooseConnections(_ summary: SlotSummary) -> Wakeups {
+        var wakeups = Wakeups()
+        var awakeFree = 0
+        var anySleeper = false
+        for slot in slots where slot.freeStreams > 0 {
+            if slot.sleeping { anySleeper = true } else { awakeFree += slot.freeStreams }
+        }
+        var uncovered = queue.count - awakeFree
+        if anySleeper, uncovered > 0 {
+            for id in slots.indices where slots[id].sleeping && slots[id].freeStreams > 0 {
+                slots[id].sleeping = false
+                wakeups.add(id)
+                uncovered -= slots[id].freeStreams
+                if uncovered <= 0 { break }
+            }
+        }
+        // More capacity is needed when the queue outgrows the streams the connections up
+        // or opening will offer.
+        guard queue.count > summary.freeStreams + summary.opening else { return wakeups }
+        if let id = slots.firstIndex(where: { $0.isIdle }) {
+            slots[id].isIdle = false
+            wakeups.wakeIdle = id
+        } else if slots.count < settings.connectionCount {
+            slots.append(Slot())
+            runningThreads += 1
+            wakeups.start = slots.count - 1
+        }
+        return wakeups
+    }
+
+    private func backoffNanoseconds(jitter: Double) -> UInt64 {
+        MonotonicTime.nanoseconds(settings.backoff.delay(afterFailures: consecutiveFailures, jitter: jitter))
+    }
+}

@@ -1,0 +1,238 @@
+import Testing
+@testable import APNsTransport
+
+/// A request as the pool state machine sees it, with no continuation and no transport.
+private final class FakeRequest: PoolRequest {
+    let name: String
+    let isBatched: Bool
+    var isFinished = false
+    let deadline: UInt64
+
+    init(_ name: String, batched: Bool = false, deadline: UInt64 = .max) {
+        self.name = name
+        self.isBatched = batched
+        self.deadline = deadline
+    }
+}
+
+private typealias Machine = HTTP2PoolStateMachine<FakeRequest>
+
+private func machine(connections: Int = 1, maxQueued: Int = 100, backoffBaseMS: Int64 = 500) -> Machine {
+    Machine(
+        settings: .init(
+            connectionCount: connections,
+            maxQueuedRequests: maxQueued,
+            backoff: ReconnectBackoff(base: .milliseconds(backoffBaseMS), maximum: .seconds(60)),
+            endpointDescription: "api.push.apple.com:443"
+        )
+    )
+}
+
+private let ms: UInt64 = 1_000_000
+
+/// The pool's decisions, event by event, with the clock and the jitter as inputs: no
+/// thread, no socket, no sleep. The scenarios are the ones issue 16 lists (lazy opening,
+/// stream limits rising and falling, GOAWAY, refused streams, reconnect backoff, queue
+/// limits, shutdown); the numbers they check come from the rules, not from a run.
+@Suite("HTTP/2 pool state machine: events in, actions out")
+struct HTTP2PoolStateMachineTests {
+    private func queued(_ action: Machine.EnqueueAction) -> Machine.Wakeups? {
+        if case .queued(let wakeups) = action { return wakeups }
+        return nil
+    }
+
+    private func failure(_ action: Machine.EnqueueAction) -> APNsTransportError? {
+        if case .fail(let error) = action { return error }
+        return nil
+    }
+
+    @Test("connections open lazily, one more only when the queue outgrows what is up or opening, up to the limit")
+    func lazyOpening() {
+        var pool = machine(connections: 3)
+        // The first request starts connection 0.
+        #expect(queued(pool.enqueue(FakeRequest("a"), now: 0)) == Machine.Wakeups(start: 0))
+        // A second one: connection 0 is opening and will offer a stream; 2 > 0 + 1 opens 1.
+        #expect(queued(pool.enqueue(FakeRequest("b"), now: 0)) == Machine.Wakeups(start: 1))
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        #expect(pool.connectSucceeded(0, freeStreams: 1) == false)
+        var taken: [FakeRequest] = []
+        pool.take(for: 0, max: 1, into: &taken)
+        #expect(taken.map(\.name) == ["a"])
+        // Connection 0 raised its limit (SETTINGS) and has 99 free: a new request needs no
+        // new connection.
+        pool.publishFreeStreams(0, freeStreams: 99)
+        let wakeups = queued(pool.enqueue(FakeRequest("c"), now: 0))
+        #expect(wakeups?.start == nil)
+        #expect(pool.connectionSlots == 2)
+        // Never more than the limit: with no free stream anywhere, slot 2 opens, then none.
+        pool.publishFreeStreams(0, freeStreams: 0)
+        for index in 0..<10 { _ = pool.enqueue(FakeRequest("x\(index)"), now: 0) }
+        #expect(pool.connectionSlots == 3)
+    }
+
+    @Test("a sleeping connection with free streams is woken for new work; an awake one is not")
+    func wakesSleepers() {
+        var pool = machine()
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
+        _ = pool.connectSucceeded(0, freeStreams: 10)
+        var taken: [FakeRequest] = []
+        pool.take(for: 0, max: 10, into: &taken)
+        // Awake (it just took work): queueing needs no signal.
+        #expect(queued(pool.enqueue(FakeRequest("b"), now: 0))?.isEmpty == true)
+        pool.take(for: 0, max: 9, into: &taken)
+        // About to sleep with free streams and an empty queue: marked sleeping.
+        #expect(pool.prepareToSleep(0, freeStreams: 8) == (hasWork: false, queueNonEmpty: false))
+        #expect(queued(pool.enqueue(FakeRequest("c"), now: 0)) == Machine.Wakeups(wake: 0))
+    }
+
+    @Test("the stream limit falls to 0: a queued request still wakes a sleeper, so its deadline is watched")
+    func streamLimitZeroStillWakes() {
+        var pool = machine()
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
+        _ = pool.connectSucceeded(0, freeStreams: 1)
+        var taken: [FakeRequest] = []
+        pool.take(for: 0, max: 1, into: &taken)
+        // SETTINGS_MAX_CONCURRENT_STREAMS 0: nothing free, and the connection sleeps.
+        #expect(pool.prepareToSleep(0, freeStreams: 0) == (hasWork: false, queueNonEmpty: false))
+        let late = FakeRequest("late", deadline: 3_000 * ms)
+        #expect(queued(pool.enqueue(late, now: 0)) == Machine.Wakeups(wake: 0))
+        // The woken connection polls every 10 ms; its scan expires the request on time.
+        #expect(pool.expireQueued(now: 2_990 * ms).isEmpty)
+        #expect(pool.expireQueued(now: 3_000 * ms).map(\.name) == ["late"])
+        #expect(pool.queuedCount == 0)
+    }
+
+    @Test("a refused or GOAWAY-unprocessed request goes back first; a GOAWAY'd connection takes nothing")
+    func requeueGoesFirstAndGoAwayStopsTaking() {
+        var pool = machine(connections: 2)
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
+        _ = pool.connectSucceeded(0, freeStreams: 5)
+        _ = pool.enqueue(FakeRequest("b"), now: 0)
+        // GOAWAY on connection 0: it offers no stream from now on.
+        pool.connectionUnavailable(0, closed: false)
+        #expect(pool.freeStreams(0) == 0)
+        let refused = FakeRequest("refused")
+        let wakeups = pool.requeue(refused)
+        // Three queued, nothing free, connection 0 not opening: the second slot starts.
+        #expect(wakeups?.start == 1)
+        _ = pool.connectPermission(for: 1, now: 0, jitter: 0)
+        _ = pool.connectSucceeded(1, freeStreams: 10)
+        var taken: [FakeRequest] = []
+        pool.take(for: 1, max: 10, into: &taken)
+        #expect(taken.map(\.name) == ["refused", "a", "b"])
+    }
+
+    @Test("reconnect backoff: exponential with equal jitter, one probe at a time, single sends fail fast, batches wait")
+    func reconnectBackoff() {
+        var pool = machine(backoffBaseMS: 500)
+        let first = FakeRequest("a")
+        _ = pool.enqueue(first, now: 0)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        // Failure 1 with jitter 1: 500 ms (the bound); the queue fails (no connection up).
+        let (failed, delay) = pool.connectFailed(0, error: .connectionFailed("refused"), now: 0, jitter: 1)
+        #expect(failed.map(\.name) == ["a"])
+        #expect(delay == 500 * ms)
+        // While backing off with nothing up, a single send fails at once and names the cause…
+        let error = failure(pool.enqueue(FakeRequest("b"), now: 100 * ms))
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(error?.detail?.contains("the last attempt failed (refused)") == true, "\(String(describing: error))")
+        #expect(error?.detail?.contains("next attempt in 400 ms") == true, "\(String(describing: error))")
+        // …while a batch's request waits for the next attempt.
+        #expect(queued(pool.enqueue(FakeRequest("batch", batched: true), now: 100 * ms)) != nil)
+        #expect(pool.connectPermission(for: 0, now: 100 * ms, jitter: 0) == .wait(nanoseconds: 400 * ms))
+        // The probe at 500 ms pushes the next attempt back by the backoff for 1 failure
+        // (jitter 0: 250 ms), so a second thread would wait for the probe's result.
+        #expect(pool.connectPermission(for: 0, now: 500 * ms, jitter: 0) == .connect)
+        #expect(pool.nextConnectAttempt == 750 * ms)
+        // Failure 2 with jitter 0: 2 × 500 ms × 1/2 = 500 ms.
+        #expect(pool.connectFailed(0, error: .tlsFailure("bad certificate"), now: 600 * ms, jitter: 0).delay == 500 * ms)
+        // A session that proves the endpoint (an answer) resets the backoff.
+        pool.connectionProved()
+        #expect(pool.consecutiveFailures == 0)
+        #expect(pool.nextConnectAttempt == 0)
+    }
+
+    @Test("a session that sent requests and closed before any answer backs off, naming its error")
+    func sessionWithoutAnswerBacksOff() {
+        var pool = machine(backoffBaseMS: 1_000)
+        pool.sessionFailedWithoutResponse(.protocolError("GOAWAY PROTOCOL_ERROR"), now: 0, jitter: 1)
+        #expect(pool.nextConnectAttempt == 1_000 * ms)
+        let error = failure(pool.enqueue(FakeRequest("a"), now: 0))
+        #expect(error?.detail?.contains("GOAWAY PROTOCOL_ERROR") == true, "\(String(describing: error))")
+    }
+
+    @Test("maxQueuedRequests counts only single sends that no free stream (or unopened connection) will take")
+    func queueLimit() {
+        var pool = machine(connections: 2, maxQueued: 2)
+        // Two connections not open yet: two requests are covered, two more may wait.
+        for name in ["a", "b", "c", "d"] {
+            #expect(queued(pool.enqueue(FakeRequest(name), now: 0)) != nil, "\(name)")
+        }
+        #expect(pool.waitingRequests == 2)
+        let full = failure(pool.enqueue(FakeRequest("e"), now: 0))
+        #expect(full?.code == .queueFull)
+        #expect(full?.mayHaveReachedAPNs == false)
+        // A batch's requests are bounded by its window, not by maxQueuedRequests.
+        #expect(queued(pool.enqueue(FakeRequest("batch", batched: true), now: 0)) != nil)
+        // Free streams published by a connection make room again.
+        _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
+        _ = pool.connectSucceeded(0, freeStreams: 10)
+        #expect(pool.waitingRequests == 0)
+        #expect(queued(pool.enqueue(FakeRequest("f"), now: 0)) != nil)
+    }
+
+    @Test("no demand: a disconnected connection goes idle, and new work wakes it instead of a new slot")
+    func idleConnections() {
+        var pool = machine(connections: 2)
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        var taken: [FakeRequest] = []
+        _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
+        _ = pool.connectSucceeded(0, freeStreams: 1)
+        pool.take(for: 0, max: 1, into: &taken)
+        pool.connectionUnavailable(0, closed: true)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .idle)
+        #expect(queued(pool.enqueue(FakeRequest("b"), now: 0)) == Machine.Wakeups(wakeIdle: 0))
+    }
+
+    @Test("shutdown: queued requests fail, every connection is signalled, new ones fail, the last thread ends it")
+    func shutdown() {
+        var pool = machine(connections: 2)
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        _ = pool.enqueue(FakeRequest("b"), now: 0)
+        #expect(pool.runningThreads == 2)
+        let (fail, signal) = pool.shutdown(deadline: 10_000 * ms)
+        #expect(fail.map(\.name) == ["a", "b"])
+        #expect(signal == [0, 1])
+        #expect(pool.shutdownDeadline == 10_000 * ms)
+        #expect(failure(pool.enqueue(FakeRequest("c"), now: 0))?.code == .shutdown)
+        #expect(pool.requeue(FakeRequest("d")) == nil)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .exit)
+        #expect(pool.threadExited(0) == false)
+        #expect(pool.threadExited(1) == true)
+        // A second shutdown keeps the first deadline.
+        _ = pool.shutdown(deadline: 99)
+        #expect(pool.shutdownDeadline == 10_000 * ms)
+    }
+
+    @Test("expired or finished requests leave the queue on a scan, at most one scan per 10 ms")
+    func expiry() {
+        var pool = machine()
+        let soon = FakeRequest("soon", deadline: 50 * ms)
+        let done = FakeRequest("done")
+        done.isFinished = true
+        let later = FakeRequest("later", deadline: 1_000 * ms)
+        for request in [soon, done, later] { _ = pool.enqueue(request, now: 0) }
+        #expect(pool.expireQueued(now: 60 * ms).map(\.name) == ["soon"])
+        #expect(pool.queuedCount == 1)
+        // Within 10 ms of the last scan: no scan.
+        #expect(pool.expireQueued(now: 1_005 * ms).map(\.name) == ["later"])
+        let next = FakeRequest("next", deadline: 1_006 * ms)
+        _ = pool.enqueue(next, now: 1_005 * ms)
+        #expect(pool.expireQueued(now: 1_010 * ms).isEmpty)
+        #expect(pool.expireQueued(now: 1_015 * ms).map(\.name) == ["next"])
+    }
+}
