@@ -46,8 +46,8 @@ final class HTTP2Connection: @unchecked Sendable {
     private var events: [HTTP2ConnectionEvent] = []
     private var taken: [PendingRequest] = []
     private var expired: [(Int32, PendingRequest)] = []
-    private var lastReceived: UInt64 = 0
-    private var pingSentAt: UInt64?
+    /// The PING, preface and probe timers (a pure value; see its rules).
+    private var liveness = HTTP2ConnectionLiveness(settings: .init(pingInterval: 0, pingTimeout: 0, connectTimeout: 0), now: 0)
     private var hadResponse = false
     private var nextDeadlineScan: UInt64 = 0
     private var publishedFree = 0
@@ -60,16 +60,7 @@ final class HTTP2Connection: @unchecked Sendable {
     /// TLS (which poll(2) cannot see): read again without blocking.
     private var moreToRead = false
     private var submittedAny = false
-    /// When the session began (TCP and TLS up): the server's SETTINGS are due within the
-    /// connect timeout of it.
-    private var sessionStart: UInt64 = 0
-    /// A request timed out in flight, or requests in flight met silence: a PING is out
-    /// to learn whether the server still answers, and no new request is taken until it
-    /// does (a PING left unanswered for the PING timeout closes the connection).
-    private var probing = false
     private var refusedResponseLogged = false
-    /// When the requests now in flight began waiting (the first one sent while none was).
-    private var awaitingSince: UInt64 = 0
     /// The session ended because the server never sent its SETTINGS.
     private var prefaceTimedOut = false
 
@@ -165,8 +156,14 @@ final class HTTP2Connection: @unchecked Sendable {
         self.stream = opened
         self.machine = machine
         let now = MonotonicTime.now()
-        lastReceived = now
-        pingSentAt = nil
+        liveness = HTTP2ConnectionLiveness(
+            settings: .init(
+                pingInterval: pool.settings.pingInterval,
+                pingTimeout: pool.settings.pingTimeout,
+                connectTimeout: MonotonicTime.nanoseconds(pool.settings.connectTimeout)
+            ),
+            now: now
+        )
         hadResponse = false
         goAwayDetail = nil
         draining = false
@@ -174,9 +171,7 @@ final class HTTP2Connection: @unchecked Sendable {
         peerClosed = false
         moreToRead = false
         submittedAny = false
-        probing = false
         prefaceTimedOut = false
-        sessionStart = now
         output.removeAll(keepingCapacity: true)
         outputOffset = 0
         framesReported = 0
@@ -254,7 +249,7 @@ final class HTTP2Connection: @unchecked Sendable {
         pool.take(for: self, max: free, into: &taken)
         publishedFree = free - taken.count
         guard !taken.isEmpty else { return }
-        if inFlight.isEmpty { awaitingSince = MonotonicTime.now() }
+        liveness.sent(now: MonotonicTime.now(), firstInFlight: inFlight.isEmpty)
         var sent = 0
         for pending in taken {
             do {
@@ -331,13 +326,7 @@ final class HTTP2Connection: @unchecked Sendable {
         } else if !inFlight.isEmpty || queueNonEmpty || draining {
             timeout = 10_000_000
         }
-        if let sent = pingSentAt {
-            let due = sent &+ pool.settings.pingTimeout
-            timeout = min(timeout, due > now ? due - now : 0)
-        } else {
-            let due = lastReceived &+ pool.settings.pingInterval
-            timeout = min(timeout, due > now ? due - now : 0)
-        }
+        timeout = min(timeout, liveness.nextDue(now: now))
         let milliseconds = timeout == UInt64.max ? -1 : Int32(clamping: (timeout + 999_999) / 1_000_000)
         // The two descriptors live on the stack: no array allocated per loop iteration.
         let socketEvents = Int16(POLLIN) | (pollForWrite ? Int16(POLLOUT) : 0)
@@ -367,7 +356,7 @@ final class HTTP2Connection: @unchecked Sendable {
         for _ in 0..<64 {
             switch try stream.read(into: readBuffer) {
             case .done(let count):
-                lastReceived = MonotonicTime.now()
+                liveness.received(now: MonotonicTime.now())
                 try machine.receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
             case .wantRead:
                 moreToRead = false
@@ -450,9 +439,7 @@ final class HTTP2Connection: @unchecked Sendable {
                     ]
                 )
             case .pingAcknowledged:
-                pingSentAt = nil
-                if probing {
-                    probing = false
+                if liveness.pingAcknowledged() {
                     logger.debug("APNs connection answered the probe PING; taking requests again")
                 }
             }
@@ -461,44 +448,30 @@ final class HTTP2Connection: @unchecked Sendable {
 
     /// The streams this connection offers the queue: none while a probe PING is out.
     private func takingStreams(_ machine: HTTP2ConnectionStateMachine) -> Int {
-        probing ? 0 : machine.availableStreams
+        liveness.takesRequests ? machine.availableStreams : 0
     }
 
-    /// Sends a PING to learn whether the server still answers; until it does, the
-    /// connection takes no new request.
-    private func probe(_ machine: HTTP2ConnectionStateMachine, now: UInt64, because reason: String) {
-        guard !probing else { return }
-        probing = true
-        if pingSentAt == nil {
+    /// Performs what the liveness timers decided.
+    private func perform(_ action: HTTP2ConnectionLiveness.Action, _ machine: HTTP2ConnectionStateMachine) throws(APNsTransportError) {
+        switch action {
+        case .none:
+            break
+        case .sendPing:
             machine.ping()
-            pingSentAt = now
+        case .probe(let reason, let sendPing):
+            if sendPing { machine.ping() }
+            pool.connectionUnavailable(self, closed: false)
+            publishedFree = 0
+            logger.debug("APNs connection probed with a PING", metadata: ["reason": "\(reason)"])
+        case .close(let error, let failedConnect):
+            prefaceTimedOut = failedConnect
+            throw error
         }
-        pool.connectionUnavailable(self, closed: false)
-        publishedFree = 0
-        logger.debug("APNs connection probed with a PING", metadata: ["reason": "\(reason)"])
     }
 
     private func checkTimers(_ machine: HTTP2ConnectionStateMachine) throws(APNsTransportError) {
         let now = MonotonicTime.now()
-        if !machine.settingsReceived, now >= sessionStart &+ MonotonicTime.nanoseconds(pool.settings.connectTimeout) {
-            prefaceTimedOut = true
-            throw .connectionClosed(
-                "the server sent no HTTP/2 SETTINGS within the connect timeout (\(pool.settings.connectTimeout)) "
-                    + "after the connection opened"
-            )
-        }
-        if let sent = pingSentAt {
-            if now >= sent &+ pool.settings.pingTimeout {
-                throw .connectionClosed("no PING answer within the PING timeout; the connection is considered dead")
-            }
-        } else if now >= lastReceived &+ pool.settings.pingInterval {
-            machine.ping()
-            pingSentAt = now
-        } else if !inFlight.isEmpty, now >= max(lastReceived, awaitingSince) &+ pool.settings.pingTimeout {
-            // Requests wait for answers and the server has said nothing for a PING timeout:
-            // find out now rather than at the idle PING.
-            probe(machine, now: now, because: "requests in flight and nothing received")
-        }
+        try perform(liveness.check(now: now, settingsReceived: machine.settingsReceived, requestsInFlight: inFlight.count), machine)
         guard now >= nextDeadlineScan else { return }
         nextDeadlineScan = now + 10_000_000
         pool.expireQueued(now: now)
@@ -515,7 +488,7 @@ final class HTTP2Connection: @unchecked Sendable {
         if !expired.isEmpty {
             // The server let a request's deadline pass: it may have stopped answering. Stop
             // sending it new requests until a PING proves it alive.
-            probe(machine, now: now, because: "a request timed out in flight")
+            try perform(liveness.requestTimedOut(now: now), machine)
         }
         expired.removeAll(keepingCapacity: true)
     }

@@ -60,6 +60,10 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
         /// On connection number `n` (1-based), send GOAWAY after this many requests arrived:
         /// requests up to the last-stream-id are answered, those above are not.
         var goAwayAfterRequests: (connection: Int, requests: Int)?
+        /// With `goAwayAfterRequests`: hold the requests past that number unanswered, and
+        /// send the GOAWAY only once this many have arrived, so that the requests above
+        /// its last-stream-id are certainly in flight, however the tasks were scheduled.
+        var goAwayOnceReceived: Int?
         /// Refuse (RST_STREAM REFUSED_STREAM) the first request of each of these numbers (1-based, global).
         var refuseRequests: Set<Int> = []
         /// On the first connection, close the socket after this many requests arrived, answering none.
@@ -136,6 +140,7 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
         var handledFrames = 0
         var raised = false
         var goAwaySent = false
+        var lastProcessed: Int32 = 0
         var requestsHere = 0
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -182,7 +187,16 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
                 }
                 if let rule = behaviour.goAwayAfterRequests, rule.connection == connection {
                     if goAwaySent { continue }
-                    if requestsHere >= rule.requests {
+                    if requestsHere == rule.requests { lastProcessed = streamID }
+                    if let hold = behaviour.goAwayOnceReceived, requestsHere > rule.requests {
+                        // Held: above the last-stream-id the GOAWAY will name.
+                        if requestsHere >= hold {
+                            goAwaySent = true
+                            server.goAway(lastStreamID: lastProcessed, debugData: #"{"reason":"Shutdown"}"#)
+                        }
+                        continue
+                    }
+                    if behaviour.goAwayOnceReceived == nil, requestsHere >= rule.requests {
                         goAwaySent = true
                         // Streams above this one were not processed (RFC 9113 §6.8).
                         server.goAway(lastStreamID: streamID, debugData: #"{"reason":"Shutdown"}"#)
