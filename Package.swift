@@ -57,6 +57,8 @@ let package = Package(
             name: "APNsMockServer",
             dependencies: [
                 "APNsCore",
+                // A test server hands its users a transport already pointed at it.
+                "APNsTransport",
                 "CNGHTTP2",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),

@@ -2,24 +2,27 @@
 // line for line from the next line on (ArticleBlocksTests checks it), so it compiles here
 // as the article shows it, imports included; ArticleBlocksTests also runs it.
 import APNsMockServer
-import Foundation
+import APNsTransport
 
-func sendThroughTheMock() async throws {
+func sendThroughTheMock() async throws -> [APNsOutcome] {
     let configuration = MockAPNsServer.Configuration(bundleIDs: ["com.example.app"])
-    try await withMockAPNsServer(configuration: configuration) { server in
-        // Point the client at the server.
-        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("mock-ca.pem").path
-        try server.writeCertificateAuthority(to: caFile)
-        let url = "https://localhost:\(server.port)/3/device/<token>"
-        _ = url  // your client connects here, trusting caFile (or server.certificateAuthorityPEM)
+    return try await withMockAPNsServer(configuration: configuration) { server in
+        // Point a client at the server: its host, port and CA in one transport.
+        let client = APNsClient(credentials: .certificate, transport: try server.makeTransport())
 
         // Script what APNs should answer.
-        server.respond(toDeviceToken: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0",
-                       with: .unregistered())
+        let token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+        server.respond(toDeviceToken: token, with: .unregistered())
         server.failNextRequests(2, with: .serviceUnavailable)
+
+        // Send as in production: two 503s are retried, then APNs says Unregistered.
+        let notification = PushNotification(payload: .alert(body: "Hello"), topic: "com.example.app")
+        let outcomes = await client.send(notification, to: [try DeviceToken(hex: token)])
+        await client.shutdown()
 
         // Read what arrived.
         let received = server.recordedRequests
         _ = received.map { ($0.deviceToken, $0.status, $0.reason) }
+        return outcomes
     }
 }
