@@ -48,16 +48,26 @@ public final class APNsClient: Sendable {
     private let sleep: @Sendable (Duration) async throws -> Void
     let jitter: @Sendable () -> Double
 
-    /// Creates a client that sends where its transport connects: the environment is
-    /// stated once, on the transport (an `HTTP2Transport`'s configuration). A transport
-    /// bound to no endpoint (``MockTransport``) gives ``APNsEnvironment/production``.
+    /// Creates a client.
+    ///
+    /// State the environment once, on the transport: without `environment`, the client
+    /// sends where its transport connects (an `HTTP2Transport`'s configuration; a
+    /// transport bound to no endpoint, such as ``MockTransport``, gives
+    /// ``APNsEnvironment/production``).
     ///
     /// ```swift
     /// let transport = HTTP2Transport(configuration: .init(environment: .sandbox))
     /// let client = APNsClient(credentials: .providerToken(tokenCache), transport: transport)
     /// ```
     ///
+    /// An `environment` given for a transport bound to another endpoint sends nothing:
+    /// every call fails with ``APNsError/invalid(_:)`` and
+    /// ``APNsRequestError/Code/environmentMismatch``, naming both (a sandbox transport
+    /// under a production client would otherwise open a second connection, to the other
+    /// host).
+    ///
     /// - Parameters:
+    ///   - environment: Where requests go; by default the transport's.
     ///   - credentials: A provider token source, or `.certificate` when the transport
     ///     presents a client certificate.
     ///   - transport: What sends the requests, and where.
@@ -65,6 +75,7 @@ public final class APNsClient: Sendable {
     ///   - requestTimeout: How long each attempt may take; 30 seconds unless given.
     ///   - logger: Where to log; by default nothing is logged.
     public convenience init(
+        environment: APNsEnvironment? = nil,
         credentials: APNsCredentials,
         transport: any PushTransport,
         retryPolicy: RetryPolicy = .default,
@@ -72,42 +83,7 @@ public final class APNsClient: Sendable {
         logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.init(
-            environment: transport.environment ?? .production,
-            credentials: credentials,
-            transport: transport,
-            retryPolicy: retryPolicy,
-            requestTimeout: requestTimeout,
-            logger: logger
-        )
-    }
-
-    /// Creates a client.
-    ///
-    /// When the transport is bound to an endpoint (an `HTTP2Transport` is), `environment`
-    /// must be that endpoint: otherwise nothing is sent, and every call fails with
-    /// ``APNsError/invalid(_:)`` and ``APNsRequestError/Code/environmentMismatch``, naming
-    /// both (a sandbox transport under a production client would otherwise open a second
-    /// connection, to the other host). Prefer ``init(credentials:transport:retryPolicy:requestTimeout:logger:)``,
-    /// which takes the transport's.
-    ///
-    /// - Parameters:
-    ///   - environment: Where requests go (production, sandbox, or a custom host).
-    ///   - credentials: A provider token source, or `.certificate` when the transport
-    ///     presents a client certificate.
-    ///   - transport: What sends the requests.
-    ///   - retryPolicy: What is retried; ``RetryPolicy/default`` unless given.
-    ///   - requestTimeout: How long each attempt may take; 30 seconds unless given.
-    ///   - logger: Where to log; by default nothing is logged.
-    public convenience init(
-        environment: APNsEnvironment,
-        credentials: APNsCredentials,
-        transport: any PushTransport,
-        retryPolicy: RetryPolicy = .default,
-        requestTimeout: Duration = APNsRequest.defaultTimeout,
-        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() })
-    ) {
-        self.init(
-            environment: environment,
+            environment: environment ?? transport.environment ?? .production,
             credentials: credentials,
             transport: transport,
             retryPolicy: retryPolicy,

@@ -30,6 +30,18 @@ private func machine(connections: Int = 1, maxQueued: Int = 100, backoffBaseMS: 
 
 private let ms: UInt64 = 1_000_000
 
+/// A pool whose connection 0 is up with `freeStreams` streams and has taken the one
+/// request that opened it.
+private func connectedPool(freeStreams: Int) -> Machine {
+    var pool = machine()
+    _ = pool.enqueue(FakeRequest("opener"), now: 0)
+    _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
+    _ = pool.connectSucceeded(0, freeStreams: freeStreams)
+    var taken: [FakeRequest] = []
+    pool.take(for: 0, max: freeStreams, into: &taken)
+    return pool
+}
+
 /// The pool's decisions, event by event, with the clock and the jitter as inputs: no
 /// thread, no socket, no sleep. The scenarios are the ones issue 16 lists (lazy opening,
 /// stream limits rising and falling, GOAWAY, refused streams, reconnect backoff, queue
@@ -72,12 +84,8 @@ struct HTTP2PoolStateMachineTests {
 
     @Test("a sleeping connection with free streams is woken for new work; an awake one is not")
     func wakesSleepers() {
-        var pool = machine()
-        _ = pool.enqueue(FakeRequest("a"), now: 0)
-        _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
-        _ = pool.connectSucceeded(0, freeStreams: 10)
+        var pool = connectedPool(freeStreams: 10)
         var taken: [FakeRequest] = []
-        pool.take(for: 0, max: 10, into: &taken)
         // Awake (it just took work): queueing needs no signal.
         #expect(queued(pool.enqueue(FakeRequest("b"), now: 0))?.isEmpty == true)
         pool.take(for: 0, max: 9, into: &taken)
@@ -88,12 +96,7 @@ struct HTTP2PoolStateMachineTests {
 
     @Test("the stream limit falls to 0: a queued request still wakes a sleeper, so its deadline is watched")
     func streamLimitZeroStillWakes() {
-        var pool = machine()
-        _ = pool.enqueue(FakeRequest("a"), now: 0)
-        _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
-        _ = pool.connectSucceeded(0, freeStreams: 1)
-        var taken: [FakeRequest] = []
-        pool.take(for: 0, max: 1, into: &taken)
+        var pool = connectedPool(freeStreams: 1)
         // SETTINGS_MAX_CONCURRENT_STREAMS 0: nothing free, and the connection sleeps.
         #expect(pool.prepareToSleep(0, freeStreams: 0) == (hasWork: false, queueNonEmpty: false))
         let late = FakeRequest("late", deadline: 3_000 * ms)

@@ -16,19 +16,24 @@ struct ResponseLimitTests {
         return try HTTP2ConnectionStateMachine(configuration: configuration)
     }
 
+    /// nghttp2's server session, with 10 streams, after the prefaces were exchanged.
+    private func connectedServer(_ client: HTTP2ConnectionStateMachine) throws -> InMemoryHTTP2Server {
+        let server = InMemoryHTTP2Server(maxConcurrentStreams: 10)
+        try exchange(client, server)
+        return server
+    }
+
     @Test("the client advertises SETTINGS_MAX_HEADER_LIST_SIZE as nghttp2 reads it")
     func advertisesHeaderListSize() throws {
         let client = try machine(headers: 12_345)
-        let server = InMemoryHTTP2Server(maxConcurrentStreams: 10)
-        try exchange(client, server)
+        let server = try connectedServer(client)
         #expect(server.receivedSettings[Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue)] == 12_345)
     }
 
     @Test("a 400 body past the limit: RST_STREAM CANCEL, responseTooLarge with status 400, the connection goes on")
     func bodyPastTheLimit() throws {
         let client = try machine(body: 1_000)
-        let server = InMemoryHTTP2Server(maxConcurrentStreams: 10)
-        try exchange(client, server)
+        let server = try connectedServer(client)
         let big = try client.submit(devicePush(token: 1))
         let small = try client.submit(devicePush(token: 2))
         try exchange(client, server)
@@ -60,8 +65,7 @@ struct ResponseLimitTests {
     @Test("a 200 whose headers pass the limit: responseTooLarge, status 200, the detail says APNs accepted it")
     func headersPastTheLimit() throws {
         let client = try machine(headers: 2_048)
-        let server = InMemoryHTTP2Server(maxConcurrentStreams: 10)
-        try exchange(client, server)
+        let server = try connectedServer(client)
         let id = try client.submit(devicePush(token: 1))
         try exchange(client, server)
         // 40 fields of 100 octets each (+32 per field): about 5,400 octets.
@@ -88,8 +92,7 @@ struct ResponseLimitTests {
     @Test("a channel management answer may be larger than a push answer")
     func channelBodiesHaveTheirOwnLimit() throws {
         let client = try machine(body: 1_000, channelBody: 100_000)
-        let server = InMemoryHTTP2Server(maxConcurrentStreams: 10)
-        try exchange(client, server)
+        let server = try connectedServer(client)
         let request = try APNsRequest(
             method: .get,
             authority: "api-manage-broadcast.push.apple.com:2196",
