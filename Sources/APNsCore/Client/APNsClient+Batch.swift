@@ -27,7 +27,9 @@ extension APNsClient {
         maxConcurrency: Int = 100
     ) async -> [APNsOutcome] {
         if deviceTokens.isEmpty { return [] }
-        let pass = BatchPass(deviceTokens: deviceTokens)
+        let pushType = notification.pushType
+        metrics.sent(pushType, count: deviceTokens.count)
+        let pass = BatchPass(deviceTokens: deviceTokens, metrics: metrics, pushType: { _ in pushType })
         await sendBatch(notification, to: deviceTokens, into: pass, maxConcurrency: maxConcurrency)
         return pass.takeOutcomes()
     }
@@ -56,7 +58,9 @@ extension APNsClient {
         maxConcurrency: Int = 100,
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
     ) async -> APNsBatchSummary {
-        let pass = BatchPass(deviceTokens: deviceTokens, onOutcome: onOutcome)
+        let pushType = notification.pushType
+        metrics.sent(pushType, count: deviceTokens.count)
+        let pass = BatchPass(deviceTokens: deviceTokens, metrics: metrics, pushType: { _ in pushType }, onOutcome: onOutcome)
         if !deviceTokens.isEmpty {
             await sendBatch(notification, to: deviceTokens, into: pass, maxConcurrency: maxConcurrency)
         }
@@ -111,7 +115,12 @@ extension APNsClient {
         maxConcurrency: Int = 100
     ) async -> [APNsOutcome] {
         if deliveries.isEmpty { return [] }
-        let pass = BatchPass(deviceTokens: deliveries.map(\.deviceToken))
+        for delivery in deliveries { metrics.sent(delivery.notification.pushType) }
+        let pass = BatchPass(
+            deviceTokens: deliveries.map(\.deviceToken),
+            metrics: metrics,
+            pushType: { deliveries[$0].notification.pushType }
+        )
         await sendBatch(deliveries, into: pass, maxConcurrency: maxConcurrency)
         return pass.takeOutcomes()
     }
@@ -131,7 +140,13 @@ extension APNsClient {
         maxConcurrency: Int = 100,
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
     ) async -> APNsBatchSummary {
-        let pass = BatchPass(deviceTokens: deliveries.map(\.deviceToken), onOutcome: onOutcome)
+        for delivery in deliveries { metrics.sent(delivery.notification.pushType) }
+        let pass = BatchPass(
+            deviceTokens: deliveries.map(\.deviceToken),
+            metrics: metrics,
+            pushType: { deliveries[$0].notification.pushType },
+            onOutcome: onOutcome
+        )
         if !deliveries.isEmpty {
             await sendBatch(deliveries, into: pass, maxConcurrency: maxConcurrency)
         }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import Synchronization
 
@@ -45,6 +46,8 @@ public final class APNsClient: Sendable {
     let transport: any PushTransport
     /// Set when the client's environment is not its transport's: every call fails with it.
     let environmentMismatch: APNsRequestError?
+    /// Counters of outcomes and retries (see ``ClientMetrics``).
+    let metrics: ClientMetrics
     private let sleep: @Sendable (Duration) async throws -> Void
     let jitter: @Sendable () -> Double
 
@@ -74,13 +77,16 @@ public final class APNsClient: Sendable {
     ///   - retryPolicy: What is retried; ``RetryPolicy/default`` unless given.
     ///   - requestTimeout: How long each attempt may take; 30 seconds unless given.
     ///   - logger: Where to log; by default nothing is logged.
+    ///   - metricsFactory: Where the client's metrics go (see <doc:Observability>); by
+    ///     default swift-metrics' global factory, a no-op until the process bootstraps one.
     public convenience init(
         environment: APNsEnvironment? = nil,
         credentials: APNsCredentials,
         transport: any PushTransport,
         retryPolicy: RetryPolicy = .default,
         requestTimeout: Duration = APNsRequest.defaultTimeout,
-        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.init(
             environment: environment ?? transport.environment ?? .production,
@@ -89,6 +95,7 @@ public final class APNsClient: Sendable {
             retryPolicy: retryPolicy,
             requestTimeout: requestTimeout,
             logger: logger,
+            metricsFactory: metricsFactory,
             sleep: { try await Task.sleep(for: $0) },
             jitter: { Double.random(in: 0...1) }
         )
@@ -102,10 +109,12 @@ public final class APNsClient: Sendable {
         retryPolicy: RetryPolicy,
         requestTimeout: Duration,
         logger: Logger,
+        metricsFactory: (any MetricsFactory)? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void,
         jitter: @escaping @Sendable () -> Double
     ) {
         self.environment = environment
+        self.metrics = ClientMetrics(factory: metricsFactory ?? MetricsSystem.factory, environment: environment)
         if let bound = transport.environment, bound != environment {
             environmentMismatch = APNsRequestError(
                 .environmentMismatch,
@@ -136,14 +145,22 @@ public final class APNsClient: Sendable {
         _ notification: PushNotification,
         to deviceToken: DeviceToken
     ) async throws(APNsError) -> APNsAccepted {
-        let prepared: PushNotification.Prepared
-        do {
-            prepared = try notification.prepared()
+        metrics.sent(notification.pushType)
+        do throws(APNsError) {
+            let prepared: PushNotification.Prepared
+            do {
+                prepared = try notification.prepared()
+            } catch {
+                logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
+                throw .invalid(error)
+            }
+            let accepted = try await deliver(prepared, apnsID: notification.apnsID ?? .random(), to: deviceToken)
+            metrics.finished(notification.pushType, .success(accepted))
+            return accepted
         } catch {
-            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
-            throw .invalid(error)
+            metrics.finished(notification.pushType, .failure(error))
+            throw error
         }
-        return try await deliver(prepared, apnsID: notification.apnsID ?? .random(), to: deviceToken)
     }
 
     /// Shuts the transport down: new sends fail with ``APNsTransportError/Code/shutdown``;
@@ -307,6 +324,7 @@ public final class APNsClient: Sendable {
                     if changed {
                         replacementToken = next
                         retryCounts.withLock { $0.providerTokenRefreshes += 1 }
+                        metrics.retried(after: nil)
                         log(.debug, "provider token expired; retrying once with a new one")
                     } else {
                         log(.debug, "provider token expired and the source kept it; not retrying")
@@ -325,6 +343,7 @@ public final class APNsClient: Sendable {
                         throw delivery.cancelled("cancelled while waiting to retry")
                     }
                     retryCounts.withLock { $0.recordRetry(after: error) }
+                    metrics.retried(after: error)
                 case .fail(let error):
                     Self.logEnding(error, of: what, attempt: delivery.attempt, logger: logger, metadata: metadata)
                     throw error

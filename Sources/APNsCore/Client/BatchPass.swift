@@ -21,10 +21,21 @@ final class BatchPass: @unchecked Sendable {
     private var movedOut = false
     private let continuations = Mutex<[(Int, APNsClient.Resumption, APNsID?)]>([])
 
+    /// Counts each outcome (``ClientMetrics``), with the push type of its index.
+    private let metrics: ClientMetrics
+    private let pushType: @Sendable (Int) -> PushType
+
     /// A pass over `deviceTokens`; with `onOutcome`, outcomes are handed over as they are
-    /// final and not kept.
-    init(deviceTokens: [DeviceToken], onOutcome: (@Sendable (Int, APNsOutcome) -> Void)? = nil) {
+    /// final and not kept. `pushType` gives an index's push type, for the metrics.
+    init(
+        deviceTokens: [DeviceToken],
+        metrics: ClientMetrics,
+        pushType: @escaping @Sendable (Int) -> PushType,
+        onOutcome: (@Sendable (Int, APNsOutcome) -> Void)? = nil
+    ) {
         self.deviceTokens = deviceTokens
+        self.metrics = metrics
+        self.pushType = pushType
         self.onOutcome = onOutcome
         outcomes = .allocate(capacity: onOutcome == nil ? deviceTokens.count : 0)
         outcomes.initialize(repeating: nil)
@@ -46,6 +57,7 @@ final class BatchPass: @unchecked Sendable {
 
     /// Records the final outcome of `index`, or hands it to `onOutcome`.
     func finish(_ index: Int, _ outcome: Result<APNsAccepted, APNsError>) {
+        metrics.finished(pushType(index), outcome)
         switch outcome {
         case .success: accepted.add(1, ordering: .relaxed)
         case .failure(.rejected): rejected.add(1, ordering: .relaxed)

@@ -421,6 +421,7 @@ final class HTTP2Connection: @unchecked Sendable {
                 goAwayDetail = detail
                 pool.connectionUnavailable(self, closed: false)
                 pool.statistics.update { $0.goAwaysReceived += 1 }
+                pool.statistics.metrics.goAways.increment()
                 logger.warning(
                     "APNs sent GOAWAY; unprocessed requests go to another connection",
                     metadata: [

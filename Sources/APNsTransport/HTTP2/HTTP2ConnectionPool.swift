@@ -108,12 +108,17 @@ final class HTTP2ConnectionPool: Sendable {
     /// is shut down, too many requests wait for a stream, or the pool is backing off with
     /// no connection (see ``HTTP2PoolStateMachine/enqueue(_:now:)``).
     func enqueue(_ pending: PendingRequest, now: UInt64 = MonotonicTime.now()) {
+        let metrics = statistics.metrics
+        var waiting = 0
         let outcome: Result<Wakeups, APNsTransportError> = state.withLock { locked in
             switch locked.machine.enqueue(pending, now: now) {
             case .fail(let error): return .failure(error)
-            case .queued(let ids): return .success(Wakeups(ids, &locked, pool: self))
+            case .queued(let ids):
+                if metrics.isEnabled { waiting = locked.machine.waitingRequests }
+                return .success(Wakeups(ids, &locked, pool: self))
             }
         }
+        if metrics.isEnabled { metrics.waiting.set(waiting) }
         switch outcome {
         case .failure(let error): pending.finish(.failure(error))
         case .success(let wakeups): wakeups.run()
@@ -132,7 +137,12 @@ final class HTTP2ConnectionPool: Sendable {
     /// has free afterwards. Finished requests (cancelled, timed out) are not checked here,
     /// under the pool lock: the connection skips them when it submits.
     func take(for connection: HTTP2Connection, max: Int, into buffer: inout [PendingRequest]) {
-        state.withLock { $0.machine.take(for: connection.index, max: max, into: &buffer) }
+        let metrics = statistics.metrics
+        let waiting = state.withLock { locked -> Int in
+            locked.machine.take(for: connection.index, max: max, into: &buffer)
+            return metrics.isEnabled ? locked.machine.waitingRequests : 0
+        }
+        if metrics.isEnabled { metrics.waiting.set(waiting) }
     }
 
     /// Puts a request the server did not process back at the head of the queue and wakes
@@ -180,6 +190,7 @@ final class HTTP2ConnectionPool: Sendable {
         let (failed, delay) = state.withLock { $0.machine.connectFailed(connection.index, error: error, now: now, jitter: jitter) }
         connectingEnded()
         statistics.update { $0.connectionFailures += 1 }
+        statistics.metrics.connectionsFailed.increment()
         settings.logger.warning(
             "APNs connection attempt failed",
             metadata: [
@@ -195,6 +206,8 @@ final class HTTP2ConnectionPool: Sendable {
     func connectSucceeded(_ connection: HTTP2Connection, freeStreams: Int) {
         let reconnected = state.withLock { $0.machine.connectSucceeded(connection.index, freeStreams: freeStreams) }
         connectingEnded()
+        statistics.metrics.connectionsSucceeded.increment()
+        statistics.metrics.openConnections.increment()
         statistics.update { statistics in
             statistics.connectionsOpened += 1
             if reconnected { statistics.reconnects += 1 }
@@ -217,7 +230,8 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection stopped taking requests (GOAWAY, closing) or closed.
     func connectionUnavailable(_ connection: HTTP2Connection, closed: Bool) {
-        state.withLock { $0.machine.connectionUnavailable(connection.index, closed: closed) }
+        let wasOpen = state.withLock { $0.machine.connectionUnavailable(connection.index, closed: closed) }
+        if wasOpen { statistics.metrics.openConnections.decrement() }
     }
 
     /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.

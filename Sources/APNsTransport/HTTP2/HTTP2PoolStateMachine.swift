@@ -273,10 +273,14 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         nextConnectAttempt = now + backoffNanoseconds(jitter: jitter)
     }
 
-    /// `id` stopped taking requests (GOAWAY, closing, probing) or, with `closed`, closed.
-    mutating func connectionUnavailable(_ id: ConnectionID, closed: Bool) {
+    /// `id` stopped taking requests (GOAWAY, closing, probing) or, with `closed`, closed;
+    /// whether this closed a connection that was up.
+    @discardableResult
+    mutating func connectionUnavailable(_ id: ConnectionID, closed: Bool) -> Bool {
         slots[id].freeStreams = 0
-        if closed { slots[id].isReady = false }
+        guard closed, slots[id].isReady else { return false }
+        slots[id].isReady = false
+        return true
     }
 
     /// `id` is about to block in poll(2) with `freeStreams` free streams.

@@ -1,3 +1,4 @@
+import CoreMetrics
 import APNsCore
 import Logging
 
@@ -72,6 +73,10 @@ extension HTTP2Transport {
         /// (`/1/apps/…`): a list of all of an app's channels (up to 10,000) runs to a few
         /// hundred kilobytes.
         public var maxChannelResponseBodySize: Int
+        /// Where the transport's metrics go (see <doc:Observability>); `nil`: swift-metrics'
+        /// global factory, a no-op (and free on the send path) until the process
+        /// bootstraps a backend.
+        public var metricsFactory: (any MetricsFactory)?
         /// Where the transport logs: debug for routine events, warning for GOAWAY, lost
         /// connections and failed connects. Nothing at info or above when all is well.
         public var logger: Logger
@@ -94,6 +99,7 @@ extension HTTP2Transport {
         ///   - maxResponseHeaderListSize: The largest response header list (RFC 9113 §6.5.2 octets).
         ///   - maxResponseBodySize: The largest response body for a push.
         ///   - maxChannelResponseBodySize: The largest response body for a channel management request.
+        ///   - metricsFactory: Where the metrics go; swift-metrics' global factory by default.
         ///   - logger: Where the transport logs; nothing by default. It logs at debug and
         ///     trace, and warns only when something is wrong (a GOAWAY, a lost connection).
         public init(
@@ -112,8 +118,10 @@ extension HTTP2Transport {
             maxResponseHeaderListSize: Int = 16_384,
             maxResponseBodySize: Int = 16_384,
             maxChannelResponseBodySize: Int = 4 << 20,
-            logger: Logger = Logger(label: "swift-apns.transport", factory: { _ in SwiftLogNoOpLogHandler() })
+            logger: Logger = Logger(label: "swift-apns.transport", factory: { _ in SwiftLogNoOpLogHandler() }),
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
+            self.metricsFactory = metricsFactory
             self.environment = environment
             self.tls = tls
             self.connectionCount = connectionCount

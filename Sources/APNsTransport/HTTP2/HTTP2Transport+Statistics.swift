@@ -1,3 +1,4 @@
+import CoreMetrics
 import APNsCore
 import Synchronization
 
@@ -58,6 +59,8 @@ extension HTTP2Transport {
 /// atomics, so the calling tasks and the connection threads never contend for a lock
 /// on the common path; everything rarer is kept under the lock.
 final class StatisticsBox: Sendable {
+    /// The same figures for swift-metrics (see ``TransportMetrics``).
+    let metrics: TransportMetrics
     private let value = Mutex(Locked())
     private let accepted = Atomic<Int>(0)
     private let answered200 = Atomic<Int>(0)
@@ -83,8 +86,22 @@ final class StatisticsBox: Sendable {
         value.withLock { body(&$0.statistics) }
     }
 
+    init(metrics: TransportMetrics = TransportMetrics(factory: NOOPMetricsHandler.instance)) {
+        self.metrics = metrics
+    }
+
     func recordAccepted() {
         accepted.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        if metrics.isEnabled { metrics.inFlight.increment() }
+    }
+
+    /// A request that began at `startedAt` (``MonotonicTime``; 0 when metrics are off) ended.
+    func recordCompletion(_ outcome: PendingRequest.Outcome, startedAt: UInt64) {
+        if metrics.isEnabled {
+            metrics.inFlight.decrement()
+            metrics.requestDuration.recordNanoseconds(Int64(clamping: MonotonicTime.now() &- startedAt))
+        }
+        recordCompletion(outcome)
     }
 
     func recordCompletion(_ outcome: PendingRequest.Outcome) {

@@ -1,3 +1,4 @@
+import CoreMetrics
 import APNsCore
 import Synchronization
 
@@ -59,7 +60,7 @@ public final class HTTP2Transport: PushTransport {
     /// ``APNsCore/APNsClient`` reads its environment from.
     public var environment: APNsEnvironment? { configuration.environment }
 
-    private let statisticsBox = StatisticsBox()
+    private let statisticsBox: StatisticsBox
     private let defaultAuthority: String
     private let defaultPool: HTTP2ConnectionPool
     private let connector: HTTP2Connector
@@ -89,6 +90,7 @@ public final class HTTP2Transport: PushTransport {
     init(configuration: Configuration, connector: @escaping HTTP2Connector) {
         self.configuration = configuration
         self.connector = connector
+        self.statisticsBox = StatisticsBox(metrics: TransportMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory))
         self.defaultAuthority = configuration.environment.authority
         let endpoint = TLSEndpoint(host: configuration.environment.host, port: configuration.environment.port)
         self.defaultPool = HTTP2ConnectionPool(

@@ -36,6 +36,8 @@ final class PendingRequest: Sendable {
     /// The monotonic time after which the request fails with a timeout.
     let deadline: UInt64
     private let statistics: StatisticsBox
+    /// When the request began, for the duration metric (0 when metrics are off).
+    private let startedAt: UInt64
     /// The batch that receives the outcome, if the request is part of one.
     private let batch: BatchSend?
     /// The request's index in ``batch``.
@@ -49,6 +51,7 @@ final class PendingRequest: Sendable {
         self.request = request
         self.deadline = deadline
         self.statistics = statistics
+        self.startedAt = statistics.metrics.isEnabled ? MonotonicTime.now() : 0
         self.batch = nil
         self.batchIndex = 0
         self.batchSlot = 0
@@ -60,6 +63,7 @@ final class PendingRequest: Sendable {
         self.request = request
         self.deadline = deadline
         self.statistics = statistics
+        self.startedAt = statistics.metrics.isEnabled ? MonotonicTime.now() : 0
         self.batch = batch
         self.batchIndex = index
         self.batchSlot = slot
@@ -112,7 +116,7 @@ final class PendingRequest: Sendable {
             return (previous, outcome, nil)
         }
         guard let (previous, outcome, continuation) = decided else { return nil }
-        statistics.recordCompletion(outcome)
+        statistics.recordCompletion(outcome, startedAt: startedAt)
         if let batch {
             batch.complete(batchIndex, slot: batchSlot, request: request, outcome: outcome)
         } else {

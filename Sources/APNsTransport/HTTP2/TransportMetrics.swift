@@ -1,0 +1,37 @@
+import CoreMetrics
+
+/// The transport's metrics, made once through one `MetricsFactory` (swift-metrics).
+///
+/// | metric | kind | dimensions |
+/// |---|---|---|
+/// | `apns_requests_in_flight` | meter | |
+/// | `apns_requests_waiting` | meter: requests waiting for a stream (what counts against `maxQueuedRequests`) | |
+/// | `apns_request_duration_seconds` | timer: from `send` to the answer or failure | |
+/// | `apns_connections_open` | meter | |
+/// | `apns_connection_attempts_total` | counter | `result` (`success`, `failure`) |
+/// | `apns_goaways_total` | counter | |
+///
+/// With swift-metrics' no-op factory (nothing bootstrapped) ``isEnabled`` is `false` and
+/// the send path skips every metric, its clock reads included.
+final class TransportMetrics: Sendable {
+    /// Whether a backend is in place (the factory is not swift-metrics' no-op one).
+    let isEnabled: Bool
+    let inFlight: Meter
+    let waiting: Meter
+    let requestDuration: Timer
+    let openConnections: Meter
+    let connectionsSucceeded: Counter
+    let connectionsFailed: Counter
+    let goAways: Counter
+
+    init(factory: any MetricsFactory) {
+        isEnabled = !(factory is NOOPMetricsHandler)
+        inFlight = Meter(label: "apns_requests_in_flight", factory: factory)
+        waiting = Meter(label: "apns_requests_waiting", factory: factory)
+        requestDuration = Timer(label: "apns_request_duration_seconds", factory: factory)
+        openConnections = Meter(label: "apns_connections_open", factory: factory)
+        connectionsSucceeded = Counter(label: "apns_connection_attempts_total", dimensions: [("result", "success")], factory: factory)
+        connectionsFailed = Counter(label: "apns_connection_attempts_total", dimensions: [("result", "failure")], factory: factory)
+        goAways = Counter(label: "apns_goaways_total", factory: factory)
+    }
+}

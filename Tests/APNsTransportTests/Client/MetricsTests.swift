@@ -1,0 +1,67 @@
+import APNsMockServer
+import MetricsTestKit
+import Testing
+@testable import APNsTransport
+
+/// The client's and the transport's swift-metrics, read with swift-metrics' own test kit,
+/// against what the mock server was told to answer: five devices accepted, one
+/// `410 Unregistered`, one `503` retried.
+@Suite("Metrics through swift-metrics' test kit")
+struct MetricsTests {
+    static let dead = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+
+    @Test("outcome counters by reason, retries by cause, connections, in-flight and durations")
+    func countersMetersAndTimers() async throws {
+        let metrics = TestMetrics()
+        try await withMockAPNsServer { server in
+            server.respond(toDeviceToken: Self.dead, with: .unregistered())
+            server.failNextRequests(1, with: .serviceUnavailable)
+            let transport = try server.makeTransport { $0.metricsFactory = metrics }
+            let client = APNsClient(credentials: .certificate, transport: transport, metricsFactory: metrics)
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+
+            // One single send (meets the 503, retried, accepted), then a batch of five.
+            _ = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: 1, count: 32)))
+            let live = try (2..<6).map { try DeviceToken(bytes: [UInt8](repeating: UInt8($0), count: 32)) }
+            let outcomes = await client.send(notification, to: live + [try DeviceToken(hex: Self.dead)])
+            #expect(outcomes.filter { $0.accepted != nil }.count == 4)
+            #expect(server.statistics.requests == 7)
+            await client.shutdown()
+        }
+        let dimensions = [("push_type", "alert"), ("environment", "custom")]
+        #expect(try metrics.expectCounter("apns_notifications_sent_total", dimensions).totalValue == 6)
+        #expect(try metrics.expectCounter("apns_notifications_accepted_total", dimensions).totalValue == 5)
+        #expect(try metrics.expectCounter("apns_notifications_rejected_total", dimensions + [("reason", "Unregistered")]).totalValue == 1)
+        #expect(metrics.counters(label: "apns_notifications_failed_total").isEmpty)
+        #expect(try metrics.expectCounter("apns_retries_total", [("environment", "custom"), ("cause", "retry_later")]).totalValue == 1)
+
+        // The transport: one connection opened and closed, nothing left in flight, a
+        // duration for every request (seven, the retry included).
+        #expect(try metrics.expectCounter("apns_connection_attempts_total", [("result", "success")]).totalValue == 1)
+        #expect(try metrics.expectMeter("apns_connections_open").lastValue == 0)
+        #expect(try metrics.expectMeter("apns_connections_open").values.max() == 1)
+        #expect(try metrics.expectMeter("apns_requests_in_flight").lastValue == 0)
+        #expect(try metrics.expectTimer("apns_request_duration_seconds").values.count == 7)
+        #expect(try metrics.expectTimer("apns_request_duration_seconds").values.allSatisfy { $0 > 0 })
+    }
+
+    @Test("a failure says its code and whether it may have reached APNs; no dimension carries a token")
+    func failureDimensions() async throws {
+        let metrics = TestMetrics()
+        let mock = MockTransport()
+        mock.respond(to: try DeviceToken(hex: Self.dead), with: .failure(.timeout(mayHaveReachedAPNs: true)))
+        let client = APNsClient(credentials: .certificate, transport: mock, retryPolicy: .never, metricsFactory: metrics)
+        let notification = PushNotification(payload: .background(), topic: "com.example.app")
+        _ = try? await client.send(notification, to: DeviceToken(hex: Self.dead))
+        let failed = try metrics.expectCounter(
+            "apns_notifications_failed_total",
+            [("push_type", "background"), ("environment", "production"), ("code", "timeout"), ("may_have_reached_apns", "true")]
+        )
+        #expect(failed.totalValue == 1)
+        for counter in metrics.counters {
+            for (_, value) in counter.dimensions {
+                #expect(!value.contains("00fc13ad"), "\(counter.label) \(counter.dimensions)")
+            }
+        }
+    }
+}
