@@ -207,7 +207,11 @@ extension APNsClient {
                     if let mismatch = self.environmentMismatch { throw .invalid(mismatch) }
                     let (prepared, fixedID) = try notification(index).mapError { APNsError.invalid($0) }.get()
                     let providerToken = try self.currentProviderToken(log: { failure in
-                        logger.warning("no provider token", metadata: ["apns.error": "\(failure)"])
+                        if self.conditions.begins("provider-token") {
+                            logger.warning("no provider token (logged once until a notification is accepted)", metadata: ["apns.error": "\(failure)"])
+                        } else {
+                            logger.debug("no provider token", metadata: ["apns.error": "\(failure)"])
+                        }
                     })
                     let apnsID = fixedID ?? .random()
                     let request: APNsRequest
@@ -240,6 +244,7 @@ extension APNsClient {
                             metadata: Self.metadata(accepted.apnsID ?? request.apnsID, deviceTokens[index], ["apns.attempt": "1"])
                         )
                     }
+                    self.conditions.endAll()
                     pass.finish(index, .success(accepted))
                 } else {
                     let error: APNsError
@@ -259,7 +264,7 @@ extension APNsClient {
                     case .fail(let final):
                         // Final already (Unregistered, BadDeviceToken, a failure the policy
                         // does not retry): the outcome now, nothing kept for a second pass.
-                        Self.logEnding(final, of: "notification", attempt: 1, logger: logger) {
+                        self.logEnding(final, of: "notification", attempt: 1, logger: logger) {
                             Self.metadata(request.apnsID, deviceTokens[index], [:])
                         }
                         pass.finish(index, .failure(final))

@@ -48,6 +48,8 @@ public final class APNsClient: Sendable {
     let environmentMismatch: APNsRequestError?
     /// Counters of outcomes and retries (see ``ClientMetrics``).
     let metrics: ClientMetrics
+    /// Conditions warned about once while they last (refused credentials, no provider token).
+    let conditions = ConditionLog()
     private let sleep: @Sendable (Duration) async throws -> Void
     let jitter: @Sendable () -> Double
 
@@ -205,22 +207,31 @@ public final class APNsClient: Sendable {
         )
     }
 
-    /// Logs `error`, which ends a call after `attempt`, as every call does: a warning when
-    /// the credentials are wrong, debug otherwise; `metadata` is built only when logged.
-    static func logEnding(
+    /// Logs `error`, which ends a call after `attempt`, as every call does: a warning the
+    /// first time the credentials are refused (once per reason until something is
+    /// accepted again, see ``ConditionLog``), debug otherwise; `metadata` is built only
+    /// when logged.
+    func logEnding(
         _ error: APNsError,
         of what: String,
         attempt: Int,
         logger: Logger,
         metadata: () -> Logger.Metadata
     ) {
-        let credentials = error.rejection?.remedy == .fixCredentials
-        let level: Logger.Level = credentials ? .warning : .debug
+        var level: Logger.Level = .debug
+        if error.rejection?.remedy == .fixCredentials,
+            conditions.begins("credentials:" + (error.rejection?.reason?.rawValue ?? "none"))
+        {
+            level = .warning
+        }
         guard logger.logLevel <= level else { return }
         var decorated = logger
         for (key, value) in metadata() { decorated[metadataKey: key] = value }
-        if credentials {
-            decorated.warning("\(what) rejected: check the credentials", metadata: ["apns.error": "\(error)"])
+        if level == .warning {
+            decorated.warning(
+                "\(what) rejected: check the credentials (logged once until a notification is accepted)",
+                metadata: ["apns.error": "\(error)"]
+            )
         } else {
             decorated.debug("\(what) not accepted", metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"])
         }
@@ -345,7 +356,7 @@ public final class APNsClient: Sendable {
                     retryCounts.withLock { $0.recordRetry(after: error) }
                     metrics.retried(after: error)
                 case .fail(let error):
-                    Self.logEnding(error, of: what, attempt: delivery.attempt, logger: logger, metadata: metadata)
+                    logEnding(error, of: what, attempt: delivery.attempt, logger: logger, metadata: metadata)
                     throw error
                 }
             }
@@ -359,7 +370,10 @@ public final class APNsClient: Sendable {
                 providerToken = replacement
                 replacementToken = nil
             } else {
-                providerToken = try currentProviderToken(log: { log(.warning, "no provider token", metadata: ["apns.error": "\($0)"]) })
+                providerToken = try currentProviderToken(log: { failure in
+                    let level: Logger.Level = conditions.begins("provider-token") ? .warning : .debug
+                    log(level, "no provider token", metadata: ["apns.error": "\(failure)"])
+                })
             }
             let request: APNsRequest
             do {
@@ -374,6 +388,7 @@ public final class APNsClient: Sendable {
                 let response = try await transport.send(request)
                 switch interpret(response, request) {
                 case .success(let success):
+                    conditions.endAll()
                     log(.debug, "\(what) accepted", metadata: ["apns.attempt": "\(delivery.attempt)"])
                     return success
                 case .failure(let failure):

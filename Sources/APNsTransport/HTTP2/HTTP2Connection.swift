@@ -400,8 +400,8 @@ final class HTTP2Connection: @unchecked Sendable {
                 if refusedResponseLogged == false {
                     refusedResponseLogged = true
                     logger.warning(
-                        "APNs response refused: larger than the transport's limit",
-                        metadata: ["error": "\(error.debugDescription)"]
+                        "APNs response refused: larger than the transport's limit (logged once per connection)",
+                        metadata: ["apns.error": "\(error.debugDescription)"]
                     )
                 }
             case .streamClosed(let streamID, let errorCode, let unprocessed):
@@ -422,21 +422,23 @@ final class HTTP2Connection: @unchecked Sendable {
                 pool.connectionUnavailable(self, closed: false)
                 pool.statistics.update { $0.goAwaysReceived += 1 }
                 pool.statistics.metrics.goAways.increment()
-                logger.warning(
+                // Routine (APNs rotates connections): handled by sending the unprocessed
+                // requests elsewhere, so a debug message, not a warning.
+                logger.debug(
                     "APNs sent GOAWAY; unprocessed requests go to another connection",
                     metadata: [
-                        "lastStreamID": "\(lastStreamID)",
-                        "errorCode": "\(Self.errorName(errorCode))",
-                        "reason": "\(reason?.rawValue ?? "none")",
-                        "inFlight": "\(inFlight.count)",
+                        "apns.goaway.last-stream-id": "\(lastStreamID)",
+                        "apns.goaway.error-code": "\(Self.errorName(errorCode))",
+                        "apns.reason": "\(reason?.rawValue ?? "none")",
+                        "apns.in-flight": "\(inFlight.count)",
                     ]
                 )
             case .settingsChanged(let maxConcurrentStreams, let headerTableSize):
                 logger.debug(
                     "APNs SETTINGS",
                     metadata: [
-                        "maxConcurrentStreams": "\(maxConcurrentStreams)",
-                        "headerTableSize": "\(headerTableSize)",
+                        "apns.settings.max-concurrent-streams": "\(maxConcurrentStreams)",
+                        "apns.settings.header-table-size": "\(headerTableSize)",
                     ]
                 )
             case .pingAcknowledged:
@@ -463,7 +465,7 @@ final class HTTP2Connection: @unchecked Sendable {
             if sendPing { machine.ping() }
             pool.connectionUnavailable(self, closed: false)
             publishedFree = 0
-            logger.debug("APNs connection probed with a PING", metadata: ["reason": "\(reason)"])
+            logger.debug("APNs connection probed with a PING", metadata: ["apns.reason": "\(reason)"])
         case .close(let error, let failedConnect):
             prefaceTimedOut = failedConnect
             throw error
@@ -565,7 +567,8 @@ final class HTTP2Connection: @unchecked Sendable {
             // pool backs off and, with no other connection up, fails the queued requests
             // with the same error instead of connecting again only to be refused again.
             pool.connectFailed(self, error: refused)
-            logger.warning("APNs refused the TLS session", metadata: ["error": "\(refused.debugDescription)"])
+            let level: Logger.Level = pool.conditions.begins("tls-refused") ? .warning : .debug
+            logger.log(level: level, "APNs refused the TLS session", metadata: ["apns.error": "\(refused.debugDescription)"])
             return
         }
         if prefaceTimedOut, let reason {
@@ -581,7 +584,9 @@ final class HTTP2Connection: @unchecked Sendable {
         }
         if lost {
             pool.statistics.update { $0.connectionsLost += 1 }
-            logger.warning("APNs connection lost", metadata: ["error": "\(reason?.debugDescription ?? "")"])
+            // Once until the endpoint answers again: a flapping network warns once.
+            let level: Logger.Level = pool.conditions.begins("connection-lost") ? .warning : .debug
+            logger.log(level: level, "APNs connection lost", metadata: ["apns.error": "\(reason?.debugDescription ?? "")"])
         } else {
             logger.debug("APNs connection closed")
         }

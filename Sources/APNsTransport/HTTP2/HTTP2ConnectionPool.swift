@@ -49,6 +49,8 @@ final class HTTP2ConnectionPool: Sendable {
     let settings: Settings
     let connector: HTTP2Connector
     let statistics: StatisticsBox
+    /// Conditions warned about once while they last (failed connects, lost connections).
+    let conditions = ConditionLog()
     private let state: Mutex<Locked>
 
     init(settings: Settings, connector: @escaping HTTP2Connector, statistics: StatisticsBox) {
@@ -191,12 +193,15 @@ final class HTTP2ConnectionPool: Sendable {
         connectingEnded()
         statistics.update { $0.connectionFailures += 1 }
         statistics.metrics.connectionsFailed.increment()
-        settings.logger.warning(
+        // Once until a connection answers again; the attempts in between are debug.
+        let level: Logger.Level = conditions.begins("connect-failed") ? .warning : .debug
+        settings.logger.log(
+            level: level,
             "APNs connection attempt failed",
             metadata: [
-                "endpoint": "\(settings.endpoint.host):\(settings.endpoint.port)",
-                "error": "\(error.debugDescription)",
-                "retryInMilliseconds": "\(delay / 1_000_000)",
+                "apns.endpoint": "\(settings.endpoint.host):\(settings.endpoint.port)",
+                "apns.error": "\(error.debugDescription)",
+                "apns.retry-in-ms": "\(delay / 1_000_000)",
             ]
         )
         for pending in failed { pending.finish(.failure(error)) }
@@ -217,6 +222,7 @@ final class HTTP2ConnectionPool: Sendable {
     /// A connection answered a request: the endpoint works, so the backoff resets.
     func connectionProved() {
         state.withLock { $0.machine.connectionProved() }
+        conditions.endAll()
     }
 
     /// A connection sent requests but closed before any response (with `error`): back off

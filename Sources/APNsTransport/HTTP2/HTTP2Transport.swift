@@ -77,7 +77,7 @@ public final class HTTP2Transport: PushTransport {
         if tls.trustRoots.verifiesNothing {
             configuration.logger.warning(
                 "TLS certificate verification is off (insecureNoVerification_forTestingOnly): for tests against a local server only",
-                metadata: ["host": "\(configuration.environment.host)"]
+                metadata: ["apns.host": "\(configuration.environment.host)"]
             )
         }
         self.init(configuration: configuration) { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in

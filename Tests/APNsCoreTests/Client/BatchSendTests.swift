@@ -199,6 +199,30 @@ import Testing
         #expect(mock.requests(to: mockToken(2)).count == 1)
     }
 
+    /// A key APNs refuses warns once for a whole batch, not once per device (issue 17:
+    /// a million warnings for a million devices); the others are debug. After an
+    /// acceptance, the same refusal warns again (the condition ended and came back).
+    @Test func refusedCredentialsWarnOncePerCondition() async {
+        let store = CoreCapturingLogHandler.Store()
+        var logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
+        logger.logLevel = .debug
+        let mock = MockTransport()
+        let refused = (0..<200).map { mockToken(20_000 + $0) }
+        for token in refused { mock.respond(to: token, with: .rejected(.invalidProviderToken)) }
+        let client = APNsClient.testing(transport: mock, logger: logger)
+        let outcomes = await client.send(sampleAlert, to: refused, maxConcurrency: 50)
+        #expect(outcomes.allSatisfy { $0.error?.rejection?.reason == .invalidProviderToken })
+        let warnings = store.all.filter { $0.hasPrefix("warning") }
+        #expect(warnings.count == 1, "\(warnings.count) warnings")
+        #expect(warnings.first?.contains("check the credentials") == true)
+        #expect(store.all.filter { $0.hasPrefix("debug") && $0.contains("notification not accepted") }.count == 199)
+
+        // An acceptance ends the condition; the next refusal warns again.
+        _ = try? await client.send(sampleAlert, to: mockToken(30_000))
+        _ = try? await client.send(sampleAlert, to: refused[0])
+        #expect(store.all.filter { $0.hasPrefix("warning") }.count == 2)
+    }
+
     /// The streaming batch hands every device's outcome over exactly once, as the
     /// collecting batch would have returned it, and counts them.
     @Test func streamingBatchHandsOverEachOutcomeOnce() async {

@@ -11,6 +11,8 @@ struct CapturingLogHandler: LogHandler {
     final class Store: Sendable {
         let warnings = Mutex<[Logger.Metadata]>([])
         let events = Mutex<[(level: Logger.Level, text: String)]>([])
+        /// Every event's level and metadata, at or above the logger's level.
+        let metadata = Mutex<[(level: Logger.Level, metadata: Logger.Metadata)]>([])
     }
     let store: Store
     var label = ""
@@ -23,6 +25,7 @@ struct CapturingLogHandler: LogHandler {
     func log(event: LogEvent) {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         store.events.withLock { $0.append((event.level, "\(label) \(event.level) \(event.message) \(merged) \(event.source)")) }
+        store.metadata.withLock { $0.append((event.level, merged)) }
         guard event.level >= .warning else { return }
         store.warnings.withLock { $0.append(merged) }
     }
@@ -146,6 +149,7 @@ struct MockServerIntegrationTests {
             let logs = CapturingLogHandler.Store()
             let transport = try mockTransport(server) {
                 $0.logger = Logger(label: "test", factory: { _ in CapturingLogHandler(store: logs) })
+                $0.logger.logLevel = .debug
             }
             server.sendGoAway(afterRequests: 500, reason: "Shutdown")
             let results = try await sendToMock(transport, port: server.port, indices: 0..<3_000)
@@ -155,10 +159,14 @@ struct MockServerIntegrationTests {
             #expect(transport.statistics.goAwaysReceived == 1)
             #expect(transport.statistics.connectionsOpened == 2)
 
-            // The GOAWAY as the transport logged it: a warning with the reason.
-            let goAway = try #require(logs.warnings.withLock { $0 }.first { $0["lastStreamID"] != nil })
-            #expect(goAway["reason"] == "Shutdown")
-            let lastStreamID = try #require(Int("\(goAway["lastStreamID"] ?? "")"))
+            // The GOAWAY as the transport logged it: a debug message (handled, so no
+            // warning) with the reason, under the apns.* metadata keys.
+            let logged = try #require(logs.metadata.withLock { $0 }.first { $0.metadata["apns.goaway.last-stream-id"] != nil })
+            #expect(logged.level == .debug)
+            let goAway = logged.metadata
+            #expect(goAway["apns.reason"] == "Shutdown")
+            #expect(logs.warnings.withLock { $0 }.allSatisfy { $0["apns.goaway.last-stream-id"] == nil })
+            let lastStreamID = try #require(Int("\(goAway["apns.goaway.last-stream-id"] ?? "")"))
 
             // Every notification was processed exactly once: the server processes no stream
             // above the last-stream-id it announced, and the transport re-sends only those.

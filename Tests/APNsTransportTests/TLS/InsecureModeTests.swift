@@ -45,7 +45,7 @@ struct InsecureModeTests {
         _ = transport
         let warnings = store.warnings.withLock { $0 }
         #expect(warnings.count == 1)
-        #expect(warnings.first?["host"] == "127.0.0.1")
+        #expect(warnings.first?["apns.host"] == "127.0.0.1")
         let verified = CapturingLogHandler.Store()
         _ = HTTP2Transport(configuration: .init(
             environment: .custom(host: "127.0.0.1", port: 1),
