@@ -1,4 +1,5 @@
 import APNsCore
+import APNsTransport
 import ArgumentParser
 import Foundation
 
@@ -25,6 +26,13 @@ struct ConnectionOptions: ParsableArguments {
     /// Checks the values together; called from `run()` so that a misspelled flag is
     /// reported as such before any of these checks.
     func check() throws {
+        if !sandbox, !production, host == nil, port == nil, let text = ProcessInfo.processInfo.environment["APNS_ENVIRONMENT"] {
+            do {
+                _ = try APNsSettings.parseEnvironment(text)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
         if sandbox && production { throw ValidationError("--sandbox and --production exclude each other") }
         if host != nil && (sandbox || production) { throw ValidationError("--host replaces --sandbox/--production: give one of them") }
         if let port, !(1...65535).contains(port) { throw ValidationError("--port \(port) is not a TCP port (1-65535)") }
@@ -32,8 +40,15 @@ struct ConnectionOptions: ParsableArguments {
         if !(1...64).contains(connections) { throw ValidationError("--connections must be 1...64") }
     }
 
-    /// The environment the flags name.
+    /// The environment the flags name; with none of --sandbox, --production, --host and
+    /// --port, `APNS_ENVIRONMENT` (as `APNsSettings` reads it) when set and valid.
     var environment: APNsEnvironment {
+        if !sandbox, !production, host == nil, port == nil,
+            let text = ProcessInfo.processInfo.environment["APNS_ENVIRONMENT"],
+            let fromVariable = try? APNsSettings.parseEnvironment(text)
+        {
+            return fromVariable
+        }
         if let host { return .custom(host: host, port: port ?? 443) }
         let base: APNsEnvironment = production ? .production : .sandbox
         if let port { return .custom(host: base.host, port: port) }

@@ -25,9 +25,41 @@ struct CredentialOptions: ParsableArguments {
     @Flag(name: .customLong("no-auth"), help: "Send no credentials (for a mock server that accepts any request).")
     var noAuth = false
 
+    /// The key's PEM text (from `APNS_KEY`); not a flag of its own.
+    @Option(name: .customLong("key-pem"), help: .hidden)
+    var keyPEM: String?
+
+    /// These options, or, when no credential flag is given, the variables `APNsSettings`
+    /// reads: `APNS_KEY_FILE` (or `APNS_KEY`), `APNS_KEY_ID`, `APNS_TEAM_ID`,
+    /// `APNS_CERTIFICATE_FILE`, `APNS_CERTIFICATE_KEY_FILE`, `APNS_CERTIFICATE_PASSWORD`.
+    var resolved: CredentialOptions {
+        guard keyFile == nil, keyID == nil, teamID == nil, certFile == nil, certKeyFile == nil, certPassword == nil,
+            keyPEM == nil, !noAuth
+        else { return self }
+        let variables = ProcessInfo.processInfo.environment
+        func value(_ name: String) -> String? { variables[name].flatMap { $0.isEmpty ? nil : $0 } }
+        var copy = self
+        copy.keyFile = value("APNS_KEY_FILE")
+        copy.keyPEM = value("APNS_KEY")
+        copy.keyID = value("APNS_KEY_ID")
+        copy.teamID = value("APNS_TEAM_ID")
+        copy.certFile = value("APNS_CERTIFICATE_FILE")
+        copy.certKeyFile = value("APNS_CERTIFICATE_KEY_FILE")
+        copy.certPassword = value("APNS_CERTIFICATE_PASSWORD")
+        return copy
+    }
+
     /// Checks the values together; called from `run()` so that a misspelled flag is
     /// reported as such before any of these checks.
     func check() throws {
+        try resolved.checkValues()
+    }
+
+    private func checkValues() throws {
+        if keyFile != nil && keyPEM != nil {
+            throw ValidationError("APNS_KEY and APNS_KEY_FILE are both set: set one")
+        }
+        let keyFile = self.keyFile ?? keyPEM.map { _ in "APNS_KEY" }
         let tokenFlags = [keyFile, keyID, teamID].compactMap { $0 }.count
         if tokenFlags > 0 && certFile != nil {
             throw ValidationError("give a .p8 key (--key-file, --key-id, --team-id) or a certificate (--cert-file), not both")
@@ -37,7 +69,9 @@ struct CredentialOptions: ParsableArguments {
             throw ValidationError("token-based authentication needs --key-file, --key-id and --team-id: add \(missing.joined(separator: ", "))")
         }
         if tokenFlags == 0 && certFile == nil && !noAuth {
-            throw ValidationError("no credentials: give --key-file, --key-id and --team-id, or --cert-file (or --no-auth for a mock server)")
+            throw ValidationError(
+                "no credentials: give --key-file, --key-id and --team-id, or --cert-file (or --no-auth for a mock server), "
+                    + "or set APNS_KEY_FILE, APNS_KEY_ID and APNS_TEAM_ID, or APNS_CERTIFICATE_FILE")
         }
         if noAuth && (tokenFlags > 0 || certFile != nil) {
             throw ValidationError("--no-auth excludes --key-file and --cert-file")
@@ -62,6 +96,23 @@ struct CredentialOptions: ParsableArguments {
     /// Loads the key or checks the certificate file, refusing a private key that other
     /// users can read or write (as ssh refuses an unprotected key).
     func load() throws(CLIError) -> Loaded {
+        try resolved.loadValues()
+    }
+
+    private func loadValues() throws(CLIError) -> Loaded {
+        if let keyPEM, let keyID, let teamID {
+            let key: ProviderKey
+            do {
+                key = try ProviderKey(pemRepresentation: keyPEM)
+            } catch {
+                throw CLIError("cannot use the key in APNS_KEY: \(error)")
+            }
+            do {
+                return .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))
+            } catch {
+                throw CLIError.usage("\(error)")
+            }
+        }
         if let keyFile, let keyID, let teamID {
             try Self.refuseIfExposed(keyFile)
             let key: ProviderKey
@@ -83,7 +134,8 @@ struct CredentialOptions: ParsableArguments {
             guard FileManager.default.isReadableFile(atPath: certFile) else {
                 throw CLIError("cannot read the certificate \(certFile): check the path and its permissions")
             }
-            let password = certPassword ?? ProcessInfo.processInfo.environment["APNS_CERT_PASSWORD"]
+            let variables = ProcessInfo.processInfo.environment
+            let password = certPassword ?? variables["APNS_CERTIFICATE_PASSWORD"] ?? variables["APNS_CERT_PASSWORD"]
             return .certificate(path: certFile, keyPath: certKeyFile, password: password)
         }
         return .none

@@ -73,6 +73,43 @@ struct SendCommandTests {
         }
     }
 
+    @Test("credentials and the environment from APNS_* variables (as APNsSettings reads them), no flag")
+    func credentialsFromEnvironmentVariables() async throws {
+        try await withServer(authentication: .none) { _, directory, _ in
+            let key = try await Fixtures.makeKey(in: directory)
+            var verifier = ProviderTokenVerifier()
+            try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: Fixtures.keyID)
+            try await withMockAPNsServer(configuration: .init(
+                bundleIDs: [Fixtures.topic], authentication: .providerToken(.signature(verifier)))
+            ) { server in
+                let caPath = directory.appendingPathComponent("env-ca.pem").path
+                try server.writeCertificateAuthority(to: caPath)
+                let variables = [
+                    "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
+                    "APNS_KEY": try String(contentsOfFile: key.privateKeyPath, encoding: .utf8),
+                    "APNS_KEY_ID": Fixtures.keyID,
+                    "APNS_TEAM_ID": Fixtures.teamID,
+                ]
+                let result = try await CLI.run(
+                    ["send", "--ca-file", caPath, "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken],
+                    environment: variables
+                )
+                #expect(result.status == 0, "\(result)")
+                let request = try #require(server.recordedRequests.first { $0.deviceToken == Fixtures.goodToken })
+                #expect(request.providerToken?.keyID == Fixtures.keyID)
+                #expect(request.status == 200)
+
+                // A malformed variable is named.
+                let bad = try await CLI.run(
+                    ["send", "--ca-file", caPath, "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken],
+                    environment: variables.merging(["APNS_ENVIRONMENT": "moon"]) { $1 }
+                )
+                #expect(bad.status != 0)
+                #expect("\(bad)".contains("APNS_ENVIRONMENT"), "\(bad)")
+            }
+        }
+    }
+
     @Test("--json: one object per line that JSONSerialization reads, tokens from a file, a malformed token reported as invalid")
     func jsonLinesFromTokensFile() async throws {
         try await withServer { server, directory, target in

@@ -1,0 +1,115 @@
+import APNsMockServer
+import Foundation
+import Testing
+@testable import APNsTransport
+
+/// Settings from environment variables: every missing or malformed variable is named,
+/// and complete settings make a client that sends. Keys and certificates are made by
+/// `openssl` (``TestPKI``), not by the SDK.
+@Suite("APNsSettings from environment variables")
+struct APNsSettingsTests {
+    private func error(_ variables: [String: String]) -> APNsSettingsError? {
+        do {
+            _ = try APNsSettings(environmentVariables: variables)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    private func tokenVariables() throws -> [String: String] {
+        [
+            "APNS_ENVIRONMENT": "sandbox",
+            "APNS_KEY_FILE": try TestPKI.get().path("stray.key"),
+            "APNS_KEY_ID": "ABC123DEFG",
+            "APNS_TEAM_ID": "DEF123GHIJ",
+            "APNS_TOPIC": "com.example.app",
+        ]
+    }
+
+    @Test("each missing or malformed variable is named")
+    func namesTheVariable() throws {
+        let good = try tokenVariables()
+        var cases: [([String: String], String)] = []
+        cases.append((good.filter { $0.key != "APNS_ENVIRONMENT" }, "APNS_ENVIRONMENT"))
+        cases.append((good.merging(["APNS_ENVIRONMENT": "moon"]) { $1 }, "APNS_ENVIRONMENT"))
+        cases.append((good.merging(["APNS_ENVIRONMENT": "127.0.0.1:99999"]) { $1 }, "APNS_ENVIRONMENT"))
+        cases.append((good.filter { $0.key != "APNS_KEY_ID" }, "APNS_KEY_ID"))
+        cases.append((good.merging(["APNS_KEY_ID": "abc"]) { $1 }, "APNS_KEY_ID"))
+        cases.append((good.merging(["APNS_TEAM_ID": "DEF123GHI!"]) { $1 }, "APNS_TEAM_ID"))
+        cases.append((good.merging(["APNS_KEY_FILE": "/nonexistent/AuthKey.p8"]) { $1 }, "APNS_KEY_FILE"))
+        cases.append((good.filter { $0.key != "APNS_KEY_FILE" }, "APNS_KEY_FILE"))
+        cases.append((good.merging(["APNS_KEY": "not a key"]) { $1 }.filter { $0.key != "APNS_KEY_FILE" }, "APNS_KEY"))
+        cases.append((good.merging(["APNS_CERTIFICATE_FILE": "/x.p12"]) { $1 }, "APNS_CERTIFICATE_FILE"))
+        for (variables, name) in cases {
+            let problem = error(variables)
+            #expect(problem?.variable == name, "\(variables.keys.sorted()): \(String(describing: problem))")
+            #expect(problem?.description.hasPrefix(name) == true)
+        }
+    }
+
+    @Test("environments: production, sandbox, development, host:port and [::1]:port")
+    func environments() throws {
+        #expect(try APNsSettings.parseEnvironment("production") == .production)
+        #expect(try APNsSettings.parseEnvironment("Sandbox") == .sandbox)
+        #expect(try APNsSettings.parseEnvironment("development") == .sandbox)
+        #expect(try APNsSettings.parseEnvironment("127.0.0.1:2197") == .custom(host: "127.0.0.1", port: 2197))
+        #expect(try APNsSettings.parseEnvironment("[::1]:8443") == .custom(host: "::1", port: 8443))
+    }
+
+    @Test("a signing key from a file or from APNS_KEY's text; the client takes the environment")
+    func tokenSettings() throws {
+        let pki = try TestPKI.get()
+        let settings = try APNsSettings(environmentVariables: tokenVariables())
+        #expect(settings.environment == .sandbox)
+        #expect(settings.topic == "com.example.app")
+        guard case .providerToken(_, let keyID, let teamID) = settings.credentials else {
+            Issue.record("not token credentials")
+            return
+        }
+        #expect(keyID == "ABC123DEFG" && teamID == "DEF123GHIJ")
+        let client = try settings.makeClient()
+        #expect(client.environment == .sandbox)
+
+        var inline = try tokenVariables()
+        inline["APNS_KEY_FILE"] = nil
+        inline["APNS_KEY"] = try pki.text("stray.key")
+        #expect(throws: Never.self) { try APNsSettings(environmentVariables: inline) }
+    }
+
+    @Test("a client certificate (.p12 with its password) sends to a mock server that requires one")
+    func certificateSettingsSend() async throws {
+        let pki = try TestPKI.get()
+        let configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: try pki.text("ca.pem")))
+        try await withMockAPNsServer(configuration: configuration) { server in
+            // The .p12 made by openssl, with its password.
+            let settings = try APNsSettings(environmentVariables: [
+                "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
+                "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
+                "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
+                "APNS_TOPIC": "com.example.app",
+            ])
+            let ca = try #require(server.certificateAuthorityPEM)
+            let client = try settings.makeClient { $0.tls.trustRoots = .certificates(ca) }
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: .bundleID(try #require(settings.topic)))
+            let accepted = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: 7, count: 32)))
+            #expect(accepted.apnsID != nil)
+            #expect(server.statistics.accepted == 1)
+            await client.shutdown()
+        }
+        // PEM certificate and key in separate files; a wrong password is named.
+        #expect(throws: Never.self) {
+            try APNsSettings(environmentVariables: [
+                "APNS_ENVIRONMENT": "sandbox",
+                "APNS_CERTIFICATE_FILE": pki.path("client.pem"),
+                "APNS_CERTIFICATE_KEY_FILE": pki.path("client.key"),
+            ])
+        }
+        let wrong = error([
+            "APNS_ENVIRONMENT": "sandbox",
+            "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
+            "APNS_CERTIFICATE_PASSWORD": "wrong",
+        ])
+        #expect(wrong?.variable == "APNS_CERTIFICATE_FILE")
+    }
+}
