@@ -100,26 +100,22 @@ struct CredentialOptions: ParsableArguments {
     }
 
     private func loadValues() throws(CLIError) -> Loaded {
-        if let keyPEM, let keyID, let teamID {
+        if let keyID, let teamID, keyPEM != nil || keyFile != nil {
             let key: ProviderKey
-            do {
-                key = try ProviderKey(pemRepresentation: keyPEM)
-            } catch {
-                throw CLIError("cannot use the key in APNS_KEY: \(error)")
-            }
-            do {
-                return .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))
-            } catch {
-                throw CLIError.usage("\(error)")
-            }
-        }
-        if let keyFile, let keyID, let teamID {
-            try Self.refuseIfExposed(keyFile)
-            let key: ProviderKey
-            do {
-                key = try ProviderKey(contentsOfFile: keyFile)
-            } catch {
-                throw CLIError("cannot use the key \(keyFile): \(error)")
+            if let keyPEM {
+                do {
+                    key = try ProviderKey(pemRepresentation: keyPEM)
+                } catch {
+                    throw CLIError("cannot use the key in APNS_KEY: \(error)")
+                }
+            } else {
+                let keyFile = keyFile ?? ""
+                try Self.refuseIfExposed(keyFile)
+                do {
+                    key = try ProviderKey(contentsOfFile: keyFile)
+                } catch {
+                    throw CLIError("cannot use the key \(keyFile): \(error)")
+                }
             }
             do {
                 return .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))

@@ -22,6 +22,23 @@ struct SendCommandTests {
         }
     }
 
+    /// A mock server in token mode that checks each JWT's ES256 signature with the public
+    /// key of a `.p8` key made by openssl in a temporary directory.
+    func withTokenServer(
+        _ body: (MockAPNsServer, URL, Fixtures.KeyPair) async throws -> Void
+    ) async throws {
+        try await withServer(authentication: .none) { _, directory, _ in
+            let key = try await Fixtures.makeKey(in: directory)
+            var verifier = ProviderTokenVerifier()
+            try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: Fixtures.keyID)
+            try await withMockAPNsServer(configuration: .init(
+                bundleIDs: [Fixtures.topic], authentication: .providerToken(.signature(verifier)))
+            ) { server in
+                try await body(server, directory, key)
+            }
+        }
+    }
+
     /// The body the server received for `token`, parsed by JSONSerialization.
     func receivedPayload(_ server: MockAPNsServer, token: String) throws -> [String: Any] {
         let request = try #require(server.recordedRequests.first { $0.deviceToken == token })
@@ -30,83 +47,69 @@ struct SendCommandTests {
 
     @Test("a .p8 key, tokens as arguments, payload from flags: one line per token with its remedy, exit 1 for the unregistered one")
     func keyAndFlags() async throws {
-        try await withServer(authentication: .none) { _, directory, _ in
-            // Token mode: the server checks each JWT's ES256 signature with OpenSSL's public key.
-            let key = try await Fixtures.makeKey(in: directory)
-            var verifier = ProviderTokenVerifier()
-            try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: Fixtures.keyID)
-            try await withMockAPNsServer(configuration: .init(
-                bundleIDs: [Fixtures.topic], authentication: .providerToken(.signature(verifier)))
-            ) { server in
-                server.respond(toDeviceToken: Fixtures.unregisteredToken, with: .unregistered())
-                let caPath = directory.appendingPathComponent("token-ca.pem").path
-                try server.writeCertificateAuthority(to: caPath)
-                let result = try await CLI.run([
-                    "send", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
-                    "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
-                    "--topic", Fixtures.topic, "--title", "Game Request", "--body", "Bob wants to play poker",
-                    "--badge", "3", "--sound", "default", "--thread-id", "games", "--custom", "game-id=42",
-                    "--collapse-id", "poker", Fixtures.goodToken, Fixtures.unregisteredToken,
-                ])
-                #expect(result.status == 1, "\(result)")
-                let lines = result.lines
-                #expect(lines.count == 3, "\(result)")
-                #expect(lines.first?.hasPrefix("\(Fixtures.goodToken)  accepted apns-id ") == true, "\(result)")
-                #expect(lines.dropFirst().first?.contains("rejected 410 Unregistered → remove this device token") == true, "\(result)")
-                #expect(lines.last?.hasPrefix("2 notifications: 1 accepted, 1 rejected, 0 not sent or failed") == true, "\(result)")
+        // Token mode: the server checks each JWT's ES256 signature with OpenSSL's public key.
+        try await withTokenServer { server, directory, key in
+            server.respond(toDeviceToken: Fixtures.unregisteredToken, with: .unregistered())
+            let caPath = directory.appendingPathComponent("token-ca.pem").path
+            try server.writeCertificateAuthority(to: caPath)
+            let result = try await CLI.run([
+                "send", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+                "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
+                "--topic", Fixtures.topic, "--title", "Game Request", "--body", "Bob wants to play poker",
+                "--badge", "3", "--sound", "default", "--thread-id", "games", "--custom", "game-id=42",
+                "--collapse-id", "poker", Fixtures.goodToken, Fixtures.unregisteredToken,
+            ])
+            #expect(result.status == 1, "\(result)")
+            let lines = result.lines
+            #expect(lines.count == 3, "\(result)")
+            #expect(lines.first?.hasPrefix("\(Fixtures.goodToken)  accepted apns-id ") == true, "\(result)")
+            #expect(lines.dropFirst().first?.contains("rejected 410 Unregistered → remove this device token") == true, "\(result)")
+            #expect(lines.last?.hasPrefix("2 notifications: 1 accepted, 1 rejected, 0 not sent or failed") == true, "\(result)")
 
-                let payload = try receivedPayload(server, token: Fixtures.goodToken)
-                let aps = try #require(payload["aps"] as? [String: Any])
-                let alert = try #require(aps["alert"] as? [String: Any])
-                #expect(alert["title"] as? String == "Game Request")
-                #expect(alert["body"] as? String == "Bob wants to play poker")
-                #expect(aps["badge"] as? Int == 3)
-                #expect(aps["sound"] as? String == "default")
-                #expect(aps["thread-id"] as? String == "games")
-                #expect(payload["game-id"] as? Int == 42)
-                let request = try #require(server.recordedRequests.first { $0.deviceToken == Fixtures.goodToken })
-                #expect(request.value(of: "apns-collapse-id") == "poker")
-                #expect(request.value(of: "apns-push-type") == "alert")
-                #expect(request.providerToken?.keyID == Fixtures.keyID)
-                #expect(request.status == 200)
-            }
+            let payload = try receivedPayload(server, token: Fixtures.goodToken)
+            let aps = try #require(payload["aps"] as? [String: Any])
+            let alert = try #require(aps["alert"] as? [String: Any])
+            #expect(alert["title"] as? String == "Game Request")
+            #expect(alert["body"] as? String == "Bob wants to play poker")
+            #expect(aps["badge"] as? Int == 3)
+            #expect(aps["sound"] as? String == "default")
+            #expect(aps["thread-id"] as? String == "games")
+            #expect(payload["game-id"] as? Int == 42)
+            let request = try #require(server.recordedRequests.first { $0.deviceToken == Fixtures.goodToken })
+            #expect(request.value(of: "apns-collapse-id") == "poker")
+            #expect(request.value(of: "apns-push-type") == "alert")
+            #expect(request.providerToken?.keyID == Fixtures.keyID)
+            #expect(request.status == 200)
         }
     }
 
     @Test("credentials and the environment from APNS_* variables (as APNsSettings reads them), no flag")
     func credentialsFromEnvironmentVariables() async throws {
-        try await withServer(authentication: .none) { _, directory, _ in
-            let key = try await Fixtures.makeKey(in: directory)
-            var verifier = ProviderTokenVerifier()
-            try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: Fixtures.keyID)
-            try await withMockAPNsServer(configuration: .init(
-                bundleIDs: [Fixtures.topic], authentication: .providerToken(.signature(verifier)))
-            ) { server in
-                let caPath = directory.appendingPathComponent("env-ca.pem").path
-                try server.writeCertificateAuthority(to: caPath)
-                let variables = [
-                    "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
-                    "APNS_KEY": try String(contentsOfFile: key.privateKeyPath, encoding: .utf8),
-                    "APNS_KEY_ID": Fixtures.keyID,
-                    "APNS_TEAM_ID": Fixtures.teamID,
-                ]
-                let result = try await CLI.run(
-                    ["send", "--ca-file", caPath, "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken],
-                    environment: variables
-                )
-                #expect(result.status == 0, "\(result)")
-                let request = try #require(server.recordedRequests.first { $0.deviceToken == Fixtures.goodToken })
-                #expect(request.providerToken?.keyID == Fixtures.keyID)
-                #expect(request.status == 200)
+        try await withTokenServer { server, directory, key in
+            let caPath = directory.appendingPathComponent("env-ca.pem").path
+            try server.writeCertificateAuthority(to: caPath)
+            let variables = [
+                "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
+                "APNS_KEY": try String(contentsOfFile: key.privateKeyPath, encoding: .utf8),
+                "APNS_KEY_ID": Fixtures.keyID,
+                "APNS_TEAM_ID": Fixtures.teamID,
+            ]
+            let result = try await CLI.run(
+                ["send", "--ca-file", caPath, "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken],
+                environment: variables
+            )
+            #expect(result.status == 0, "\(result)")
+            let request = try #require(server.recordedRequests.first { $0.deviceToken == Fixtures.goodToken })
+            #expect(request.providerToken?.keyID == Fixtures.keyID)
+            #expect(request.status == 200)
 
-                // A malformed variable is named.
-                let bad = try await CLI.run(
-                    ["send", "--ca-file", caPath, "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken],
-                    environment: variables.merging(["APNS_ENVIRONMENT": "moon"]) { $1 }
-                )
-                #expect(bad.status != 0)
-                #expect("\(bad)".contains("APNS_ENVIRONMENT"), "\(bad)")
-            }
+            // A malformed variable is named.
+            let bad = try await CLI.run(
+                ["send", "--ca-file", caPath, "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken],
+                environment: variables.merging(["APNS_ENVIRONMENT": "moon"]) { $1 }
+            )
+            #expect(bad.status != 0)
+            #expect("\(bad)".contains("APNS_ENVIRONMENT"), "\(bad)")
         }
     }
 
