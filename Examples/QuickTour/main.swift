@@ -51,12 +51,13 @@ func sendGameInvite(to deviceToken: DeviceToken, with client: APNsClient) async 
 
 /// One notification to many devices: the requests are made, sent and answered on the
 /// transport's threads, a window of `maxConcurrency` at a time.
-func announceTournament(to deviceTokens: [DeviceToken], with client: APNsClient) async -> [DeviceToken] {
+func announceTournament(to deviceTokens: [DeviceToken], with client: APNsClient) async -> [String] {
     let notification = PushNotification(payload: .alert(body: "The tournament starts in 10 minutes"), topic: "com.example.game")
     let outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: 1_000)
     print("accepted:", outcomes.filter { $0.accepted != nil }.count, "of", outcomes.count)
-    // The tokens to forget (410 Unregistered or ExpiredToken).
-    return outcomes.filter { $0.error?.rejection?.remedy == .removeDeviceToken }.map(\.deviceToken)
+    // The tokens to forget (410 Unregistered or ExpiredToken), as stored: hexString is
+    // the whole token; its description is redacted, for logs.
+    return outcomes.filter { $0.error?.rejection?.remedy == .removeDeviceToken }.map(\.deviceToken.hexString)
 }
 // README:end
 

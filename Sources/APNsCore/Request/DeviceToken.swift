@@ -7,8 +7,9 @@
 /// path `/3/device/<token>` needs, is written on demand.
 ///
 /// ``description`` is redacted (the first 8 hexadecimal digits and "…") so that a token
-/// printed or logged by accident cannot be used to address a device; use ``hexString``
-/// when you need the whole token.
+/// printed or logged by accident cannot be used to address a device. To store a token,
+/// compare it or send it elsewhere, use ``hexString`` (or `Codable`, which encodes the
+/// whole token as its hexadecimal string): never `description` or string interpolation.
 ///
 /// See [Sending notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
 public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
@@ -222,7 +223,8 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
         return String(hexString.prefix(shown)) + "…"
     }
 
-    /// The redacted form, ``redacted``; never the whole token.
+    /// The redacted form, ``redacted``, for logs: never the whole token, so not for
+    /// storing or comparing tokens (use ``hexString``).
     public var description: String { redacted }
 
     /// The redacted form, ``redacted``; never the whole token.
@@ -243,5 +245,26 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
             )
         }
         return APNsRequestError(.invalidDeviceToken, position: 0, "device token is not hexadecimal")
+    }
+}
+
+extension DeviceToken: Codable {
+    /// Decodes the whole token from its hexadecimal string (either case).
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` saying what is wrong and where.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        do {
+            self = try DeviceToken(hex: text)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    /// Encodes the whole token as its lowercase hexadecimal string (``hexString``).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(hexString)
     }
 }

@@ -1,7 +1,7 @@
 /// A complete APNs payload: the `aps` dictionary and the custom keys beside it.
 ///
 /// Build one with a factory for the kind of notification (``alert(title:body:)``,
-/// ``background(_:)``, ``liveActivityUpdate(timestamp:contentState:staleDate:alert:)``,
+/// ``background(_:)-(JSONObject)``, ``liveActivityUpdate(timestamp:contentState:staleDate:alert:)``,
 /// ``mdm(pushMagic:)``, …) or from an ``APS`` value, add custom data, then encode it
 /// for its push type, which checks the shape rules and the size limit:
 ///
@@ -27,7 +27,7 @@ public struct Payload: Sendable, Hashable {
     /// Custom keys beside `aps`, in order. A key named `aps` is refused when encoding.
     public var custom: JSONObject
     /// The push type this payload was made for, when a factory made it
-    /// (``voip(_:)`` makes ``PushType/voip`` payloads, ``background(_:)``
+    /// (``voip(_:)-(JSONObject)`` makes ``PushType/voip`` payloads, ``background(_:)-(JSONObject)``
     /// ``PushType/background`` ones, …); `nil` for a payload built from its parts. A
     /// notification made from the payload takes this push type unless it names another.
     public var pushType: PushType?

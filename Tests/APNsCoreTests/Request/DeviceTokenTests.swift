@@ -51,6 +51,18 @@ import Testing
         #expect(Set([a, b]).count == 1)
     }
 
+    /// Storing a token keeps all of it: Codable writes the whole hex (read back by
+    /// JSONSerialization), while description stays redacted for logs.
+    @Test func codableKeepsTheWholeTokenAndDescriptionDoesNot() throws {
+        let token = try DeviceToken(hex: Self.appleToken.uppercased())
+        let data = try JSONEncoder().encode([token])
+        #expect(try JSONSerialization.jsonObject(with: data) as? [String] == [Self.appleToken])
+        #expect(try JSONDecoder().decode([DeviceToken].self, from: data) == [token])
+        #expect(token.description != Self.appleToken)
+        #expect(!"\(token)".contains(Self.appleToken))
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode([DeviceToken].self, from: Data(#"["00fc13zz"]"#.utf8)) }
+    }
+
     @Test func eightyByteTokenGoesIntoThePath() throws {
         let hex = String(repeating: "ab", count: 80)
         let token = try DeviceToken(hex: hex)
