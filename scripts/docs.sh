@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+# dump-symbol-graph also emits the test targets' graphs, which needs them built: on a
+# fresh clone it failed ("Failed to emit symbol graph for 'swift_apnsPackageTests'").
+swift build --build-tests >/dev/null
 swift package dump-symbol-graph >/dev/null
 graphs=.build/docs-symbol-graphs
 rm -rf "$graphs" && mkdir -p "$graphs"
