@@ -29,7 +29,7 @@ extension APNsClient {
         if deviceTokens.isEmpty { return [] }
         let pushType = notification.pushType
         metrics.sent(pushType, count: deviceTokens.count)
-        let pass = BatchPass(deviceTokens: deviceTokens, metrics: metrics, pushType: { _ in pushType })
+        let pass = BatchPass(deviceTokens: deviceTokens, metrics: metrics, tracing: tracing, pushType: { _ in pushType })
         await sendBatch(notification, to: deviceTokens, into: pass, maxConcurrency: maxConcurrency)
         return pass.takeOutcomes()
     }
@@ -60,7 +60,7 @@ extension APNsClient {
     ) async -> APNsBatchSummary {
         let pushType = notification.pushType
         metrics.sent(pushType, count: deviceTokens.count)
-        let pass = BatchPass(deviceTokens: deviceTokens, metrics: metrics, pushType: { _ in pushType }, onOutcome: onOutcome)
+        let pass = BatchPass(deviceTokens: deviceTokens, metrics: metrics, tracing: tracing, pushType: { _ in pushType }, onOutcome: onOutcome)
         if !deviceTokens.isEmpty {
             await sendBatch(notification, to: deviceTokens, into: pass, maxConcurrency: maxConcurrency)
         }
@@ -119,6 +119,7 @@ extension APNsClient {
         let pass = BatchPass(
             deviceTokens: deliveries.map(\.deviceToken),
             metrics: metrics,
+            tracing: tracing,
             pushType: { deliveries[$0].notification.pushType }
         )
         await sendBatch(deliveries, into: pass, maxConcurrency: maxConcurrency)
@@ -144,6 +145,7 @@ extension APNsClient {
         let pass = BatchPass(
             deviceTokens: deliveries.map(\.deviceToken),
             metrics: metrics,
+            tracing: tracing,
             pushType: { deliveries[$0].notification.pushType },
             onOutcome: onOutcome
         )
@@ -214,6 +216,7 @@ extension APNsClient {
                         }
                     })
                     let apnsID = fixedID ?? .random()
+                    pass.started(index, apnsID: apnsID)
                     let request: APNsRequest
                     do throws(APNsRequestError) {
                         request = try prepared.request(
@@ -312,6 +315,7 @@ extension APNsClient {
                 }
             }
         }
+        pass.endBatchSpan()
         if logger.logLevel <= .debug {
             let summary = pass.summary
             logger.debug(

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Logging
 import Synchronization
+import Tracing
 
 /// Sends notifications to APNs: the type most providers use.
 ///
@@ -48,6 +49,8 @@ public final class APNsClient: Sendable {
     let environmentMismatch: APNsRequestError?
     /// Counters of outcomes and retries (see ``ClientMetrics``).
     let metrics: ClientMetrics
+    /// Spans per notification and per batch (see ``ClientTracing``).
+    let tracing: ClientTracing
     /// Conditions warned about once while they last (refused credentials, no provider token).
     let conditions = ConditionLog()
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -81,6 +84,8 @@ public final class APNsClient: Sendable {
     ///   - logger: Where to log; by default nothing is logged.
     ///   - metricsFactory: Where the client's metrics go (see <doc:Observability>); by
     ///     default swift-metrics' global factory, a no-op until the process bootstraps one.
+    ///   - tracer: Where the client's spans go (see <doc:Observability>); by default
+    ///     swift-distributed-tracing's global tracer, a no-op until the process bootstraps one.
     public convenience init(
         environment: APNsEnvironment? = nil,
         credentials: APNsCredentials,
@@ -88,7 +93,8 @@ public final class APNsClient: Sendable {
         retryPolicy: RetryPolicy = .default,
         requestTimeout: Duration = APNsRequest.defaultTimeout,
         logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() }),
-        metricsFactory: (any MetricsFactory)? = nil
+        metricsFactory: (any MetricsFactory)? = nil,
+        tracer: (any Tracer)? = nil
     ) {
         self.init(
             environment: environment ?? transport.environment ?? .production,
@@ -98,6 +104,7 @@ public final class APNsClient: Sendable {
             requestTimeout: requestTimeout,
             logger: logger,
             metricsFactory: metricsFactory,
+            tracer: tracer,
             sleep: { try await Task.sleep(for: $0) },
             jitter: { Double.random(in: 0...1) }
         )
@@ -112,11 +119,13 @@ public final class APNsClient: Sendable {
         requestTimeout: Duration,
         logger: Logger,
         metricsFactory: (any MetricsFactory)? = nil,
+        tracer: (any Tracer)? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void,
         jitter: @escaping @Sendable () -> Double
     ) {
         self.environment = environment
         self.metrics = ClientMetrics(factory: metricsFactory ?? MetricsSystem.factory, environment: environment)
+        self.tracing = ClientTracing(tracer: tracer ?? InstrumentationSystem.tracer)
         if let bound = transport.environment, bound != environment {
             environmentMismatch = APNsRequestError(
                 .environmentMismatch,
@@ -148,6 +157,9 @@ public final class APNsClient: Sendable {
         to deviceToken: DeviceToken
     ) async throws(APNsError) -> APNsAccepted {
         metrics.sent(notification.pushType)
+        let apnsID = notification.apnsID ?? .random()
+        let span = tracing.startNotification(notification.pushType, apnsID: apnsID)
+        let attempts = AttemptCounter()
         do throws(APNsError) {
             let prepared: PushNotification.Prepared
             do {
@@ -156,11 +168,13 @@ public final class APNsClient: Sendable {
                 logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
                 throw .invalid(error)
             }
-            let accepted = try await deliver(prepared, apnsID: notification.apnsID ?? .random(), to: deviceToken)
+            let accepted = try await deliver(prepared, apnsID: apnsID, to: deviceToken, attempts: attempts)
             metrics.finished(notification.pushType, .success(accepted))
+            tracing.end(span, .success(accepted), attempts: attempts.value)
             return accepted
         } catch {
             metrics.finished(notification.pushType, .failure(error))
+            tracing.end(span, .failure(error), attempts: attempts.value)
             throw error
         }
     }
@@ -181,7 +195,8 @@ public final class APNsClient: Sendable {
         _ prepared: PushNotification.Prepared,
         apnsID: APNsID,
         to deviceToken: DeviceToken,
-        resuming resumption: Resumption? = nil
+        resuming resumption: Resumption? = nil,
+        attempts: AttemptCounter? = nil
     ) async throws(APNsError) -> APNsAccepted {
         // The metadata is built only when a message is logged: formatting the id and
         // the redacted token for every notification costs more than the rest of the
@@ -203,7 +218,8 @@ public final class APNsClient: Sendable {
                 if let accepted = APNsAccepted(response: response, request: request) { return .success(accepted) }
                 return .failure(.rejected(Self.rejection(of: response, to: request, apnsID: apnsID, deviceToken: deviceToken)))
             },
-            resuming: resumption
+            resuming: resumption,
+            attempts: attempts
         )
     }
 
@@ -242,6 +258,12 @@ public final class APNsClient: Sendable {
     static func rejection(of response: APNsResponse, to request: APNsRequest, apnsID: APNsID?, deviceToken: DeviceToken) -> APNsRejection {
         APNsRejection(response: response, request: request)
             ?? APNsRejection(status: response.status, reason: nil, apnsID: apnsID, deviceToken: deviceToken)
+    }
+
+    /// Counts the requests a call sent (its attempts, a new provider token's included),
+    /// for the notification's span. Used by one task at a time.
+    final class AttemptCounter: @unchecked Sendable {
+        var value = 0
     }
 
     /// A delivery begun outside ``perform(_:logger:metadata:request:interpret:resuming:)``
@@ -298,7 +320,8 @@ public final class APNsClient: Sendable {
         metadata: () -> Logger.Metadata = { [:] },
         request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
         interpret: (_ response: APNsResponse, _ request: APNsRequest) -> Result<Success, APNsError>,
-        resuming resumption: Resumption? = nil
+        resuming resumption: Resumption? = nil,
+        attempts: AttemptCounter? = nil
     ) async throws(APNsError) -> Success {
         /// Logs through `logger` with `metadata` attached, building both only at an enabled level.
         func log(
@@ -383,6 +406,7 @@ public final class APNsClient: Sendable {
                 throw .invalid(error)
             }
             log(.trace, "sending \(what)", metadata: ["apns.attempt": "\(delivery.attempt)"])
+            attempts?.value += 1
             let ended: APNsError
             do throws(APNsTransportError) {
                 let response = try await transport.send(request)

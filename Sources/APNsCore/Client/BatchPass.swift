@@ -1,4 +1,5 @@
 import Synchronization
+import Tracing
 
 /// The bookkeeping of one ``APNsClient`` batch send, written from the transport's threads:
 /// the outcome of each index (kept, or handed to the caller's `onOutcome` at once), the
@@ -24,17 +25,25 @@ final class BatchPass: @unchecked Sendable {
     /// Counts each outcome (``ClientMetrics``), with the push type of its index.
     private let metrics: ClientMetrics
     private let pushType: @Sendable (Int) -> PushType
+    /// The spans of the notifications in flight, by index, when tracing is on.
+    private let tracing: ClientTracing?
+    private let spans = Mutex<[Int: any Span]>([:])
+    /// The batch's span, the parent of its notifications' spans.
+    let batchSpan: (any Span)?
 
     /// A pass over `deviceTokens`; with `onOutcome`, outcomes are handed over as they are
     /// final and not kept. `pushType` gives an index's push type, for the metrics.
     init(
         deviceTokens: [DeviceToken],
         metrics: ClientMetrics,
+        tracing: ClientTracing,
         pushType: @escaping @Sendable (Int) -> PushType,
         onOutcome: (@Sendable (Int, APNsOutcome) -> Void)? = nil
     ) {
         self.deviceTokens = deviceTokens
         self.metrics = metrics
+        self.tracing = tracing.isEnabled ? tracing : nil
+        self.batchSpan = deviceTokens.isEmpty ? nil : tracing.startBatch(count: deviceTokens.count)
         self.pushType = pushType
         self.onOutcome = onOutcome
         outcomes = .allocate(capacity: onOutcome == nil ? deviceTokens.count : 0)
@@ -58,6 +67,11 @@ final class BatchPass: @unchecked Sendable {
     /// Records the final outcome of `index`, or hands it to `onOutcome`.
     func finish(_ index: Int, _ outcome: Result<APNsAccepted, APNsError>) {
         metrics.finished(pushType(index), outcome)
+        if let tracing {
+            let span = spans.withLock { $0.removeValue(forKey: index) }
+                ?? tracing.startNotification(pushType(index), apnsID: nil, parent: batchSpan?.context)
+            tracing.end(span, outcome, attempts: nil)
+        }
         switch outcome {
         case .success: accepted.add(1, ordering: .relaxed)
         case .failure(.rejected): rejected.add(1, ordering: .relaxed)
@@ -68,6 +82,19 @@ final class BatchPass: @unchecked Sendable {
         } else {
             outcomes[index] = outcome
         }
+    }
+
+    /// Starts the span of `index`'s notification (tracing on), under the batch's span.
+    func started(_ index: Int, apnsID: APNsID?) {
+        guard let tracing else { return }
+        if let span = tracing.startNotification(pushType(index), apnsID: apnsID, parent: batchSpan?.context) {
+            spans.withLock { $0[index] = span }
+        }
+    }
+
+    /// Ends the batch's span with the counts.
+    func endBatchSpan() {
+        tracing?.end(batchSpan, summary)
     }
 
     /// Hands a delivery that goes on (a retry, a new provider token) to the second pass,
