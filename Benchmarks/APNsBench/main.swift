@@ -8,7 +8,8 @@
 // connection, with a provider token signed by KEY.p8, to device tokens made with
 // `DeviceToken(bytes:)`, and prints `ok=<n> failed=<n> seconds=<s>` and, on a second
 // line, the process's CPU time per notification (getrusage, whole process) and its peak
-// RSS. `APNS_BENCH_MODE` chooses how it sends:
+// RSS (and the RSS just before the send, which holds the N device tokens).
+// `APNS_BENCH_MODE` chooses how it sends:
 //   batch  (default) one `client.send(_:to:maxConcurrency:)` call, outcomes collected
 //   stream one `client.send(_:to:maxConcurrency:onOutcome:)` call, outcomes counted
 //   tasks  one `client.send(_:to:)` per notification from CONC tasks
@@ -35,6 +36,15 @@ func cpuSeconds() -> Double {
     getrusage(RUSAGE_SELF.rawValue, &usage)
     return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+}
+
+/// VmRSS now, in MiB: what the process holds before the send (the device tokens included).
+func currentRSSMegabytes() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+    else { return .nan }
+    return kilobytes / 1024
 }
 
 func peakRSSMegabytes() -> Double {
@@ -89,6 +99,7 @@ do {
     FileHandle.standardError.write(Data("warm-up failed: \(error)\n".utf8))
 }
 
+let rssBeforeSend = currentRSSMegabytes()
 let cpuBefore = cpuSeconds()
 let start = ContinuousClock.now
 var ok = 0
@@ -124,4 +135,4 @@ let cpu = cpuSeconds() - cpuBefore
 await client.shutdown()
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 print("ok=\(ok) failed=\(count - ok) seconds=\(String(format: "%.3f", seconds))")
-print(String(format: "mode=%@ cpu_us_per_notification=%.2f peak_rss_mib=%.1f", mode, cpu / Double(count) * 1e6, peakRSSMegabytes()))
+print(String(format: "mode=%@ cpu_us_per_notification=%.2f peak_rss_mib=%.1f rss_before_send_mib=%.1f", mode, cpu / Double(count) * 1e6, peakRSSMegabytes(), rssBeforeSend))

@@ -159,7 +159,7 @@ public final class APNsClient: Sendable {
         metrics.sent(notification.pushType)
         let apnsID = notification.apnsID ?? .random()
         let span = tracing.startNotification(notification.pushType, apnsID: apnsID)
-        let attempts = AttemptCounter()
+        let attempts = span == nil ? nil : AttemptCounter()
         do throws(APNsError) {
             let prepared: PushNotification.Prepared
             do {
@@ -170,11 +170,11 @@ public final class APNsClient: Sendable {
             }
             let accepted = try await deliver(prepared, apnsID: apnsID, to: deviceToken, attempts: attempts)
             metrics.finished(notification.pushType, .success(accepted))
-            tracing.end(span, .success(accepted), attempts: attempts.value)
+            tracing.end(span, .success(accepted), attempts: attempts?.value)
             return accepted
         } catch {
             metrics.finished(notification.pushType, .failure(error))
-            tracing.end(span, .failure(error), attempts: attempts.value)
+            tracing.end(span, .failure(error), attempts: attempts?.value)
             throw error
         }
     }
