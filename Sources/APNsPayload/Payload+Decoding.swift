@@ -25,9 +25,9 @@ extension Payload {
     ///   `"name":"default"`; its `critical` reads as a flag and is written as `1` when set
     ///   and left out when `0` or `false`.
     ///
-    /// - Throws: ``PayloadError/Kind/invalidJSON`` with the byte offset for bad JSON or a
-    ///   top level that is not an object; ``PayloadError/Kind/typeMismatch`` with the key
-    ///   path when a known key holds the wrong type; ``PayloadError/Kind/missingKey`` with
+    /// - Throws: ``PayloadError/Code/invalidJSON`` with the byte offset for bad JSON or a
+    ///   top level that is not an object; ``PayloadError/Code/typeMismatch`` with the key
+    ///   path when a known key holds the wrong type; ``PayloadError/Code/missingKey`` with
     ///   the key path when a localized Live Activity text (an object) has no `loc-key`.
     public init(jsonBytes: some Collection<UInt8>) throws(PayloadError) {
         let json = try JSONParser.parse(jsonBytes)
@@ -38,8 +38,8 @@ extension Payload {
     }
 
     /// Reads a payload from a parsed JSON object; see ``init(jsonBytes:)``.
-    /// - Throws: ``PayloadError/Kind/typeMismatch`` with the key path when a known key holds the wrong type;
-    ///   ``PayloadError/Kind/missingKey`` when a localized Live Activity text has no `loc-key`.
+    /// - Throws: ``PayloadError/Code/typeMismatch`` with the key path when a known key holds the wrong type;
+    ///   ``PayloadError/Code/missingKey`` when a localized Live Activity text has no `loc-key`.
     public init(jsonObject object: JSONObject) throws(PayloadError) {
         self.init()
         for (key, value) in object {

@@ -15,7 +15,7 @@ extension Payload {
     ///
     /// - Returns: the UTF-8 JSON bytes, at most ``PayloadLimit/init(for:)`` long.
     /// - Throws: ``PayloadError`` naming the key path and the rule; for
-    ///   ``PayloadError/Kind/payloadTooLarge`` also the size, limit and push type.
+    ///   ``PayloadError/Code/payloadTooLarge`` also the size, limit and push type.
     public func encoded(for pushType: PushType) throws(PayloadError) -> [UInt8] {
         try encoded(for: pushType, limit: PayloadLimit(for: pushType))
     }
@@ -46,7 +46,7 @@ extension Payload {
     /// and `limit` (no push-type shape rules).
     ///
     /// - Throws: ``PayloadError`` naming the key path and the rule; for
-    ///   ``PayloadError/Kind/payloadTooLarge`` also the size and limit.
+    ///   ``PayloadError/Code/payloadTooLarge`` also the size and limit.
     public func encoded(limit: PayloadLimit = .standard) throws(PayloadError) -> [UInt8] {
         try validate(pushType: nil)
         let bytes = try write()
@@ -62,7 +62,7 @@ extension Payload {
     func validate(pushType: PushType?) throws(PayloadError) {
         if custom["aps"] != nil {
             throw PayloadError(
-                kind: .reservedKey, keyPath: "aps",
+                code: .reservedKey, keyPath: "aps",
                 rule: "the custom key \"aps\" is reserved for Apple's dictionary; put custom data beside it")
         }
         try aps.validate()

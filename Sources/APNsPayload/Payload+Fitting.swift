@@ -8,7 +8,7 @@ extension Payload {
     /// `Character`s from its end (so an emoji, a flag or a letter with a combining accent
     /// is never split) and gains "…", by exactly as many bytes as the payload is over.
     ///
-    /// - Throws: ``PayloadError/Kind/cannotFit`` when there is no plain alert body to
+    /// - Throws: ``PayloadError/Code/cannotFit`` when there is no plain alert body to
     ///   shorten, or when even "…" as the body does not fit; any other error of
     ///   ``encoded(for:)``.
     public func encoded(for pushType: PushType, fitting strategy: FitStrategy) throws(PayloadError) -> [UInt8] {
@@ -41,7 +41,7 @@ extension Payload {
             let overshoot = bytes.count - limit.bytes
             guard let body = payload.plainBody else {
                 throw PayloadError(
-                    kind: .cannotFit, keyPath: "aps.alert.body",
+                    code: .cannotFit, keyPath: "aps.alert.body",
                     rule: "the payload is \(bytes.count) bytes, over the \(limit.bytes)-byte limit, and has no plain alert body to shorten",
                     size: bytes.count, limit: limit.bytes, pushType: pushType)
             }
@@ -60,7 +60,7 @@ extension Payload {
             guard removed >= needed else {
                 let sizeWithoutBody = bytes.count - removed
                 throw PayloadError(
-                    kind: .cannotFit, keyPath: "aps.alert.body",
+                    code: .cannotFit, keyPath: "aps.alert.body",
                     rule: "even with the body shortened to \"…\" the payload is \(sizeWithoutBody + ellipsisLength) bytes, over the \(limit.bytes)-byte limit",
                     size: bytes.count, limit: limit.bytes, pushType: pushType)
             }

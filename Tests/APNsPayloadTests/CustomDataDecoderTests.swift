@@ -41,7 +41,7 @@ import Testing
             try value.decode(Match.self)
         } throws: { error in
             let error = error as! PayloadError
-            return error.kind == .missingKey && error.keyPath == "score.away"
+            return error.code == .missingKey && error.keyPath == "score.away"
         }
     }
 
@@ -51,7 +51,7 @@ import Testing
             try value.decode(Match.self)
         } throws: { error in
             let error = error as! PayloadError
-            return error.kind == .typeMismatch && error.keyPath == "minute"  // 300 does not fit UInt8
+            return error.code == .typeMismatch && error.keyPath == "minute"  // 300 does not fit UInt8
         }
     }
 

@@ -60,14 +60,14 @@ import Testing
             try payload.setCustom("media", to: [Media(ratio: 1), Media(ratio: .nan)])
         } throws: { error in
             let error = error as! PayloadError
-            return error.kind == .nonFiniteNumber && error.keyPath == "media[1].ratio"
+            return error.code == .nonFiniteNumber && error.keyPath == "media[1].ratio"
         }
     }
 
     @Test func hugeUnsignedIsRefused() {
         #expect {
             try JSONValue(encoding: UInt64.max)
-        } throws: { ($0 as! PayloadError).kind == .valueOutOfRange }
+        } throws: { ($0 as! PayloadError).code == .valueOutOfRange }
     }
 
     @Test func throwingEncodableIsWrapped() {
@@ -77,7 +77,7 @@ import Testing
         }
         #expect {
             try JSONValue(encoding: Broken())
-        } throws: { ($0 as! PayloadError).kind == .customDataEncodingFailed }
+        } throws: { ($0 as! PayloadError).code == .customDataEncodingFailed }
     }
 
     @Test func jsonValueNestsInsideEncodable() throws {

@@ -29,7 +29,7 @@ import Foundation
             try Payload(jsonBytes: Array(json.utf8))
         } throws: { error in
             let error = error as! PayloadError
-            return error.kind == .invalidJSON && error.byteOffset == offset && error.description.contains("byte \(offset)")
+            return error.code == .invalidJSON && error.byteOffset == offset && error.description.contains("byte \(offset)")
         }
     }
 
@@ -44,7 +44,7 @@ import Foundation
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
         #expect {
             try Payload(jsonBytes: Array(("{\"a\":" + deep + "}").utf8))
-        } throws: { ($0 as! PayloadError).kind == .invalidJSON }
+        } throws: { ($0 as! PayloadError).code == .invalidJSON }
     }
 
     @Test(arguments: [
@@ -61,7 +61,7 @@ import Foundation
             try Payload(jsonBytes: Array(json.utf8))
         } throws: { error in
             let error = error as! PayloadError
-            return error.kind == .typeMismatch && error.keyPath == path
+            return error.code == .typeMismatch && error.keyPath == path
         }
     }
 
@@ -202,7 +202,7 @@ struct JSONValueParsingTests {
             _ = try JSONValue(jsonBytes: Array(text.utf8))
             Issue.record("accepted \(text)")
         } catch {
-            #expect(error.kind == .invalidJSON)
+            #expect(error.code == .invalidJSON)
             #expect(error.byteOffset == offset)
         }
     }

@@ -40,7 +40,7 @@ import APNsPayload
     @Test func localizedTextWithoutLocKeyIsAMissingKey() throws {
         let json = #"{"aps":{"event":"update","timestamp":1,"alert":{"title":"t","body":{"loc-args":["Power Panda"]}}}}"#
         let error = try #require(throws: PayloadError.self) { try Payload(jsonBytes: Array(json.utf8)) }
-        #expect(error.kind == .missingKey)
+        #expect(error.code == .missingKey)
         #expect(error.keyPath == "aps.alert.body.loc-key")
     }
 

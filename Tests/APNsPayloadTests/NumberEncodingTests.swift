@@ -37,7 +37,7 @@ import Testing
             try payload.encoded()
         } throws: { error in
             let error = error as! PayloadError
-            return error.kind == .nonFiniteNumber && error.keyPath == "media.sizes[1]"
+            return error.code == .nonFiniteNumber && error.keyPath == "media.sizes[1]"
         }
     }
 
@@ -53,7 +53,7 @@ import Testing
     @Test func nonFiniteVolumeAndRelevance() {
         #expect {
             try Payload(aps: APS(sound: .critical(volume: .nan))).encoded()
-        } throws: { ($0 as! PayloadError).keyPath == "aps.sound.volume" && ($0 as! PayloadError).kind == .nonFiniteNumber }
+        } throws: { ($0 as! PayloadError).keyPath == "aps.sound.volume" && ($0 as! PayloadError).code == .nonFiniteNumber }
         #expect {
             try Payload(aps: APS(badge: 1, relevanceScore: .infinity)).encoded()
         } throws: { ($0 as! PayloadError).keyPath == "aps.relevance-score" }

@@ -40,7 +40,7 @@ import Testing
                 try payload.encoded(for: .alert)
             } throws: { error in
                 let error = error as! PayloadError
-                return error.kind == .payloadTooLarge && error.size == 4097 && error.limit == 4096
+                return error.code == .payloadTooLarge && error.size == 4097 && error.limit == 4096
                     && error.pushType == .alert
                     && error.description.contains("4097") && error.description.contains("4096")
             }
@@ -62,7 +62,7 @@ import Testing
                 try payload.encoded(for: .voip)
             } throws: { error in
                 let error = error as! PayloadError
-                return error.kind == .payloadTooLarge && error.size == 5121 && error.limit == 5120
+                return error.code == .payloadTooLarge && error.size == 5121 && error.limit == 5120
                     && error.pushType == .voip
             }
             #expect {
@@ -146,7 +146,7 @@ import Testing
             try payload.encoded(for: .alert, fitting: .truncatingBody)
         } throws: { error in
             let error = error as! PayloadError
-            return error.kind == .cannotFit && error.size == (try? payload.encoded(limit: .init(bytes: .max)).count)
+            return error.code == .cannotFit && error.size == (try? payload.encoded(limit: .init(bytes: .max)).count)
                 && error.limit == 4096
         }
     }
@@ -157,7 +157,7 @@ import Testing
             try payload.encoded(for: .alert, fitting: .truncatingBody)
         } throws: { error in
             let error = error as! PayloadError
-            return error.kind == .cannotFit && error.keyPath == "aps.alert.body"
+            return error.code == .cannotFit && error.keyPath == "aps.alert.body"
         }
     }
 }

@@ -9,7 +9,7 @@ import Testing
         var name: String
         var payload: Payload
         var pushType: PushType?
-        var kind: PayloadError.Kind
+        var kind: PayloadError.Code
         var keyPath: String
         var testDescription: String { name }
     }
@@ -146,7 +146,7 @@ import Testing
             }
             Issue.record("\(c.name): accepted")
         } catch {
-            #expect(error.kind == c.kind, "\(c.name): \(error)")
+            #expect(error.code == c.kind, "\(c.name): \(error)")
             #expect(error.keyPath == c.keyPath, "\(c.name): \(error)")
             #expect(!error.rule.isEmpty)
             #expect(error.description.contains(c.keyPath))
@@ -189,6 +189,7 @@ import Testing
     @Test func errorDescriptionSaysWhatAndWhere() {
         let error = PayloadError.outOfRange("aps.sound.volume", "volume must be in 0...1, not 2.0")
         #expect(error.description == "value out of range at aps.sound.volume: volume must be in 0...1, not 2.0")
-        #expect(PayloadError.Kind.payloadTooLarge.description == "payload too large")
+        // The code's label is the metric-safe lowerCamelCase name every SDK error uses.
+        #expect(PayloadError.Code.payloadTooLarge.description == "payloadTooLarge")
     }
 }

@@ -23,7 +23,7 @@ public struct ProviderKey: Sendable {
 
     /// Reads a key from a file, PEM (as Apple ships it) or DER.
     ///
-    /// - Throws: ``ProviderKeyError`` with ``ProviderKeyError/Kind/fileNotReadable`` if
+    /// - Throws: ``ProviderKeyError`` with ``ProviderKeyError/Code/fileNotReadable`` if
     ///   the file cannot be read, or any kind that ``init(pemRepresentation:)`` throws.
     public init(contentsOfFile path: String) throws(ProviderKeyError) {
         guard var data = FileManager.default.contents(atPath: path) else {
@@ -41,9 +41,9 @@ public struct ProviderKey: Sendable {
     /// or quotes, `\r\n` line ends, the literal two-character sequence `\n` instead of line
     /// breaks, everything on one line, and the base64 body without its BEGIN/END lines.
     ///
-    /// - Throws: ``ProviderKeyError``: ``ProviderKeyError/Kind/malformed``,
-    ///   ``ProviderKeyError/Kind/encryptedKey``, ``ProviderKeyError/Kind/publicKey`` or
-    ///   ``ProviderKeyError/Kind/unsupportedKeyType``.
+    /// - Throws: ``ProviderKeyError``: ``ProviderKeyError/Code/malformed``,
+    ///   ``ProviderKeyError/Code/encryptedKey``, ``ProviderKeyError/Code/publicKey`` or
+    ///   ``ProviderKeyError/Code/unsupportedKeyType``.
     public init(pemRepresentation: String) throws(ProviderKeyError) {
         var bytes = Array(pemRepresentation.utf8)
         defer { EVPKey.cleanse(&bytes) }
@@ -52,7 +52,7 @@ public struct ProviderKey: Sendable {
 
     /// Reads a key in PEM from the environment variable `name`.
     ///
-    /// - Throws: ``ProviderKeyError`` with ``ProviderKeyError/Kind/environmentVariableNotSet``
+    /// - Throws: ``ProviderKeyError`` with ``ProviderKeyError/Code/environmentVariableNotSet``
     ///   if the variable is unset or blank, or any kind that ``init(pemRepresentation:)``
     ///   throws.
     public init(environmentVariable name: String) throws(ProviderKeyError) {
@@ -68,9 +68,9 @@ public struct ProviderKey: Sendable {
     /// Decodes a key from DER: PKCS#8 `PrivateKeyInfo` (the body of Apple's `.p8`) or a
     /// SEC 1 `ECPrivateKey`.
     ///
-    /// - Throws: ``ProviderKeyError``: ``ProviderKeyError/Kind/malformed``,
-    ///   ``ProviderKeyError/Kind/encryptedKey``, ``ProviderKeyError/Kind/publicKey`` or
-    ///   ``ProviderKeyError/Kind/unsupportedKeyType``.
+    /// - Throws: ``ProviderKeyError``: ``ProviderKeyError/Code/malformed``,
+    ///   ``ProviderKeyError/Code/encryptedKey``, ``ProviderKeyError/Code/publicKey`` or
+    ///   ``ProviderKeyError/Code/unsupportedKeyType``.
     public init(derRepresentation: some Collection<UInt8>) throws(ProviderKeyError) {
         var bytes = Array(derRepresentation)
         defer { EVPKey.cleanse(&bytes) }

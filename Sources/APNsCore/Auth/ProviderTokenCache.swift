@@ -66,9 +66,9 @@ public final class ProviderTokenCache: ProviderTokenSource {
     ///   - clock: Where the time comes from; inject one in tests.
     ///   - logger: Receives a `debug` message when a token is signed or invalidated (key id
     ///     and `iat` only, never the token). Logs nothing by default.
-    /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Kind/invalidKeyID``,
-    ///   ``ProviderTokenError/Kind/invalidTeamID`` or
-    ///   ``ProviderTokenError/Kind/invalidRefreshInterval``.
+    /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Code/invalidKeyID``,
+    ///   ``ProviderTokenError/Code/invalidTeamID`` or
+    ///   ``ProviderTokenError/Code/invalidRefreshInterval``.
     public init(
         key: ProviderKey,
         keyID: String,
@@ -102,7 +102,7 @@ public final class ProviderTokenCache: ProviderTokenSource {
     /// ``invalidate(_:)``d and is at least 20 minutes old, or when the clock has moved more
     /// than a minute behind its `iat` (the host clock was set back).
     ///
-    /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Kind/signingFailed`` if
+    /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Code/signingFailed`` if
     ///   OpenSSL fails to sign (it does not, short of running out of memory).
     public func token() throws(ProviderTokenError) -> ProviderToken {
         try state.withLock { (state: inout State) throws(ProviderTokenError) -> ProviderToken in
@@ -175,7 +175,7 @@ public final class ProviderTokenCache: ProviderTokenSource {
         }
     }
 
-    private static func validateIdentifier(_ value: String, kind: ProviderTokenError.Kind, name: String) throws(ProviderTokenError) {
+    private static func validateIdentifier(_ value: String, kind: ProviderTokenError.Code, name: String) throws(ProviderTokenError) {
         let bytes = Array(value.utf8)
         let allowed = bytes.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
         guard bytes.count == 10, allowed else {

@@ -45,10 +45,10 @@ public struct ProviderTokenVerifier: Sendable {
     ///   - publicKeyPEM: A P-256 `-----BEGIN PUBLIC KEY-----` block (SubjectPublicKeyInfo).
     ///   - keyID: The `kid` the tokens carry.
     ///   - teamID: The team the key belongs to: ``verify(_:)`` then refuses a token whose
-    ///     `iss` is any other string with ``ProviderTokenVerificationError/Kind/wrongTeamID``,
+    ///     `iss` is any other string with ``ProviderTokenVerificationError/Code/wrongTeamID``,
     ///     as APNs does. `nil` (the default) accepts any `iss`.
     /// - Throws: ``ProviderTokenVerificationError`` with
-    ///   ``ProviderTokenVerificationError/Kind/invalidPublicKey`` if the PEM holds no P-256
+    ///   ``ProviderTokenVerificationError/Code/invalidPublicKey`` if the PEM holds no P-256
     ///   public key.
     public mutating func register(publicKeyPEM: String, keyID: String, teamID: String? = nil) throws(ProviderTokenVerificationError) {
         let text = PEMBlock.normalize(Array(publicKeyPEM.utf8))
@@ -73,7 +73,7 @@ public struct ProviderTokenVerifier: Sendable {
     ///   - key: The provider key whose public half verifies the tokens.
     ///   - keyID: The `kid` the tokens carry.
     ///   - teamID: The team the key belongs to: ``verify(_:)`` then refuses a token whose
-    ///     `iss` is any other string with ``ProviderTokenVerificationError/Kind/wrongTeamID``,
+    ///     `iss` is any other string with ``ProviderTokenVerificationError/Code/wrongTeamID``,
     ///     as APNs does. `nil` (the default) accepts any `iss`.
     public mutating func register(_ key: ProviderKey, keyID: String, teamID: String? = nil) {
         keys[keyID] = Registration(key: key.key, teamID: teamID)
@@ -82,12 +82,12 @@ public struct ProviderTokenVerifier: Sendable {
     /// Verifies `jwt` and returns its key id, team id and issue time.
     ///
     /// - Throws: ``ProviderTokenVerificationError``:
-    ///   ``ProviderTokenVerificationError/Kind/malformed`` (not three base64url parts, JSON
+    ///   ``ProviderTokenVerificationError/Code/malformed`` (not three base64url parts, JSON
     ///   that is not an object with a string `kid`, a string `iss` and an integer `iat`),
-    ///   ``ProviderTokenVerificationError/Kind/unsupportedAlgorithm`` (`alg` is not
-    ///   `ES256`), ``ProviderTokenVerificationError/Kind/unknownKeyID``,
-    ///   ``ProviderTokenVerificationError/Kind/badSignature`` (including a DER signature in
-    ///   place of the 64-byte `r||s`), or ``ProviderTokenVerificationError/Kind/wrongTeamID``
+    ///   ``ProviderTokenVerificationError/Code/unsupportedAlgorithm`` (`alg` is not
+    ///   `ES256`), ``ProviderTokenVerificationError/Code/unknownKeyID``,
+    ///   ``ProviderTokenVerificationError/Code/badSignature`` (including a DER signature in
+    ///   place of the 64-byte `r||s`), or ``ProviderTokenVerificationError/Code/wrongTeamID``
     ///   (the key was registered with a team id and `iss` is another).
     public func verify(_ jwt: String) throws(ProviderTokenVerificationError) -> VerifiedProviderToken {
         let bytes = Array(jwt.utf8)

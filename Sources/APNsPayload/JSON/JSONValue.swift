@@ -220,7 +220,7 @@ extension JSONObject: Encodable {
 extension JSONValue {
     /// Parses one JSON text with the SDK's own parser (RFC 8259; UTF-8 is validated).
     ///
-    /// - Throws: ``PayloadError`` with kind ``PayloadError/Kind/invalidJSON`` and the byte
+    /// - Throws: ``PayloadError`` with kind ``PayloadError/Code/invalidJSON`` and the byte
     ///   offset of the first problem.
     public init(jsonBytes: some Collection<UInt8>) throws(PayloadError) {
         self = try JSONParser.parse(jsonBytes)

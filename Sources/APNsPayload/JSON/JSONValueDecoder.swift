@@ -14,13 +14,13 @@ struct JSONValueDecoder {
             let DecodingError.dataCorrupted(context)
         {
             throw PayloadError(
-                kind: .typeMismatch, keyPath: JSONValueEncoder.path(context.codingPath), rule: context.debugDescription)
+                code: .typeMismatch, keyPath: JSONValueEncoder.path(context.codingPath), rule: context.debugDescription)
         } catch let DecodingError.keyNotFound(key, context) {
             throw PayloadError(
-                kind: .missingKey, keyPath: JSONValueEncoder.path(context.codingPath + [key]),
+                code: .missingKey, keyPath: JSONValueEncoder.path(context.codingPath + [key]),
                 rule: "no value for key \"\(key.stringValue)\"")
         } catch {
-            throw PayloadError(kind: .typeMismatch, keyPath: "", rule: "\(error)")
+            throw PayloadError(code: .typeMismatch, keyPath: "", rule: "\(error)")
         }
     }
 }
@@ -206,8 +206,8 @@ extension JSONValue {
     /// let media = try payload.custom["media"]?.decode(Media.self)
     /// ```
     ///
-    /// - Throws: ``PayloadError`` of kind ``PayloadError/Kind/typeMismatch`` or
-    ///   ``PayloadError/Kind/missingKey``, with the key path inside this value.
+    /// - Throws: ``PayloadError`` of kind ``PayloadError/Code/typeMismatch`` or
+    ///   ``PayloadError/Code/missingKey``, with the key path inside this value.
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws(PayloadError) -> T {
         try JSONValueDecoder.decode(type, from: self)
     }

@@ -17,10 +17,10 @@ struct JSONValueEncoder {
             throw error
         } catch let EncodingError.invalidValue(_, context) {
             throw PayloadError(
-                kind: .customDataEncodingFailed, keyPath: Self.path(context.codingPath),
+                code: .customDataEncodingFailed, keyPath: Self.path(context.codingPath),
                 rule: context.debugDescription)
         } catch {
-            throw PayloadError(kind: .customDataEncodingFailed, keyPath: "", rule: "\(error)")
+            throw PayloadError(code: .customDataEncodingFailed, keyPath: "", rule: "\(error)")
         }
         return root.value
     }
@@ -309,9 +309,9 @@ private struct SingleValueContainer: SingleValueEncodingContainer {
 extension JSONValue {
     /// Encodes any `Encodable` value with the SDK's own encoder (not Foundation's).
     ///
-    /// - Throws: ``PayloadError`` of kind ``PayloadError/Kind/nonFiniteNumber`` for NaN or
-    ///   infinity, ``PayloadError/Kind/valueOutOfRange`` for an unsigned integer above
-    ///   `Int64.max`, ``PayloadError/Kind/customDataEncodingFailed`` when the value's own
+    /// - Throws: ``PayloadError`` of kind ``PayloadError/Code/nonFiniteNumber`` for NaN or
+    ///   infinity, ``PayloadError/Code/valueOutOfRange`` for an unsigned integer above
+    ///   `Int64.max`, ``PayloadError/Code/customDataEncodingFailed`` when the value's own
     ///   `encode(to:)` throws; the key path says where.
     public init(encoding value: some Encodable) throws(PayloadError) {
         self = try JSONValueEncoder.encode(value)
@@ -322,7 +322,7 @@ extension JSONObject {
     /// Encodes an `Encodable` value that encodes as an object (a struct or class with
     /// keyed properties, a `[String: …]` dictionary).
     ///
-    /// - Throws: ``PayloadError`` of kind ``PayloadError/Kind/typeMismatch`` when the value
+    /// - Throws: ``PayloadError`` of kind ``PayloadError/Code/typeMismatch`` when the value
     ///   is not an object, or any error of ``JSONValue/init(encoding:)``.
     public init(encoding value: some Encodable) throws(PayloadError) {
         let json = try JSONValueEncoder.encode(value)

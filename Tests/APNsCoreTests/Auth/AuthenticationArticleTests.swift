@@ -40,6 +40,6 @@ struct AuthenticationArticleTests {
         #expect(verified.teamID == "DEF123GHIJ")
         let otherTeam = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "ZZZ999TEAM").token()
         let refused = #expect(throws: ProviderTokenVerificationError.self) { _ = try verifier.verify(otherTeam.jwt) }
-        #expect(refused?.kind == .wrongTeamID)
+        #expect(refused?.code == .wrongTeamID)
     }
 }

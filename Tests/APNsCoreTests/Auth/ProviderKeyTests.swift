@@ -65,7 +65,7 @@ struct ProviderKeyTests {
         let error = #expect(throws: ProviderKeyError.self) {
             _ = try ProviderKey(environmentVariable: "SWIFT_APNS_TEST_SURELY_UNSET_\(UInt32.random(in: 0...UInt32.max))")
         }
-        #expect(error?.kind == .environmentVariableNotSet)
+        #expect(error?.code == .environmentVariableNotSet)
         #expect(error?.description.contains("SWIFT_APNS_TEST_SURELY_UNSET_") == true)
     }
 
@@ -73,11 +73,11 @@ struct ProviderKeyTests {
         let error = #expect(throws: ProviderKeyError.self) {
             _ = try ProviderKey(contentsOfFile: "/nonexistent/AuthKey_ABC123DEFG.p8")
         }
-        #expect(error?.kind == .fileNotReadable)
+        #expect(error?.code == .fileNotReadable)
         #expect(error?.description.contains("/nonexistent/AuthKey_ABC123DEFG.p8") == true)
     }
 
-    static let refused: [(String, ProviderKeyError.Kind, String)] = [
+    static let refused: [(String, ProviderKeyError.Code, String)] = [
         ("p384.p8", .unsupportedKeyType, "secp384r1"),
         ("secp256k1.p8", .unsupportedKeyType, "secp256k1"),
         ("rsa2048.p8", .unsupportedKeyType, "RSA"),
@@ -90,18 +90,18 @@ struct ProviderKeyTests {
     ]
 
     @Test("Refuses keys APNs would not accept, saying what they are", arguments: refused)
-    func refuses(file: String, kind: ProviderKeyError.Kind, mention: String) throws {
+    func refuses(file: String, kind: ProviderKeyError.Code, mention: String) throws {
         let error = #expect(throws: ProviderKeyError.self) {
             _ = try ProviderKey(contentsOfFile: AuthFixture.path(file))
         }
-        #expect(error?.kind == kind)
+        #expect(error?.code == kind)
         #expect(error?.description.contains(mention) == true, "\(error?.description ?? "")")
         // The same through the PEM-text path.
         let text = try AuthFixture.text(file)
         let textError = #expect(throws: ProviderKeyError.self) {
             _ = try ProviderKey(pemRepresentation: text)
         }
-        #expect(textError?.kind == kind)
+        #expect(textError?.code == kind)
     }
 
     @Test func refusesDERPublicKeyAndEncryptedKey() throws {
@@ -116,11 +116,11 @@ struct ProviderKeyTests {
             let pubError = #expect(throws: ProviderKeyError.self) {
                 _ = try ProviderKey(derRepresentation: try Data(contentsOf: URL(fileURLWithPath: pub)))
             }
-            #expect(pubError?.kind == .publicKey)
+            #expect(pubError?.code == .publicKey)
             let encError = #expect(throws: ProviderKeyError.self) {
                 _ = try ProviderKey(derRepresentation: try Data(contentsOf: URL(fileURLWithPath: enc)))
             }
-            #expect(encError?.kind == .encryptedKey)
+            #expect(encError?.code == .encryptedKey)
         }
     }
 
@@ -134,7 +134,7 @@ struct ProviderKeyTests {
         let error = #expect(throws: ProviderKeyError.self) {
             _ = try ProviderKey(pemRepresentation: text)
         }
-        #expect(error?.kind == .malformed)
+        #expect(error?.code == .malformed)
     }
 
     @Test func generatedKeysAreP256AndDiffer() throws {

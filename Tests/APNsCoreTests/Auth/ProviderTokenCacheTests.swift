@@ -165,7 +165,7 @@ struct ProviderTokenCacheTests {
         let error = #expect(throws: ProviderTokenError.self) {
             _ = try Self.makeCache(clock: FakeClock(), refreshInterval: interval)
         }
-        #expect(error?.kind == .invalidRefreshInterval)
+        #expect(error?.code == .invalidRefreshInterval)
     }
 
     @Test("Accepts refresh intervals within 20...59 minutes", arguments: [
@@ -184,11 +184,11 @@ struct ProviderTokenCacheTests {
         let keyError = #expect(throws: ProviderTokenError.self) {
             _ = try ProviderTokenCache(key: key, keyID: identifier, teamID: "DEF123GHIJ")
         }
-        #expect(keyError?.kind == .invalidKeyID)
+        #expect(keyError?.code == .invalidKeyID)
         let teamError = #expect(throws: ProviderTokenError.self) {
             _ = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: identifier)
         }
-        #expect(teamError?.kind == .invalidTeamID)
+        #expect(teamError?.code == .invalidTeamID)
     }
 
     /// The cache and the key cross task boundaries as any Sendable value must.

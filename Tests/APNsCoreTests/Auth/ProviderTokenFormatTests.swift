@@ -142,7 +142,7 @@ struct ProviderTokenFormatTests {
         let error = #expect(throws: ProviderTokenVerificationError.self) {
             _ = try wrongTeam.verify(jwt)
         }
-        #expect(error?.kind == .wrongTeamID, "\(error?.description ?? "")")
+        #expect(error?.code == .wrongTeamID, "\(error?.description ?? "")")
         #expect(error?.description.contains(otherTeam) == true)
 
         // Without a team id, as before: any iss.
@@ -163,11 +163,11 @@ struct ProviderTokenFormatTests {
         let otherTeam = try Self.sign(header: #"{"alg":"ES256","kid":"ABC123DEFG"}"#,
                                       claims: #"{"iss":"ZZZ999TEAM","iat":1437179036}"#)
         let error = #expect(throws: ProviderTokenVerificationError.self) { _ = try verifier.verify(otherTeam) }
-        #expect(error?.kind == .wrongTeamID)
+        #expect(error?.code == .wrongTeamID)
         let parts = otherTeam.split(separator: ".", omittingEmptySubsequences: false)
         let forged = parts[0] + "." + Base64.encode(Array(#"{"iss":"DEF123GHIJ","iat":1437179036}"#.utf8)) + "." + parts[2]
         let forgedError = #expect(throws: ProviderTokenVerificationError.self) { _ = try verifier.verify(String(forged)) }
-        #expect(forgedError?.kind == .badSignature)
+        #expect(forgedError?.code == .badSignature)
     }
 
     static func tampered(_ jwt: String) -> [(String, String)] {
@@ -191,7 +191,7 @@ struct ProviderTokenFormatTests {
             let error = #expect(throws: ProviderTokenVerificationError.self, "\(name)") {
                 _ = try verifier.verify(token)
             }
-            #expect(error?.kind == .badSignature, "\(name)")
+            #expect(error?.code == .badSignature, "\(name)")
         }
     }
 
@@ -229,23 +229,23 @@ struct ProviderTokenFormatTests {
         let error = #expect(throws: ProviderTokenVerificationError.self) {
             _ = try Self.verifierWithOurKey().verify(jwt)
         }
-        #expect(error?.kind == .malformed)
+        #expect(error?.code == .malformed)
         #expect(error?.description.contains("integer") == true)
     }
 
     @Test("Refuses tokens that are not APNs provider tokens", arguments: [
-        (#"{"alg":"HS256","kid":"ABC123DEFG"}"#, ProviderTokenVerificationError.Kind.unsupportedAlgorithm),
+        (#"{"alg":"HS256","kid":"ABC123DEFG"}"#, ProviderTokenVerificationError.Code.unsupportedAlgorithm),
         (#"{"alg":"none","kid":"ABC123DEFG"}"#, .unsupportedAlgorithm),
         (#"{"alg":"ES256","kid":"ZZZ999ZZZZ"}"#, .unknownKeyID),
         (#"{"alg":"ES256"}"#, .malformed),
         (#"["ES256"]"#, .malformed),
     ])
-    func refusesHeaders(header: String, kind: ProviderTokenVerificationError.Kind) throws {
+    func refusesHeaders(header: String, kind: ProviderTokenVerificationError.Code) throws {
         let jwt = try Self.sign(header: header, claims: #"{"iss":"DEF123GHIJ","iat":1437179036}"#)
         let error = #expect(throws: ProviderTokenVerificationError.self) {
             _ = try Self.verifierWithOurKey().verify(jwt)
         }
-        #expect(error?.kind == kind, "\(error?.description ?? "")")
+        #expect(error?.code == kind, "\(error?.description ?? "")")
     }
 
     @Test("Refuses malformed compact serialisations", arguments: [
@@ -255,7 +255,7 @@ struct ProviderTokenFormatTests {
         let error = #expect(throws: ProviderTokenVerificationError.self) {
             _ = try Self.verifierWithOurKey().verify(jwt)
         }
-        #expect(error?.kind == .malformed)
+        #expect(error?.code == .malformed)
     }
 
     @Test func refusesADERSignature() throws {
@@ -266,7 +266,7 @@ struct ProviderTokenFormatTests {
         let error = #expect(throws: ProviderTokenVerificationError.self) {
             _ = try Self.verifierWithOurKey().verify(jwt)
         }
-        #expect(error?.kind == .badSignature)
+        #expect(error?.code == .badSignature)
         #expect(error?.description.contains("not DER") == true)
     }
 
@@ -276,7 +276,7 @@ struct ProviderTokenFormatTests {
         let error = #expect(throws: ProviderTokenVerificationError.self) {
             _ = try verifier.verify(try Self.makeToken().jwt)
         }
-        #expect(error?.kind == .badSignature)
+        #expect(error?.code == .badSignature)
     }
 
     @Test("Refuses public keys that are not P-256 PEM", arguments: ["p384.p8", "rsa2048.p8", "p256.p8", "garbage.p8"])
@@ -294,7 +294,7 @@ struct ProviderTokenFormatTests {
         let error = #expect(throws: ProviderTokenVerificationError.self) {
             try verifier.register(publicKeyPEM: pem, keyID: "ABC123DEFG")
         }
-        #expect(error?.kind == .invalidPublicKey)
+        #expect(error?.code == .invalidPublicKey)
         #expect(verifier.keyIDs.isEmpty)
     }
 }

@@ -87,7 +87,7 @@ struct ClientIdentityTests {
         let error = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(pkcs12File: pki.path("client.p12"), password: "not it")
         }
-        #expect(error?.kind == .wrongPassword)
+        #expect(error?.code == .wrongPassword)
         #expect(error?.description.contains("not it") == false)
     }
 
@@ -96,11 +96,11 @@ struct ClientIdentityTests {
         let wrong = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.enc.key"), password: "nope")
         }
-        #expect(wrong?.kind == .wrongPassword)
+        #expect(wrong?.code == .wrongPassword)
         let missing = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.enc.key"))
         }
-        #expect(missing?.kind == .passwordRequired)
+        #expect(missing?.code == .passwordRequired)
     }
 
     @Test func keyThatDoesNotMatchIsReported() throws {
@@ -108,7 +108,7 @@ struct ClientIdentityTests {
         let error = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("stray.key"))
         }
-        #expect(error?.kind == .keyMismatch)
+        #expect(error?.code == .keyMismatch)
         #expect(error?.description.contains("PRIVATE KEY") == false)
     }
 
@@ -122,7 +122,7 @@ struct ClientIdentityTests {
                 _ = try ClientIdentity(pkcs12File: pki.path("expiredclient.p12"), password: TestPKI.password)
             }
         }
-        #expect(error?.kind == .expired)
+        #expect(error?.code == .expired)
         let end = try run("openssl", ["x509", "-in", pki.path("expiredclient.pem"), "-noout", "-enddate", "-dateopt", "iso_8601"])
         let stamp = end.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "notAfter=", with: "").replacingOccurrences(of: " ", with: "T")
         #expect(error?.description.contains("'Expired Push Services' expired on \(stamp)") == true, "\(String(describing: error)) vs \(stamp)")
@@ -133,27 +133,27 @@ struct ClientIdentityTests {
         let error = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(certificatePEM: pki.text("futureclient.pem"), privateKeyPEM: pki.text("futureclient.key"))
         }
-        #expect(error?.kind == .notYetValid)
+        #expect(error?.code == .notYetValid)
         #expect(error?.description.contains("is not valid until 2099-12-31T00:00:00Z") == true, "\(String(describing: error))")
     }
 
     @Test func garbageIsMalformed() throws {
         let garbage = Data("this is not a certificate".utf8)
         let p12 = #expect(throws: ClientIdentityError.self) { try ClientIdentity(pkcs12Data: garbage, password: "x") }
-        #expect(p12?.kind == .malformed)
+        #expect(p12?.code == .malformed)
         let noCertificate = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(certificatePEM: "garbage", privateKeyPEM: "garbage")
         }
-        #expect(noCertificate?.kind == .missingCertificate)
+        #expect(noCertificate?.code == .missingCertificate)
         let pki = try TestPKI.get()
         let noKey = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: "garbage")
         }
-        #expect(noKey?.kind == .missingPrivateKey)
+        #expect(noKey?.code == .missingPrivateKey)
         let unreadable = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(pkcs12File: "/nonexistent/apns.p12", password: "x")
         }
-        #expect(unreadable?.kind == .fileNotReadable)
+        #expect(unreadable?.code == .fileNotReadable)
     }
 
     /// The identity is `Sendable`: load once, use from many tasks.
