@@ -209,7 +209,7 @@ struct DemoCommand: AsyncParsableCommand {
               let key = try ProviderKey(contentsOfFile: "AuthKey_ABC123DEFG.p8")
               let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
               let transport = HTTP2Transport(configuration: .init(environment: .production))
-              let client = APNsClient(environment: .production, credentials: .providerToken(tokens), transport: transport)
+              let client = APNsClient(credentials: .providerToken(tokens), transport: transport)  // the environment is the transport's
               let accepted = try await client.send(notification, to: deviceToken)
             or from the shell:
               apns send --production --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ \\

@@ -136,7 +136,8 @@ struct BatchSendTests {
     @Test("while connections are refused, a batch waits for the next attempt: only the window's requests fail per attempt")
     func refusedConnections() async throws {
         try await withMockAPNsServer { server in
-            server.refuseConnections(for: .milliseconds(400))
+            // Long enough that the first attempts meet the refusal even on a slow (sanitized) build.
+            server.refuseConnections(for: .milliseconds(1_000))
             let transport = try mockTransport(server) {
                 $0.reconnectBackoffBase = .milliseconds(50)
                 $0.reconnectBackoffMax = .milliseconds(100)
