@@ -34,6 +34,36 @@ struct NotificationOptions: ParsableArguments {
     @Flag(name: .customLong("content-available"), help: "Wake the app in the background (alone: a background push).")
     var contentAvailable = false
 
+    @Option(name: .customLong("loc-key"), help: ArgumentHelp("The alert body's key in the app's Localizable.strings (loc-key).", valueName: "key"))
+    var locKey: String?
+
+    @Option(name: .customLong("loc-args"), help: ArgumentHelp("An argument for --loc-key's format (repeatable, in order).", valueName: "text"))
+    var locArgs: [String] = []
+
+    @Option(name: .customLong("title-loc-key"), help: ArgumentHelp("The alert title's key in the app's Localizable.strings (title-loc-key).", valueName: "key"))
+    var titleLocKey: String?
+
+    @Option(name: .customLong("title-loc-args"), help: ArgumentHelp("An argument for --title-loc-key's format (repeatable, in order).", valueName: "text"))
+    var titleLocArgs: [String] = []
+
+    @Option(help: ArgumentHelp("A Live Activity event: start, update or end (push type liveactivity).", valueName: "event"))
+    var event: String?
+
+    @Option(name: .customLong("content-state"), help: ArgumentHelp("The Live Activity's content-state, a JSON object (needed for start and update).", valueName: "json"))
+    var contentState: String?
+
+    @Option(name: .customLong("stale-date"), help: ArgumentHelp("When the Live Activity's content becomes outdated, UNIX seconds.", valueName: "seconds"))
+    var staleDate: Int?
+
+    @Option(name: .customLong("dismissal-date"), help: ArgumentHelp("When an ended Live Activity leaves the Lock Screen, UNIX seconds.", valueName: "seconds"))
+    var dismissalDate: Int?
+
+    @Option(name: .customLong("attributes-type"), help: ArgumentHelp("The app's ActivityAttributes type, for --event start.", valueName: "name"))
+    var attributesType: String?
+
+    @Option(help: ArgumentHelp("The activity's static attributes, a JSON object, for --event start.", valueName: "json"))
+    var attributes: String?
+
     @Option(name: .customLong("custom"), help: ArgumentHelp("A custom key beside aps, with a JSON value (repeatable): --custom 'id=42' --custom 'who=\"Bob\"'.", valueName: "key=json"))
     var custom: [String] = []
 
@@ -52,9 +82,13 @@ struct NotificationOptions: ParsableArguments {
     @Option(name: .customLong("collapse-id"), help: ArgumentHelp("apns-collapse-id: notifications with the same one replace each other (at most 64 bytes).", valueName: "id"))
     var collapseID: String?
 
+    private var hasAlertFlags: Bool {
+        title != nil || subtitle != nil || body != nil || locKey != nil || titleLocKey != nil
+    }
+
     private var hasPayloadFlags: Bool {
-        title != nil || subtitle != nil || body != nil || badge != nil || sound != nil || category != nil
-            || threadID != nil || mutableContent || contentAvailable || !custom.isEmpty
+        hasAlertFlags || badge != nil || sound != nil || category != nil
+            || threadID != nil || mutableContent || contentAvailable || !custom.isEmpty || event != nil
     }
 
     /// Checks the values together; called from `run()` so that a misspelled flag is
@@ -77,7 +111,47 @@ struct NotificationOptions: ParsableArguments {
             throw ValidationError("--collapse-id is \(collapseID.utf8.count) bytes; APNs allows \(PushNotification.maximumCollapseIDBytes)")
         }
         if topic.isEmpty { throw ValidationError("--topic is empty") }
+        if !locArgs.isEmpty && locKey == nil { throw ValidationError("--loc-args needs --loc-key") }
+        if !titleLocArgs.isEmpty && titleLocKey == nil { throw ValidationError("--title-loc-args needs --title-loc-key") }
+        try checkLiveActivity()
         for entry in custom { _ = try Self.parseCustom(entry) }
+    }
+
+    /// The Live Activity flags, together.
+    private func checkLiveActivity() throws {
+        let liveActivityFlags = contentState != nil || staleDate != nil || dismissalDate != nil || attributesType != nil || attributes != nil
+        guard let event else {
+            if liveActivityFlags { throw ValidationError("--content-state, --stale-date, --dismissal-date, --attributes-type and --attributes need --event") }
+            return
+        }
+        guard ["start", "update", "end"].contains(event) else { throw ValidationError("--event \(event) is not start, update or end") }
+        if let pushType, pushType != PushType.liveactivity.rawValue {
+            throw ValidationError("--event makes a liveactivity push; --push-type \(pushType) contradicts it")
+        }
+        if let contentState { _ = try Self.parseObject(contentState, flag: "--content-state") }
+        if let attributes { _ = try Self.parseObject(attributes, flag: "--attributes") }
+        switch event {
+        case "start":
+            if attributesType == nil || attributes == nil || contentState == nil {
+                throw ValidationError("--event start needs --attributes-type, --attributes and --content-state")
+            }
+        case "update":
+            if contentState == nil { throw ValidationError("--event update needs --content-state") }
+        default:
+            break
+        }
+        if event != "start" && (attributesType != nil || attributes != nil) {
+            throw ValidationError("--attributes-type and --attributes are for --event start")
+        }
+        if event != "end" && dismissalDate != nil { throw ValidationError("--dismissal-date is for --event end") }
+    }
+
+    /// A JSON object from a flag's value.
+    static func parseObject(_ text: String, flag: String) throws -> JSONObject {
+        guard case .object(let object)? = try? JSONValue(jsonBytes: Array(text.utf8)) else {
+            throw ValidationError("\(flag) is not a JSON object: \(text)")
+        }
+        return object
     }
 
     /// Whether the payload comes from standard input.
@@ -86,7 +160,8 @@ struct NotificationOptions: ParsableArguments {
     /// The push type: the flag, else background for `--content-available` without an alert, else alert.
     var resolvedPushType: PushType {
         if let pushType { return PushType(rawValue: pushType) }
-        let hasAlert = title != nil || subtitle != nil || body != nil
+        if event != nil { return .liveactivity }
+        let hasAlert = hasAlertFlags
         if contentAvailable && !hasAlert && badge == nil && sound == nil { return .background }
         return .alert
     }
@@ -154,10 +229,35 @@ struct NotificationOptions: ParsableArguments {
         alert.title = title
         alert.subtitle = subtitle
         alert.body = body
+        alert.locKey = locKey
+        alert.locArgs = locArgs.isEmpty ? nil : locArgs
+        alert.titleLocKey = titleLocKey
+        alert.titleLocArgs = titleLocArgs.isEmpty ? nil : titleLocArgs
         var aps = APS()
-        if title != nil || subtitle != nil || body != nil { aps.alert = alert }
+        if hasAlertFlags, event == nil { aps.alert = alert }
+        if let event {
+            // A Live Activity's alert has its own shape: title and body, each plain or localized.
+            if hasAlertFlags {
+                let title: LocalizableText? = titleLocKey.map { .localized(key: $0, arguments: titleLocArgs.isEmpty ? nil : titleLocArgs) }
+                    ?? self.title.map { .plain($0) }
+                let body: LocalizableText? = locKey.map { .localized(key: $0, arguments: locArgs.isEmpty ? nil : locArgs) }
+                    ?? self.body.map { .plain($0) }
+                aps.liveActivityAlert = LiveActivityAlert(title: title, body: body, sound: sound.map { .named($0) })
+            }
+            aps.event = LiveActivityEvent(rawValue: event)
+            aps.timestamp = Int(Date().timeIntervalSince1970)
+            do {
+                aps.contentState = try contentState.map { try Self.parseObject($0, flag: "--content-state") }
+                aps.attributes = try attributes.map { try Self.parseObject($0, flag: "--attributes") }
+            } catch {
+                throw CLIError.usage("\(error)")
+            }
+            aps.attributesType = attributesType
+            aps.staleDate = staleDate
+            aps.dismissalDate = dismissalDate
+        }
         aps.badge = badge
-        if let sound { aps.sound = .named(sound) }
+        if let sound, event == nil { aps.sound = .named(sound) }
         aps.category = category
         aps.threadID = threadID
         aps.mutableContent = mutableContent

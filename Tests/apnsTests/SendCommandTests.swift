@@ -113,6 +113,53 @@ struct SendCommandTests {
         }
     }
 
+    @Test("localized alerts: --loc-key, --loc-args, --title-loc-key, --title-loc-args as Apple's payload keys")
+    func localizedAlert() async throws {
+        try await withServer { server, _, target in
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + [
+                    "--topic", Fixtures.topic, "--loc-key", "GAME_PLAY_REQUEST_FORMAT", "--loc-args", "Jenna", "--loc-args", "Frank",
+                    "--title-loc-key", "GAME_TITLE", "--title-loc-args", "Poker", Fixtures.goodToken,
+                ])
+            #expect(result.status == 0, "\(result)")
+            let payload = try receivedPayload(server, token: Fixtures.goodToken)
+            let alert = try #require((payload["aps"] as? [String: Any])?["alert"] as? [String: Any])
+            // Apple's key names (Creating the Remote Notification Payload, table 9-2).
+            #expect(alert["loc-key"] as? String == "GAME_PLAY_REQUEST_FORMAT")
+            #expect(alert["loc-args"] as? [String] == ["Jenna", "Frank"])
+            #expect(alert["title-loc-key"] as? String == "GAME_TITLE")
+            #expect(alert["title-loc-args"] as? [String] == ["Poker"])
+        }
+    }
+
+    @Test("a Live Activity update from flags: liveactivity push type and topic, event, content-state, stale-date, alert")
+    func liveActivityUpdate() async throws {
+        try await withServer { server, _, target in
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + [
+                    "--topic", Fixtures.topic, "--event", "update", "--content-state", #"{"score":"2-1"}"#,
+                    "--stale-date", "1900000000", "--title", "Goal!", "--body", "2-1", Fixtures.goodToken,
+                ])
+            #expect(result.status == 0, "\(result)")
+            let request = try #require(server.recordedRequests.first { $0.deviceToken == Fixtures.goodToken })
+            #expect(request.value(of: "apns-push-type") == "liveactivity")
+            #expect(request.value(of: "apns-topic") == Fixtures.topic + ".push-type.liveactivity")
+            let aps = try #require(try receivedPayload(server, token: Fixtures.goodToken)["aps"] as? [String: Any])
+            #expect(aps["event"] as? String == "update")
+            #expect((aps["content-state"] as? [String: Any])?["score"] as? String == "2-1")
+            #expect(aps["stale-date"] as? Int == 1_900_000_000)
+            #expect(aps["timestamp"] is Int)
+            let alert = try #require(aps["alert"] as? [String: Any])
+            #expect(alert["title"] as? String == "Goal!")
+
+            // A start without its attributes is refused before anything is sent.
+            let start = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--event", "start", "--content-state", "{}", Fixtures.goodToken])
+            #expect(start.status != 0)
+            #expect("\(start)".contains("--event start needs --attributes-type, --attributes and --content-state"), "\(start)")
+        }
+    }
+
     @Test("--json: one object per line that JSONSerialization reads, tokens from a file, a malformed token reported as invalid")
     func jsonLinesFromTokensFile() async throws {
         try await withServer { server, directory, target in
