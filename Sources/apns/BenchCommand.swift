@@ -61,6 +61,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("skip-h2load"), help: "Do not run h2load.")
     var skipH2load = false
 
+    @Flag(help: "Print one JSON object with every figure instead of the lines for people (warnings and progress still go to standard error).")
+    var json = false
+
     @Flag(help: "Send all notifications with one batch call (APNsClient.send(_:to:maxConcurrency:), window connections × streams) instead of one send per notification; no per-notification latency.")
     var batch = false
 
@@ -80,9 +83,31 @@ struct BenchCommand: AsyncParsableCommand {
     static let payload = #"{"aps":{"alert":{"title":"Benchmark","body":"Hello from apns bench"}}}"#
     static let deviceToken = String(repeating: "ab", count: 32)
 
+    /// The figures of one run, printed as JSON with `--json`.
+    private final class Report: @unchecked Sendable {
+        // @unchecked: written by the command's own task only, one step after another.
+        var fields: [String: Any] = [:]
+    }
+
+    /// Prints a line for people (not with `--json`).
+    private func say(_ line: String) {
+        if !json { print(line) }
+    }
+
     func run() async throws {
         try check()
         Terminal.bootstrapLogging(level: .error)
+        let report = Report()
+        #if DEBUG
+        FileHandle.standardError.write(Data(
+            "warning: apns was built in debug mode; its figures are several times slower than a release build (swift build -c release)\n".utf8))
+        report.fields["debugBuild"] = true
+        #endif
+        report.fields["count"] = count
+        report.fields["connections"] = connections
+        report.fields["streams"] = streams
+        report.fields["mode"] = batch ? "batch" : "send"
+        defer { if json { Self.printJSON(report.fields) } }
         if inProcess {
             let server = MockAPNsServer(configuration: .init(maxConcurrentStreams: streams, recordedRequestLimit: 0))
             do {
@@ -94,9 +119,9 @@ struct BenchCommand: AsyncParsableCommand {
                 await server.stop()
                 throw CLIError("the in-process mock server has no CA certificate to trust")
             }
-            print("server: 127.0.0.1:\(server.port) (MockAPNsServer in this process: the CPU figures include the server's); \(count) alerts, \(connections) connection(s) × \(streams) streams")
+            say("server: 127.0.0.1:\(server.port) (MockAPNsServer in this process: the CPU figures include the server's); \(count) alerts, \(connections) connection(s) × \(streams) streams")
             do {
-                try await measure(host: "127.0.0.1", port: server.port, caPEM: caPEM)
+                try await measure(host: "127.0.0.1", port: server.port, caPEM: caPEM, report: report)
             } catch {
                 await server.stop()
                 throw error
@@ -119,12 +144,12 @@ struct BenchCommand: AsyncParsableCommand {
         guard let ca = FileManager.default.contents(atPath: caPath) else {
             throw CLIError("cannot read the CA file \(caPath): check the path and its permissions")
         }
-        print("server: \(serverHost):\(serverPort)\(child == nil ? "" : " (apns mock-server, child process, so the CPU figures are the client's alone)"); \(count) alerts, \(connections) connection(s) × \(streams) streams")
-        try await measure(host: serverHost, port: serverPort, caPEM: String(decoding: ca, as: UTF8.self))
+        say("server: \(serverHost):\(serverPort)\(child == nil ? "" : " (apns mock-server, child process, so the CPU figures are the client's alone)"); \(count) alerts, \(connections) connection(s) × \(streams) streams")
+        try await measure(host: serverHost, port: serverPort, caPEM: String(decoding: ca, as: UTF8.self), report: report)
     }
 
     /// Runs the SDK, then h2load, against the server and prints their figures.
-    private func measure(host serverHost: String, port serverPort: Int, caPEM: String) async throws {
+    private func measure(host serverHost: String, port serverPort: Int, caPEM: String, report: Report) async throws {
         let cpuLabel = inProcess ? "CPU (client and in-process server)" : "client CPU"
 
         var sdkRate: Double?
@@ -133,39 +158,52 @@ struct BenchCommand: AsyncParsableCommand {
             let result = try await runSDK(host: serverHost, port: serverPort, caPEM: caPEM)
             sdkRate = result.rate
             sdkCPU = result.cpuMicroseconds
+            report.fields["notificationsPerSecond"] = result.rate
+            report.fields["cpuMicrosecondsPerNotification"] = result.cpuMicroseconds
+            report.fields["accepted"] = result.accepted
+            report.fields["failed"] = count - result.accepted
+            if !batch {
+                report.fields["latencyP50Milliseconds"] = result.p50 * 1000
+                report.fields["latencyP99Milliseconds"] = result.p99 * 1000
+            }
             if batch {
-                print(String(format: "swift-apns (one batch call): %.0f notifications/s, %.1f µs %@ per notification (%d accepted, %d failed)",
+                say(String(format: "swift-apns (one batch call): %.0f notifications/s, %.1f µs %@ per notification (%d accepted, %d failed)",
                              result.rate, result.cpuMicroseconds, cpuLabel, result.accepted, count - result.accepted))
             } else {
-                print(String(format: "swift-apns: %.0f notifications/s, %.1f µs %@ per notification, latency p50 %.2f ms p99 %.2f ms (%d accepted, %d failed)",
+                say(String(format: "swift-apns: %.0f notifications/s, %.1f µs %@ per notification, latency p50 %.2f ms p99 %.2f ms (%d accepted, %d failed)",
                              result.rate, result.cpuMicroseconds, cpuLabel, result.p50 * 1000, result.p99 * 1000, result.accepted, count - result.accepted))
             }
         } catch let error as CLIError {
-            print("swift-apns: skipped: \(error.message)")
+            say("swift-apns: skipped: \(error.message)")
+            report.fields["error"] = error.message
         }
 
         if !skipH2load {
             if let executable = Self.executable(named: h2load, searchPath: ProcessInfo.processInfo.environment["PATH"]) {
                 let (h2Rate, statusCodes, cpu) = try runH2load(executable, host: serverHost, port: serverPort)
                 if let h2Rate {
-                    print(String(format: "h2load:     %.0f requests/s, %.1f µs client CPU per request (%@)",
+                    report.fields["h2loadRequestsPerSecond"] = h2Rate
+                    report.fields["h2loadCPUMicrosecondsPerRequest"] = cpu / Double(count) * 1e6
+                    say(String(format: "h2load:     %.0f requests/s, %.1f µs client CPU per request (%@)",
                                  h2Rate, cpu / Double(count) * 1e6, statusCodes))
                     if let sdkRate, let sdkCPU {
+                        report.fields["throughputRatio"] = sdkRate / h2Rate
+                        if !inProcess { report.fields["cpuRatio"] = sdkCPU / max(cpu / Double(count) * 1e6, 0.001) }
                         if inProcess {
-                            print(String(format: "ratio swift-apns / h2load: %.2f× the throughput (CPU not compared: swift-apns' figure includes the in-process server)",
+                            say(String(format: "ratio swift-apns / h2load: %.2f× the throughput (CPU not compared: swift-apns' figure includes the in-process server)",
                                          sdkRate / h2Rate))
                         } else {
-                            print(String(format: "ratio swift-apns / h2load: %.2f× the throughput at %.1f× the CPU per request",
+                            say(String(format: "ratio swift-apns / h2load: %.2f× the throughput at %.1f× the CPU per request",
                                          sdkRate / h2Rate, sdkCPU / max(cpu / Double(count) * 1e6, 0.001)))
                         }
                     }
                 } else {
-                    print("h2load: its output had no \"req/s\" figure")
+                    say("h2load: its output had no \"req/s\" figure")
                 }
             } else if h2load.contains("/") {
-                print("h2load: \(h2load) is not an executable file — skipped")
+                say("h2load: \(h2load) is not an executable file — skipped")
             } else {
-                print("h2load: \(h2load) is not on PATH (apt-get install nghttp2-client) — skipped")
+                say("h2load: \(h2load) is not on PATH (apt-get install nghttp2-client) — skipped")
             }
         }
     }
@@ -297,6 +335,12 @@ struct BenchCommand: AsyncParsableCommand {
             }
         }
         return (rate, statusCodes, cpu)
+    }
+
+    /// Prints `fields` as one JSON object (keys sorted) on standard output.
+    private static func printJSON(_ fields: [String: Any]) {
+        guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
+        print(String(decoding: data, as: UTF8.self))
     }
 
     /// User plus system CPU time so far of this process, or of its waited-for children.

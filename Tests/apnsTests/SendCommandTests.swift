@@ -306,6 +306,23 @@ struct BenchCommandTests {
         #expect(result.stdout.contains("500 accepted, 0 failed"), "\(result)")
     }
 
+    @Test("--json prints one object JSONSerialization reads; a debug build warns on standard error")
+    func jsonReport() async throws {
+        let result = try await CLI.run(
+            ["bench", "--in-process", "--count", "300", "--streams", "10", "--skip-h2load", "--json"], timeout: .seconds(120))
+        #expect(result.status == 0, "\(result)")
+        #expect(result.lines.count == 1, "\(result)")
+        let object = try CLI.jsonObject(try #require(result.lines.first))
+        #expect(object["accepted"] as? Int == 300)
+        #expect(object["failed"] as? Int == 0)
+        #expect(object["count"] as? Int == 300)
+        #expect((object["notificationsPerSecond"] as? Double ?? 0) > 0)
+        #expect((object["cpuMicrosecondsPerNotification"] as? Double ?? 0) > 0)
+        // The tests run a debug build of apns: it says so, on standard error only.
+        #expect(object["debugBuild"] as? Bool == true)
+        #expect(result.errorLines.contains { $0.contains("debug mode") }, "\(result)")
+    }
+
     @Test("--in-process with --host is a usage error")
     func inProcessExcludesHost() async throws {
         let result = try await CLI.run(["bench", "--in-process", "--host", "127.0.0.1", "--port", "9", "--ca-file", "ca.pem"])
