@@ -1,30 +1,45 @@
 import COpenSSL
 import Synchronization
 
-/// An OpenSSL `EVP_PKEY`: the one type in Auth that touches libcrypto.
+/// An OpenSSL `EVP_PKEY`: the one owner of an `EVP_PKEY *` in the SDK, for the signing
+/// keys of provider tokens (here) and the private keys of client certificates
+/// (`APNsTransport`'s `ClientIdentity`, which uses it through `package` access).
 ///
-/// It owns the handle, frees it in `deinit`, and lends it out only inside
-/// ``withUnsafeHandle(_:)``. The handle sits inside a `Mutex`, which makes the class
+/// It owns the handle, frees it in `deinit` (OpenSSL wipes EC private scalars as it frees
+/// them), and lends it out only inside ``withUnsafeHandle(_:)``. The handle sits inside a `Mutex`, which makes the class
 /// `Sendable` without `@unchecked`: no two threads use the same `EVP_PKEY` at once.
 /// (OpenSSL allows concurrent signing with one key; serialising costs nothing here
 /// because a key signs once per refresh interval.)
-final class EVPKey: Sendable {
+package final class EVPKey: Sendable {
     private let handle: Mutex<OpaquePointer>
 
     /// Takes ownership of `handle` (it will be freed with `EVP_PKEY_free`).
-    private init(taking handle: sending OpaquePointer) {
+    init(taking handle: sending OpaquePointer) {
         self.handle = Mutex(handle)
+    }
+
+    /// Takes ownership of `handle`, fresh from OpenSSL (a decoder or `PKCS12_parse`) and
+    /// referenced nowhere else: the caller gives it up, so no other thread can reach it.
+    package convenience init(adopting handle: OpaquePointer) {
+        nonisolated(unsafe) let adopted = handle
+        self.init(taking: adopted)
     }
 
     deinit {
         handle.withLock { EVP_PKEY_free($0) }
     }
 
-    /// Lends the `EVP_PKEY *` to `body`; it must not escape.
-    private func withUnsafeHandle<R: Sendable>(_ body: (OpaquePointer) throws(LibCryptoError) -> R) throws(LibCryptoError) -> R {
+    /// Lends the `EVP_PKEY *` to `body`; it must not escape (OpenSSL functions that keep
+    /// it, such as `SSL_CTX_use_PrivateKey`, take their own reference).
+    func withUnsafeHandle<R: Sendable>(_ body: (OpaquePointer) throws(LibCryptoError) -> R) throws(LibCryptoError) -> R {
         try handle.withLock { (pointer: inout OpaquePointer) throws(LibCryptoError) -> R in
             try body(pointer)
         }
+    }
+
+    /// Lends the `EVP_PKEY *` to `body`, which cannot fail; it must not escape.
+    package func withUnsafeHandle<R: Sendable>(_ body: (OpaquePointer) -> R) -> R {
+        handle.withLock { pointer in body(pointer) }
     }
 
     // MARK: Decoding

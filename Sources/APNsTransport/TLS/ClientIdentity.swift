@@ -18,7 +18,7 @@ public struct ClientIdentity: Sendable {
     let certificate: X509Certificate
     /// Intermediate certificates sent after the client certificate.
     let chain: [X509Certificate]
-    let privateKey: PrivateKey
+    let privateKey: EVPKey
 
     /// The certificate subject's common name, for example
     /// `Apple Push Services: com.example.app`.
@@ -89,7 +89,7 @@ public struct ClientIdentity: Sendable {
     }
 
     /// Checks the pair and the validity period at `now`, and reads the accessors.
-    init(certificate: X509Certificate, chain: [X509Certificate], privateKey: PrivateKey, now: Date) throws(ClientIdentityError) {
+    init(certificate: X509Certificate, chain: [X509Certificate], privateKey: EVPKey, now: Date) throws(ClientIdentityError) {
         let commonName = certificate.subjectCommonName
         let described = commonName.map { "the certificate '\($0)'" } ?? "the certificate"
         let matches = certificate.withUnsafeHandle { x509 in
@@ -121,7 +121,7 @@ public struct ClientIdentity: Sendable {
 
     private static func parsePKCS12(
         _ data: Data, password: String, source: String
-    ) throws(ClientIdentityError) -> (X509Certificate, [X509Certificate], PrivateKey) {
+    ) throws(ClientIdentityError) -> (X509Certificate, [X509Certificate], EVPKey) {
         ERR_clear_error()
         let archive: OpaquePointer? = data.withUnsafeBytes { raw in
             guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count > 0 else { return nil }
@@ -162,7 +162,7 @@ public struct ClientIdentity: Sendable {
     /// `PKCS12_parse`, or `nil` when it fails (the error queue says why).
     private static func parseVerifiedPKCS12(
         _ archive: OpaquePointer, password: String
-    ) -> (PrivateKey?, X509Certificate?, [X509Certificate])? {
+    ) -> (EVPKey?, X509Certificate?, [X509Certificate])? {
         var key: OpaquePointer?
         var x509: OpaquePointer?
         var others: OpaquePointer?
@@ -173,10 +173,10 @@ public struct ClientIdentity: Sendable {
             chain.append(X509Certificate(taking: next))
         }
         capns_sk_X509_free_all(others)
-        return (key.map { PrivateKey(taking: $0) }, x509.map { X509Certificate(taking: $0) }, chain)
+        return (key.map { EVPKey(adopting: $0) }, x509.map { X509Certificate(taking: $0) }, chain)
     }
 
-    private static func parsePrivateKeyPEM(_ pem: String, password: String?) throws(ClientIdentityError) -> PrivateKey {
+    private static func parsePrivateKeyPEM(_ pem: String, password: String?) throws(ClientIdentityError) -> EVPKey {
         ERR_clear_error()
         let encrypted = pem.contains("ENCRYPTED")
         if encrypted && password == nil {
@@ -213,7 +213,7 @@ public struct ClientIdentity: Sendable {
             }
             throw ClientIdentityError(.malformed, "privateKeyPEM cannot be read: \(errors.text(or: "PEM_read_bio_PrivateKey failed"))")
         }
-        return PrivateKey(taking: key)
+        return EVPKey(adopting: key)
     }
 
     // MARK: Helpers
