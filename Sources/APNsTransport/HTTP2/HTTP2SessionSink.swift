@@ -125,9 +125,12 @@ final class HTTP2SessionSink {
                 record,
                 session: session,
                 detail: "the response's header list passed \(sink.configuration.maxHeaderListSize) octets "
-                    + "(maxResponseHeaderListSize)"
+                    + "(maxResponseHeaderListSize)",
+                resetStream: false
             )
-            return 0
+            // nghttp2 resets the stream (INTERNAL_ERROR) and calls no callback for the rest
+            // of the block: an amplified block costs its decoding, not a call per field.
+            return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
         let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
@@ -163,15 +166,17 @@ final class HTTP2SessionSink {
     }
 
     /// Ends `record`'s response early: resets the stream with CANCEL (RFC 9113 §8.4; what
-    /// was kept is dropped) and reports ``HTTP2ConnectionEvent/responseRefused(streamID:_:)``.
+    /// was kept is dropped; unless nghttp2 resets it, `resetStream == false`) and reports ``HTTP2ConnectionEvent/responseRefused(streamID:_:)``.
     /// The stream's close then produces no other event.
-    func refuse(_ record: HTTP2StreamRecord, session: OpaquePointer?, detail: String) {
+    func refuse(_ record: HTTP2StreamRecord, session: OpaquePointer?, detail: String, resetStream: Bool = true) {
         record.responded = true
         let status = record.status == 0 ? nil : record.status
         let outcome = status.map { $0 == 200 ? "APNs accepted the notification (status 200), but " : "status \($0); " } ?? ""
         record.headers = []
         record.responseBody = []
-        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), record.streamID, NGHTTP2_CANCEL.rawValue)
+        if resetStream {
+            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), record.streamID, NGHTTP2_CANCEL.rawValue)
+        }
         events.append(.responseRefused(streamID: record.streamID, .responseTooLarge(outcome + detail, status: status)))
     }
 
