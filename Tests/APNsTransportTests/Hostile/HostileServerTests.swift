@@ -73,8 +73,10 @@ struct HostileServerTests {
     /// Every request's timeout.
     static let requestTimeout: Duration = .seconds(2)
     /// The slack on top of it.
-    /// One second, as the issue asks; under a sanitizer (10–20 times slower code) five.
-    static let slack: Duration = Sanitizer.name == nil ? .seconds(1) : .seconds(5)
+    /// One second, as the issue asks. Under a sanitizer the whole suite runs 10–20 times
+    /// slower on 2 cores and a task can wait seconds to be resumed after its outcome
+    /// (alone, the cases meet the one second there too): fifteen.
+    static let slack: Duration = Sanitizer.name == nil ? .seconds(1) : .seconds(15)
 
     /// What a case produced, for its checks and its report line.
     struct Run {
