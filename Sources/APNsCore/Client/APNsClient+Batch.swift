@@ -27,9 +27,7 @@ extension APNsClient {
         maxConcurrency: Int = 100
     ) async -> [APNsOutcome] {
         if deviceTokens.isEmpty { return [] }
-        let pushType = notification.pushType
-        metrics.sent(pushType, count: deviceTokens.count)
-        let pass = BatchPass(deviceTokens: deviceTokens, metrics: metrics, tracing: tracing, pushType: { _ in pushType })
+        let pass = makePass(deviceTokens, notification)
         await sendBatch(notification, to: deviceTokens, into: pass, maxConcurrency: maxConcurrency)
         return pass.takeOutcomes()
     }
@@ -58,9 +56,7 @@ extension APNsClient {
         maxConcurrency: Int = 100,
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
     ) async -> APNsBatchSummary {
-        let pushType = notification.pushType
-        metrics.sent(pushType, count: deviceTokens.count)
-        let pass = BatchPass(deviceTokens: deviceTokens, metrics: metrics, tracing: tracing, pushType: { _ in pushType }, onOutcome: onOutcome)
+        let pass = makePass(deviceTokens, notification, onOutcome: onOutcome)
         if !deviceTokens.isEmpty {
             await sendBatch(notification, to: deviceTokens, into: pass, maxConcurrency: maxConcurrency)
         }
@@ -115,13 +111,7 @@ extension APNsClient {
         maxConcurrency: Int = 100
     ) async -> [APNsOutcome] {
         if deliveries.isEmpty { return [] }
-        for delivery in deliveries { metrics.sent(delivery.notification.pushType) }
-        let pass = BatchPass(
-            deviceTokens: deliveries.map(\.deviceToken),
-            metrics: metrics,
-            tracing: tracing,
-            pushType: { deliveries[$0].notification.pushType }
-        )
+        let pass = makePass(deliveries)
         await sendBatch(deliveries, into: pass, maxConcurrency: maxConcurrency)
         return pass.takeOutcomes()
     }
@@ -141,18 +131,37 @@ extension APNsClient {
         maxConcurrency: Int = 100,
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
     ) async -> APNsBatchSummary {
+        let pass = makePass(deliveries, onOutcome: onOutcome)
+        if !deliveries.isEmpty {
+            await sendBatch(deliveries, into: pass, maxConcurrency: maxConcurrency)
+        }
+        return pass.summary
+    }
+
+    /// The pass of one notification to many devices, its sends counted.
+    private func makePass(
+        _ deviceTokens: [DeviceToken],
+        _ notification: PushNotification,
+        onOutcome: (@Sendable (Int, APNsOutcome) -> Void)? = nil
+    ) -> BatchPass {
+        let pushType = notification.pushType
+        metrics.sent(pushType, count: deviceTokens.count)
+        return BatchPass(deviceTokens: deviceTokens, metrics: metrics, tracing: tracing, pushType: { _ in pushType }, onOutcome: onOutcome)
+    }
+
+    /// The pass of a different notification per device, its sends counted.
+    private func makePass(
+        _ deliveries: [(notification: PushNotification, deviceToken: DeviceToken)],
+        onOutcome: (@Sendable (Int, APNsOutcome) -> Void)? = nil
+    ) -> BatchPass {
         for delivery in deliveries { metrics.sent(delivery.notification.pushType) }
-        let pass = BatchPass(
+        return BatchPass(
             deviceTokens: deliveries.map(\.deviceToken),
             metrics: metrics,
             tracing: tracing,
             pushType: { deliveries[$0].notification.pushType },
             onOutcome: onOutcome
         )
-        if !deliveries.isEmpty {
-            await sendBatch(deliveries, into: pass, maxConcurrency: maxConcurrency)
-        }
-        return pass.summary
     }
 
     /// The batch of a different notification per device, each checked and encoded when
@@ -271,12 +280,12 @@ extension APNsClient {
                             Self.metadata(request.apnsID, deviceTokens[index], [:])
                         }
                         pass.finish(index, .failure(final))
-                    case .refreshProviderToken(let expired):
-                        // At once, not in the second pass: the requests made from now on
-                        // carry a new token instead of meeting the same refusal.
-                        if case .providerToken(let source) = self.credentials { source.invalidate(expired) }
-                        pass.continueLater(index, Resumption(delivery: delivery, decision: decision), apnsID: request.apnsID)
-                    case .retry, .sendAgain, .deliver:
+                    default:
+                        if case .refreshProviderToken(let expired) = decision, case .providerToken(let source) = self.credentials {
+                            // At once, not in the second pass: the requests made from now on
+                            // carry a new token instead of meeting the same refusal.
+                            source.invalidate(expired)
+                        }
                         pass.continueLater(index, Resumption(delivery: delivery, decision: decision), apnsID: request.apnsID)
                     }
                 }

@@ -218,7 +218,8 @@ final class HTTP2ConnectionStateMachine {
         let record = HTTP2StreamRecord(
             body: request.body,
             maxBodySize: request.path.utf8.starts(with: Self.channelPathPrefix)
-                ? sink.configuration.maxChannelBodySize : sink.configuration.maxBodySize
+                ? sink.configuration.maxChannelBodySize : sink.configuration.maxBodySize,
+            maxHeaderListSize: sink.configuration.maxHeaderListSize
         )
 
         // One contiguous copy of every name and value; nghttp2 copies the list again

@@ -120,7 +120,8 @@ final class HTTP2SessionSink {
         // checked before anything is kept, so indexed references to one large table entry
         // (HPACK amplification) cost a counter, not memory.
         record.headerListSize += nameLength + valueLength + 32
-        if let sink = from(userData), record.headerListSize > sink.configuration.maxHeaderListSize {
+        // The limit sits in the record: no look-up of the sink per header field.
+        if record.headerListSize > record.maxHeaderListSize, let sink = from(userData) {
             sink.refuse(
                 record,
                 session: session,

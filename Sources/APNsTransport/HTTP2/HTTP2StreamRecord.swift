@@ -18,9 +18,12 @@ final class HTTP2StreamRecord {
     var headerListSize = 0
     /// The largest response body this stream accepts (the request's kind decides).
     let maxBodySize: Int
+    /// The largest response header list this stream accepts (RFC 9113 §6.5.2 octets).
+    let maxHeaderListSize: Int
 
-    init(body: [UInt8], maxBodySize: Int) {
+    init(body: [UInt8], maxBodySize: Int, maxHeaderListSize: Int) {
         self.body = body
         self.maxBodySize = maxBodySize
+        self.maxHeaderListSize = maxHeaderListSize
     }
 }
