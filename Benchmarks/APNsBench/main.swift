@@ -84,7 +84,7 @@ let client = APNsClient(environment: environment, credentials: .providerToken(to
 // Apple's example alert, 128 bytes once encoded.
 var payload = Payload.alert(title: "Game Request", body: "Bob wants to play poker")
 payload.aps.badge = 5
-payload.aps.sound = "bingbong.aiff"
+payload.aps.sound = "default"
 try payload.setCustom("acme1", to: "bar")
 try payload.setCustom("acme2", to: 42)
 let notification = PushNotification(payload: payload, topic: .bundleID(arguments[6]))
