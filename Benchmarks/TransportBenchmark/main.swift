@@ -3,6 +3,7 @@
 //
 //   swift run -c release TransportBenchmark [--requests N] [--shape CxM] [--no-h2load]
 //                                            [--mode call|batch|client] [--connect PORT CA_PATH]
+//   swift run -c release TransportBenchmark --observability [--rounds R] [--requests N] [--shape CxM]
 //
 // Each run sends N notifications (default 50,000) over C connections with M concurrent
 // streams each, after a warm-up of 2,000, three ways: `send(_:)` from C×M sending tasks
@@ -14,13 +15,22 @@
 // when the row starts, after returning freed heap to the kernel); then
 // h2load with the same request shape against the same server, and the CPU ratios.
 //
+// `--observability` measures what metrics and tracing cost on the send path: R rounds
+// (default 3) of the APNsClient batch send, each once with swift-metrics' and
+// swift-distributed-tracing's no-ops (nothing bootstrapped, as in a process without a
+// backend) and once with an in-process MetricsFactory and a Tracer that records every span
+// (RecordingMetrics.swift, RecordingTracer.swift), interleaved in alternating order, and
+// prints the client CPU µs per notification of both and their ratio.
+//
 // The mock server runs in a child process (this executable with `server`), so
 // getrusage(RUSAGE_SELF) measures the client's CPU alone; h2load's CPU is read with
 // getrusage(RUSAGE_CHILDREN) around its run.
 import APNsMockServer
 import APNsTransport
+import CoreMetrics
 import Foundation
 import Logging
+import Tracing
 
 #if canImport(Glibc)
 import Glibc
@@ -212,7 +222,19 @@ enum Mode: String {
     }
 }
 
-func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) async throws -> Figures {
+/// An in-process metrics backend and tracer, given to the transport and the client.
+struct Observability {
+    let metrics = RecordingMetricsFactory()
+    let tracer = RecordingTracer()
+}
+
+func runTransport(
+    connections: Int,
+    streams: Int,
+    requests: Int,
+    mode: Mode,
+    observability: Observability? = nil
+) async throws -> Figures {
     var tls = TLSConfiguration()
     tls.trustRoots = .certificates(caPEM)
     let transport = HTTP2Transport(
@@ -222,7 +244,8 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
             connectionCount: connections,
             maxQueuedRequests: connections * streams * 2,
             maxConcurrentStreamsPerConnection: streams,
-            logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+            logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }),
+            metricsFactory: observability?.metrics
         )
     )
     let prepared = try (0..<(requests + 2_000)).map { try request($0) }
@@ -235,7 +258,13 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
     // The measured requests are copied out before the clock starts: the copy is the
     // harness's work, not the transport's.
     let measured = Array(prepared[..<requests])
-    let client = APNsClient(environment: .custom(host: "127.0.0.1", port: port), credentials: .certificate, transport: transport)
+    let client = APNsClient(
+        environment: .custom(host: "127.0.0.1", port: port),
+        credentials: .certificate,
+        transport: transport,
+        metricsFactory: observability?.metrics,
+        tracer: observability?.tracer
+    )
     let tokens = try (mode == .client ? 0..<requests : 0..<0).map { index -> DeviceToken in
         let hex = String(index, radix: 16)
         return try DeviceToken(hex: String(repeating: "0", count: 64 - hex.count) + hex)
@@ -420,6 +449,73 @@ func runH2load(connections: Int, streams: Int, requests: Int) throws -> Figures?
 
 func format(_ value: Double, _ digits: Int = 1) -> String {
     value.isNaN ? "-" : String(format: "%.\(digits)f", value)
+}
+
+if arguments.contains("--observability") {
+    var rounds = 3
+    if let index = arguments.firstIndex(of: "--rounds"), index + 1 < arguments.count, let n = Int(arguments[index + 1]), n > 0 {
+        rounds = n
+    }
+    var (connections, streams) = (1, 100)
+    if let index = arguments.firstIndex(of: "--shape"), index + 1 < arguments.count {
+        let parts = arguments[index + 1].split(separator: "x").compactMap { Int($0) }
+        if parts.count == 2 { (connections, streams) = (parts[0], parts[1]) }
+    }
+    print(
+        "TransportBenchmark --observability: APNsClient batch send, c=\(connections) m=\(streams), "
+            + "\(rounds) rounds × \(totalRequests) notifications, against APNsMockServer (TLS, child process)"
+    )
+    print("round  no-op CPU µs/notification  recording CPU µs/notification  ratio")
+    var off: [Double] = []
+    var on: [Double] = []
+    for round in 1...rounds {
+        // Alternate the order, so that neither side always runs on a warmer process.
+        var pair: (off: Double, on: Double) = (0, 0)
+        for observed in round % 2 == 1 ? [false, true] : [true, false] {
+            let observability = observed ? Observability() : nil
+            let figures = try await runTransport(
+                connections: connections,
+                streams: streams,
+                requests: totalRequests,
+                mode: .client,
+                observability: observability
+            )
+            if figures.failures > 0 { print("round \(round): \(figures.failures) failures") }
+            if let observability {
+                // The recording side really recorded: one span per notification and per
+                // batch, a counter per outcome, a timing per request.
+                let spans = observability.tracer.finishedSpans.count
+                let accepted = observability.metrics.total("apns_notifications_accepted_total")
+                let timed = observability.metrics.timings("apns_request_duration_seconds")
+                guard spans >= totalRequests + 1, accepted == Int64(totalRequests), timed >= Int64(totalRequests) else {
+                    print("round \(round): the recording backends saw \(spans) spans, \(accepted) accepted, \(timed) timings")
+                    exit(1)
+                }
+                pair.on = figures.cpuPerRequest
+            } else {
+                pair.off = figures.cpuPerRequest
+            }
+        }
+        off.append(pair.off)
+        on.append(pair.on)
+        print(
+            String(round).leftPadded(5),
+            format(pair.off, 2).leftPadded(27),
+            format(pair.on, 2).leftPadded(31),
+            (format(pair.on / pair.off, 2) + "×").leftPadded(6)
+        )
+    }
+    let medianOff = off.sorted()[off.count / 2]
+    let medianOn = on.sorted()[on.count / 2]
+    print(
+        "median: no-op \(format(medianOff, 2)) µs, recording \(format(medianOn, 2)) µs per notification: "
+            + "\(format(medianOn / medianOff, 2))× (metrics and tracing add \(format(medianOn - medianOff, 2)) µs)"
+    )
+    if child.isRunning {
+        try? childIn.fileHandleForWriting.close()
+        child.waitUntilExit()
+    }
+    exit(0)
 }
 
 print("TransportBenchmark: \(totalRequests) notifications per run against APNsMockServer (TLS, child process)")

@@ -1,4 +1,5 @@
 import APNsCore
+import APNsTesting
 import Foundation
 import Synchronization
 import Testing
