@@ -12,10 +12,15 @@ import Testing
 /// against openssl's public key, the transport and a sending service in a real `ServiceGroup`.
 @Suite("A provider server configured from a ConfigReader")
 struct ProviderServerTests {
+    /// What the sender got back.
+    final class Outcome: Sendable {
+        let result = Mutex<Result<APNsAccepted, APNsError>?>(nil)
+    }
+
     /// Sends one notification when the group starts it, then waits for the group to end.
     struct Sender: Service {
         let client: APNsClient
-        let outcome: Mutex<Result<APNsAccepted, APNsError>?>
+        let outcome: Outcome
         let sent: AsyncStream<Void>.Continuation
 
         func run() async throws {
@@ -27,7 +32,7 @@ struct ProviderServerTests {
             } catch {
                 result = .failure(error)
             }
-            outcome.withLock { $0 = result }
+            outcome.result.withLock { $0 = result }
             sent.yield()
             try? await gracefulShutdown()
         }
@@ -54,7 +59,7 @@ struct ProviderServerTests {
                     "apns.caFile": .init(stringLiteral: caPath),
                 ])
             )
-            let outcome = Mutex<Result<APNsAccepted, APNsError>?>(nil)
+            let outcome = Outcome()
             let (sent, sentContinuation) = AsyncStream<Void>.makeStream()
             let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
             let run = Task {
@@ -66,7 +71,7 @@ struct ProviderServerTests {
             _ = await iterator.next()
             run.cancel()
             _ = await run.result
-            let result = try #require(outcome.withLock { $0 })
+            let result = try #require(outcome.result.withLock { $0 })
             #expect(throws: Never.self) { try result.get() }
             #expect(server.statistics.accepted == 1)
         }
