@@ -16,11 +16,11 @@
 // h2load with the same request shape against the same server, and the CPU ratios.
 //
 // `--observability` measures what metrics and tracing cost on the send path: R rounds
-// (default 3) of the APNsClient batch send, each once with swift-metrics' and
-// swift-distributed-tracing's no-ops (nothing bootstrapped, as in a process without a
-// backend) and once with an in-process MetricsFactory and a Tracer that records every span
-// (RecordingMetrics.swift, RecordingTracer.swift), interleaved in alternating order, and
-// prints the client CPU µs per notification of both and their ratio.
+// (default 3) of the APNsClient batch send, each four times: with swift-metrics' and
+// swift-distributed-tracing's no-ops (what a process that bootstraps no backend gets),
+// with an in-process MetricsFactory only, with a Tracer that records every span only, and
+// with both (RecordingMetrics.swift, RecordingTracer.swift), in rotating order, and prints
+// the client CPU µs per notification of each and its ratio to the no-ops.
 //
 // The mock server runs in a child process (this executable with `server`), so
 // getrusage(RUSAGE_SELF) measures the client's CPU alone; h2load's CPU is read with
@@ -222,10 +222,11 @@ enum Mode: String {
     }
 }
 
-/// An in-process metrics backend and tracer, given to the transport and the client.
+/// An in-process metrics backend and tracer (either may be left out: swift-metrics' or
+/// swift-distributed-tracing's no-op then), given to the transport and the client.
 struct Observability {
-    let metrics = RecordingMetricsFactory()
-    let tracer = RecordingTracer()
+    var metrics: RecordingMetricsFactory?
+    var tracer: RecordingTracer?
 }
 
 func runTransport(
@@ -245,7 +246,7 @@ func runTransport(
             maxQueuedRequests: connections * streams * 2,
             maxConcurrentStreamsPerConnection: streams,
             logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }),
-            metricsFactory: observability?.metrics
+            metricsFactory: observability?.metrics ?? NOOPMetricsHandler.instance
         )
     )
     let prepared = try (0..<(requests + 2_000)).map { try request($0) }
@@ -262,8 +263,8 @@ func runTransport(
         environment: .custom(host: "127.0.0.1", port: port),
         credentials: .certificate,
         transport: transport,
-        metricsFactory: observability?.metrics,
-        tracer: observability?.tracer
+        metricsFactory: observability?.metrics ?? NOOPMetricsHandler.instance,
+        tracer: observability?.tracer ?? NoOpTracer()
     )
     let tokens = try (mode == .client ? 0..<requests : 0..<0).map { index -> DeviceToken in
         let hex = String(index, radix: 16)
@@ -465,52 +466,74 @@ if arguments.contains("--observability") {
         "TransportBenchmark --observability: APNsClient batch send, c=\(connections) m=\(streams), "
             + "\(rounds) rounds × \(totalRequests) notifications, against APNsMockServer (TLS, child process)"
     )
-    print("round  no-op CPU µs/notification  recording CPU µs/notification  ratio")
-    var off: [Double] = []
-    var on: [Double] = []
+    print("CPU µs per notification (ratio to no-op)")
+    print("round      no-op          metrics          tracing     metrics+tracing")
+    enum Variant: CaseIterable {
+        case none, metrics, tracing, both
+        var observability: Observability {
+            switch self {
+            case .none: Observability()
+            case .metrics: Observability(metrics: RecordingMetricsFactory())
+            case .tracing: Observability(tracer: RecordingTracer())
+            case .both: Observability(metrics: RecordingMetricsFactory(), tracer: RecordingTracer())
+            }
+        }
+    }
+    var figures: [[Double]] = []  // [round][variant]
     for round in 1...rounds {
-        // Alternate the order, so that neither side always runs on a warmer process.
-        var pair: (off: Double, on: Double) = (0, 0)
-        for observed in round % 2 == 1 ? [false, true] : [true, false] {
-            let observability = observed ? Observability() : nil
-            let figures = try await runTransport(
+        // Rotate the order, so that no variant always runs first or on a warmer process.
+        let variants = Variant.allCases
+        let order = (0..<variants.count).map { variants[($0 + round - 1) % variants.count] }
+        var cpu = [Double](repeating: .nan, count: variants.count)
+        for variant in order {
+            let observability = variant.observability
+            let row = try await runTransport(
                 connections: connections,
                 streams: streams,
                 requests: totalRequests,
                 mode: .client,
                 observability: observability
             )
-            if figures.failures > 0 { print("round \(round): \(figures.failures) failures") }
-            if let observability {
-                // The recording side really recorded: one span per notification and per
-                // batch, a counter per outcome, a timing per request.
-                let spans = observability.tracer.finishedSpans.count
-                let accepted = observability.metrics.total("apns_notifications_accepted_total")
-                let timed = observability.metrics.timings("apns_request_duration_seconds")
-                guard spans >= totalRequests + 1, accepted == Int64(totalRequests), timed >= Int64(totalRequests) else {
-                    print("round \(round): the recording backends saw \(spans) spans, \(accepted) accepted, \(timed) timings")
+            if row.failures > 0 { print("round \(round): \(row.failures) failures") }
+            // The recording side really recorded: one span per notification and per
+            // batch, a counter per outcome, a timing per request.
+            if let tracer = observability.tracer, tracer.finishedSpans.count < totalRequests + 1 {
+                print("round \(round): the tracer saw \(tracer.finishedSpans.count) spans")
+                exit(1)
+            }
+            if let metrics = observability.metrics {
+                let accepted = metrics.total("apns_notifications_accepted_total")
+                let timed = metrics.timings("apns_request_duration_seconds")
+                guard accepted == Int64(totalRequests), timed >= Int64(totalRequests) else {
+                    print("round \(round): the metrics backend saw \(accepted) accepted, \(timed) timings")
                     exit(1)
                 }
-                pair.on = figures.cpuPerRequest
-            } else {
-                pair.off = figures.cpuPerRequest
             }
+            cpu[variants.firstIndex(of: variant)!] = row.cpuPerRequest
         }
-        off.append(pair.off)
-        on.append(pair.on)
+        figures.append(cpu)
         print(
             String(round).leftPadded(5),
-            format(pair.off, 2).leftPadded(27),
-            format(pair.on, 2).leftPadded(31),
-            (format(pair.on / pair.off, 2) + "×").leftPadded(6)
+            format(cpu[0], 2).leftPadded(10),
+            (format(cpu[1], 2) + " (" + format(cpu[1] / cpu[0], 2) + "×)").leftPadded(16),
+            (format(cpu[2], 2) + " (" + format(cpu[2] / cpu[0], 2) + "×)").leftPadded(16),
+            (format(cpu[3], 2) + " (" + format(cpu[3] / cpu[0], 2) + "×)").leftPadded(19)
         )
     }
-    let medianOff = off.sorted()[off.count / 2]
-    let medianOn = on.sorted()[on.count / 2]
-    print(
-        "median: no-op \(format(medianOff, 2)) µs, recording \(format(medianOn, 2)) µs per notification: "
-            + "\(format(medianOn / medianOff, 2))× (metrics and tracing add \(format(medianOn - medianOff, 2)) µs)"
-    )
+    // Per variant: the median and the best round, and the median of the per-round ratios
+    // (each against the no-op run of the same round, which cancels slow drifts of a shared
+    // machine better than a ratio of medians).
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    let names = ["no-op", "metrics", "tracing", "metrics+tracing"]
+    for (index, name) in names.enumerated() {
+        let values = figures.map { $0[index] }
+        let ratios = figures.map { $0[index] / $0[0] }
+        print(
+            "\(name):".padding(toLength: 17, withPad: " ", startingAt: 0),
+            "median \(format(median(values), 2)) µs, best \(format(values.min() ?? .nan, 2)) µs"
+                + (index == 0 ? "" : ", median ratio to no-op \(format(median(ratios), 2))×, best/best \(format((values.min() ?? .nan) / (figures.map { $0[0] }.min() ?? .nan), 2))×")
+        )
+    }
     if child.isRunning {
         try? childIn.fileHandleForWriting.close()
         child.waitUntilExit()

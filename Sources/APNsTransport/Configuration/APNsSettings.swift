@@ -25,7 +25,8 @@ import Logging
 ///
 /// Every problem is an ``APNsSettingsError`` that names the variable: a missing one, a
 /// malformed one, a key or certificate that cannot be read. The `apns` tool reads the same
-/// variables when its flags do not say otherwise.
+/// variables when its flags do not say otherwise. The `APNsConfiguration` product reads
+/// the same settings from a swift-configuration `ConfigReader`, through the same parser.
 public struct APNsSettings: Sendable {
     /// How the provider authenticates.
     public enum Credentials: Sendable {
