@@ -2,7 +2,8 @@
 //
 // swift-apns: an SDK for Apple Push Notification service providers.
 // Layers (see Documentation/SwiftAPNs.docc): APNsPayload <- APNsCore <- APNsTransport,
-// with APNsMockServer and the `apns` tool on top. C libraries (libnghttp2, OpenSSL)
+// with APNsConfiguration (settings from a ConfigReader), the test products APNsTesting
+// (on APNsCore) and APNsMockServer, and the `apns` tool on top. C libraries (libnghttp2, OpenSSL)
 // come in through system-library targets found by pkg-config.
 // Tools 6.2: swift-configuration's own manifest needs it, and `traits: []` below keeps
 // its optional parts (JSON, YAML, reloading) out of the SDK's graph.
