@@ -94,7 +94,8 @@ final class TLSStream: @unchecked Sendable {
     static func connect(
         to endpoint: TLSEndpoint,
         configuration: TLSConfiguration,
-        timeout: Duration
+        timeout: Duration,
+        addresses: AddressChoice = AddressChoice()
     ) throws(APNsTransportError) -> TLSStream {
         capns_ignore_sigpipe_if_default()
         if configuration.trustRoots.verifiesNothing, TrustRoots.isApplePushHost(endpoint.host) {
@@ -116,7 +117,7 @@ final class TLSStream: @unchecked Sendable {
                 throw error
             }
         } else {
-            fd = try TCPConnector.connect(host: endpoint.host, port: endpoint.port, deadline: deadline)
+            fd = try TCPConnector.connect(host: endpoint.host, port: endpoint.port, deadline: deadline, choice: addresses)
         }
 
         let session: SSLSession
