@@ -47,11 +47,15 @@ let package = Package(
         ),
 
         // MARK: Library modules
+        // The one owner of OpenSSL handles (EVP_PKEY, X509, X509_STORE, SSL_CTX, SSL) for
+        // APNsCore, APNsTransport and APNsMockServer; package-internal, not a product.
+        .target(name: "APNsOpenSSL", dependencies: ["COpenSSL"]),
         .target(name: "APNsPayload"),
         .target(
             name: "APNsCore",
             dependencies: [
                 "APNsPayload",
+                "APNsOpenSSL",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -62,6 +66,7 @@ let package = Package(
             name: "APNsTransport",
             dependencies: [
                 "APNsCore",
+                "APNsOpenSSL",
                 "CNGHTTP2",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
@@ -86,6 +91,7 @@ let package = Package(
                 "APNsCore",
                 // A test server hands its users a transport already pointed at it.
                 "APNsTransport",
+                "APNsOpenSSL",
                 "CNGHTTP2",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
@@ -163,11 +169,13 @@ let package = Package(
             name: "APNsCoreTests",
             dependencies: [
                 "APNsCore",
+                "APNsOpenSSL",
                 "APNsPayload",
                 "APNsTesting",
                 "CNGHTTP2",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             resources: [.copy("Fixtures")]
         ),

@@ -1,51 +1,10 @@
 #if SWIFT_APNS_TSAN_LOCKS
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import APNsOpenSSL
 
-/// A lock ThreadSanitizer can see, used instead of `Synchronization.Mutex` only in the
-/// builds of `scripts/sanitize.sh thread` (compiled with `-D SWIFT_APNS_TSAN_LOCKS`).
-///
-/// On Linux, `Synchronization.Mutex` locks with `futex` system calls inside the
-/// uninstrumented `libswiftSynchronization`, so ThreadSanitizer never sees the lock and
-/// reports every access under `withLock` from two threads as a race (a two-thread
-/// counter under `Mutex.withLock` is enough to show it). A suppression cannot tell those
-/// apart from real races, so instead this lock, built on `pthread_mutex_t` (which
-/// ThreadSanitizer intercepts), stands in for `Mutex` in every module of the package
-/// through the `Mutex` type aliases next to this file, and races in our code stay visible.
-package final class TSanVisibleMutex<Value: ~Copyable>: @unchecked Sendable {
-    private var value: Value
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
-
-    /// A lock guarding `initialValue`.
-    package init(_ initialValue: consuming sending Value) {
-        value = initialValue
-        lock = .allocate(capacity: 1)
-        lock.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(lock, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(lock)
-        lock.deallocate()
-    }
-
-    /// Runs `body` with exclusive access to the value.
-    package func withLock<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
-        return try body(&value)
-    }
-
-    /// Runs `body` with exclusive access to the value if the lock is free; `nil` otherwise.
-    package func withLockIfAvailable<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result? {
-        guard pthread_mutex_trylock(lock) == 0 else { return nil }
-        defer { pthread_mutex_unlock(lock) }
-        return try body(&value)
-    }
-}
+/// In ThreadSanitizer builds (`scripts/sanitize.sh thread`), the pthread lock of
+/// APNsOpenSSL (the lowest module that locks), under the name the other modules and the
+/// tests use through `import APNsCore`; see that type for why.
+package typealias TSanVisibleMutex = APNsOpenSSL.TSanVisibleMutex
 
 /// In ThreadSanitizer builds, `Mutex` in this module is ``TSanVisibleMutex``.
 typealias Mutex = TSanVisibleMutex

@@ -1,3 +1,5 @@
+import APNsOpenSSL
+
 /// Base64 in the two alphabets of [RFC 4648](https://www.rfc-editor.org/rfc/rfc4648):
 /// the standard one (§4, used inside PEM) and the URL- and filename-safe one (§5, used by
 /// JWS, [RFC 7515 §2](https://www.rfc-editor.org/rfc/rfc7515#section-2), without padding).

@@ -1,3 +1,5 @@
+import APNsOpenSSL
+
 /// JWS with ES256, ECDSA on P-256 with SHA-256
 /// ([RFC 7518 §3.4](https://www.rfc-editor.org/rfc/rfc7518#section-3.4)), in compact
 /// serialisation ([RFC 7515 §7.1](https://www.rfc-editor.org/rfc/rfc7515#section-7.1)).

@@ -1,3 +1,5 @@
+import APNsOpenSSL
+
 /// One `-----BEGIN <label>----- … -----END <label>-----` block of a PEM file
 /// ([RFC 7468](https://www.rfc-editor.org/rfc/rfc7468)), decoded.
 ///

@@ -1,3 +1,4 @@
+import APNsOpenSSL
 import Foundation
 
 /// The private key that signs provider tokens: the `.p8` file Apple lets you download

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Logging
 import Synchronization
@@ -42,6 +43,9 @@ public final class ProviderTokenCache: ProviderTokenSource {
     private let key: ProviderKey
     private let clock: ProviderTokenClock
     private let logger: Logger
+    /// `apns_provider_token_clock_skew_total`: ExpiredProviderToken for a token younger
+    /// than 20 minutes by this host's clock.
+    private let clockSkewCounter: Counter
     /// `{"alg":"ES256","kid":"…"}`: the same for every token.
     private let header: String
     private let refreshSeconds: Double
@@ -53,6 +57,8 @@ public final class ProviderTokenCache: ProviderTokenSource {
         var invalidated = false
         /// Signatures made so far (tests read it through ``signatureCount``).
         var signatureCount = 0
+        /// How often APNs called a token younger than 20 minutes expired.
+        var clockSkewReports = 0
     }
 
     /// Creates a cache; no token is signed until the first call to ``token()``.
@@ -65,7 +71,11 @@ public final class ProviderTokenCache: ProviderTokenSource {
     ///   - refreshInterval: How long one token is used, 20...59 minutes. Default 50.
     ///   - clock: Where the time comes from; inject one in tests.
     ///   - logger: Receives a `debug` message when a token is signed or invalidated (key id
-    ///     and `iat` only, never the token). Logs nothing by default.
+    ///     and `iat` only, never the token), and a `warning` when APNs calls a token younger
+    ///     than 20 minutes expired (the host clock is behind Apple's). Logs nothing by default.
+    ///   - metricsFactory: Where the counter `apns_provider_token_clock_skew_total` goes
+    ///     (incremented each time APNs calls a token younger than 20 minutes expired);
+    ///     by default swift-metrics' global `MetricsSystem.factory`.
     /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Code/invalidKeyID``,
     ///   ``ProviderTokenError/Code/invalidTeamID`` or
     ///   ``ProviderTokenError/Code/invalidRefreshInterval``.
@@ -75,7 +85,8 @@ public final class ProviderTokenCache: ProviderTokenSource {
         teamID: String,
         refreshInterval: Duration = ProviderTokenCache.defaultRefreshInterval,
         clock: ProviderTokenClock = .system,
-        logger: Logger = Logger(label: "swift-apns.provider-token", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "swift-apns.provider-token", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: (any MetricsFactory)? = nil
     ) throws(ProviderTokenError) {
         try Self.validateIdentifier(keyID, kind: .invalidKeyID, name: "key id (kid)")
         try Self.validateIdentifier(teamID, kind: .invalidTeamID, name: "team id (iss)")
@@ -91,6 +102,7 @@ public final class ProviderTokenCache: ProviderTokenSource {
         self.refreshSeconds = Self.seconds(refreshInterval)
         self.clock = clock
         self.logger = logger
+        self.clockSkewCounter = Counter(label: "apns_provider_token_clock_skew_total", factory: metricsFactory ?? MetricsSystem.factory)
         // keyID is [A-Z0-9]{10}: nothing to escape.
         self.header = #"{"alg":"ES256","kid":""# + keyID + #""}"#
     }
@@ -126,23 +138,64 @@ public final class ProviderTokenCache: ProviderTokenSource {
     ///
     /// The next ``token()`` returns a new token only if `token` is still the current one
     /// and is at least 20 minutes old. A younger token keeps being served until it turns
-    /// 20 minutes, because a second new token within 20 minutes would earn
-    /// `429 TooManyProviderTokenUpdates` on every connection; a young token reported as
-    /// expired means the host clock and Apple's disagree, which a new signature would not
-    /// fix. A token that is no longer current (another request already caused a refresh)
-    /// is ignored, so a burst of failures with the old token causes one refresh, not many.
+    /// 20 minutes (``nextTokenDate``), because a second new token within 20 minutes would
+    /// earn `429 TooManyProviderTokenUpdates` on every connection. A token that is no
+    /// longer current (another request already caused a refresh) is ignored, so a burst of
+    /// failures with the old token causes one refresh, not many.
+    ///
+    /// A young token reported as expired means the host clock is behind Apple's: APNs
+    /// refuses a token whose `iat` is more than an hour old by its own clock, so a token
+    /// `age` minutes old by this host's clock is refused only if this clock is at least
+    /// `60 − age` minutes behind (or was set forward, then back). A new signature would not
+    /// fix that, and the rules forbid one anyway; the cache counts it in
+    /// `apns_provider_token_clock_skew_total`, logs a `warning` once per token, and signs
+    /// the next token as soon as the 20 minutes are up. See <doc:Troubleshooting>.
     public func invalidate(_ token: ProviderToken) {
-        state.withLock { state in
+        let now = clock.now()
+        let young: Bool = state.withLock { state in
             guard state.current == token else {
                 logger.debug("ignored invalidation of a provider token that is no longer current")
-                return
+                return false
             }
+            let age = now.timeIntervalSince(token.issuedAt)
+            let firstReport = !state.invalidated
             state.invalidated = true
-            logger.debug("provider token invalidated after ExpiredProviderToken", metadata: [
-                "apns.key-id": "\(keyID)",
-                "apns.token-iat": "\(Int64(token.issuedAt.timeIntervalSince1970))",
-            ])
+            guard age < Self.minimumTokenLifetime else {
+                logger.debug("provider token invalidated after ExpiredProviderToken", metadata: [
+                    "apns.key-id": "\(keyID)",
+                    "apns.token-iat": "\(Int64(token.issuedAt.timeIntervalSince1970))",
+                ])
+                return false
+            }
+            guard firstReport else { return false }
+            state.clockSkewReports += 1
+            let minutesBehind = Int(((3600 - age) / 60).rounded(.down))
+            logger.warning(
+                "APNs answered ExpiredProviderToken for a provider token \(Int(age / 60)) minutes old: this host's clock is at least \(minutesBehind) minutes behind Apple's (synchronise it, for example with NTP); the next token is signed at \(ClockSkew.format(token.issuedAt.addingTimeInterval(Self.minimumTokenLifetime))), 20 minutes after this one, as APNs allows",
+                metadata: [
+                    "apns.key-id": "\(keyID)",
+                    "apns.token-iat": "\(Int64(token.issuedAt.timeIntervalSince1970))",
+                ])
+            return true
         }
+        if young { clockSkewCounter.increment() }
+    }
+
+    /// When the next ``token()`` will sign a new token, if the current one was reported
+    /// expired by APNs and is still younger than 20 minutes; `nil` otherwise (no token yet,
+    /// or the next call signs at once).
+    public var nextTokenDate: Date? {
+        state.withLock { state in
+            guard let current = state.current, state.invalidated else { return nil }
+            let due = current.issuedAt.addingTimeInterval(Self.minimumTokenLifetime)
+            return due > clock.now() ? due : nil
+        }
+    }
+
+    /// How many times APNs answered ExpiredProviderToken for a token younger than 20
+    /// minutes (for tests; the metric is `apns_provider_token_clock_skew_total`).
+    var clockSkewReports: Int {
+        state.withLock { $0.clockSkewReports }
     }
 
     /// How many tokens this cache has signed (for tests).

@@ -1,3 +1,4 @@
+import APNsOpenSSL
 import Foundation
 
 /// Checks provider tokens the way APNs does: an ES256 JWT whose `kid` names a registered

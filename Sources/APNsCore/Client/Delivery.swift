@@ -49,6 +49,8 @@ struct Delivery: Sendable, Equatable {
     /// The error of the attempt that asked for a new provider token, while the caller
     /// fetches it.
     private var awaitingRefresh: APNsError?
+    /// The token APNs called expired, while the caller fetches a new one.
+    private var expiredToken: ProviderToken?
 
     /// A delivery governed by `retryPolicy`.
     init(retryPolicy: RetryPolicy) {
@@ -67,10 +69,15 @@ struct Delivery: Sendable, Equatable {
         if let transportError = error.transportError, transportError.mayHaveReachedAPNs {
             mayHaveReachedAPNs = true
         }
-        if error.rejection?.reason == .expiredProviderToken, !refreshedProviderToken, let providerToken {
-            refreshedProviderToken = true
-            awaitingRefresh = error
-            return .refreshProviderToken(providerToken)
+        if error.rejection?.reason == .expiredProviderToken, let providerToken {
+            guard refreshedProviderToken else {
+                refreshedProviderToken = true
+                awaitingRefresh = error
+                expiredToken = providerToken
+                return .refreshProviderToken(providerToken)
+            }
+            // A token signed for this very notification was called expired too.
+            return retryOrFail(Self.explained(error, expired: providerToken, sourceKeptToken: false), jitter: jitter)
         }
         return retryOrFail(error, jitter: jitter)
     }
@@ -84,7 +91,17 @@ struct Delivery: Sendable, Equatable {
             preconditionFailure("providerTokenRefreshed without a refresh asked for")
         }
         awaitingRefresh = nil
-        return changed ? .sendAgain : retryOrFail(error, jitter: jitter)
+        if changed { return .sendAgain }
+        let explained = expiredToken.map { Self.explained(error, expired: $0, sourceKeptToken: true) } ?? error
+        return retryOrFail(explained, jitter: jitter)
+    }
+
+    /// An `ExpiredProviderToken` rejection with ``APNsRejection/detail`` saying what it
+    /// means (the host clock is behind Apple's) and when the next token comes.
+    private static func explained(_ error: APNsError, expired token: ProviderToken, sourceKeptToken: Bool) -> APNsError {
+        guard case .rejected(var rejection) = error, rejection.detail == nil else { return error }
+        rejection.detail = ClockSkew.detail(expired: token, sourceKeptToken: sourceKeptToken)
+        return .rejected(rejection)
     }
 
     /// The final error of a delivery that ends without another attempt for a reason of

@@ -30,6 +30,11 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
     /// The `apns-request-id` of a broadcast or channel-management call (APNs echoes it;
     /// the request's stands in when the response has none); `nil` for device pushes.
     public let requestID: APNsRequestID?
+    /// What the SDK adds to Apple's reason, when it knows more: for example, for an
+    /// `ExpiredProviderToken` answer to a token younger than an hour, that this host's
+    /// clock is behind Apple's and when the next token will be signed. `nil` for most
+    /// rejections.
+    public var detail: String?
 
     /// Creates a rejection.
     public init(
@@ -38,7 +43,8 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
         apnsID: APNsID? = nil,
         timestamp: Date? = nil,
         deviceToken: DeviceToken? = nil,
-        requestID: APNsRequestID? = nil
+        requestID: APNsRequestID? = nil,
+        detail: String? = nil
     ) {
         self.status = status
         self.reason = reason
@@ -46,6 +52,7 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
         self.timestamp = timestamp
         self.deviceToken = deviceToken
         self.requestID = requestID
+        self.detail = detail
     }
 
     /// The rejection `response` says, if its status is not 200; `nil` for a 200.
@@ -78,6 +85,7 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
         var text = String(status) + " " + (reason?.rawValue ?? "(no reason)")
         if let deviceToken { text += " for device token " + deviceToken.redacted }
         if let requestID { text += " (apns-request-id " + requestID.uuidString + ")" }
+        if let detail { text += ": " + detail }
         return text
     }
 }

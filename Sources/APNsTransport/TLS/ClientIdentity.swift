@@ -1,3 +1,4 @@
+import APNsOpenSSL
 import COpenSSL
 import Foundation
 

@@ -1,4 +1,5 @@
 import APNsCore
+import APNsOpenSSL
 import COpenSSL
 import Foundation
 

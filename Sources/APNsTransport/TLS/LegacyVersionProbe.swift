@@ -1,4 +1,5 @@
 import APNsCore
+import APNsOpenSSL
 import COpenSSL
 #if canImport(Glibc)
 import Glibc
@@ -18,38 +19,43 @@ enum LegacyVersionProbe {
     /// The legacy protocol `endpoint` completes a handshake with (`TLSv1`, `TLSv1.1`), or
     /// `nil` when it completes none before `deadline`.
     static func version(of endpoint: TLSEndpoint, deadline: ContinuousClock.Instant) -> String? {
-        guard let method = TLS_client_method(), let context = SSL_CTX_new(method) else { return nil }
-        defer { SSL_CTX_free(context) }
-        // OpenSSL 3 refuses TLS 1.0/1.1 above security level 0.
-        SSL_CTX_set_security_level(context, 0)
-        guard capns_SSL_CTX_set_min_proto_version(context, capns_TLS1_VERSION()) == 1,
-            capns_SSL_CTX_set_max_proto_version(context, capns_TLS1_1_VERSION()) == 1,
-            SSL_CTX_set_cipher_list(context, "DEFAULT:@SECLEVEL=0") == 1
-        else { return nil }
-        SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
+        guard let context = try? SSLContext(.client) else { return nil }
+        let configured = context.withUnsafeHandle { context -> Bool in
+            // OpenSSL 3 refuses TLS 1.0/1.1 above security level 0.
+            SSL_CTX_set_security_level(context, 0)
+            guard capns_SSL_CTX_set_min_proto_version(context, capns_TLS1_VERSION()) == 1,
+                capns_SSL_CTX_set_max_proto_version(context, capns_TLS1_1_VERSION()) == 1,
+                SSL_CTX_set_cipher_list(context, "DEFAULT:@SECLEVEL=0") == 1
+            else { return false }
+            SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
+            return true
+        }
+        guard configured else {
+            ERR_clear_error()
+            return nil
+        }
         guard let fd = try? TCPConnector.connect(host: endpoint.host, port: endpoint.port, deadline: deadline) else {
             return nil
         }
         defer { _ = close(fd) }
-        guard let ssl = SSL_new(context) else { return nil }
-        defer {
-            SSL_free(ssl)
-            ERR_clear_error()
-        }
-        guard SSL_set_fd(ssl, fd) == 1 else { return nil }
-        SSL_set_connect_state(ssl)
-        while true {
-            ERR_clear_error()
-            let result = SSL_connect(ssl)
-            if result == 1 { break }
-            let ready: Bool
-            switch SSL_get_error(ssl, result) {
-            case SSL_ERROR_WANT_READ: ready = TCPConnector.wait(fd, for: Int16(POLLIN), until: deadline)
-            case SSL_ERROR_WANT_WRITE: ready = TCPConnector.wait(fd, for: Int16(POLLOUT), until: deadline)
-            default: return nil
+        guard let session = try? context.makeSession() else { return nil }
+        defer { ERR_clear_error() }
+        return session.withUnsafeHandle { ssl -> String? in
+            guard SSL_set_fd(ssl, fd) == 1 else { return nil }
+            SSL_set_connect_state(ssl)
+            while true {
+                ERR_clear_error()
+                let result = SSL_connect(ssl)
+                if result == 1 { break }
+                let ready: Bool
+                switch SSL_get_error(ssl, result) {
+                case SSL_ERROR_WANT_READ: ready = TCPConnector.wait(fd, for: Int16(POLLIN), until: deadline)
+                case SSL_ERROR_WANT_WRITE: ready = TCPConnector.wait(fd, for: Int16(POLLOUT), until: deadline)
+                default: return nil
+                }
+                if !ready { return nil }
             }
-            if !ready { return nil }
+            return SSL_get_version(ssl).map { String(cString: $0) }
         }
-        return SSL_get_version(ssl).map { String(cString: $0) }
     }
 }

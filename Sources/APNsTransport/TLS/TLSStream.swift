@@ -1,4 +1,5 @@
 import APNsCore
+import APNsOpenSSL
 import COpenSSL
 import Foundation
 #if canImport(Glibc)
@@ -26,7 +27,7 @@ struct TLSEndpoint: Sendable, Hashable {
 }
 
 /// A connected TCP socket with a completed TLS handshake that negotiated ALPN `h2`,
-/// in non-blocking mode: the one type that owns an `SSL *` and its socket.
+/// in non-blocking mode: the owner of one connection's ``SSLSession`` and its socket.
 ///
 /// ``connect(to:configuration:timeout:)`` blocks the calling thread (DNS, TCP, the proxy
 /// tunnel and the handshake). After it, ``read(into:)`` and ``write(_:)`` never block:
@@ -48,11 +49,11 @@ struct TLSEndpoint: Sendable, Hashable {
 /// The first ``connect(to:configuration:timeout:)`` sets SIGPIPE to "ignore" if it still
 /// has the default action (OpenSSL writes to the socket with `write(2)`, which would raise
 /// it when the peer has gone); a handler the application installed is left alone.
-// @unchecked Sendable: `state` (the `SSL *` and the descriptor) is read and written only
-// inside `lock`, and the `SSL *` is freed once, under the lock, in close().
+// @unchecked Sendable: `state` (the session and the descriptor) is read and written only
+// inside `lock`; the session (not Sendable) is released once, under the lock, in close().
 final class TLSStream: @unchecked Sendable {
     private struct State {
-        var ssl: OpaquePointer?
+        var session: SSLSession?
         var fd: Int32
         /// A fatal TLS or socket error happened: no close_notify may be sent.
         var broken = false
@@ -70,8 +71,8 @@ final class TLSStream: @unchecked Sendable {
     private let endpointDescription: String
     private let configuration: TLSConfiguration
 
-    private init(ssl: OpaquePointer, fd: Int32, protocolVersion: String, host: String, endpointDescription: String, configuration: TLSConfiguration) {
-        state = State(ssl: ssl, fd: fd)
+    private init(session: SSLSession, fd: Int32, protocolVersion: String, host: String, endpointDescription: String, configuration: TLSConfiguration) {
+        state = State(session: session, fd: fd)
         self.protocolVersion = protocolVersion
         self.host = host
         self.endpointDescription = endpointDescription
@@ -104,7 +105,7 @@ final class TLSStream: @unchecked Sendable {
             )
         }
         let deadline = ContinuousClock.now + timeout
-        let context = try SSLContext(configuration: configuration)
+        let context = try SSLContext.client(configuration: configuration)
 
         let fd: Int32
         if let proxy = configuration.proxy {
@@ -119,22 +120,36 @@ final class TLSStream: @unchecked Sendable {
             fd = try TCPConnector.connect(host: endpoint.host, port: endpoint.port, deadline: deadline, choice: addresses)
         }
 
-        guard let ssl = context.makeSSL() else {
+        let session: SSLSession
+        do {
+            session = try context.makeSession()
+        } catch {
             _ = Glibc_close(fd)
-            throw .tlsFailure("SSL_new failed: \(OpenSSLErrors.drain().text(or: "out of memory"))")
+            throw .tlsFailure(error.description)
         }
-        // From here `handshake` owns both; on failure it frees them.
-        return try handshake(ssl: ssl, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout)
+        // From here `handshake` owns both; on failure it closes the socket (and the
+        // session is released with it).
+        return try handshake(session: session, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout)
     }
 
     private static func handshake(
-        ssl: OpaquePointer, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
+        session: SSLSession, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
         deadline: ContinuousClock.Instant, timeout: Duration
     ) throws(APNsTransportError) -> TLSStream {
+        let (version, host, endpointText) = try session.withUnsafeHandle { (ssl: OpaquePointer) throws(APNsTransportError) in
+            try handshake(ssl: ssl, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout)
+        }
+        return TLSStream(session: session, fd: fd, protocolVersion: version, host: host, endpointDescription: endpointText, configuration: configuration)
+    }
+
+    /// The handshake on `ssl`; returns the protocol version, the host and `host:port`.
+    private static func handshake(
+        ssl: OpaquePointer, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
+        deadline: ContinuousClock.Instant, timeout: Duration
+    ) throws(APNsTransportError) -> (version: String, host: String, endpoint: String) {
         var ok = false
         defer {
             if !ok {
-                SSL_free(ssl)
                 _ = Glibc_close(fd)
                 ERR_clear_error()
             }
@@ -202,7 +217,7 @@ final class TLSStream: @unchecked Sendable {
         }
         let version = SSL_get_version(ssl).map { String(cString: $0) } ?? "?"
         ok = true
-        return TLSStream(ssl: ssl, fd: fd, protocolVersion: version, host: host, endpointDescription: endpointText, configuration: configuration)
+        return (version, host, endpointText)
     }
 
     // MARK: I/O
@@ -216,8 +231,8 @@ final class TLSStream: @unchecked Sendable {
     /// (`SSL_has_pending`): if so, read again before polling the descriptor.
     var hasBufferedBytes: Bool {
         lock.withLock {
-            guard let ssl = state.ssl else { return false }
-            return SSL_has_pending(ssl) == 1
+            guard let session = state.session else { return false }
+            return session.withUnsafeHandle { SSL_has_pending($0) == 1 }
         }
     }
 
@@ -229,15 +244,17 @@ final class TLSStream: @unchecked Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
         lock.lock()
         defer { lock.unlock() }
-        guard let ssl = state.ssl else { return .closed }
+        guard let session = state.session else { return .closed }
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .done(0) }
-        ERR_clear_error()
-        let n = SSL_read(ssl, base, Int32(clamping: buffer.count))
-        if n > 0 {
-            state.receivedData = true
-            return .done(Int(n))
+        return try session.withUnsafeHandle { (ssl: OpaquePointer) throws(APNsTransportError) -> TLSIOResult in
+            ERR_clear_error()
+            let n = SSL_read(ssl, base, Int32(clamping: buffer.count))
+            if n > 0 {
+                state.receivedData = true
+                return .done(Int(n))
+            }
+            return try outcome(ssl: ssl, result: n, operation: "read")
         }
-        return try outcome(ssl: ssl, result: n, operation: "read")
     }
 
     /// Encrypts and writes bytes from `buffer`; with `.done(n)`, n may be less than the count.
@@ -247,12 +264,14 @@ final class TLSStream: @unchecked Sendable {
     func write(_ buffer: UnsafeRawBufferPointer) throws(APNsTransportError) -> TLSIOResult {
         lock.lock()
         defer { lock.unlock() }
-        guard let ssl = state.ssl else { return .closed }
+        guard let session = state.session else { return .closed }
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .done(0) }
-        ERR_clear_error()
-        let n = SSL_write(ssl, base, Int32(clamping: buffer.count))
-        if n > 0 { return .done(Int(n)) }
-        return try outcome(ssl: ssl, result: n, operation: "write")
+        return try session.withUnsafeHandle { (ssl: OpaquePointer) throws(APNsTransportError) -> TLSIOResult in
+            ERR_clear_error()
+            let n = SSL_write(ssl, base, Int32(clamping: buffer.count))
+            if n > 0 { return .done(Int(n)) }
+            return try outcome(ssl: ssl, result: n, operation: "write")
+        }
     }
 
     /// Maps a failed `SSL_read`/`SSL_write` to a result or an error (`SSL_get_error`).
@@ -338,13 +357,16 @@ final class TLSStream: @unchecked Sendable {
     /// Sends TLS close_notify (best effort) and closes the socket. Idempotent.
     func close() {
         lock.withLock {
-            if let ssl = state.ssl {
-                if !state.broken, SSL_is_init_finished(ssl) == 1 {
-                    _ = SSL_shutdown(ssl)
+            if let session = state.session {
+                let broken = state.broken
+                session.withUnsafeHandle { ssl in
+                    if !broken, SSL_is_init_finished(ssl) == 1 {
+                        _ = SSL_shutdown(ssl)
+                    }
                 }
                 ERR_clear_error()
-                SSL_free(ssl)
-                state.ssl = nil
+                // The last reference: SSL_free runs here, under the lock.
+                state.session = nil
             }
             if state.fd >= 0 {
                 _ = Glibc_close(state.fd)

@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import Testing
 @testable import APNsCore
 
@@ -110,6 +111,35 @@ struct ProviderTokenCacheTests {
         let second = try cache.token()
         #expect(second != first)
         #expect(cache.signatureCount == 2)
+    }
+
+    /// APNs refuses a token whose iat is over an hour old by its clock, so a token 5 minutes
+    /// old by ours that it calls expired means our clock is at least 55 minutes behind: the
+    /// cache counts it (once per token), says when the next token comes (iat + 20 min, the
+    /// earliest APNs allows), and signs it then.
+    @Test func aYoungExpiredTokenIsReportedAsClockSkew() throws {
+        let clock = FakeClock()
+        let metrics = TestMetrics()
+        let cache = try ProviderTokenCache(
+            key: try #require(Self.key), keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: clock.clock, metricsFactory: metrics)
+        let first = try cache.token()
+        #expect(cache.nextTokenDate == nil)
+        clock.advance(seconds: 5 * Self.minute)
+        cache.invalidate(first)
+        cache.invalidate(first)  // a burst of answers with the same token: one report
+        #expect(cache.clockSkewReports == 1)
+        #expect(try metrics.expectCounter("apns_provider_token_clock_skew_total").totalValue == 1)
+        #expect(cache.nextTokenDate == first.issuedAt.addingTimeInterval(20 * Self.minute))
+        clock.advance(seconds: 15 * Self.minute)
+        #expect(cache.nextTokenDate == nil)
+        let second = try cache.token()
+        #expect(second != first)
+        // An old enough token called expired is an ordinary expiry, not skew.
+        clock.advance(seconds: 25 * Self.minute)
+        cache.invalidate(second)
+        #expect(cache.clockSkewReports == 1)
+        #expect(try metrics.expectCounter("apns_provider_token_clock_skew_total").totalValue == 1)
+        #expect(try cache.token() != second)
     }
 
     @Test func invalidatingAStaleTokenIsIgnored() throws {

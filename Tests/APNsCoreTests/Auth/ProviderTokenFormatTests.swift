@@ -1,3 +1,4 @@
+import APNsOpenSSL
 import Foundation
 import Testing
 @testable import APNsCore

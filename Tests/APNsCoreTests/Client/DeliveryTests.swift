@@ -37,6 +37,19 @@ struct DeliveryTests {
         .rejected(APNsRejection(status: status, reason: APNsReason(rawValue: reason)))
     }
 
+    /// `error` (a rejection) with the detail the delivery adds to a final
+    /// ExpiredProviderToken, checked for the words a user needs: the clock, NTP, and the
+    /// token's `iat` (2023-11-14T22:13:20Z is 1,700,000,000 s).
+    static func explained(_ error: APNsError, _ phrase: String) -> APNsError {
+        guard case .rejected(var rejection) = error else { return error }
+        rejection.detail = ClockSkew.detail(expired: token, sourceKeptToken: phrase != "signed for this notification")
+        #expect(rejection.detail?.contains(phrase) == true)
+        #expect(rejection.detail?.contains("clock is behind Apple's") == true)
+        #expect(rejection.detail?.contains("NTP") == true)
+        #expect(rejection.detail?.contains("2023-11-14T22:13:20Z") == true)
+        return .rejected(rejection)
+    }
+
     /// Every reason × every attempt of a 3-attempt policy × whether the attempt carried a
     /// provider token × whether the token was already refreshed once.
     @Test(arguments: appleReasons.indices)
@@ -71,6 +84,10 @@ struct DeliveryTests {
                         let delay = Duration.milliseconds(100 * (1 << (attempt - 1)))
                         #expect(decision == .retry(after: delay, because: error), "\(context)")
                         #expect(delivery.attempt == attempt + 1, "\(context)")
+                    case .newToken where carriesToken:
+                        // A second ExpiredProviderToken in one delivery, for a token signed
+                        // for it: final, and the rejection says the clock is behind.
+                        #expect(decision == .fail(Self.explained(error, "signed for this notification")), "\(context)")
                     default:
                         #expect(decision == .fail(error), "\(context)")
                     }
@@ -91,7 +108,8 @@ struct DeliveryTests {
         var delivery = Delivery(retryPolicy: .default)
         let expired = Self.rejection(403, "ExpiredProviderToken")
         #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .refreshProviderToken(Self.token))
-        #expect(delivery.providerTokenRefreshed(changed: false, jitter: 0) == .fail(expired))
+        // The source kept it: the next token may come 20 minutes after its iat at the earliest.
+        #expect(delivery.providerTokenRefreshed(changed: false, jitter: 0) == .fail(Self.explained(expired, "2023-11-14T22:33:20Z")))
         // The refresh does not count as an attempt.
         #expect(delivery.attempt == 1)
     }
@@ -102,7 +120,7 @@ struct DeliveryTests {
         let expired = Self.rejection(403, "ExpiredProviderToken")
         _ = delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0)
         #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0) == .sendAgain)
-        #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .fail(expired))
+        #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .fail(Self.explained(expired, "signed for this notification")))
     }
 
     /// Transport failures: RFC 9113 says a stream above a GOAWAY's last-stream-id, or

@@ -2,19 +2,20 @@ import COpenSSL
 import Synchronization
 
 /// An OpenSSL `EVP_PKEY`: the one owner of an `EVP_PKEY *` in the SDK, for the signing
-/// keys of provider tokens (here) and the private keys of client certificates
-/// (`APNsTransport`'s `ClientIdentity`, which uses it through `package` access).
+/// keys of provider tokens (`APNsCore`), the private keys of client certificates
+/// (`APNsTransport`'s `ClientIdentity`) and the mock server's keys.
 ///
-/// It owns the handle, frees it in `deinit` (OpenSSL wipes EC private scalars as it frees
-/// them), and lends it out only inside ``withUnsafeHandle(_:)``. The handle sits inside a `Mutex`, which makes the class
-/// `Sendable` without `@unchecked`: no two threads use the same `EVP_PKEY` at once.
-/// (OpenSSL allows concurrent signing with one key; serialising costs nothing here
+/// It follows the module's lifetime rule (see `OwnershipRules.swift`): it owns the handle,
+/// frees it in `deinit` (OpenSSL wipes EC private scalars as it frees them), and lends it
+/// out only inside ``withUnsafeHandle(_:)``. The handle sits inside a `Mutex`, which makes
+/// the class `Sendable` without `@unchecked`: no two threads use the same `EVP_PKEY` at
+/// once. (OpenSSL allows concurrent signing with one key; serialising costs nothing here
 /// because a key signs once per refresh interval.)
 package final class EVPKey: Sendable {
     private let handle: Mutex<OpaquePointer>
 
     /// Takes ownership of `handle` (it will be freed with `EVP_PKEY_free`).
-    init(taking handle: sending OpaquePointer) {
+    package init(taking handle: sending OpaquePointer) {
         self.handle = Mutex(handle)
     }
 
@@ -31,32 +32,25 @@ package final class EVPKey: Sendable {
 
     /// Lends the `EVP_PKEY *` to `body`; it must not escape (OpenSSL functions that keep
     /// it, such as `SSL_CTX_use_PrivateKey`, take their own reference).
-    func withUnsafeHandle<R: Sendable>(_ body: (OpaquePointer) throws(LibCryptoError) -> R) throws(LibCryptoError) -> R {
-        try handle.withLock { (pointer: inout OpaquePointer) throws(LibCryptoError) -> R in
-            try body(pointer)
-        }
-    }
-
-    /// Lends the `EVP_PKEY *` to `body`, which cannot fail; it must not escape.
-    package func withUnsafeHandle<R: Sendable>(_ body: (OpaquePointer) -> R) -> R {
-        handle.withLock { pointer in body(pointer) }
+    package func withUnsafeHandle<R: Sendable, E: Error>(_ body: (OpaquePointer) throws(E) -> R) throws(E) -> R {
+        try handle.withLock { (pointer: inout OpaquePointer) throws(E) -> R in try body(pointer) }
     }
 
     // MARK: Decoding
 
     /// Decodes a DER private key (PKCS#8 `PrivateKeyInfo`, or a traditional SEC 1 /
     /// PKCS#1 key), or returns `nil`.
-    static func privateKey(der: [UInt8]) -> EVPKey? {
+    package static func privateKey(der: [UInt8]) -> EVPKey? {
         decode(der, .privateKey)
     }
 
     /// Decodes a DER `SubjectPublicKeyInfo`, or returns `nil`.
-    static func publicKey(der: [UInt8]) -> EVPKey? {
+    package static func publicKey(der: [UInt8]) -> EVPKey? {
         decode(der, .publicKey)
     }
 
     /// Whether `der` is a PKCS#8 `EncryptedPrivateKeyInfo` (RFC 5958 §3).
-    static func isEncryptedPrivateKeyInfo(der: [UInt8]) -> Bool {
+    package static func isEncryptedPrivateKeyInfo(der: [UInt8]) -> Bool {
         der.withUnsafeBufferPointer { buffer -> Bool in
             guard let start = buffer.baseAddress, !buffer.isEmpty else { return false }
             var pointer: UnsafePointer<UInt8>? = start
@@ -103,7 +97,7 @@ package final class EVPKey: Sendable {
     }
 
     /// A fresh EC P-256 key pair from OpenSSL's default random generator.
-    static func generateP256() throws(LibCryptoError) -> EVPKey {
+    package static func generateP256() throws(LibCryptoError) -> EVPKey {
         guard let key = capns_EVP_EC_gen_P256() else { throw .current("EVP_EC_gen(P-256)") }
         return EVPKey(taking: key)
     }
@@ -111,20 +105,19 @@ package final class EVPKey: Sendable {
     // MARK: Inspection
 
     /// What kind of key this is, in OpenSSL's names.
-    struct Algorithm: Sendable, Equatable {
+    package struct Algorithm: Sendable, Equatable {
         /// `"EC"`, `"RSA"`, `"ED25519"`, …
-        var typeName: String
+        package var typeName: String
         /// For EC keys, the curve (`"prime256v1"` is P-256).
-        var curveName: String?
+        package var curveName: String?
         /// The key size in bits.
-        var bits: Int
+        package var bits: Int
         /// EC on P-256 (NIST P-256, secp256r1, prime256v1): the only kind APNs accepts.
-        var isP256: Bool { typeName == "EC" && curveName == "prime256v1" }
+        package var isP256: Bool { typeName == "EC" && curveName == "prime256v1" }
     }
 
-    var algorithm: Algorithm {
-        // Cannot fail: the body throws nothing.
-        (try? withUnsafeHandle { key in
+    package var algorithm: Algorithm {
+        withUnsafeHandle { key in
             let typeName = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? "unknown"
             var curve: String?
             if EVP_PKEY_is_a(key, "EC") == 1 {
@@ -137,11 +130,11 @@ package final class EVPKey: Sendable {
                 }
             }
             return Algorithm(typeName: typeName, curveName: curve, bits: Int(EVP_PKEY_get_bits(key)))
-        }) ?? Algorithm(typeName: "unknown", curveName: nil, bits: 0)
+        }
     }
 
     /// The public key as a DER `SubjectPublicKeyInfo`.
-    func publicKeyDER() throws(LibCryptoError) -> [UInt8] {
+    package func publicKeyDER() throws(LibCryptoError) -> [UInt8] {
         try withUnsafeHandle { key throws(LibCryptoError) in
             let length = i2d_PUBKEY(key, nil)
             guard length > 0 else { throw .current("i2d_PUBKEY") }
@@ -158,7 +151,7 @@ package final class EVPKey: Sendable {
     // MARK: ECDSA with SHA-256
 
     /// Signs `message` with ECDSA over SHA-256; returns OpenSSL's DER signature.
-    func signSHA256(_ message: [UInt8]) throws(LibCryptoError) -> [UInt8] {
+    package func signSHA256(_ message: [UInt8]) throws(LibCryptoError) -> [UInt8] {
         try withUnsafeHandle { key throws(LibCryptoError) in
             guard let context = EVP_MD_CTX_new() else { throw .current("EVP_MD_CTX_new") }
             defer { EVP_MD_CTX_free(context) }
@@ -178,8 +171,8 @@ package final class EVPKey: Sendable {
     }
 
     /// Whether `derSignature` is a valid ECDSA/SHA-256 signature of `message` by this key.
-    func verifySHA256(derSignature: [UInt8], message: [UInt8]) -> Bool {
-        (try? withUnsafeHandle { key -> Bool in
+    package func verifySHA256(derSignature: [UInt8], message: [UInt8]) -> Bool {
+        withUnsafeHandle { key -> Bool in
             guard let context = EVP_MD_CTX_new() else { return false }
             defer {
                 EVP_MD_CTX_free(context)
@@ -187,28 +180,23 @@ package final class EVPKey: Sendable {
             }
             guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
             return EVP_DigestVerify(context, derSignature, derSignature.count, message, message.count) == 1
-        }) ?? false
+        }
+    }
+
+    /// The private key as PEM (PKCS#8 `PrivateKeyInfo`, unencrypted): for throwaway
+    /// keys only (the mock server's), never for a user's key.
+    package func privateKeyPEM() throws(LibCryptoError) -> String {
+        try withUnsafeHandle { key throws(LibCryptoError) in
+            try MemoryBIO.write("PEM_write_bio_PrivateKey") { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
+        }
     }
 
     // MARK: Key material
 
     /// Overwrites `bytes` with zeros in a way the optimiser keeps (`OPENSSL_cleanse`).
-    static func cleanse(_ bytes: inout [UInt8]) {
+    package static func cleanse(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBytes { buffer in
             if let base = buffer.baseAddress { OPENSSL_cleanse(base, buffer.count) }
         }
-    }
-}
-
-extension LibCryptoError {
-    /// Drains OpenSSL's thread-local error queue into an error about `call`.
-    fileprivate static func current(_ call: String) -> LibCryptoError {
-        var reasons: [String] = []
-        while case let code = ERR_get_error(), code != 0 {
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            reasons.append(String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        return LibCryptoError(description: reasons.isEmpty ? "\(call) failed" : "\(call) failed: " + reasons.joined(separator: "; "))
     }
 }

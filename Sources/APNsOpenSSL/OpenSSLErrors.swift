@@ -4,15 +4,15 @@ import COpenSSL
 ///
 /// Every failing libssl/libcrypto call leaves one or more entries; they must be drained on
 /// the thread that made the call, or they surface later as an unrelated failure.
-struct OpenSSLErrors: Sendable {
+package struct OpenSSLErrors: Sendable {
     /// The packed error codes, oldest first (`ERR_GET_REASON` on each for the reason).
-    let codes: [UInt]
+    package let codes: [UInt]
     /// OpenSSL's text for each code, for example
     /// `error:0A000086:SSL routines::certificate verify failed`.
-    let messages: [String]
+    package let messages: [String]
 
     /// Empties the queue of the calling thread into a value.
-    static func drain() -> OpenSSLErrors {
+    package static func drain() -> OpenSSLErrors {
         var codes: [UInt] = []
         var messages: [String] = []
         while case let code = ERR_get_error(), code != 0 {
@@ -25,13 +25,13 @@ struct OpenSSLErrors: Sendable {
     }
 
     /// The reason codes (`SSL_R_…`, `EVP_R_…`), oldest first.
-    var reasons: [Int32] { codes.map { capns_ERR_GET_REASON($0) } }
+    package var reasons: [Int32] { codes.map { capns_ERR_GET_REASON($0) } }
 
     /// Whether any entry has the reason code `reason`.
-    func contains(reason: Int32) -> Bool { reasons.contains(reason) }
+    package func contains(reason: Int32) -> Bool { reasons.contains(reason) }
 
     /// The messages joined, or `fallback` when the queue was empty.
-    func text(or fallback: String) -> String {
+    package func text(or fallback: String) -> String {
         messages.isEmpty ? fallback : messages.joined(separator: "; ")
     }
 }

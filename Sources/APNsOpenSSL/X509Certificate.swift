@@ -1,50 +1,63 @@
 import COpenSSL
 import Foundation
+import Synchronization
 
 /// An OpenSSL `X509` certificate: the one type that owns an `X509 *`.
 ///
-/// It frees the handle in `deinit` and lends it out only inside ``withUnsafeHandle(_:)``.
-// @unchecked Sendable: the handle is immutable, owned by this object alone, and every use
-// of it happens inside `lock` (OpenSSL caches derived data inside an X509 lazily), so no
-// two threads touch it at once; it is freed once, in deinit, when no one else can.
-final class X509Certificate: @unchecked Sendable {
-    private let handle: OpaquePointer
-    private let lock = NSLock()
+/// It follows the module's lifetime rule (see `OwnershipRules.swift`): it frees the handle
+/// in `deinit` and lends it out only inside ``withUnsafeHandle(_:)``. The handle sits inside
+/// a `Mutex` (OpenSSL caches derived data inside an `X509` lazily), which makes the class
+/// `Sendable` without `@unchecked`: no two threads touch it at once.
+package final class X509Certificate: Sendable {
+    private let handle: Mutex<OpaquePointer>
 
-    /// Takes ownership of `handle` (freed with `X509_free`).
-    init(taking handle: OpaquePointer) {
-        self.handle = handle
+    /// Takes ownership of `handle` (freed with `X509_free`): a certificate fresh from
+    /// OpenSSL, or one the caller took a reference to for this object (`X509_up_ref`).
+    package init(taking handle: OpaquePointer) {
+        // The caller gives its reference up: no other owner can reach it through us.
+        nonisolated(unsafe) let adopted = handle
+        self.handle = Mutex(adopted)
     }
 
     deinit {
-        X509_free(handle)
+        handle.withLock { X509_free($0) }
     }
 
     /// Lends the `X509 *` to `body`; it must not escape (OpenSSL functions that keep it,
     /// such as `SSL_CTX_use_certificate`, take their own reference).
-    func withUnsafeHandle<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(handle)
+    package func withUnsafeHandle<R: Sendable, E: Error>(_ body: (OpaquePointer) throws(E) -> R) throws(E) -> R {
+        try handle.withLock { (pointer: inout OpaquePointer) throws(E) -> R in try body(pointer) }
     }
 
     /// Every certificate in `pem`, in order, or `[]` when it holds none.
-    static func all(pem bytes: UnsafeRawBufferPointer) -> [X509Certificate] {
-        guard let base = bytes.baseAddress, bytes.count > 0, bytes.count <= Int(Int32.max),
-              let bio = capns_BIO_new_mem_buf(base, Int32(bytes.count))
-        else { return [] }
-        defer { BIO_free(bio) }
-        var certificates: [X509Certificate] = []
-        while let x509 = PEM_read_bio_X509(bio, nil, nil, nil) {
-            certificates.append(X509Certificate(taking: x509))
+    package static func all(pem bytes: UnsafeRawBufferPointer) -> [X509Certificate] {
+        let certificates = MemoryBIO.reading(bytes) { bio -> [X509Certificate]? in
+            var certificates: [X509Certificate] = []
+            while let x509 = PEM_read_bio_X509(bio, nil, nil, nil) {
+                certificates.append(X509Certificate(taking: x509))
+            }
+            // The last read fails with "no start line"; that is the end, not an error.
+            ERR_clear_error()
+            return certificates
         }
-        // The last read fails with "no start line"; that is the end, not an error.
-        ERR_clear_error()
-        return certificates
+        return certificates ?? []
+    }
+
+    /// Every certificate in the PEM text `pem`, in order, or `[]` when it holds none.
+    package static func all(pem: String) -> [X509Certificate] {
+        var bytes = Array(pem.utf8)
+        return bytes.withUnsafeMutableBytes { all(pem: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The certificate as PEM (`-----BEGIN CERTIFICATE-----`).
+    package func pem() throws(LibCryptoError) -> String {
+        try withUnsafeHandle { x509 throws(LibCryptoError) in
+            try MemoryBIO.write("PEM_write_bio_X509") { PEM_write_bio_X509($0, x509) }
+        }
     }
 
     /// The subject's common name (OID 2.5.4.3), if it has one.
-    var subjectCommonName: String? {
+    package var subjectCommonName: String? {
         withUnsafeHandle { x509 -> String? in
             guard let name = X509_get_subject_name(x509) else { return nil }
             let index = X509_NAME_get_index_by_NID(name, NID_commonName, -1)
@@ -56,18 +69,18 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// The end of the validity period (RFC 5280 §4.1.2.5).
-    var notAfter: Date? {
+    package var notAfter: Date? {
         withUnsafeHandle { x509 in X509_get0_notAfter(x509).flatMap { Self.date($0) } }
     }
 
     /// The start of the validity period (RFC 5280 §4.1.2.5).
-    var notBefore: Date? {
+    package var notBefore: Date? {
         withUnsafeHandle { x509 in X509_get0_notBefore(x509).flatMap { Self.date($0) } }
     }
 
     /// The DNS names and IP addresses in subjectAltName (RFC 5280 §4.2.1.6), then the
     /// subject common name: what hostname verification compares against.
-    var names: [String] {
+    package var names: [String] {
         var result: [String] = []
         withUnsafeHandle { x509 in
             guard let raw = X509_get_ext_d2i(x509, NID_subject_alt_name, nil, nil) else { return }
@@ -89,7 +102,7 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// The DER bytes of the extension with the dotted OID `oid`, if present.
-    func extensionValue(oid: String) -> [UInt8]? {
+    package func extensionValue(oid: String) -> [UInt8]? {
         withUnsafeHandle { x509 -> [UInt8]? in
             guard let object = OBJ_txt2obj(oid, 1) else {
                 ERR_clear_error()
@@ -133,7 +146,7 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// An `ASN1_TIME` (UTCTime or GeneralizedTime, always UTC in certificates) as a `Date`.
-    static func date(_ time: UnsafePointer<ASN1_TIME>) -> Date? {
+    package static func date(_ time: UnsafePointer<ASN1_TIME>) -> Date? {
         var parts = tm()
         guard ASN1_TIME_to_tm(time, &parts) == 1 else {
             ERR_clear_error()

@@ -1,27 +1,37 @@
 import APNsCore
+import APNsOpenSSL
 import COpenSSL
 
-/// An OpenSSL `SSL_CTX` set up from a ``TLSConfiguration``: the one type that owns an
-/// `SSL_CTX *`.
-///
-/// TLS 1.2 minimum, ALPN `h2` only, peer verification against the configured roots,
-/// the client identity, and the modes a non-blocking writer needs. Each `SSL` made from
-/// it holds its own reference, so the context may be freed once connections are made.
-final class SSLContext {
-    private let handle: OpaquePointer
-
+extension SSLContext {
     /// The ALPN protocol list in wire format (RFC 7301 §3.1): `h2` only.
     static let alpnProtocols: [UInt8] = [2] + Array("h2".utf8)
 
-    /// Builds the context.
+    /// A client context set up from a ``TLSConfiguration``: TLS 1.2 minimum, ALPN `h2`
+    /// only, peer verification against the configured roots, the client identity, and the
+    /// modes a non-blocking writer needs.
     /// - Throws: ``APNsCore/APNsTransportError`` `.tlsFailure` when the trust roots or the client
     ///   identity cannot be installed.
-    init(configuration: TLSConfiguration) throws(APNsTransportError) {
-        ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw .tlsFailure("SSL_CTX_new failed: \(OpenSSLErrors.drain().text(or: "out of memory"))")
+    static func client(configuration: TLSConfiguration) throws(APNsTransportError) -> SSLContext {
+        let context: SSLContext
+        do {
+            context = try SSLContext(.client)
+        } catch {
+            throw .tlsFailure("cannot create a TLS context: \(error.description)")
         }
-        handle = context
+        try context.withUnsafeHandle { (handle: OpaquePointer) throws(APNsTransportError) in
+            try configure(handle, configuration)
+        }
+        if configuration.trustRoots.source == .system {
+            do {
+                try X509Store.system.get().install(in: context)
+            } catch {
+                throw .tlsFailure("cannot load the system trust store: \(error.description)")
+            }
+        }
+        return context
+    }
+
+    private static func configure(_ context: OpaquePointer, _ configuration: TLSConfiguration) throws(APNsTransportError) {
         guard capns_SSL_CTX_set_min_proto_version(context, capns_TLS1_2_VERSION()) == 1 else {
             throw .tlsFailure("cannot require TLS 1.2: \(OpenSSLErrors.drain().text(or: "SSL_CTX_set_min_proto_version failed"))")
         }
@@ -33,11 +43,11 @@ final class SSLContext {
 
         switch configuration.trustRoots.source {
         case .system:
+            // The store is installed by the caller, outside this context's lock.
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-            try X509Store.system.get().install(in: context)
         case .certificates(let pem):
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-            let certificates = pemCertificates(pem)
+            let certificates = X509Certificate.all(pem: pem)
             guard !certificates.isEmpty else {
                 throw .tlsFailure("the PEM given to TrustRoots.certificates(_:) holds no certificate (expected -----BEGIN CERTIFICATE----- blocks)")
             }
@@ -72,18 +82,4 @@ final class SSLContext {
             }
         }
     }
-
-    deinit {
-        SSL_CTX_free(handle)
-    }
-
-    /// A new `SSL *` for one connection, owned by the caller (free it with `SSL_free`).
-    func makeSSL() -> OpaquePointer? {
-        SSL_new(handle)
-    }
-}
-
-private func pemCertificates(_ pem: String) -> [X509Certificate] {
-    var bytes = Array(pem.utf8)
-    return bytes.withUnsafeMutableBytes { X509Certificate.all(pem: UnsafeRawBufferPointer($0)) }
 }
