@@ -21,6 +21,14 @@ import Synchronization
 ///   with `connectionFailed` (never sent, so safe to retry) rather than wait.
 /// - ``shutdown(gracePeriod:)`` fails what is queued, tells every connection to drain,
 ///   and returns when every connection thread has exited.
+/// - Every connection belongs to the pool's one credential (its provider key, or its
+///   client certificate): APNs pins a connection to the key of its first token. Before it
+///   opens a connection, a pool asks the transport's ``SharedConnectionBudget``; when
+///   refused, it opens none until ``budgetAvailable()``. Asked to
+///   ``giveBackConnection()`` (another pool has none), or told by APNs that a connection
+///   carries another key (`UnrelatedKeyIdInToken`), it *retires* a connection: the
+///   connection drains (finishes what it carries, takes nothing new, within
+///   ``Settings/retireGracePeriod``) and closes; ``drainDeadline(for:)`` tells it so.
 final class HTTP2ConnectionPool: Sendable {
     /// Fixed settings of the pool, derived from ``HTTP2Transport/Configuration``.
     struct Settings: Sendable {
@@ -34,6 +42,8 @@ final class HTTP2ConnectionPool: Sendable {
         var maxRequeues: Int
         var machine: HTTP2ConnectionStateMachine.Configuration
         var logger: Logger
+        /// How long a retired connection may take to finish what it carries.
+        var retireGracePeriod: Duration = .seconds(10)
     }
 
     typealias Machine = HTTP2PoolStateMachine<PendingRequest>
@@ -44,6 +54,12 @@ final class HTTP2ConnectionPool: Sendable {
         var machine: Machine
         var connections: [HTTP2Connection] = []
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Connections holding a place in the transport's budget (granted, not yet released).
+        var budgetHolders: Set<Int> = []
+        /// When each retiring connection must have closed.
+        var retireDeadlines: [Int: UInt64] = [:]
+        /// When a request was last queued (``MonotonicTime``), for closing idle pools.
+        var lastUsed: UInt64 = 0
     }
 
     let settings: Settings
@@ -51,12 +67,24 @@ final class HTTP2ConnectionPool: Sendable {
     let statistics: StatisticsBox
     /// Conditions warned about once while they last (failed connects, lost connections).
     let conditions = ConditionLog()
+    /// The transport's connection budget, shared with its other pools (`nil`: unlimited).
+    let budget: SharedConnectionBudget?
+    /// What the pool's connections present: a provider key or a client certificate.
+    let credential: HTTP2Transport.Credential
     private let state: Mutex<Locked>
 
-    init(settings: Settings, connector: @escaping HTTP2Connector, statistics: StatisticsBox) {
+    init(
+        settings: Settings,
+        connector: @escaping HTTP2Connector,
+        statistics: StatisticsBox,
+        credential: HTTP2Transport.Credential = .configured,
+        budget: SharedConnectionBudget? = nil
+    ) {
         self.settings = settings
         self.connector = connector
         self.statistics = statistics
+        self.credential = credential
+        self.budget = budget
         self.state = Mutex(
             Locked(
                 machine: Machine(
@@ -113,6 +141,7 @@ final class HTTP2ConnectionPool: Sendable {
         let metrics = statistics.metrics
         var waiting = 0
         let outcome: Result<Wakeups, APNsTransportError> = state.withLock { locked in
+            locked.lastUsed = now
             switch locked.machine.enqueue(pending, now: now) {
             case .fail(let error): return .failure(error)
             case .queued(let ids):
@@ -167,21 +196,121 @@ final class HTTP2ConnectionPool: Sendable {
         state.withLock { $0.machine.publishFreeStreams(connection.index, freeStreams: freeStreams) }
     }
 
-    /// Whether `connection` may connect now; marks it idle when there is no demand.
+    /// Whether `connection` may connect now; marks it idle when there is no demand, or
+    /// when the transport's connection budget refuses it a place (the pool then opens no
+    /// more connections until ``budgetAvailable()``).
     func connectPermission(for connection: HTTP2Connection) -> ConnectPermission {
         let now = MonotonicTime.now()
         let jitter = jitter()
         let permission = state.withLock { $0.machine.connectPermission(for: connection.index, now: now, jitter: jitter) }
-        if permission == .connect {
-            // The thread blocks while it connects: someone else must expire what waits.
+        switch permission {
+        case .connect:
+            // The thread blocks while it connects (or waits for the budget): someone
+            // else must expire what waits.
             QueueDeadlineWatch.shared.watch(self)
+            guard let budget else { return .connect }
+            if budget.request(self) {
+                state.withLock { _ = $0.budgetHolders.insert(connection.index) }
+                return .connect
+            }
+            state.withLock { $0.machine.budgetRefused(connection.index) }
+            return .idle
+        case .idle:
+            budget?.withdraw(self)
+            connectingEnded()
+            return .idle
+        case .wait, .exit:
+            return permission
         }
-        return permission
     }
 
-    /// Stops the deadline watch once no connection of the pool is being opened.
+    /// Stops the deadline watch once no connection of the pool is being opened or
+    /// waiting for the budget.
     private func connectingEnded() {
-        if !state.withLock({ $0.machine.anyConnecting }) { QueueDeadlineWatch.shared.unwatch(self) }
+        if !state.withLock({ $0.machine.anyConnecting || $0.machine.budgetBlocked }) {
+            QueueDeadlineWatch.shared.unwatch(self)
+        }
+    }
+
+    /// Gives `connection`'s place in the budget back, if it holds one.
+    private func releaseBudget(_ connection: HTTP2Connection) {
+        guard let budget else { return }
+        let held = state.withLock { $0.budgetHolders.remove(connection.index) != nil }
+        if held { budget.release(self) }
+    }
+
+    // MARK: The transport's connection budget
+
+    /// The budget has a place for this pool: wakes or starts a connection if requests
+    /// still wait; `false` when none needs one any more.
+    func budgetAvailable() -> Bool {
+        let wakeups: Wakeups? = state.withLock { locked in
+            locked.machine.budgetAvailable().map { Wakeups($0, &locked, pool: self) }
+        }
+        guard let wakeups else {
+            connectingEnded()
+            return false
+        }
+        wakeups.run()
+        return true
+    }
+
+    /// Another pool has no connection and the budget is spent: retire this pool's newest
+    /// connection (it drains and closes, and its place goes to the waiting pools).
+    /// Returns `false` when no connection is up to give back.
+    func giveBackConnection() -> Bool {
+        let connection: HTTP2Connection? = state.withLock { locked in
+            guard let id = locked.machine.retireCandidate else { return nil }
+            return retireLocked(id, &locked)
+        }
+        guard let connection else { return false }
+        settings.logger.debug(
+            "APNs connection given back to the transport's connection budget",
+            metadata: ["apns.credential": "\(credential)"]
+        )
+        connection.wakeup.signal()
+        return true
+    }
+
+    /// Retires `connection`: it finishes what it carries, takes nothing new and closes.
+    func retire(_ connection: HTTP2Connection) {
+        let retired = state.withLock { retireLocked(connection.index, &$0) }
+        retired?.wakeup.signal()
+    }
+
+    private func retireLocked(_ id: Int, _ locked: inout Locked) -> HTTP2Connection? {
+        guard locked.machine.retire(id) else { return nil }
+        locked.retireDeadlines[id] = MonotonicTime.deadline(after: settings.retireGracePeriod)
+        return locked.connections[id]
+    }
+
+    /// A response arrived on `connection` with status 403: if APNs says the connection
+    /// belongs to another key (`UnrelatedKeyIdInToken`), never send on it again: retire it,
+    /// so the next request opens a fresh connection for its key.
+    func checkKeyBinding(_ connection: HTTP2Connection, response: APNsResponse) {
+        guard APNsReason(errorBody: response.body) == .unrelatedKeyIDInToken else { return }
+        retire(connection)
+        let level: Logger.Level = conditions.begins("unrelated-key") ? .warning : .debug
+        settings.logger.log(
+            level: level,
+            "APNs answered UnrelatedKeyIdInToken: the connection carried another key; closing it",
+            metadata: ["apns.credential": "\(credential)", "apns.endpoint": "\(settings.endpoint.host):\(settings.endpoint.port)"]
+        )
+    }
+
+    /// When `connection` must have drained and closed: the shutdown deadline, or its
+    /// retirement's; `nil` while it may go on.
+    func drainDeadline(for connection: HTTP2Connection) -> UInt64? {
+        state.withLock { locked in
+            if locked.machine.shuttingDown { return locked.machine.shutdownDeadline }
+            guard locked.machine.isRetiring(connection.index) else { return nil }
+            return locked.retireDeadlines[connection.index]
+        }
+    }
+
+    /// Connections up, requests queued, and when a request was last queued.
+    var activity: (openConnections: Int, queued: Int, lastUsed: UInt64) {
+        state.withLock { ($0.machine.readyCount, $0.machine.queuedCount, $0.lastUsed) }
     }
 
     /// A connection attempt failed: back off, and fail the queued requests if no other
@@ -190,6 +319,7 @@ final class HTTP2ConnectionPool: Sendable {
         let now = MonotonicTime.now()
         let jitter = jitter()
         let (failed, delay) = state.withLock { $0.machine.connectFailed(connection.index, error: error, now: now, jitter: jitter) }
+        releaseBudget(connection)
         connectingEnded()
         statistics.update { $0.connectionFailures += 1 }
         statistics.metrics.connectionsFailed.increment()
@@ -236,8 +366,12 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection stopped taking requests (GOAWAY, closing) or closed.
     func connectionUnavailable(_ connection: HTTP2Connection, closed: Bool) {
-        let wasOpen = state.withLock { $0.machine.connectionUnavailable(connection.index, closed: closed) }
+        let wasOpen = state.withLock { locked in
+            if closed { locked.retireDeadlines.removeValue(forKey: connection.index) }
+            return locked.machine.connectionUnavailable(connection.index, closed: closed)
+        }
         if wasOpen { statistics.metrics.openConnections.decrement() }
+        if closed { releaseBudget(connection) }
     }
 
     /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.
@@ -259,6 +393,7 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection thread has ended.
     func threadExited(_ connection: HTTP2Connection) {
+        releaseBudget(connection)
         let waiters: [CheckedContinuation<Void, Never>] = state.withLock { locked in
             guard locked.machine.threadExited(connection.index) else { return [] }
             defer { locked.shutdownWaiters.removeAll() }
@@ -291,5 +426,7 @@ final class HTTP2ConnectionPool: Sendable {
         }
         // Break the pool ↔ connection reference cycle now that every thread has exited.
         state.withLock { $0.connections.removeAll() }
+        QueueDeadlineWatch.shared.unwatch(self)
+        budget?.remove(self)
     }
 }
