@@ -13,7 +13,9 @@
 ///    its share is refused while any other pool waits; when none waits it may grow until
 ///    the budget is spent (an idle budget serves the one busy tenant).
 /// 3. **A freed connection goes to the waiting pool holding the fewest**, the earliest
-///    waiter first among equals.
+///    waiter first among equals: it is *offered* to that pool, and held for it until the
+///    pool asks (a pool that was not offered it cannot take it meanwhile). Each free
+///    place is offered to one waiting pool, so no waiter is forgotten.
 ///
 /// So a tenant with a million queued notifications cannot take every connection, and
 /// another tenant's single alert gets a connection of its own at once, or as soon as one
@@ -36,6 +38,8 @@ struct ConnectionBudget<PoolID: Hashable> {
         var reclaiming = 0
         /// When it began waiting (an order, not a time); `nil` when not waiting.
         var waitingSince: UInt64?
+        /// A free place is held for this pool until it asks again.
+        var offered = false
     }
 
     /// The most connections in all.
@@ -44,6 +48,8 @@ struct ConnectionBudget<PoolID: Hashable> {
     private var order: UInt64 = 0
     /// Connections held in all.
     private(set) var held = 0
+    /// The most connections ever held at once (never above ``limit``).
+    private(set) var peakHeld = 0
 
     /// A budget of `limit` connections (at least 1).
     init(limit: Int) {
@@ -73,12 +79,16 @@ struct ConnectionBudget<PoolID: Hashable> {
         // Count the asking pool as active for the share it is judged against.
         let active = activePools + ((entry.held > 0 || entry.waitingSince != nil) ? 0 : 1)
         let share = max(1, limit / max(1, active))
-        let room = held < limit
+        // Places offered to other pools are theirs until they ask.
+        let offeredToOthers = entries.count { $0.key != pool && $0.value.offered }
+        let room = held + offeredToOthers < limit
+        entry.offered = false
         let grant = room && (entry.held == 0 || !othersWaiting || entry.held < share)
         if grant {
             entry.held += 1
             entry.waitingSince = nil
             held += 1
+            peakHeld = max(peakHeld, held)
             entries[pool] = entry
             return .grant
         }
@@ -99,11 +109,12 @@ struct ConnectionBudget<PoolID: Hashable> {
     mutating func withdraw(_ pool: PoolID) {
         guard var entry = entries[pool] else { return }
         entry.waitingSince = nil
+        entry.offered = false
         store(entry, pool)
     }
 
-    /// `pool` closed one of its connections (or failed to open it): the waiting pool that
-    /// should ask again now, if any.
+    /// `pool` closed one of its connections (or failed to open it): the waiting pool the
+    /// freed place is offered to (see ``offer()``), if any.
     mutating func release(_ pool: PoolID) -> PoolID? {
         if var entry = entries[pool], entry.held > 0 {
             entry.held -= 1
@@ -111,15 +122,23 @@ struct ConnectionBudget<PoolID: Hashable> {
             if entry.reclaiming > 0 { entry.reclaiming -= 1 }
             store(entry, pool)
         }
-        guard held < limit else { return nil }
-        return nextWaiter
+        return offer()
+    }
+
+    /// Offers a free place (one not held and not offered yet) to ``nextWaiter``, which
+    /// should ask again now; `nil` when no place is free or nobody waits.
+    mutating func offer() -> PoolID? {
+        let offers = entries.values.count { $0.offered }
+        guard held + offers < limit, let next = nextWaiter else { return nil }
+        entries[next]!.offered = true
+        return next
     }
 
     /// The waiting pool a free place goes to: the one holding the fewest connections,
-    /// the earliest waiter among equals.
+    /// the earliest waiter among equals (pools already offered one excluded).
     var nextWaiter: PoolID? {
         var best: (id: PoolID, held: Int, since: UInt64)?
-        for (id, entry) in entries {
+        for (id, entry) in entries where !entry.offered {
             guard let since = entry.waitingSince else { continue }
             if best == nil || (entry.held, since) < (best!.held, best!.since) { best = (id, entry.held, since) }
         }
@@ -143,7 +162,7 @@ struct ConnectionBudget<PoolID: Hashable> {
     // MARK: Private
 
     private mutating func store(_ entry: Entry, _ pool: PoolID) {
-        if entry.held == 0, entry.waitingSince == nil, entry.reclaiming == 0 {
+        if entry.held == 0, entry.waitingSince == nil, entry.reclaiming == 0, !entry.offered {
             entries.removeValue(forKey: pool)
         } else {
             entries[pool] = entry

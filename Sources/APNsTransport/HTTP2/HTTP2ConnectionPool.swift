@@ -60,6 +60,14 @@ final class HTTP2ConnectionPool: Sendable {
         var retireDeadlines: [Int: UInt64] = [:]
         /// When a request was last queued (``MonotonicTime``), for closing idle pools.
         var lastUsed: UInt64 = 0
+        /// Connections the budget asked back while none was up (all being opened): the
+        /// next ones up retire at once.
+        var owedRetirements = 0
+        /// Connections asking the budget for a place right now (outside the lock).
+        var askingBudget = 0
+        /// A place was offered while a connection was asking: a refusal it gets is stale
+        /// and it asks again (else the offer would be lost and the pool wait forever).
+        var budgetOffered = false
     }
 
     let settings: Settings
@@ -200,6 +208,8 @@ final class HTTP2ConnectionPool: Sendable {
     /// when the transport's connection budget refuses it a place (the pool then opens no
     /// more connections until ``budgetAvailable()``).
     func connectPermission(for connection: HTTP2Connection) -> ConnectPermission {
+        // Not connected now: a place the last connection held is free again.
+        releaseBudget(connection)
         let now = MonotonicTime.now()
         let jitter = jitter()
         let permission = state.withLock { $0.machine.connectPermission(for: connection.index, now: now, jitter: jitter) }
@@ -209,12 +219,23 @@ final class HTTP2ConnectionPool: Sendable {
             // else must expire what waits.
             QueueDeadlineWatch.shared.watch(self)
             guard let budget else { return .connect }
-            if budget.request(self) {
-                state.withLock { _ = $0.budgetHolders.insert(connection.index) }
-                return .connect
+            state.withLock { $0.askingBudget += 1 }
+            while true {
+                let granted = budget.request(self)
+                let decided: Bool = state.withLock { locked in
+                    if granted {
+                        locked.budgetHolders.insert(connection.index)
+                    } else if locked.budgetOffered {
+                        locked.budgetOffered = false
+                        return false  // a place freed meanwhile: ask again
+                    } else {
+                        locked.machine.budgetRefused(connection.index)
+                    }
+                    locked.askingBudget -= 1
+                    return true
+                }
+                if decided { return granted ? .connect : .idle }
             }
-            state.withLock { $0.machine.budgetRefused(connection.index) }
-            return .idle
         case .idle:
             budget?.withdraw(self)
             connectingEnded()
@@ -245,7 +266,12 @@ final class HTTP2ConnectionPool: Sendable {
     /// still wait; `false` when none needs one any more.
     func budgetAvailable() -> Bool {
         let wakeups: Wakeups? = state.withLock { locked in
-            locked.machine.budgetAvailable().map { Wakeups($0, &locked, pool: self) }
+            if locked.askingBudget > 0 {
+                // A connection is asking now: it takes the offer (see `budgetOffered`).
+                locked.budgetOffered = true
+                return Wakeups(Machine.Wakeups(), &locked, pool: self)
+            }
+            return locked.machine.budgetAvailable().map { Wakeups($0, &locked, pool: self) }
         }
         guard let wakeups else {
             connectingEnded()
@@ -259,11 +285,17 @@ final class HTTP2ConnectionPool: Sendable {
     /// connection (it drains and closes, and its place goes to the waiting pools).
     /// Returns `false` when no connection is up to give back.
     func giveBackConnection() -> Bool {
-        let connection: HTTP2Connection? = state.withLock { locked in
-            guard let id = locked.machine.retireCandidate else { return nil }
-            return retireLocked(id, &locked)
+        let (connection, owed): (HTTP2Connection?, Bool) = state.withLock { locked in
+            if let id = locked.machine.retireCandidate { return (retireLocked(id, &locked), false) }
+            // None is up yet, but some hold a place while they connect: the next one up
+            // goes back.
+            guard locked.budgetHolders.count > locked.owedRetirements else { return (nil, false) }
+            locked.owedRetirements += 1
+            return (nil, true)
         }
+        if owed { return true }
         guard let connection else { return false }
+        statistics.update { $0.connectionsRetired += 1 }
         settings.logger.debug(
             "APNs connection given back to the transport's connection budget",
             metadata: ["apns.credential": "\(credential)"]
@@ -275,7 +307,9 @@ final class HTTP2ConnectionPool: Sendable {
     /// Retires `connection`: it finishes what it carries, takes nothing new and closes.
     func retire(_ connection: HTTP2Connection) {
         let retired = state.withLock { retireLocked(connection.index, &$0) }
-        retired?.wakeup.signal()
+        guard let retired else { return }
+        statistics.update { $0.connectionsRetired += 1 }
+        retired.wakeup.signal()
     }
 
     private func retireLocked(_ id: Int, _ locked: inout Locked) -> HTTP2Connection? {
@@ -339,7 +373,14 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection is up; `freeStreams` is its initial capacity.
     func connectSucceeded(_ connection: HTTP2Connection, freeStreams: Int) {
-        let reconnected = state.withLock { $0.machine.connectSucceeded(connection.index, freeStreams: freeStreams) }
+        let (reconnected, owed) = state.withLock { locked in
+            let reconnected = locked.machine.connectSucceeded(connection.index, freeStreams: freeStreams)
+            guard locked.owedRetirements > 0 else { return (reconnected, false) }
+            locked.owedRetirements -= 1
+            return (reconnected, true)
+        }
+        // The budget asked for a connection back while this one was being opened.
+        if owed { retire(connection) }
         connectingEnded()
         statistics.metrics.connectionsSucceeded.increment()
         statistics.metrics.openConnections.increment()
@@ -371,7 +412,8 @@ final class HTTP2ConnectionPool: Sendable {
             return locked.machine.connectionUnavailable(connection.index, closed: closed)
         }
         if wasOpen { statistics.metrics.openConnections.decrement() }
-        if closed { releaseBudget(connection) }
+        // Its place in the budget is given back when the thread asks to connect again
+        // (or exits): after the socket is closed, not before.
     }
 
     /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.

@@ -336,6 +336,8 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         budgetBlocked = false
         guard !shuttingDown, !queue.isEmpty else { return nil }
         var wakeups = Wakeups()
+        // A connection on its way (about to ask the budget) takes the place.
+        if slots.contains(where: { !$0.isIdle && !$0.isReady && !$0.exited }) { return wakeups }
         if let id = slots.firstIndex(where: { $0.isIdle && !$0.exited }) {
             slots[id].isIdle = false
             wakeups.wakeIdle = id

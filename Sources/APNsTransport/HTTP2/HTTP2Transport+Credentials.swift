@@ -98,10 +98,10 @@ extension HTTP2Transport {
         return total
     }
 
-    /// The connections open now (or being opened), in all, and the most the transport
-    /// holds (``Configuration/maxConnections``).
-    public var connectionBudget: (held: Int, limit: Int) {
-        (budget.held, budget.limit)
+    /// The connections open now (or being opened) in all, the most held at once so far,
+    /// and the most the transport may hold (``Configuration/maxConnections``).
+    public var connectionBudget: (held: Int, peak: Int, limit: Int) {
+        (budget.held, budget.peakHeld, budget.limit)
     }
 
     /// Closes `credential`'s connections, on every authority, without touching any other
@@ -136,6 +136,7 @@ extension HTTP2Transport.Statistics {
         connectionFailures += other.connectionFailures
         connectionsLost += other.connectionsLost
         goAwaysReceived += other.goAwaysReceived
+        connectionsRetired += other.connectionsRetired
         framesSent += other.framesSent
     }
 }

@@ -39,6 +39,10 @@ extension HTTP2Transport {
         public var connectionFailures = 0
         /// Connections that ended with an error or a PING timeout while open.
         public var connectionsLost = 0
+        /// Connections closed by the transport while they worked: given back to
+        /// ``HTTP2Transport/Configuration-swift.struct/maxConnections`` for a credential that had
+        /// none, or answered with `UnrelatedKeyIdInToken` (each drains first).
+        public var connectionsRetired = 0
         /// GOAWAY frames received.
         public var goAwaysReceived = 0
         /// HTTP/2 frames written, of every type (SETTINGS, PING and WINDOW_UPDATE included).

@@ -24,6 +24,9 @@ final class SharedConnectionBudget: Sendable {
     /// Connections held in all.
     var held: Int { state.withLock { $0.budget.held } }
 
+    /// The most connections held at once so far.
+    var peakHeld: Int { state.withLock { $0.budget.peakHeld } }
+
     /// `pool` wants to open a connection: whether it may. When it may not, it waits and
     /// its ``HTTP2ConnectionPool/budgetAvailable()`` is called once a connection frees up;
     /// the pool furthest above its fair share may be asked to give one back first.
@@ -46,21 +49,29 @@ final class SharedConnectionBudget: Sendable {
     /// `pool` closed a connection the budget had granted (or failed to open it): the
     /// freed place goes to the waiting pool holding the fewest connections.
     func release(_ pool: HTTP2ConnectionPool) {
-        state.withLock { _ = $0.budget.release(ObjectIdentifier(pool)) }
+        let offered: HTTP2ConnectionPool? = state.withLock { state in
+            state.budget.release(ObjectIdentifier(pool)).flatMap { state.pools[$0] }
+        }
+        if let offered { deliver(offered) }
         wakeNextWaiter()
     }
 
-    /// Offers free places to the waiting pools, skipping (and withdrawing) pools that no
-    /// longer need one; bounded, as each round withdraws a pool or ends.
+    /// Tells `pool` a place is held for it; withdraws it if it needs none any more.
+    private func deliver(_ pool: HTTP2ConnectionPool) {
+        if !pool.budgetAvailable() {
+            state.withLock { $0.budget.withdraw(ObjectIdentifier(pool)) }
+        }
+    }
+
+    /// Offers every free place to a waiting pool (one place per pool at a time);
+    /// bounded, as each offer marks a pool or ends.
     private func wakeNextWaiter() {
         while true {
             let next: HTTP2ConnectionPool? = state.withLock { state in
-                guard state.budget.held < state.budget.limit else { return nil }
-                return state.budget.nextWaiter.flatMap { state.pools[$0] }
+                state.budget.offer().flatMap { state.pools[$0] }
             }
             guard let next else { return }
-            if next.budgetAvailable() { return }
-            state.withLock { $0.budget.withdraw(ObjectIdentifier(next)) }
+            deliver(next)
         }
     }
 
