@@ -75,7 +75,7 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
     /// `UnrelatedKeyIdInToken` (403): The key ID in the provider token is unrelated to the
     /// connection: APNs pins a connection to the key of the first provider token it
     /// carried, and a token from an unrelated key needs its own connection.
-    /// ``APNsTransport/HTTP2Transport`` keeps connections per key, and never sends on a
+    /// `HTTP2Transport` keeps connections per key, and never sends on a
     /// connection that drew this answer again.
     public static let unrelatedKeyIDInToken = APNsReason(rawValue: "UnrelatedKeyIdInToken")
     /// `BadEnvironmentKeyIdInToken` (403): The key in the provider token is not enabled for

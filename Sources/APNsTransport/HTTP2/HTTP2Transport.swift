@@ -53,7 +53,7 @@ import Synchronization
 /// ``APNsCore/APNsCredentials/clientCertificate(_:)``), created on first use and closed
 /// after ``Configuration/credentialIdleTimeout`` without requests: many clients, one per
 /// app or team, share one transport, each on connections of its own. All pools share
-/// ``Configuration/maxConnections`` fairly (see ``ConnectionBudget``): every pool that
+/// ``Configuration/maxConnections`` fairly: every pool that
 /// wants a connection gets one, and a busy pool gets at most its fair share while others
 /// wait. ``credentialStatistics`` and ``closeConnections(for:)`` serve a platform that
 /// adds and removes tenants at run time. A connection answered with
