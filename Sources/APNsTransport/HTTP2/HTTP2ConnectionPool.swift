@@ -68,6 +68,9 @@ final class HTTP2ConnectionPool: Sendable {
         /// A place was offered while a connection was asking: a refusal it gets is stale
         /// and it asks again (else the offer would be lost and the pool wait forever).
         var budgetOffered = false
+        /// The pool was closed on its own (idle, or its credential's connections closed)
+        /// while the transport goes on: requests that reach it late go to a new pool.
+        var closedAlone = false
     }
 
     let settings: Settings
@@ -79,6 +82,9 @@ final class HTTP2ConnectionPool: Sendable {
     let budget: SharedConnectionBudget?
     /// What the pool's connections present: a provider key or a client certificate.
     let credential: HTTP2Transport.Credential
+    /// Where a request goes that reaches the pool after ``close(gracePeriod:)``: the
+    /// credential's new pool (looked up again by the transport).
+    let redirect: (@Sendable (PendingRequest) -> Void)?
     private let state: Mutex<Locked>
 
     init(
@@ -86,8 +92,10 @@ final class HTTP2ConnectionPool: Sendable {
         connector: @escaping HTTP2Connector,
         statistics: StatisticsBox,
         credential: HTTP2Transport.Credential = .configured,
-        budget: SharedConnectionBudget? = nil
+        budget: SharedConnectionBudget? = nil,
+        redirect: (@Sendable (PendingRequest) -> Void)? = nil
     ) {
+        self.redirect = redirect
         self.settings = settings
         self.connector = connector
         self.statistics = statistics
@@ -148,14 +156,24 @@ final class HTTP2ConnectionPool: Sendable {
     func enqueue(_ pending: PendingRequest, now: UInt64 = MonotonicTime.now()) {
         let metrics = statistics.metrics
         var waiting = 0
+        var redirected = false
         let outcome: Result<Wakeups, APNsTransportError> = state.withLock { locked in
             locked.lastUsed = now
+            if locked.closedAlone, redirect != nil {
+                redirected = true
+                return .success(Wakeups(Machine.Wakeups(), &locked, pool: self))
+            }
             switch locked.machine.enqueue(pending, now: now) {
             case .fail(let error): return .failure(error)
             case .queued(let ids):
                 if metrics.isEnabled { waiting = locked.machine.waitingRequests }
                 return .success(Wakeups(ids, &locked, pool: self))
             }
+        }
+        if redirected, let redirect {
+            // Looked up just before the pool closed: the credential's next pool takes it.
+            redirect(pending)
+            return
         }
         if metrics.isEnabled { metrics.waiting.set(waiting) }
         switch outcome {
@@ -445,6 +463,14 @@ final class HTTP2ConnectionPool: Sendable {
     }
 
     // MARK: Shutdown
+
+    /// Closes this pool alone while the transport goes on (idle, or its credential's
+    /// connections closed): as ``shutdown(gracePeriod:)``, but requests that reach it
+    /// afterwards (looked up just before) go to ``redirect`` instead of failing.
+    func close(gracePeriod: Duration) async {
+        state.withLock { $0.closedAlone = true }
+        await shutdown(gracePeriod: gracePeriod)
+    }
 
     /// Fails what is queued, lets in-flight requests finish until `gracePeriod` has
     /// passed, closes every connection with GOAWAY, and returns when all threads exited.

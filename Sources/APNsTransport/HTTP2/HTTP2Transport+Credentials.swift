@@ -117,7 +117,7 @@ extension HTTP2Transport {
             return keys.compactMap { state.pools.removeValue(forKey: $0) }
         }
         for pool in closing {
-            await pool.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+            await pool.close(gracePeriod: configuration.shutdownGracePeriod)
         }
     }
 }

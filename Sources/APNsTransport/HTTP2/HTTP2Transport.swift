@@ -262,7 +262,18 @@ public final class HTTP2Transport: PushTransport {
                 connector: connector,
                 statistics: StatisticsBox(parent: statisticsBox),
                 credential: key.credential,
-                budget: budget
+                budget: budget,
+                redirect: { [weak self] pending in
+                    guard let self else {
+                        pending.finish(.failure(.shutdown("the transport is shut down")))
+                        return
+                    }
+                    do throws(APNsTransportError) {
+                        try self.pool(for: pending.request).enqueue(pending)
+                    } catch {
+                        pending.finish(.failure(error))
+                    }
+                }
             )
             state.pools[key] = pool
             return pool
@@ -324,7 +335,7 @@ public final class HTTP2Transport: PushTransport {
         }
         for pool in idlePools {
             configuration.logger.debug("closing an idle pool", metadata: ["apns.credential": "\(pool.credential)"])
-            await pool.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+            await pool.close(gracePeriod: configuration.shutdownGracePeriod)
         }
     }
 
