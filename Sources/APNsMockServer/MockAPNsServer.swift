@@ -330,6 +330,19 @@ public final class MockAPNsServer: Sendable {
         state.shared.withLock { $0.statistics }
     }
 
+    /// The provider keys each connection carried, by connection number (as in
+    /// ``RecordedRequest/connectionNumber``): the key identifier (`kid`) of every token
+    /// whose header could be read, accepted or not, in the order first seen.
+    ///
+    /// APNs binds a connection to the key of its first token and refuses tokens of any other
+    /// key there (403 `UnrelatedKeyIdInToken`), so a client that keeps one connection per key
+    /// leaves exactly one key per connection here. Kept for every connection whatever
+    /// ``Configuration/recordedRequestLimit`` says (it costs one entry per key and
+    /// connection); empty unless the server uses ``Authentication/providerToken(_:)``.
+    public var keyIDsByConnection: [Int: [String]] {
+        state.shared.withLock { $0.keyIDsByConnection }
+    }
+
     /// Forgets the recorded requests (counters keep counting).
     public func removeRecordedRequests() {
         state.shared.withLock { shared in

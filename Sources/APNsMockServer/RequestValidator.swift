@@ -48,9 +48,12 @@ struct RequestValidator: Sendable {
     /// Checks `request`; `authorize` is called with the `authorization` value (or `nil`)
     /// at the point APNs checks it, and returns a rejection or `nil` to go on.
     /// `certificateTopics` are the topics of the client certificate in certificate mode.
+    /// `keyTopics` is asked once `authorize` accepted: the topics of a topic-specific
+    /// provider key (see ``MockAPNsServer/KeyScope``), `nil` when any topic goes.
     func validate(
         _ request: Request,
         certificateTopics: [String]? = nil,
+        keyTopics: () -> Set<String>? = { nil },
         authorize: (String?) -> Rejection?
     ) -> Result<Accepted, Rejection> {
         var method: String?
@@ -94,6 +97,10 @@ struct RequestValidator: Sendable {
         }
         guard let topic else {
             return .failure(Rejection(status: 400, reason: "MissingTopic"))
+        }
+        if let allowed = keyTopics(), !Self.topic(topic, suffix: suffix, isIn: allowed) {
+            // A topic-specific key pushes to its own topics only.
+            return .failure(Rejection(status: 400, reason: "TopicDisallowed"))
         }
         if let rejection = checkTopic(topic, suffix: suffix) { return .failure(rejection) }
 
@@ -148,6 +155,13 @@ struct RequestValidator: Sendable {
             }
         }
         return Rejection(status: 400, reason: sawBundle ? "DeviceTokenNotForTopic" : "BadTopic")
+    }
+
+    /// Whether `topic` is one of `topics`, or one of them followed by the push type's `suffix`.
+    static func topic(_ topic: String, suffix: String, isIn topics: Set<String>) -> Bool {
+        if topics.contains(topic) { return true }
+        guard !suffix.isEmpty, topic.hasSuffix(suffix) else { return false }
+        return topics.contains(String(decoding: topic.utf8.dropLast(suffix.utf8.count), as: UTF8.self))
     }
 
     static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -9,6 +9,10 @@ import Glibc
 /// One client connection: TLS on a non-blocking socket, an nghttp2 server session fed
 /// with `nghttp2_session_mem_recv` and drained with `nghttp2_session_mem_send`.
 ///
+/// It does the I/O and the HTTP/2 glue only: each complete request goes to the loop's
+/// ``RequestHandler``, which decides the answer, and the connection performs the
+/// ``RequestHandler/Reply`` (answer now or later, GOAWAY, drop, break, go silent).
+///
 /// Lives on the server thread only. nghttp2 callbacks never close the connection or
 /// flush; they set state that ``handle(revents:)`` acts on once `mem_recv` returns.
 final class ServerConnection {
@@ -72,20 +76,14 @@ final class ServerConnection {
     fileprivate var streams: [Int32: Stream] = [:]
     private var delayed: [Delayed] = []
     fileprivate var headerBlockBytes = 0
-    private var currentToken: Substring?
-    private var currentTokenSince = Date.distantPast
-    private var streamLimitRaised = false
+    /// What the request handler keeps for this connection (token rules, certificate topics).
+    private var requestState: RequestHandler.ConnectionState
     /// The last-stream-id of the GOAWAY this connection sent, if any: streams above it are
     /// never processed (RFC 9113 §6.8), so a client may safely send them again elsewhere.
     private var goAwayLastStreamID: Int32?
-    /// In certificate mode, the topics of the client's certificate (read after the handshake).
-    private var certificateTopics: [String]?
     /// How each header was represented on the wire, read beside nghttp2.
     fileprivate var headerTap = HeaderBlockTap()
-    private var tokenMode: Bool {
-        if case .providerToken = loop.configuration.authentication { return true }
-        return false
-    }
+    private var tokenMode: Bool { loop.handler.tokenMode }
 
     init?(fd: Int32, number: Int, loop: ServerLoop) {
         guard let ssl = SSL_new(loop.tls.context) else { return nil }
@@ -98,6 +96,7 @@ final class ServerConnection {
         self.fd = fd
         self.number = number
         self.loop = loop
+        self.requestState = loop.handler.makeConnectionState(number: number)
     }
 
     deinit {
@@ -205,7 +204,7 @@ final class ServerConnection {
                     close()
                     return
                 }
-                certificateTopics = CertificateTopics.topics(of: certificate)
+                requestState.certificateTopics = CertificateTopics.topics(of: certificate)
                 X509_free(certificate)
             }
             guard startSession() else {
@@ -411,7 +410,7 @@ final class ServerConnection {
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
     func applyStreamLimit(_ limit: Int) {
         submitStreamLimit(limit)
-        streamLimitRaised = true
+        requestState.streamLimitRaised = true
         flush()
     }
 
@@ -447,141 +446,32 @@ final class ServerConnection {
                                           NGHTTP2_REFUSED_STREAM.rawValue)
             return
         }
-        var claims: ProviderTokenClaims?
-        var tokenAccepted = false
-        let request = RequestValidator.Request(headers: stream.headers.map { ($0.name, $0.value) }, body: stream.body)
-        let authorizeRequest: (String?) -> RequestValidator.Rejection? = { authorization in
-            let (rejection, tokenClaims) = self.authorize(authorization)
-            claims = tokenClaims
-            tokenAccepted = rejection == nil
-            return rejection
-        }
-        var deviceToken: String?
-        var rejection: RequestValidator.Rejection?
-        /// `apns-id` for device pushes; `apns-request-id` for broadcasts and channel management.
-        let apnsID: String
-        var responseHeaders: [(String, String)]
-        var channelOperation: BroadcastRouter.Operation?
-        let path = stream.headers.first { $0.name == ":path" }?.value ?? ""
-        if BroadcastRouter.handles(path: path) {
-            let router = BroadcastRouter(bundleIDs: loop.validator.bundleIDs,
-                                         malformedPayloadReason: loop.validator.malformedPayloadReason,
-                                         channels: loop.state.channels,
-                                         broadcastDisabledBundleIDs: loop.configuration.broadcastDisabledBundleIDs)
-            let routed = router.route(request, certificateTopics: certificateTopics, authorize: authorizeRequest)
-            switch routed.result {
-            case .success(let operation): channelOperation = operation
-            case .failure(let failure): rejection = failure
-            }
-            apnsID = routed.requestID
-            responseHeaders = [("apns-request-id", apnsID)]
-        } else {
-            switch loop.validator.validate(request, certificateTopics: certificateTopics, authorize: authorizeRequest) {
-            case .success(let accepted): deviceToken = accepted.deviceToken
-            case .failure(let failure): rejection = failure
-            }
-            let requestedID = stream.headers.first { $0.name == "apns-id" }?.value
-            apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
-            responseHeaders = [("apns-id", apnsID)]
-        }
-
-        var record: RecordedRequest?
-        let representations = headerTap.take(stream: streamID)
-        if loop.state.isRecording {
-            var headers = stream.headers
-            if let representations, representations.count == headers.count {
-                for index in headers.indices { headers[index].representation = representations[index] }
-            }
-            record = RecordedRequest(
-                sequenceNumber: 0, connectionNumber: number, streamID: Int(streamID), headers: headers,
-                headerBlockLength: stream.headerBlockLength, inflaterDynamicTableSize: stream.inflaterTableSize, body: stream.body, providerToken: claims,
-                status: 0, reason: nil, apnsID: apnsID)
-        }
-        let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID,
-                                         successStatus: channelOperation?.successStatus ?? 200,
-                                         broadcastChannel: channelOperation?.broadcastChannelID)
-        if decision.drop || decision.breakProtocol || decision.blackHole {
-            if decision.drop {
-                dropRequested = true
-            } else if decision.breakProtocol {
-                breakRequested = true
-                delayed.removeAll()
-            } else {
-                goSilent()
-            }
-            decision.observer?(MockAPNsServer.ProcessedRequest(
-                sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
-                apnsID: apnsID, status: nil, deviceToken: deviceToken))
+        let request = RequestHandler.Request(
+            streamID: streamID, headers: stream.headers, body: stream.body, headerBlockLength: stream.headerBlockLength,
+            inflaterTableSize: stream.inflaterTableSize, representations: headerTap.take(stream: streamID))
+        let reply = loop.handler.handle(request, connection: &requestState)
+        switch reply.action {
+        case .drop:
+            dropRequested = true
             return
-        }
-        var status = decision.response?.status ?? 200
-        var body = decision.response.map { Array($0.jsonBody.utf8) } ?? []
-        if decision.response == nil, let channelOperation {
-            // Only now, when no scripted fault answers instead, does a channel change.
-            let answer = BroadcastRouter(bundleIDs: [], malformedPayloadReason: "", channels: loop.state.channels)
-                .commit(channelOperation)
-            status = answer.status
-            body = answer.body
-            responseHeaders += answer.headers
-        }
-        decision.observer?(MockAPNsServer.ProcessedRequest(
-            sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
-            apnsID: apnsID, status: status, deviceToken: deviceToken))
-        if decision.delay > .zero {
-            let now = ContinuousClock.now
-            delayed.append(Delayed(due: now + decision.delay, received: now, streamID: streamID, status: status, body: body,
-                                   headers: responseHeaders, goAwayReason: decision.goAwayReason))
-        } else {
-            if let reason = decision.goAwayReason { goAway(reason: reason) }
-            submitResponse(streamID: streamID, status: status, body: body, headers: responseHeaders)
-        }
-        if tokenAccepted, tokenMode, !streamLimitRaised {
-            submitStreamLimit(loop.state.shared.withLock { $0.maxConcurrentStreams })
-            streamLimitRaised = true
-        }
-        if rejection != nil, let dropped = loop.configuration.streamLimitAfterRejection {
-            // APNs has been seen to lower a connection's stream limit after errors.
-            submitStreamLimit(dropped)
-        }
-    }
-
-    /// Token-mode checks of the `authorization` value, in APNs' order: present, bearer
-    /// JWT, valid signature (verified once per token string), under an hour old, and not
-    /// a new token less than 20 minutes after this connection's previous one.
-    private func authorize(_ authorization: String?) -> (RequestValidator.Rejection?, ProviderTokenClaims?) {
-        guard case .providerToken(let verifier) = loop.configuration.authentication else { return (nil, nil) }
-        guard let authorization, !authorization.isEmpty else {
-            return (RequestValidator.Rejection(status: 403, reason: "MissingProviderToken"), nil)
-        }
-        let invalid = RequestValidator.Rejection(status: 403, reason: "InvalidProviderToken")
-        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return (invalid, nil) }
-        let jwt = authorization.dropFirst(7)
-        let claims: ProviderTokenClaims?
-        if let known = loop.tokenVerdicts[String(jwt)] {
-            claims = known
-        } else {
-            let token = String(jwt)
-            let decoded = ProviderTokenClaims(jwt: token)
-            claims = decoded.flatMap { verifier.isValid(token, claims: $0) ? $0 : nil }
-            if loop.tokenVerdicts.count >= 10_000 { loop.tokenVerdicts.removeAll() }
-            loop.tokenVerdicts[token] = claims
-        }
-        guard let claims else { return (invalid, ProviderTokenClaims(jwt: String(jwt))) }
-        let now = loop.configuration.now()
-        if now.timeIntervalSince1970 - Double(claims.issuedAt) > 3600 {
-            return (RequestValidator.Rejection(status: 403, reason: "ExpiredProviderToken"), claims)
-        }
-        if let currentToken, currentToken != jwt {
-            if now.timeIntervalSince(currentTokenSince) < 20 * 60 {
-                return (RequestValidator.Rejection(status: 429, reason: "TooManyProviderTokenUpdates"), claims)
+        case .breakProtocol:
+            breakRequested = true
+            delayed.removeAll()
+            return
+        case .blackHole:
+            goSilent()
+            return
+        case .answer(let response, let delay, let goAwayReason):
+            if delay > .zero {
+                let now = ContinuousClock.now
+                delayed.append(Delayed(due: now + delay, received: now, streamID: streamID, status: response.status,
+                                       body: response.body, headers: response.headers, goAwayReason: goAwayReason))
+            } else {
+                if let goAwayReason { goAway(reason: goAwayReason) }
+                submitResponse(streamID: streamID, status: response.status, body: response.body, headers: response.headers)
             }
-            self.currentToken = jwt
-            currentTokenSince = now
-        } else if currentToken == nil {
-            currentToken = jwt
-            currentTokenSince = now
         }
-        return (nil, claims)
+        for limit in reply.streamLimits { submitStreamLimit(limit) }
     }
 
     /// Answers `streamID`: `:status`, then `headers` (`apns-id`, or `apns-request-id` and

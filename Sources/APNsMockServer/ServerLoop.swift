@@ -15,7 +15,8 @@ import Glibc
 final class ServerLoop {
     let state: ServerState
     let configuration: MockAPNsServer.Configuration
-    let validator: RequestValidator
+    /// Decides every connection's answers (routing, validation, token rules, faults, records).
+    let handler: RequestHandler
     let tls: TLSServerContext
     let logger: Logger
     private(set) var listeners: [Int32] = []
@@ -24,8 +25,6 @@ final class ServerLoop {
     private var connections: [ServerConnection] = []
     private var nextConnectionNumber = 0
     private var running = true
-    /// Verdicts per distinct token string: a token is verified once, not per request.
-    var tokenVerdicts: [String: ProviderTokenClaims?] = [:]
     /// Scratch buffer for `SSL_read`, shared by all connections of this thread.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
@@ -39,8 +38,7 @@ final class ServerLoop {
         self.configuration = configuration
         self.tls = tls
         self.logger = configuration.logger
-        self.validator = RequestValidator(bundleIDs: configuration.bundleIDs,
-                                          malformedPayloadReason: configuration.malformedPayloadReason)
+        self.handler = RequestHandler(state: state, configuration: configuration)
     }
 
     deinit {

@@ -41,6 +41,9 @@ final class ServerState: Sendable {
         var nextSubscriber = 0
         var exited = false
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The key identifiers each connection carried, in the order first seen; see
+        /// ``MockAPNsServer/keyIDsByConnection``.
+        var keyIDsByConnection: [Int: [String]] = [:]
         /// Told about every processed request; see ``MockAPNsServer/observeRequests(_:)``.
         var observer: (@Sendable (MockAPNsServer.ProcessedRequest) -> Void)?
     }
@@ -157,6 +160,11 @@ final class ServerState: Sendable {
                             breakProtocol: breakProtocol, blackHole: blackHole,
                             sequenceNumber: sequenceNumber, observer: shared.observer)
         }
+    }
+
+    /// Records that `connection` carried a provider token of `keyID` for the first time.
+    func noteKey(_ keyID: String, connection: Int) {
+        shared.withLock { $0.keyIDsByConnection[connection, default: []].append(keyID) }
     }
 
     /// Counts one request against a "at the N-th request" trigger: whether it fires now
