@@ -377,6 +377,7 @@ public final class MockAPNsServer: Sendable {
             let key = shared.nextSubscriber
             shared.nextSubscriber += 1
             shared.subscribers[key] = continuation
+            state.hasSubscribers.store(true, ordering: .relaxed)
             return key
         }
         guard let key else {
@@ -384,7 +385,10 @@ public final class MockAPNsServer: Sendable {
             return stream
         }
         continuation.onTermination = { _ in
-            _ = state.shared.withLock { $0.subscribers.removeValue(forKey: key) }
+            state.shared.withLock { shared in
+                shared.subscribers.removeValue(forKey: key)
+                state.hasSubscribers.store(!shared.subscribers.isEmpty, ordering: .relaxed)
+            }
         }
         return stream
     }

@@ -62,6 +62,8 @@ final class RequestHandler {
     let configuration: MockAPNsServer.Configuration
     let validator: RequestValidator
     private let verdicts: TokenVerdictCache?
+    /// The `apns-id` of answers to requests that sent none.
+    private var idGenerator = APNsIDGenerator()
 
     init(state: ServerState, configuration: MockAPNsServer.Configuration) {
         self.state = state
@@ -130,24 +132,24 @@ final class RequestHandler {
             case .failure(let failure): rejection = failure
             }
             let requestedID = request.headers.first { $0.name == "apns-id" }?.value
-            apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
+            apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? idGenerator.make()
             responseHeaders = [("apns-id", apnsID)]
         }
 
-        var record: RecordedRequest?
-        if state.isRecording {
+        let connectionNumber = connection.number
+        let decision = state.decide(validation: rejection, deviceToken: deviceToken, apnsID: apnsID,
+                                    successStatus: channelOperation?.successStatus ?? 200,
+                                    broadcastChannel: channelOperation?.broadcastChannelID) {
+            // Only when records are wanted: it copies the headers.
             var headers = request.headers
             if let representations = request.representations, representations.count == headers.count {
                 for index in headers.indices { headers[index].representation = representations[index] }
             }
-            record = RecordedRequest(
-                sequenceNumber: 0, connectionNumber: connection.number, streamID: Int(request.streamID), headers: headers,
+            return RecordedRequest(
+                sequenceNumber: 0, connectionNumber: connectionNumber, streamID: Int(request.streamID), headers: headers,
                 headerBlockLength: request.headerBlockLength, inflaterDynamicTableSize: request.inflaterTableSize,
                 body: request.body, providerToken: claims, status: 0, reason: nil, apnsID: apnsID)
         }
-        let decision = state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID,
-                                    successStatus: channelOperation?.successStatus ?? 200,
-                                    broadcastChannel: channelOperation?.broadcastChannelID)
         func processed(status: Int?) -> MockAPNsServer.ProcessedRequest {
             MockAPNsServer.ProcessedRequest(
                 sequenceNumber: decision.sequenceNumber, connectionNumber: connection.number,

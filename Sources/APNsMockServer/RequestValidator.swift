@@ -58,23 +58,26 @@ struct RequestValidator: Sendable {
     ) -> Result<Accepted, Rejection> {
         var method: String?
         var path: String?
-        var fields: [String: String] = [:]
+        var fields = Fields()
         var duplicate = false
-        for (name, value) in request.headers {
+        let headers = request.headers
+        for offset in headers.indices {
+            let (name, value) = headers[offset]
             switch name {
             case ":method": method = value
             case ":path": path = value
             default:
-                if !name.hasPrefix(":"), fields.updateValue(value, forKey: name) != nil {
-                    duplicate = true
-                }
+                guard !name.hasPrefix(":") else { continue }
+                fields.set(name, value)
+                // A dozen fields at most: a scan beats hashing each name into a dictionary.
+                if !duplicate, headers[..<offset].contains(where: { $0.name == name }) { duplicate = true }
             }
         }
         guard method == "POST" else { return .failure(Rejection(status: 405, reason: "MethodNotAllowed")) }
         let prefix = "/3/device/"
         guard let path, path.hasPrefix(prefix) else { return .failure(Rejection(status: 404, reason: "BadPath")) }
         if duplicate { return .failure(Rejection(status: 400, reason: "DuplicateHeaders")) }
-        if let rejection = authorize(fields["authorization"]) { return .failure(rejection) }
+        if let rejection = authorize(fields.authorization) { return .failure(rejection) }
 
         let token = path.utf8.dropFirst(prefix.utf8.count)
         guard !token.isEmpty else { return .failure(Rejection(status: 400, reason: "MissingDeviceToken")) }
@@ -82,11 +85,11 @@ struct RequestValidator: Sendable {
             return .failure(Rejection(status: 400, reason: "BadDeviceToken"))
         }
 
-        let pushType = fields["apns-push-type"] ?? "alert"
+        let pushType = fields.pushType ?? "alert"
         guard let suffix = Self.topicSuffixes[pushType] else {
             return .failure(Rejection(status: 400, reason: "InvalidPushType"))
         }
-        var topic = fields["apns-topic"].flatMap { $0.isEmpty ? nil : $0 }
+        var topic = fields.topic.flatMap { $0.isEmpty ? nil : $0 }
         if let certificateTopics {
             // APNs uses the certificate's topic when the request names none and the
             // certificate has exactly one; a topic the certificate does not list is refused.
@@ -104,7 +107,7 @@ struct RequestValidator: Sendable {
         }
         if let rejection = checkTopic(topic, suffix: suffix) { return .failure(rejection) }
 
-        if let priority = fields["apns-priority"] {
+        if let priority = fields.priority {
             guard priority == "10" || priority == "5" || priority == "1" else {
                 return .failure(Rejection(status: 400, reason: "BadPriority"))
             }
@@ -112,28 +115,52 @@ struct RequestValidator: Sendable {
                 return .failure(Rejection(status: 400, reason: "BadPriority"))
             }
         }
-        if let expiration = fields["apns-expiration"] {
+        if let expiration = fields.expiration {
             guard !expiration.isEmpty, expiration.utf8.count <= 18,
                   expiration.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
             else { return .failure(Rejection(status: 400, reason: "BadExpirationDate")) }
         }
-        let apnsID = fields["apns-id"]
+        let apnsID = fields.apnsID
         if let apnsID, !Self.isCanonicalUUID(apnsID) {
             return .failure(Rejection(status: 400, reason: "BadMessageId"))
         }
-        if let collapseID = fields["apns-collapse-id"], collapseID.utf8.count > 64 {
+        if let collapseID = fields.collapseID, collapseID.utf8.count > 64 {
             return .failure(Rejection(status: 400, reason: "BadCollapseId"))
         }
 
         guard !request.body.isEmpty else { return .failure(Rejection(status: 400, reason: "PayloadEmpty")) }
         let limit = pushType == "voip" ? 5120 : 4096
         guard request.body.count <= limit else { return .failure(Rejection(status: 413, reason: "PayloadTooLarge")) }
-        guard let keys = JSONObjectScanner.topLevelKeys(of: request.body),
-              Self.typesWithoutAPS.contains(pushType) || keys.contains("aps")
+        guard let hasAPS = JSONObjectScanner.object(request.body, hasTopLevelKey: "aps"),
+              hasAPS || Self.typesWithoutAPS.contains(pushType)
         else { return .failure(Rejection(status: 400, reason: malformedPayloadReason)) }
 
         return .success(Accepted(deviceToken: String(decoding: token, as: UTF8.self),
                                  pushType: pushType, apnsID: apnsID))
+    }
+
+    /// The header fields the rules read (the last value when one is repeated).
+    private struct Fields {
+        var authorization: String?
+        var pushType: String?
+        var topic: String?
+        var priority: String?
+        var expiration: String?
+        var apnsID: String?
+        var collapseID: String?
+
+        mutating func set(_ name: String, _ value: String) {
+            switch name {
+            case "authorization": authorization = value
+            case "apns-push-type": pushType = value
+            case "apns-topic": topic = value
+            case "apns-priority": priority = value
+            case "apns-expiration": expiration = value
+            case "apns-id": apnsID = value
+            case "apns-collapse-id": collapseID = value
+            default: break
+            }
+        }
     }
 
     /// `BadTopic` when no accepted bundle identifier starts the topic; `DeviceTokenNotForTopic`

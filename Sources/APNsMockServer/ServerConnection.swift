@@ -48,6 +48,40 @@ final class ServerConnection {
         var bodyLength = 0
         var responseBody: [UInt8] = []
         var responseOffset = 0
+
+        init() {
+            headers.reserveCapacity(16)
+        }
+
+        /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
+        func reset() {
+            headers.removeAll(keepingCapacity: true)
+            headerListSize = 0
+            headersTooLarge = false
+            headerBlockLength = 0
+            inflaterTableSize = 0
+            body.removeAll(keepingCapacity: true)
+            bodyLength = 0
+            responseBody.removeAll(keepingCapacity: true)
+            responseOffset = 0
+        }
+    }
+
+    /// Closed streams kept for reuse, so a request costs no new object or buffers.
+    private var spareStreams: [Stream] = []
+
+    /// A new request stream's record, reused from a closed one when there is one.
+    fileprivate func openStream(_ streamID: Int32) {
+        streams[streamID] = spareStreams.popLast() ?? Stream()
+    }
+
+    /// Forgets a closed stream and keeps its record for the next one.
+    fileprivate func closeStream(_ streamID: Int32) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        if spareStreams.count < 128 {
+            stream.reset()
+            spareStreams.append(stream)
+        }
     }
 
     private struct Delayed {
@@ -249,6 +283,7 @@ final class ServerConnection {
                 SSL_read(ssl, $0.baseAddress, Int32($0.count))
             }
             if count > 0 {
+                headerTap.keepsBlocks = loop.recordsRequests
                 let consumed = loop.readBuffer.withUnsafeBytes {
                     headerTap.feed(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)]))
                     return nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
@@ -551,7 +586,7 @@ extension ServerLoop {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             guard let frame, let connection = connection(userData) else { return 0 }
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                connection.streams[frame.pointee.hd.stream_id] = ServerConnection.Stream()
+                connection.openStream(frame.pointee.hd.stream_id)
             }
             return 0
         }
@@ -601,7 +636,7 @@ extension ServerLoop {
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
             guard let connection = connection(userData) else { return 0 }
-            connection.streams.removeValue(forKey: streamID)
+            connection.closeStream(streamID)
             _ = connection.headerTap.take(stream: streamID)
             return 0
         }

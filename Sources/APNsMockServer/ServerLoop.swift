@@ -8,7 +8,7 @@ import Glibc
 
 /// The server thread: one `poll(2)` loop over the listeners, the wake-up eventfd and every
 /// connection. All TLS and HTTP/2 state lives on this thread, so the hot path takes no lock
-/// except the one per request in ``ServerState/decide(validation:deviceToken:record:apnsID:)``.
+/// except the one per request in ``ServerState/decide(validation:deviceToken:apnsID:successStatus:broadcastChannel:record:)``.
 ///
 /// One thread per server (rather than per connection) keeps a whole server on one core,
 /// which is what the throughput goal measures, and makes stopping a single join.
@@ -27,6 +27,12 @@ final class ServerLoop {
     private var running = true
     /// Scratch buffer for `SSL_read`, shared by all connections of this thread.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// Whether requests may be recorded (a record limit, or someone iterating
+    /// ``MockAPNsServer/requests()``): only then do connections keep raw header blocks.
+    var recordsRequests: Bool {
+        configuration.recordedRequestLimit > 0 || state.hasSubscribers.load(ordering: .relaxed)
+    }
 
     /// nghttp2's callback table, shared by every session of this thread (sessions copy it).
     let callbacks: OpaquePointer
