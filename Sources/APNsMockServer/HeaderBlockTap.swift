@@ -29,7 +29,8 @@ struct HeaderBlockTap {
 
     /// Removes and returns the representations of the header block of `stream`.
     mutating func take(stream: Int32) -> [RecordedRequest.HeaderRepresentation]? {
-        representations.removeValue(forKey: UInt32(bitPattern: stream))
+        if representations.isEmpty { return nil }
+        return representations.removeValue(forKey: UInt32(bitPattern: stream))
     }
 
     /// Feeds bytes in the order they arrived.

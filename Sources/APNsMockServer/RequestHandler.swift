@@ -94,7 +94,7 @@ final class RequestHandler {
         var claims: ProviderTokenClaims?
         var keyTopics: Set<String>?
         var tokenAccepted = false
-        let validatorRequest = RequestValidator.Request(headers: request.headers.map { ($0.name, $0.value) }, body: request.body)
+        let validatorRequest = RequestValidator.Request(headers: request.headers, body: request.body)
         func authorizeRequest(_ authorization: String?) -> RequestValidator.Rejection? {
             guard var authorizer = connection.authorizer else { return nil }
             let outcome = authorizer.authorize(authorization, now: self.configuration.now())

@@ -7,8 +7,20 @@
 struct RequestValidator: Sendable {
     /// A request as received: headers in order, and the body.
     struct Request {
-        var headers: [(name: String, value: String)]
+        var headers: [RecordedRequest.Header]
         var body: [UInt8]
+
+        /// A request with the headers as the server received them.
+        init(headers: [RecordedRequest.Header], body: [UInt8]) {
+            self.headers = headers
+            self.body = body
+        }
+
+        /// A request from name and value pairs (for tests).
+        init(headers: [(name: String, value: String)], body: [UInt8]) {
+            self.init(headers: headers.map { RecordedRequest.Header(name: $0.name, value: $0.value, neverIndexed: false) },
+                      body: body)
+        }
     }
 
     /// A refusal: the status and Apple's reason.
@@ -60,17 +72,22 @@ struct RequestValidator: Sendable {
         var path: String?
         var fields = Fields()
         var duplicate = false
-        let headers = request.headers
-        for offset in headers.indices {
-            let (name, value) = headers[offset]
+        /// Names the rules do not read, to find repeats among them (a few per request).
+        var others: [String] = []
+        for header in request.headers {
+            let name = header.name
             switch name {
-            case ":method": method = value
-            case ":path": path = value
+            case ":method": method = header.value
+            case ":path": path = header.value
             default:
                 guard !name.hasPrefix(":") else { continue }
-                fields.set(name, value)
-                // A dozen fields at most: a scan beats hashing each name into a dictionary.
-                if !duplicate, headers[..<offset].contains(where: { $0.name == name }) { duplicate = true }
+                if !fields.set(name, header.value) {
+                    let length = name.utf8.count
+                    if others.contains(where: { $0.utf8.count == length && $0 == name }) { duplicate = true }
+                    others.append(name)
+                } else if fields.repeated {
+                    duplicate = true
+                }
             }
         }
         guard method == "POST" else { return .failure(Rejection(status: 405, reason: "MethodNotAllowed")) }
@@ -149,17 +166,26 @@ struct RequestValidator: Sendable {
         var apnsID: String?
         var collapseID: String?
 
-        mutating func set(_ name: String, _ value: String) {
-            switch name {
-            case "authorization": authorization = value
-            case "apns-push-type": pushType = value
-            case "apns-topic": topic = value
-            case "apns-priority": priority = value
-            case "apns-expiration": expiration = value
-            case "apns-id": apnsID = value
-            case "apns-collapse-id": collapseID = value
-            default: break
+        /// Whether a field was set twice.
+        var repeated = false
+
+        /// Sets the field `name` if the rules read it; returns whether they do.
+        mutating func set(_ name: String, _ value: String) -> Bool {
+            func store(_ field: inout String?) {
+                if field != nil { repeated = true }
+                field = value
             }
+            switch name {
+            case "authorization": store(&authorization)
+            case "apns-push-type": store(&pushType)
+            case "apns-topic": store(&topic)
+            case "apns-priority": store(&priority)
+            case "apns-expiration": store(&expiration)
+            case "apns-id": store(&apnsID)
+            case "apns-collapse-id": store(&collapseID)
+            default: return false
+            }
+            return true
         }
     }
 

@@ -69,16 +69,38 @@ final class ServerConnection {
 
     /// Closed streams kept for reuse, so a request costs no new object or buffers.
     private var spareStreams: [Stream] = []
+    /// Header names and values seen lately on this connection, reused when they repeat.
+    fileprivate var headerStrings = HeaderStringCache()
+    /// Reused by ``submitResponse(streamID:status:body:headers:)``: the fields' bytes and
+    /// nghttp2's name-value array (nghttp2 copies both when a response is submitted).
+    private var responseFieldBytes: [UInt8] = []
+    private var responseFieldLengths: [(name: Int, value: Int)] = []
+    private var responseFields: [nghttp2_nv] = []
+
+    /// The stream opened last: its header fields, body and end arrive one after the other,
+    /// so most look-ups need no hashing.
+    private var lastStreamID: Int32 = 0
+    private var lastStream: Stream?
 
     /// A new request stream's record, reused from a closed one when there is one.
     fileprivate func openStream(_ streamID: Int32) {
-        streams[streamID] = spareStreams.popLast() ?? Stream()
+        let stream = spareStreams.popLast() ?? Stream()
+        streams[streamID] = stream
+        lastStreamID = streamID
+        lastStream = stream
+    }
+
+    /// The record of an open request stream.
+    fileprivate func stream(_ streamID: Int32) -> Stream? {
+        if streamID == lastStreamID, let lastStream { return lastStream }
+        return streams[streamID]
     }
 
     /// Forgets a closed stream and keeps its record for the next one.
     fileprivate func closeStream(_ streamID: Int32) {
+        if streamID == lastStreamID { lastStream = nil }
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        if spareStreams.count < 128 {
+        if spareStreams.count < 1024 {
             stream.reset()
             spareStreams.append(stream)
         }
@@ -406,6 +428,7 @@ final class ServerConnection {
         ssl = nil
         Glibc.close(fd)
         streams.removeAll()
+        lastStream = nil
         delayed.removeAll()
     }
 
@@ -466,7 +489,7 @@ final class ServerConnection {
     static let maxHeaderListSize = 16_384
 
     fileprivate func requestComplete(streamID: Int32) {
-        guard processesRequests, let stream = streams[streamID], let session else { return }
+        guard processesRequests, let stream = stream(streamID), let session else { return }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
             // stream is reset with ENHANCE_YOUR_CALM, unprocessed.
@@ -513,35 +536,35 @@ final class ServerConnection {
     /// what a broadcast or channel answer adds), then the JSON body if any.
     private func submitResponse(streamID: Int32, status: Int, body: [UInt8], headers: [(String, String)]) {
         guard let session else { return }
-        var fields: [(String, String)] = [(":status", String(status))] + headers
+        responseFieldBytes.removeAll(keepingCapacity: true)
+        responseFieldLengths.removeAll(keepingCapacity: true)
+        func add(_ name: String, _ value: String) {
+            responseFieldBytes.append(contentsOf: name.utf8)
+            responseFieldBytes.append(contentsOf: value.utf8)
+            responseFieldLengths.append((name.utf8.count, value.utf8.count))
+        }
+        add(":status", String(status))
+        for (name, value) in headers { add(name, value) }
         if !body.isEmpty {
-            fields.append(("content-type", "application/json"))
-            fields.append(("content-length", String(body.count)))
-            streams[streamID]?.responseBody = body
+            add("content-type", "application/json")
+            add("content-length", String(body.count))
+            stream(streamID)?.responseBody = body
         }
-        var storage: [UInt8] = []
-        for (name, value) in fields {
-            storage.append(contentsOf: name.utf8)
-            storage.append(contentsOf: value.utf8)
-        }
-        storage.withUnsafeMutableBufferPointer { buffer in
+        responseFields.removeAll(keepingCapacity: true)
+        responseFieldBytes.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
             var offset = 0
-            var nva: [nghttp2_nv] = []
-            nva.reserveCapacity(fields.count)
-            for (name, value) in fields {
-                let nameLength = name.utf8.count
-                let valueLength = value.utf8.count
-                nva.append(nghttp2_nv(name: base + offset, value: base + offset + nameLength,
-                                      namelen: nameLength, valuelen: valueLength,
-                                      flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            for (nameLength, valueLength) in responseFieldLengths {
+                responseFields.append(nghttp2_nv(name: base + offset, value: base + offset + nameLength,
+                                                 namelen: nameLength, valuelen: valueLength,
+                                                 flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
                 offset += nameLength + valueLength
             }
             if body.isEmpty {
-                _ = nghttp2_submit_response(session, streamID, nva, nva.count, nil)
+                _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, nil)
             } else {
                 var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
-                _ = nghttp2_submit_response(session, streamID, nva, nva.count, &provider)
+                _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, &provider)
             }
         }
     }
@@ -554,7 +577,7 @@ private func connection(_ userData: UnsafeMutableRawPointer?) -> ServerConnectio
 }
 
 private let readResponseBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
-    guard let connection = connection(userData), let stream = connection.streams[streamID], let buffer, let flags else {
+    guard let connection = connection(userData), let stream = connection.stream(streamID), let buffer, let flags else {
         return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
     }
     let count = min(length, stream.responseBody.count - stream.responseOffset)
@@ -593,7 +616,7 @@ extension ServerLoop {
         nghttp2_session_callbacks_set_on_header_callback2(callbacks) { _, frame, name, value, flags, userData in
             guard let frame, let name, let value, let connection = connection(userData),
                   frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST,
-                  let stream = connection.streams[frame.pointee.hd.stream_id]
+                  let stream = connection.stream(frame.pointee.hd.stream_id)
             else { return 0 }
             let nameBuffer = nghttp2_rcbuf_get_buf(name)
             let valueBuffer = nghttp2_rcbuf_get_buf(value)
@@ -603,13 +626,13 @@ extension ServerLoop {
                 return 0
             }
             stream.headers.append(RecordedRequest.Header(
-                name: String(decoding: UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len), as: UTF8.self),
-                value: String(decoding: UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len), as: UTF8.self),
+                name: connection.headerStrings.string(UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len)),
+                value: connection.headerStrings.string(UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len)),
                 neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let connection = connection(userData), let stream = connection.streams[streamID] else { return 0 }
+            guard let data, let connection = connection(userData), let stream = connection.stream(streamID) else { return 0 }
             let keep = min(length, max(0, 64 * 1024 - stream.body.count))
             if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }
             stream.bodyLength += length
@@ -619,7 +642,7 @@ extension ServerLoop {
             guard let frame, let connection = connection(userData) else { return 0 }
             let streamID = frame.pointee.hd.stream_id
             let type = Int(frame.pointee.hd.type)
-            if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.streams[streamID], stream.headerBlockLength == 0 {
+            if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.stream(streamID), stream.headerBlockLength == 0 {
                 stream.headerBlockLength = connection.headerBlockBytes
                 // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
                 stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
