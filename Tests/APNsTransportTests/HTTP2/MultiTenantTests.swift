@@ -51,7 +51,8 @@ struct MultiTenantTests {
 
     static let alert = PushNotification(payload: .alert(title: "Hello", body: "World"), topic: "com.example.app")
 
-    /// The keys (`iss`/`kid`) each connection of `server` carried, by connection number.
+    /// The keys (`iss`/`kid`) each connection of `server` carried, by connection number,
+    /// from its recorded requests.
     static func keysByConnection(_ server: MockAPNsServer) -> [Int: Set<String>] {
         var keys: [Int: Set<String>] = [:]
         for record in server.recordedRequests {
@@ -59,6 +60,19 @@ struct MultiTenantTests {
             keys[record.connectionNumber, default: []].insert(key)
         }
         return keys
+    }
+
+    /// Checks, with the server's own binding record (every token it read, accepted or
+    /// not) and its recorded requests, that no connection carried two keys.
+    static func expectOneKeyPerConnection(_ server: MockAPNsServer, keys expected: Int? = nil) {
+        let bound = server.keyIDsByConnection
+        #expect(!bound.isEmpty)
+        #expect(bound.values.allSatisfy { $0.count == 1 }, "\(bound.filter { $0.value.count > 1 })")
+        if let expected { #expect(Set(bound.values.flatMap { $0 }).count == expected) }
+        let recorded = keysByConnection(server)
+        #expect(recorded.values.allSatisfy { $0.count == 1 }, "\(recorded.filter { $0.value.count > 1 })")
+        // And the server never had to refuse a token for another key.
+        #expect(!server.recordedRequests.contains { $0.reason == "UnrelatedKeyIdInToken" })
     }
 
     static func transport(_ server: MockAPNsServer, _ configure: (inout HTTP2Transport.Configuration) -> Void) throws -> HTTP2Transport {
@@ -159,9 +173,7 @@ struct MultiTenantTests {
                 #expect(outcomes.count == floodCount)
                 #expect(outcomes.allSatisfy { (try? $0.result.get()) != nil })
                 // The server's record: no connection ever carried two keys.
-                let keys = Self.keysByConnection(server)
-                #expect(keys.values.allSatisfy { $0.count == 1 }, "\(keys.filter { $0.value.count > 1 })")
-                #expect(Set(keys.values.flatMap { $0 }).count == 48)
+                Self.expectOneKeyPerConnection(server, keys: 48)
                 // The budget never let more than 56 be open or opening at once; the server
                 // may count a closing connection for a moment after the client let go of it.
                 #expect(budget.limit == 56)
@@ -240,8 +252,7 @@ struct MultiTenantTests {
             _ = try await a.send(Self.alert, to: try Self.device(4))
             await transport.shutdown()
 
-            let keys = Self.keysByConnection(server)
-            #expect(keys.values.allSatisfy { $0.count == 1 }, "\(keys.filter { $0.value.count > 1 })")
+            Self.expectOneKeyPerConnection(server, keys: 3)
         }
     }
 
@@ -274,6 +285,44 @@ struct MultiTenantTests {
             #expect(records.count == 3 && records[2].connectionNumber != records[1].connectionNumber)
             #expect(records.count == 3 && records[0].connectionNumber == records[1].connectionNumber)
             #expect(transport.statistics.connectionsOpened == 2)
+        }
+    }
+
+    @Test("the 2025 key rules from the server surface with their remedies: a sandbox-only key in production, a topic-specific key off its topics")
+    func keyRules() async throws {
+        let tenants = try Self.tenants(3)
+        var configuration = Self.tokenServer(tenants)
+        configuration.bundleIDs = []
+        configuration.environment = .production
+        configuration.keyScopes = [
+            tenants[0].keyID: .sandboxOnly,
+            tenants[1].keyID: MockAPNsServer.KeyScope(topics: ["com.example.other"]),
+        ]
+        try await withMockAPNsServer(configuration: configuration) { server in
+            let transport = try Self.transport(server) { _ in }
+            func send(_ tenant: Tenant) async throws -> APNsRejection? {
+                let client = APNsClient(
+                    credentials: .providerToken(try ProviderTokenCache(key: tenant.key, keyID: tenant.keyID, teamID: tenant.teamID)),
+                    transport: transport,
+                    retryPolicy: .never
+                )
+                let device = try Self.device(7)
+                do throws(APNsError) {
+                    _ = try await client.send(Self.alert, to: device)
+                    return nil
+                } catch {
+                    return error.rejection
+                }
+            }
+            let environment = try await send(tenants[0])
+            #expect(environment?.reason == .badEnvironmentKeyIDInToken)
+            #expect(environment?.remedy == .fixCredentials)
+            let topic = try await send(tenants[1])
+            #expect(topic?.reason == .topicDisallowed)
+            #expect(topic?.remedy == .fixRequest)
+            #expect(try await send(tenants[2]) == nil)
+            await transport.shutdown()
+            Self.expectOneKeyPerConnection(server, keys: 3)
         }
     }
 
