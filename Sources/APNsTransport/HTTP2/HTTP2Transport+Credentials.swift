@@ -21,21 +21,31 @@ extension HTTP2Transport {
         }
 
         let kind: Kind
-        /// The team and key id, or the certificate's description: never a secret.
-        public let description: String
+        /// A certificate's name, for ``description`` (not compared).
+        private let certificateName: String?
+
+        /// The team and key id, or the certificate's subject: never a secret. Made when
+        /// asked for, not per request.
+        public var description: String {
+            switch kind {
+            case .configured: "configured"
+            case .providerKey(let teamID, let keyID): "team \(teamID) key \(keyID)"
+            case .certificate: "certificate \(certificateName ?? "")"
+            }
+        }
 
         /// The transport's own configuration: requests with neither a provider token nor
         /// a certificate of their own (the certificate of ``Configuration/tls``, if any).
-        public static let configured = Credential(kind: .configured, description: "configured")
+        public static let configured = Credential(kind: .configured)
 
         /// A provider key: requests whose tokens have this `iss` and `kid`.
         public static func providerKey(teamID: String, keyID: String) -> Credential {
-            Credential(kind: .providerKey(teamID: teamID, keyID: keyID), description: "team \(teamID) key \(keyID)")
+            Credential(kind: .providerKey(teamID: teamID, keyID: keyID))
         }
 
         /// Requests that present `certificate` (``APNsCore/APNsCredentials/clientCertificate(_:)``).
         public static func certificate(_ certificate: APNsClientCertificate) -> Credential {
-            Credential(kind: .certificate(id: certificate.id), description: "certificate \(certificate.description)")
+            Credential(kind: .certificate(id: certificate.id), certificateName: certificate.description)
         }
 
         /// The credential of a provider token: its team id and key id.
@@ -43,9 +53,9 @@ extension HTTP2Transport {
             self = .providerKey(teamID: token.teamID ?? "", keyID: token.keyID ?? "")
         }
 
-        init(kind: Kind, description: String) {
+        init(kind: Kind, certificateName: String? = nil) {
             self.kind = kind
-            self.description = description
+            self.certificateName = certificateName
         }
 
         /// Equal when they name the same key or certificate.

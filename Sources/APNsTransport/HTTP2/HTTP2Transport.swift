@@ -317,11 +317,13 @@ public final class HTTP2Transport: PushTransport {
         }
     }
 
-    /// Closes the pools with nothing queued or in flight and no request for `idle`.
+    /// Closes the pools with nothing queued or in flight and no request for `idle`,
+    /// unless a pool is the transport's only one (a single-tenant transport keeps its
+    /// connections open, as Apple asks).
     func closeIdlePools(idleFor idle: Duration, now: UInt64 = MonotonicTime.now()) async {
         let limit = MonotonicTime.nanoseconds(idle)
         let idlePools: [HTTP2ConnectionPool] = pools.withLock { state in
-            if state.shutDown { return [] }
+            if state.shutDown || state.pools.count < 2 { return [] }
             var closing: [HTTP2ConnectionPool] = []
             for (key, pool) in state.pools {
                 let activity = pool.activity
