@@ -326,6 +326,44 @@ struct MultiTenantTests {
         }
     }
 
+    @Test("a budget of one connection: a second tenant waits (its timeout holds, never sent), and gets the connection once the first tenant's closes")
+    func budgetOfOne() async throws {
+        let tenants = try Self.tenants(2)
+        try await withMockAPNsServer(configuration: Self.tokenServer(tenants)) { server in
+            let transport = try Self.transport(server) { $0.maxConnections = 1 }
+            func client(_ tenant: Tenant, timeout: Duration) throws -> APNsClient {
+                APNsClient(
+                    credentials: .providerToken(try ProviderTokenCache(key: tenant.key, keyID: tenant.keyID, teamID: tenant.teamID)),
+                    transport: transport,
+                    retryPolicy: .never,
+                    requestTimeout: timeout
+                )
+            }
+            let a = try client(tenants[0], timeout: .seconds(20))
+            let b = try client(tenants[1], timeout: .milliseconds(300))
+            _ = try await a.send(Self.alert, to: try Self.device(1))
+            // A holds the only connection, its guaranteed one: B waits, and times out in
+            // the queue (never sent).
+            let device = try Self.device(2)
+            do throws(APNsError) {
+                _ = try await b.send(Self.alert, to: device)
+                Issue.record("B was sent while A held the only connection")
+            } catch {
+                #expect(error.transportError?.code == .timeout, "\(error)")
+                #expect(error.transportError?.mayHaveReachedAPNs == false)
+            }
+            #expect(transport.connectionBudget.held == 1)
+            // A leaves: its connection's place is offered to B.
+            await transport.closeConnections(for: tenants[0].credential)
+            let bAgain = try client(tenants[1], timeout: .seconds(20))
+            _ = try await bAgain.send(Self.alert, to: try Self.device(3))
+            #expect(transport.connectionBudget.peak == 1)
+            await transport.shutdown()
+            #expect(server.statistics.peakOpenConnections <= 2)
+            Self.expectOneKeyPerConnection(server, keys: 2)
+        }
+    }
+
     @Test("a request's client certificate that is not a ClientIdentity fails as tlsFailure, never sent")
     func foreignCertificateHandle() async throws {
         try await withMockAPNsServer { server in
