@@ -78,6 +78,8 @@ public final class HTTP2Transport: PushTransport {
     /// The TLS settings of the connector, when it is the TLS one (per-certificate pools
     /// derive theirs from it); `nil` for an injected connector.
     private let tls: TLSConfiguration?
+    /// Makes the connector of a TLS configuration (`nil` for an injected connector).
+    private let makeConnector: (@Sendable (TLSConfiguration) -> HTTP2Connector)?
     let pools = Mutex<Pools>(Pools())
     let budget: SharedConnectionBudget
     /// The last raw `authorization` value read and its credential (requests built without
@@ -106,17 +108,32 @@ public final class HTTP2Transport: PushTransport {
                 metadata: ["apns.host": "\(configuration.environment.host)"]
             )
         }
-        self.init(configuration: configuration, tls: tls) { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
-            try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout)
+        let resolver = configuration.resolver
+        let attempts = ConnectionAttemptCounter()
+        // One connector per TLS configuration: the transport's own, and one per client
+        // certificate a request asks for.
+        let makeConnector: @Sendable (TLSConfiguration) -> HTTP2Connector = { tls in
+            { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
+                // Every attempt resolves the host again and starts one address further on.
+                let choice = AddressChoice(resolver: resolver, rotation: attempts.next())
+                return try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout, addresses: choice)
+            }
         }
+        self.init(configuration: configuration, tls: tls, makeConnector: makeConnector, connector: makeConnector(tls))
     }
 
     /// Creates a transport whose connections come from `connector` (tests use plain
     /// sockets with an in-process HTTP/2 server).
-    init(configuration: Configuration, tls: TLSConfiguration? = nil, connector: @escaping HTTP2Connector) {
+    init(
+        configuration: Configuration,
+        tls: TLSConfiguration? = nil,
+        makeConnector: (@Sendable (TLSConfiguration) -> HTTP2Connector)? = nil,
+        connector: @escaping HTTP2Connector
+    ) {
         self.configuration = configuration
         self.connector = connector
         self.tls = tls
+        self.makeConnector = makeConnector
         self.statisticsBox = StatisticsBox(metrics: TransportMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory))
         self.budget = SharedConnectionBudget(limit: max(1, configuration.maxConnections))
     }
@@ -286,7 +303,7 @@ public final class HTTP2Transport: PushTransport {
     /// The connector for connections that present `certificate` (the transport's own
     /// when `nil`).
     private func connector(presenting certificate: APNsClientCertificate?) throws(APNsTransportError) -> HTTP2Connector {
-        guard let certificate, let tls else { return connector }
+        guard let certificate, let tls, let makeConnector else { return connector }
         guard let identity = certificate.value as? ClientIdentity else {
             throw .tlsFailure(
                 "the request's client certificate (\(certificate)) is not an APNsTransport ClientIdentity: "
@@ -295,10 +312,7 @@ public final class HTTP2Transport: PushTransport {
         }
         var presenting = tls
         presenting.clientIdentity = identity
-        let configuration = presenting
-        return { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
-            try TLSStream.connect(to: endpoint, configuration: configuration, timeout: timeout)
-        }
+        return makeConnector(presenting)
     }
 
     /// Starts the task that closes idle pools, once.
@@ -381,5 +395,16 @@ public final class HTTP2Transport: PushTransport {
             logger: configuration.logger,
             retireGracePeriod: configuration.shutdownGracePeriod
         )
+    }
+}
+
+/// Numbers a transport's connection attempts, so that consecutive ones start at
+/// different addresses of the host.
+private final class ConnectionAttemptCounter: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// The next attempt's number: 0, 1, 2, …
+    func next() -> Int {
+        count.wrappingAdd(1, ordering: .relaxed).oldValue
     }
 }
