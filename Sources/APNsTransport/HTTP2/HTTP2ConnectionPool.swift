@@ -469,19 +469,22 @@ final class HTTP2ConnectionPool: Sendable {
     /// afterwards (looked up just before) go to ``redirect`` instead of failing.
     func close(gracePeriod: Duration) async {
         state.withLock { $0.closedAlone = true }
-        await shutdown(gracePeriod: gracePeriod)
+        await shutdown(
+            gracePeriod: gracePeriod,
+            reason: "the connections of \(credential) were closed (idle, or closeConnections(for:)) before the request was sent"
+        )
     }
 
     /// Fails what is queued, lets in-flight requests finish until `gracePeriod` has
     /// passed, closes every connection with GOAWAY, and returns when all threads exited.
-    func shutdown(gracePeriod: Duration) async {
+    func shutdown(gracePeriod: Duration, reason: String = "the transport shut down before the request was sent") async {
         let deadline = MonotonicTime.deadline(after: gracePeriod)
         let (queued, connections): ([PendingRequest], [HTTP2Connection]) = state.withLock { locked in
             let (fail, signal) = locked.machine.shutdown(deadline: deadline)
             return (fail, signal.map { locked.connections[$0] })
         }
         for pending in queued {
-            pending.finish(.failure(.shutdown("the transport shut down before the request was sent")))
+            pending.finish(.failure(.shutdown(reason)))
         }
         for connection in connections { connection.wakeup.signal() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
