@@ -2,12 +2,13 @@
 # Installs what swift-apns needs on a Debian machine, and nothing that is already there.
 #   scripts/bootstrap.sh          build dependencies (libssl-dev, libnghttp2-dev, pkg-config)
 #   scripts/bootstrap.sh --test   plus the outside tools the tests check against
-#                                 (openssl, curl, nghttp2-client for nghttp and h2load, tinyproxy)
+#                                 (openssl, curl, nghttp2-client for nghttp and h2load, tinyproxy,
+#                                 python3-jwt and python3-cryptography to sign provider tokens)
 set -euo pipefail
 
 packages=(libssl-dev libnghttp2-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-    packages+=(openssl curl nghttp2-client tinyproxy)
+    packages+=(openssl curl nghttp2-client tinyproxy python3-jwt python3-cryptography)
 fi
 
 missing=()

@@ -19,13 +19,18 @@ struct HeaderBlockTap {
     private var blockStream: UInt32 = 0
     /// Completed header blocks' representations, by stream.
     private(set) var representations: [UInt32: [RecordedRequest.HeaderRepresentation]] = [:]
+    /// Whether header blocks are kept and walked. Off when no request is recorded: frames
+    /// are still split, so the tap stays in step with the byte stream, but nothing is
+    /// copied or walked.
+    var keepsBlocks = true
 
     private static let headers: UInt8 = 0x1, continuation: UInt8 = 0x9
     private static let endHeaders: UInt8 = 0x4, padded: UInt8 = 0x8, priority: UInt8 = 0x20
 
     /// Removes and returns the representations of the header block of `stream`.
     mutating func take(stream: Int32) -> [RecordedRequest.HeaderRepresentation]? {
-        representations.removeValue(forKey: UInt32(bitPattern: stream))
+        if representations.isEmpty { return nil }
+        return representations.removeValue(forKey: UInt32(bitPattern: stream))
     }
 
     /// Feeds bytes in the order they arrived.
@@ -46,7 +51,7 @@ struct HeaderBlockTap {
                 continue
             }
             let take = min(payloadRemaining, count - index)
-            if isHeaderFrame { payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[index..<index + take])) }
+            if keepsBlocks, isHeaderFrame { payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[index..<index + take])) }
             payloadRemaining -= take
             index += take
             if payloadRemaining == 0 { endFrame() }
@@ -68,7 +73,7 @@ struct HeaderBlockTap {
 
     private mutating func endFrame() {
         defer { frameType = 0 }
-        guard isHeaderFrame else { return }
+        guard keepsBlocks, isHeaderFrame else { return }
         var fragment = payload[...]
         if frameType == Self.headers {
             block.removeAll(keepingCapacity: true)

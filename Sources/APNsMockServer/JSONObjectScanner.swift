@@ -8,16 +8,38 @@ struct JSONObjectScanner {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
+    /// When set, top-level keys are compared with this one instead of collected.
+    private let wanted: [UInt8]?
+    private var foundWanted = false
+    /// Reused for each decoded key.
+    private var keyScratch: [UInt8] = []
 
     /// The top-level keys of `body` if it is exactly one JSON object, otherwise `nil`.
     static func topLevelKeys(of body: [UInt8]) -> Set<String>? {
-        guard String(validating: body, as: UTF8.self) != nil else { return nil }
-        var scanner = JSONObjectScanner(bytes: body)
+        guard isValidUTF8(body) else { return nil }
+        var scanner = JSONObjectScanner(bytes: body, wanted: nil)
         return scanner.scanDocument()
     }
 
-    private init(bytes: [UInt8]) {
+    /// Whether `body`, if it is exactly one JSON object, has the top-level key `key`;
+    /// `nil` if it is not one JSON object. Decodes keys into one reused buffer and builds
+    /// no strings: the per-request check of the mock server (`aps`).
+    static func object(_ body: [UInt8], hasTopLevelKey key: String) -> Bool? {
+        guard isValidUTF8(body) else { return nil }
+        var scanner = JSONObjectScanner(bytes: body, wanted: Array(key.utf8))
+        guard scanner.scanDocument() != nil else { return nil }
+        return scanner.foundWanted
+    }
+
+    /// ASCII (every byte below 0x80) is valid UTF-8 as it is; anything else is checked in full.
+    private static func isValidUTF8(_ body: [UInt8]) -> Bool {
+        body.allSatisfy { $0 < 0x80 } || String(validating: body, as: UTF8.self) != nil
+    }
+
+    private init(bytes: [UInt8], wanted: [UInt8]?) {
         self.bytes = bytes
+        self.wanted = wanted
+        if wanted != nil { keyScratch.reserveCapacity(32) }
     }
 
     private mutating func scanDocument() -> Set<String>? {
@@ -69,9 +91,16 @@ struct JSONObjectScanner {
             skipWhitespace()
             guard peek() == UInt8(ascii: "\"") else { return false }
             if collect {
-                var key = [UInt8]()
+                var key = keyScratch
+                keyScratch = []
+                key.removeAll(keepingCapacity: true)
                 guard scanKey(into: &key) else { return false }
-                keys.insert(String(decoding: key, as: UTF8.self))
+                if let wanted {
+                    if key == wanted { foundWanted = true }
+                } else {
+                    keys.insert(String(decoding: key, as: UTF8.self))
+                }
+                keyScratch = key
             } else {
                 guard scanString(decodeInto: nil) else { return false }
             }

@@ -57,6 +57,13 @@ extension MockAPNsServer {
         /// and broadcast requests get 400 `FeatureNotEnabled`, as from APNs for an app
         /// whose Broadcast Capability is not enabled. Empty (the default): every app has it.
         public var broadcastDisabledBundleIDs: Set<String>
+        /// The environment the server stands for, which keys limited to one environment
+        /// are checked against (default ``Environment/sandbox``).
+        public var environment: Environment
+        /// The scope of provider keys, by key identifier (`kid`): environment-scoped and
+        /// topic-specific keys. A key not listed is a team key (``KeyScope/team``). Only
+        /// used with ``Authentication/providerToken(_:)``.
+        public var keyScopes: [String: KeyScope]
         /// The clock used for token age and token-update checks.
         public var now: @Sendable () -> Date
         /// Where the server logs; nothing is logged at info or above unless something fails.
@@ -73,6 +80,8 @@ extension MockAPNsServer {
         ///   - recordedRequestLimit: How many requests to keep; `0` records none (fastest).
         ///   - malformedPayloadReason: The reason for a body that is not a JSON object with `aps`.
         ///   - broadcastDisabledBundleIDs: Apps whose broadcast requests get `FeatureNotEnabled`.
+        ///   - environment: The environment the server stands for.
+        ///   - keyScopes: Environment-scoped and topic-specific keys, by key identifier.
         ///   - now: The clock for token age and token-update checks.
         ///   - logger: Where the server logs (debug level; errors only when something fails).
         public init(
@@ -85,6 +94,8 @@ extension MockAPNsServer {
             recordedRequestLimit: Int = 100_000,
             malformedPayloadReason: String = "BadRequestPayload",
             broadcastDisabledBundleIDs: Set<String> = [],
+            environment: Environment = .sandbox,
+            keyScopes: [String: KeyScope] = [:],
             now: @escaping @Sendable () -> Date = { Date() },
             logger: Logger = Logger(label: "apns.mock-server", factory: { _ in SwiftLogNoOpLogHandler() })
         ) {
@@ -97,6 +108,8 @@ extension MockAPNsServer {
             self.recordedRequestLimit = recordedRequestLimit
             self.malformedPayloadReason = malformedPayloadReason
             self.broadcastDisabledBundleIDs = broadcastDisabledBundleIDs
+            self.environment = environment
+            self.keyScopes = keyScopes
             self.now = now
             self.logger = logger
         }

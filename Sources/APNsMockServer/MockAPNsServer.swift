@@ -330,6 +330,19 @@ public final class MockAPNsServer: Sendable {
         state.shared.withLock { $0.statistics }
     }
 
+    /// The provider keys each connection carried, by connection number (as in
+    /// ``RecordedRequest/connectionNumber``): the key identifier (`kid`) of every token
+    /// whose header could be read, accepted or not, in the order first seen.
+    ///
+    /// APNs binds a connection to the key of its first token and refuses tokens of any other
+    /// key there (403 `UnrelatedKeyIdInToken`), so a client that keeps one connection per key
+    /// leaves exactly one key per connection here. Kept for every connection whatever
+    /// ``Configuration/recordedRequestLimit`` says (it costs one entry per key and
+    /// connection); empty unless the server uses ``Authentication/providerToken(_:)``.
+    public var keyIDsByConnection: [Int: [String]] {
+        state.shared.withLock { $0.keyIDsByConnection }
+    }
+
     /// Forgets the recorded requests (counters keep counting).
     public func removeRecordedRequests() {
         state.shared.withLock { shared in
@@ -364,6 +377,7 @@ public final class MockAPNsServer: Sendable {
             let key = shared.nextSubscriber
             shared.nextSubscriber += 1
             shared.subscribers[key] = continuation
+            state.hasSubscribers.store(true, ordering: .relaxed)
             return key
         }
         guard let key else {
@@ -371,7 +385,10 @@ public final class MockAPNsServer: Sendable {
             return stream
         }
         continuation.onTermination = { _ in
-            _ = state.shared.withLock { $0.subscribers.removeValue(forKey: key) }
+            state.shared.withLock { shared in
+                shared.subscribers.removeValue(forKey: key)
+                state.hasSubscribers.store(!shared.subscribers.isEmpty, ordering: .relaxed)
+            }
         }
         return stream
     }

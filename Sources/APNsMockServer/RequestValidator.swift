@@ -7,8 +7,20 @@
 struct RequestValidator: Sendable {
     /// A request as received: headers in order, and the body.
     struct Request {
-        var headers: [(name: String, value: String)]
+        var headers: [RecordedRequest.Header]
         var body: [UInt8]
+
+        /// A request with the headers as the server received them.
+        init(headers: [RecordedRequest.Header], body: [UInt8]) {
+            self.headers = headers
+            self.body = body
+        }
+
+        /// A request from name and value pairs (for tests).
+        init(headers: [(name: String, value: String)], body: [UInt8]) {
+            self.init(headers: headers.map { RecordedRequest.Header(name: $0.name, value: $0.value, neverIndexed: false) },
+                      body: body)
+        }
     }
 
     /// A refusal: the status and Apple's reason.
@@ -48,21 +60,32 @@ struct RequestValidator: Sendable {
     /// Checks `request`; `authorize` is called with the `authorization` value (or `nil`)
     /// at the point APNs checks it, and returns a rejection or `nil` to go on.
     /// `certificateTopics` are the topics of the client certificate in certificate mode.
+    /// `keyTopics` is asked once `authorize` accepted: the topics of a topic-specific
+    /// provider key (see ``MockAPNsServer/KeyScope``), `nil` when any topic goes.
     func validate(
         _ request: Request,
         certificateTopics: [String]? = nil,
+        keyTopics: () -> Set<String>? = { nil },
         authorize: (String?) -> Rejection?
     ) -> Result<Accepted, Rejection> {
         var method: String?
         var path: String?
-        var fields: [String: String] = [:]
+        var fields = Fields()
         var duplicate = false
-        for (name, value) in request.headers {
+        /// Names the rules do not read, to find repeats among them (a few per request).
+        var others: [String] = []
+        for header in request.headers {
+            let name = header.name
             switch name {
-            case ":method": method = value
-            case ":path": path = value
+            case ":method": method = header.value
+            case ":path": path = header.value
             default:
-                if !name.hasPrefix(":"), fields.updateValue(value, forKey: name) != nil {
+                guard !name.hasPrefix(":") else { continue }
+                if !fields.set(name, header.value) {
+                    let length = name.utf8.count
+                    if others.contains(where: { $0.utf8.count == length && $0 == name }) { duplicate = true }
+                    others.append(name)
+                } else if fields.repeated {
                     duplicate = true
                 }
             }
@@ -71,7 +94,7 @@ struct RequestValidator: Sendable {
         let prefix = "/3/device/"
         guard let path, path.hasPrefix(prefix) else { return .failure(Rejection(status: 404, reason: "BadPath")) }
         if duplicate { return .failure(Rejection(status: 400, reason: "DuplicateHeaders")) }
-        if let rejection = authorize(fields["authorization"]) { return .failure(rejection) }
+        if let rejection = authorize(fields.authorization) { return .failure(rejection) }
 
         let token = path.utf8.dropFirst(prefix.utf8.count)
         guard !token.isEmpty else { return .failure(Rejection(status: 400, reason: "MissingDeviceToken")) }
@@ -79,11 +102,11 @@ struct RequestValidator: Sendable {
             return .failure(Rejection(status: 400, reason: "BadDeviceToken"))
         }
 
-        let pushType = fields["apns-push-type"] ?? "alert"
+        let pushType = fields.pushType ?? "alert"
         guard let suffix = Self.topicSuffixes[pushType] else {
             return .failure(Rejection(status: 400, reason: "InvalidPushType"))
         }
-        var topic = fields["apns-topic"].flatMap { $0.isEmpty ? nil : $0 }
+        var topic = fields.topic.flatMap { $0.isEmpty ? nil : $0 }
         if let certificateTopics {
             // APNs uses the certificate's topic when the request names none and the
             // certificate has exactly one; a topic the certificate does not list is refused.
@@ -95,9 +118,13 @@ struct RequestValidator: Sendable {
         guard let topic else {
             return .failure(Rejection(status: 400, reason: "MissingTopic"))
         }
+        if let allowed = keyTopics(), !Self.topic(topic, suffix: suffix, isIn: allowed) {
+            // A topic-specific key pushes to its own topics only.
+            return .failure(Rejection(status: 400, reason: "TopicDisallowed"))
+        }
         if let rejection = checkTopic(topic, suffix: suffix) { return .failure(rejection) }
 
-        if let priority = fields["apns-priority"] {
+        if let priority = fields.priority {
             guard priority == "10" || priority == "5" || priority == "1" else {
                 return .failure(Rejection(status: 400, reason: "BadPriority"))
             }
@@ -105,28 +132,61 @@ struct RequestValidator: Sendable {
                 return .failure(Rejection(status: 400, reason: "BadPriority"))
             }
         }
-        if let expiration = fields["apns-expiration"] {
+        if let expiration = fields.expiration {
             guard !expiration.isEmpty, expiration.utf8.count <= 18,
                   expiration.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
             else { return .failure(Rejection(status: 400, reason: "BadExpirationDate")) }
         }
-        let apnsID = fields["apns-id"]
+        let apnsID = fields.apnsID
         if let apnsID, !Self.isCanonicalUUID(apnsID) {
             return .failure(Rejection(status: 400, reason: "BadMessageId"))
         }
-        if let collapseID = fields["apns-collapse-id"], collapseID.utf8.count > 64 {
+        if let collapseID = fields.collapseID, collapseID.utf8.count > 64 {
             return .failure(Rejection(status: 400, reason: "BadCollapseId"))
         }
 
         guard !request.body.isEmpty else { return .failure(Rejection(status: 400, reason: "PayloadEmpty")) }
         let limit = pushType == "voip" ? 5120 : 4096
         guard request.body.count <= limit else { return .failure(Rejection(status: 413, reason: "PayloadTooLarge")) }
-        guard let keys = JSONObjectScanner.topLevelKeys(of: request.body),
-              Self.typesWithoutAPS.contains(pushType) || keys.contains("aps")
+        guard let hasAPS = JSONObjectScanner.object(request.body, hasTopLevelKey: "aps"),
+              hasAPS || Self.typesWithoutAPS.contains(pushType)
         else { return .failure(Rejection(status: 400, reason: malformedPayloadReason)) }
 
         return .success(Accepted(deviceToken: String(decoding: token, as: UTF8.self),
                                  pushType: pushType, apnsID: apnsID))
+    }
+
+    /// The header fields the rules read (the last value when one is repeated).
+    private struct Fields {
+        var authorization: String?
+        var pushType: String?
+        var topic: String?
+        var priority: String?
+        var expiration: String?
+        var apnsID: String?
+        var collapseID: String?
+
+        /// Whether a field was set twice.
+        var repeated = false
+
+        /// Sets the field `name` if the rules read it; returns whether they do.
+        mutating func set(_ name: String, _ value: String) -> Bool {
+            func store(_ field: inout String?) {
+                if field != nil { repeated = true }
+                field = value
+            }
+            switch name {
+            case "authorization": store(&authorization)
+            case "apns-push-type": store(&pushType)
+            case "apns-topic": store(&topic)
+            case "apns-priority": store(&priority)
+            case "apns-expiration": store(&expiration)
+            case "apns-id": store(&apnsID)
+            case "apns-collapse-id": store(&collapseID)
+            default: return false
+            }
+            return true
+        }
     }
 
     /// `BadTopic` when no accepted bundle identifier starts the topic; `DeviceTokenNotForTopic`
@@ -148,6 +208,13 @@ struct RequestValidator: Sendable {
             }
         }
         return Rejection(status: 400, reason: sawBundle ? "DeviceTokenNotForTopic" : "BadTopic")
+    }
+
+    /// Whether `topic` is one of `topics`, or one of them followed by the push type's `suffix`.
+    static func topic(_ topic: String, suffix: String, isIn topics: Set<String>) -> Bool {
+        if topics.contains(topic) { return true }
+        guard !suffix.isEmpty, topic.hasSuffix(suffix) else { return false }
+        return topics.contains(String(decoding: topic.utf8.dropLast(suffix.utf8.count), as: UTF8.self))
     }
 
     static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -9,6 +9,10 @@ import Glibc
 /// One client connection: TLS on a non-blocking socket, an nghttp2 server session fed
 /// with `nghttp2_session_mem_recv` and drained with `nghttp2_session_mem_send`.
 ///
+/// It does the I/O and the HTTP/2 glue only: each complete request goes to the loop's
+/// ``RequestHandler``, which decides the answer, and the connection performs the
+/// ``RequestHandler/Reply`` (answer now or later, GOAWAY, drop, break, go silent).
+///
 /// Lives on the server thread only. nghttp2 callbacks never close the connection or
 /// flush; they set state that ``handle(revents:)`` acts on once `mem_recv` returns.
 final class ServerConnection {
@@ -44,6 +48,62 @@ final class ServerConnection {
         var bodyLength = 0
         var responseBody: [UInt8] = []
         var responseOffset = 0
+
+        init() {
+            headers.reserveCapacity(16)
+        }
+
+        /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
+        func reset() {
+            headers.removeAll(keepingCapacity: true)
+            headerListSize = 0
+            headersTooLarge = false
+            headerBlockLength = 0
+            inflaterTableSize = 0
+            body.removeAll(keepingCapacity: true)
+            bodyLength = 0
+            responseBody.removeAll(keepingCapacity: true)
+            responseOffset = 0
+        }
+    }
+
+    /// Closed streams kept for reuse, so a request costs no new object or buffers.
+    private var spareStreams: [Stream] = []
+    /// Header names and values seen lately on this connection, reused when they repeat.
+    fileprivate var headerStrings = HeaderStringCache()
+    /// Reused by ``submitResponse(streamID:status:body:headers:)``: the fields' bytes and
+    /// nghttp2's name-value array (nghttp2 copies both when a response is submitted).
+    private var responseFieldBytes: [UInt8] = []
+    private var responseFieldLengths: [(name: Int, value: Int)] = []
+    private var responseFields: [nghttp2_nv] = []
+
+    /// The stream opened last: its header fields, body and end arrive one after the other,
+    /// so most look-ups need no hashing.
+    private var lastStreamID: Int32 = 0
+    private var lastStream: Stream?
+
+    /// A new request stream's record, reused from a closed one when there is one.
+    fileprivate func openStream(_ streamID: Int32) {
+        let stream = spareStreams.popLast() ?? Stream()
+        streams[streamID] = stream
+        lastStreamID = streamID
+        lastStream = stream
+    }
+
+    /// The record of an open request stream.
+    fileprivate func stream(_ streamID: Int32) -> Stream? {
+        if streamID == lastStreamID, let lastStream { return lastStream }
+        return streams[streamID]
+    }
+
+    /// Forgets a closed stream and keeps its record for the next one.
+    fileprivate func closeStream(_ streamID: Int32) {
+        if streamID == lastStreamID { lastStream = nil }
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        if spareStreams.count < 1024 {
+            stream.reset()
+            spareStreams.append(stream)
+        }
     }
 
     private struct Delayed {
@@ -72,20 +132,14 @@ final class ServerConnection {
     fileprivate var streams: [Int32: Stream] = [:]
     private var delayed: [Delayed] = []
     fileprivate var headerBlockBytes = 0
-    private var currentToken: Substring?
-    private var currentTokenSince = Date.distantPast
-    private var streamLimitRaised = false
+    /// What the request handler keeps for this connection (token rules, certificate topics).
+    private var requestState: RequestHandler.ConnectionState
     /// The last-stream-id of the GOAWAY this connection sent, if any: streams above it are
     /// never processed (RFC 9113 §6.8), so a client may safely send them again elsewhere.
     private var goAwayLastStreamID: Int32?
-    /// In certificate mode, the topics of the client's certificate (read after the handshake).
-    private var certificateTopics: [String]?
     /// How each header was represented on the wire, read beside nghttp2.
     fileprivate var headerTap = HeaderBlockTap()
-    private var tokenMode: Bool {
-        if case .providerToken = loop.configuration.authentication { return true }
-        return false
-    }
+    private var tokenMode: Bool { loop.handler.tokenMode }
 
     init?(fd: Int32, number: Int, loop: ServerLoop) {
         guard let ssl = SSL_new(loop.tls.context) else { return nil }
@@ -98,6 +152,7 @@ final class ServerConnection {
         self.fd = fd
         self.number = number
         self.loop = loop
+        self.requestState = loop.handler.makeConnectionState(number: number)
     }
 
     deinit {
@@ -205,7 +260,7 @@ final class ServerConnection {
                     close()
                     return
                 }
-                certificateTopics = CertificateTopics.topics(of: certificate)
+                requestState.certificateTopics = CertificateTopics.topics(of: certificate)
                 X509_free(certificate)
             }
             guard startSession() else {
@@ -250,6 +305,7 @@ final class ServerConnection {
                 SSL_read(ssl, $0.baseAddress, Int32($0.count))
             }
             if count > 0 {
+                headerTap.keepsBlocks = loop.recordsRequests
                 let consumed = loop.readBuffer.withUnsafeBytes {
                     headerTap.feed(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)]))
                     return nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
@@ -372,6 +428,7 @@ final class ServerConnection {
         ssl = nil
         Glibc.close(fd)
         streams.removeAll()
+        lastStream = nil
         delayed.removeAll()
     }
 
@@ -411,7 +468,7 @@ final class ServerConnection {
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
     func applyStreamLimit(_ limit: Int) {
         submitStreamLimit(limit)
-        streamLimitRaised = true
+        requestState.streamLimitRaised = true
         flush()
     }
 
@@ -432,7 +489,7 @@ final class ServerConnection {
     static let maxHeaderListSize = 16_384
 
     fileprivate func requestComplete(streamID: Int32) {
-        guard processesRequests, let stream = streams[streamID], let session else { return }
+        guard processesRequests, let stream = stream(streamID), let session else { return }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
             // stream is reset with ENHANCE_YOUR_CALM, unprocessed.
@@ -447,176 +504,67 @@ final class ServerConnection {
                                           NGHTTP2_REFUSED_STREAM.rawValue)
             return
         }
-        var claims: ProviderTokenClaims?
-        var tokenAccepted = false
-        let request = RequestValidator.Request(headers: stream.headers.map { ($0.name, $0.value) }, body: stream.body)
-        let authorizeRequest: (String?) -> RequestValidator.Rejection? = { authorization in
-            let (rejection, tokenClaims) = self.authorize(authorization)
-            claims = tokenClaims
-            tokenAccepted = rejection == nil
-            return rejection
-        }
-        var deviceToken: String?
-        var rejection: RequestValidator.Rejection?
-        /// `apns-id` for device pushes; `apns-request-id` for broadcasts and channel management.
-        let apnsID: String
-        var responseHeaders: [(String, String)]
-        var channelOperation: BroadcastRouter.Operation?
-        let path = stream.headers.first { $0.name == ":path" }?.value ?? ""
-        if BroadcastRouter.handles(path: path) {
-            let router = BroadcastRouter(bundleIDs: loop.validator.bundleIDs,
-                                         malformedPayloadReason: loop.validator.malformedPayloadReason,
-                                         channels: loop.state.channels,
-                                         broadcastDisabledBundleIDs: loop.configuration.broadcastDisabledBundleIDs)
-            let routed = router.route(request, certificateTopics: certificateTopics, authorize: authorizeRequest)
-            switch routed.result {
-            case .success(let operation): channelOperation = operation
-            case .failure(let failure): rejection = failure
-            }
-            apnsID = routed.requestID
-            responseHeaders = [("apns-request-id", apnsID)]
-        } else {
-            switch loop.validator.validate(request, certificateTopics: certificateTopics, authorize: authorizeRequest) {
-            case .success(let accepted): deviceToken = accepted.deviceToken
-            case .failure(let failure): rejection = failure
-            }
-            let requestedID = stream.headers.first { $0.name == "apns-id" }?.value
-            apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
-            responseHeaders = [("apns-id", apnsID)]
-        }
-
-        var record: RecordedRequest?
-        let representations = headerTap.take(stream: streamID)
-        if loop.state.isRecording {
-            var headers = stream.headers
-            if let representations, representations.count == headers.count {
-                for index in headers.indices { headers[index].representation = representations[index] }
-            }
-            record = RecordedRequest(
-                sequenceNumber: 0, connectionNumber: number, streamID: Int(streamID), headers: headers,
-                headerBlockLength: stream.headerBlockLength, inflaterDynamicTableSize: stream.inflaterTableSize, body: stream.body, providerToken: claims,
-                status: 0, reason: nil, apnsID: apnsID)
-        }
-        let decision = loop.state.decide(validation: rejection, deviceToken: deviceToken, record: record, apnsID: apnsID,
-                                         successStatus: channelOperation?.successStatus ?? 200,
-                                         broadcastChannel: channelOperation?.broadcastChannelID)
-        if decision.drop || decision.breakProtocol || decision.blackHole {
-            if decision.drop {
-                dropRequested = true
-            } else if decision.breakProtocol {
-                breakRequested = true
-                delayed.removeAll()
-            } else {
-                goSilent()
-            }
-            decision.observer?(MockAPNsServer.ProcessedRequest(
-                sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
-                apnsID: apnsID, status: nil, deviceToken: deviceToken))
+        let request = RequestHandler.Request(
+            streamID: streamID, headers: stream.headers, body: stream.body, headerBlockLength: stream.headerBlockLength,
+            inflaterTableSize: stream.inflaterTableSize, representations: headerTap.take(stream: streamID))
+        let reply = loop.handler.handle(request, connection: &requestState)
+        switch reply.action {
+        case .drop:
+            dropRequested = true
             return
-        }
-        var status = decision.response?.status ?? 200
-        var body = decision.response.map { Array($0.jsonBody.utf8) } ?? []
-        if decision.response == nil, let channelOperation {
-            // Only now, when no scripted fault answers instead, does a channel change.
-            let answer = BroadcastRouter(bundleIDs: [], malformedPayloadReason: "", channels: loop.state.channels)
-                .commit(channelOperation)
-            status = answer.status
-            body = answer.body
-            responseHeaders += answer.headers
-        }
-        decision.observer?(MockAPNsServer.ProcessedRequest(
-            sequenceNumber: decision.sequenceNumber, connectionNumber: number, streamID: Int(streamID),
-            apnsID: apnsID, status: status, deviceToken: deviceToken))
-        if decision.delay > .zero {
-            let now = ContinuousClock.now
-            delayed.append(Delayed(due: now + decision.delay, received: now, streamID: streamID, status: status, body: body,
-                                   headers: responseHeaders, goAwayReason: decision.goAwayReason))
-        } else {
-            if let reason = decision.goAwayReason { goAway(reason: reason) }
-            submitResponse(streamID: streamID, status: status, body: body, headers: responseHeaders)
-        }
-        if tokenAccepted, tokenMode, !streamLimitRaised {
-            submitStreamLimit(loop.state.shared.withLock { $0.maxConcurrentStreams })
-            streamLimitRaised = true
-        }
-        if rejection != nil, let dropped = loop.configuration.streamLimitAfterRejection {
-            // APNs has been seen to lower a connection's stream limit after errors.
-            submitStreamLimit(dropped)
-        }
-    }
-
-    /// Token-mode checks of the `authorization` value, in APNs' order: present, bearer
-    /// JWT, valid signature (verified once per token string), under an hour old, and not
-    /// a new token less than 20 minutes after this connection's previous one.
-    private func authorize(_ authorization: String?) -> (RequestValidator.Rejection?, ProviderTokenClaims?) {
-        guard case .providerToken(let verifier) = loop.configuration.authentication else { return (nil, nil) }
-        guard let authorization, !authorization.isEmpty else {
-            return (RequestValidator.Rejection(status: 403, reason: "MissingProviderToken"), nil)
-        }
-        let invalid = RequestValidator.Rejection(status: 403, reason: "InvalidProviderToken")
-        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return (invalid, nil) }
-        let jwt = authorization.dropFirst(7)
-        let claims: ProviderTokenClaims?
-        if let known = loop.tokenVerdicts[String(jwt)] {
-            claims = known
-        } else {
-            let token = String(jwt)
-            let decoded = ProviderTokenClaims(jwt: token)
-            claims = decoded.flatMap { verifier.isValid(token, claims: $0) ? $0 : nil }
-            if loop.tokenVerdicts.count >= 10_000 { loop.tokenVerdicts.removeAll() }
-            loop.tokenVerdicts[token] = claims
-        }
-        guard let claims else { return (invalid, ProviderTokenClaims(jwt: String(jwt))) }
-        let now = loop.configuration.now()
-        if now.timeIntervalSince1970 - Double(claims.issuedAt) > 3600 {
-            return (RequestValidator.Rejection(status: 403, reason: "ExpiredProviderToken"), claims)
-        }
-        if let currentToken, currentToken != jwt {
-            if now.timeIntervalSince(currentTokenSince) < 20 * 60 {
-                return (RequestValidator.Rejection(status: 429, reason: "TooManyProviderTokenUpdates"), claims)
+        case .breakProtocol:
+            breakRequested = true
+            delayed.removeAll()
+            return
+        case .blackHole:
+            goSilent()
+            return
+        case .answer(let response, let delay, let goAwayReason):
+            if delay > .zero {
+                let now = ContinuousClock.now
+                delayed.append(Delayed(due: now + delay, received: now, streamID: streamID, status: response.status,
+                                       body: response.body, headers: response.headers, goAwayReason: goAwayReason))
+            } else {
+                if let goAwayReason { goAway(reason: goAwayReason) }
+                submitResponse(streamID: streamID, status: response.status, body: response.body, headers: response.headers)
             }
-            self.currentToken = jwt
-            currentTokenSince = now
-        } else if currentToken == nil {
-            currentToken = jwt
-            currentTokenSince = now
         }
-        return (nil, claims)
+        for limit in reply.streamLimits { submitStreamLimit(limit) }
     }
 
     /// Answers `streamID`: `:status`, then `headers` (`apns-id`, or `apns-request-id` and
     /// what a broadcast or channel answer adds), then the JSON body if any.
     private func submitResponse(streamID: Int32, status: Int, body: [UInt8], headers: [(String, String)]) {
         guard let session else { return }
-        var fields: [(String, String)] = [(":status", String(status))] + headers
+        responseFieldBytes.removeAll(keepingCapacity: true)
+        responseFieldLengths.removeAll(keepingCapacity: true)
+        func add(_ name: String, _ value: String) {
+            responseFieldBytes.append(contentsOf: name.utf8)
+            responseFieldBytes.append(contentsOf: value.utf8)
+            responseFieldLengths.append((name.utf8.count, value.utf8.count))
+        }
+        add(":status", String(status))
+        for (name, value) in headers { add(name, value) }
         if !body.isEmpty {
-            fields.append(("content-type", "application/json"))
-            fields.append(("content-length", String(body.count)))
-            streams[streamID]?.responseBody = body
+            add("content-type", "application/json")
+            add("content-length", String(body.count))
+            stream(streamID)?.responseBody = body
         }
-        var storage: [UInt8] = []
-        for (name, value) in fields {
-            storage.append(contentsOf: name.utf8)
-            storage.append(contentsOf: value.utf8)
-        }
-        storage.withUnsafeMutableBufferPointer { buffer in
+        responseFields.removeAll(keepingCapacity: true)
+        responseFieldBytes.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
             var offset = 0
-            var nva: [nghttp2_nv] = []
-            nva.reserveCapacity(fields.count)
-            for (name, value) in fields {
-                let nameLength = name.utf8.count
-                let valueLength = value.utf8.count
-                nva.append(nghttp2_nv(name: base + offset, value: base + offset + nameLength,
-                                      namelen: nameLength, valuelen: valueLength,
-                                      flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            for (nameLength, valueLength) in responseFieldLengths {
+                responseFields.append(nghttp2_nv(name: base + offset, value: base + offset + nameLength,
+                                                 namelen: nameLength, valuelen: valueLength,
+                                                 flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
                 offset += nameLength + valueLength
             }
             if body.isEmpty {
-                _ = nghttp2_submit_response(session, streamID, nva, nva.count, nil)
+                _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, nil)
             } else {
                 var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
-                _ = nghttp2_submit_response(session, streamID, nva, nva.count, &provider)
+                _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, &provider)
             }
         }
     }
@@ -629,7 +577,7 @@ private func connection(_ userData: UnsafeMutableRawPointer?) -> ServerConnectio
 }
 
 private let readResponseBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
-    guard let connection = connection(userData), let stream = connection.streams[streamID], let buffer, let flags else {
+    guard let connection = connection(userData), let stream = connection.stream(streamID), let buffer, let flags else {
         return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
     }
     let count = min(length, stream.responseBody.count - stream.responseOffset)
@@ -661,14 +609,14 @@ extension ServerLoop {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             guard let frame, let connection = connection(userData) else { return 0 }
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                connection.streams[frame.pointee.hd.stream_id] = ServerConnection.Stream()
+                connection.openStream(frame.pointee.hd.stream_id)
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback2(callbacks) { _, frame, name, value, flags, userData in
             guard let frame, let name, let value, let connection = connection(userData),
                   frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST,
-                  let stream = connection.streams[frame.pointee.hd.stream_id]
+                  let stream = connection.stream(frame.pointee.hd.stream_id)
             else { return 0 }
             let nameBuffer = nghttp2_rcbuf_get_buf(name)
             let valueBuffer = nghttp2_rcbuf_get_buf(value)
@@ -678,13 +626,13 @@ extension ServerLoop {
                 return 0
             }
             stream.headers.append(RecordedRequest.Header(
-                name: String(decoding: UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len), as: UTF8.self),
-                value: String(decoding: UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len), as: UTF8.self),
+                name: connection.headerStrings.string(UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len)),
+                value: connection.headerStrings.string(UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len)),
                 neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let connection = connection(userData), let stream = connection.streams[streamID] else { return 0 }
+            guard let data, let connection = connection(userData), let stream = connection.stream(streamID) else { return 0 }
             let keep = min(length, max(0, 64 * 1024 - stream.body.count))
             if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }
             stream.bodyLength += length
@@ -694,7 +642,7 @@ extension ServerLoop {
             guard let frame, let connection = connection(userData) else { return 0 }
             let streamID = frame.pointee.hd.stream_id
             let type = Int(frame.pointee.hd.type)
-            if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.streams[streamID], stream.headerBlockLength == 0 {
+            if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.stream(streamID), stream.headerBlockLength == 0 {
                 stream.headerBlockLength = connection.headerBlockBytes
                 // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
                 stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
@@ -711,7 +659,7 @@ extension ServerLoop {
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
             guard let connection = connection(userData) else { return 0 }
-            connection.streams.removeValue(forKey: streamID)
+            connection.closeStream(streamID)
             _ = connection.headerTap.take(stream: streamID)
             return 0
         }

@@ -8,14 +8,15 @@ import Glibc
 
 /// The server thread: one `poll(2)` loop over the listeners, the wake-up eventfd and every
 /// connection. All TLS and HTTP/2 state lives on this thread, so the hot path takes no lock
-/// except the one per request in ``ServerState/decide(validation:deviceToken:record:apnsID:)``.
+/// except the one per request in ``ServerState/decide(validation:deviceToken:apnsID:successStatus:broadcastChannel:record:)``.
 ///
 /// One thread per server (rather than per connection) keeps a whole server on one core,
 /// which is what the throughput goal measures, and makes stopping a single join.
 final class ServerLoop {
     let state: ServerState
     let configuration: MockAPNsServer.Configuration
-    let validator: RequestValidator
+    /// Decides every connection's answers (routing, validation, token rules, faults, records).
+    let handler: RequestHandler
     let tls: TLSServerContext
     let logger: Logger
     private(set) var listeners: [Int32] = []
@@ -24,10 +25,14 @@ final class ServerLoop {
     private var connections: [ServerConnection] = []
     private var nextConnectionNumber = 0
     private var running = true
-    /// Verdicts per distinct token string: a token is verified once, not per request.
-    var tokenVerdicts: [String: ProviderTokenClaims?] = [:]
     /// Scratch buffer for `SSL_read`, shared by all connections of this thread.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// Whether requests may be recorded (a record limit, or someone iterating
+    /// ``MockAPNsServer/requests()``): only then do connections keep raw header blocks.
+    var recordsRequests: Bool {
+        configuration.recordedRequestLimit > 0 || state.hasSubscribers.load(ordering: .relaxed)
+    }
 
     /// nghttp2's callback table, shared by every session of this thread (sessions copy it).
     let callbacks: OpaquePointer
@@ -39,8 +44,7 @@ final class ServerLoop {
         self.configuration = configuration
         self.tls = tls
         self.logger = configuration.logger
-        self.validator = RequestValidator(bundleIDs: configuration.bundleIDs,
-                                          malformedPayloadReason: configuration.malformedPayloadReason)
+        self.handler = RequestHandler(state: state, configuration: configuration)
     }
 
     deinit {

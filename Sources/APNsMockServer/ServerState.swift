@@ -41,6 +41,9 @@ final class ServerState: Sendable {
         var nextSubscriber = 0
         var exited = false
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The key identifiers each connection carried, in the order first seen; see
+        /// ``MockAPNsServer/keyIDsByConnection``.
+        var keyIDsByConnection: [Int: [String]] = [:]
         /// Told about every processed request; see ``MockAPNsServer/observeRequests(_:)``.
         var observer: (@Sendable (MockAPNsServer.ProcessedRequest) -> Void)?
     }
@@ -62,6 +65,10 @@ final class ServerState: Sendable {
     }
 
     let shared: Mutex<Shared>
+    /// Whether anyone iterates ``MockAPNsServer/requests()`` (written under the lock, read
+    /// without it by the server thread, which then keeps the raw header blocks it needs
+    /// for records).
+    let hasSubscribers = Atomic(false)
     /// The broadcast channels, with their own lock (see ``ChannelRegistry``).
     let channels = ChannelRegistry()
     /// The read end of a pipe the server thread polls; writing to ``wakeWriteFD`` wakes
@@ -104,18 +111,21 @@ final class ServerState: Sendable {
     }
 
     /// Applies the script to a request whose validation gave `validation`, records it and
-    /// returns what to answer. `record` is filled in with the final outcome.
+    /// returns what to answer: the one lock the server thread takes per request.
+    /// `makeRecord` is called (under the lock) only when records are wanted, and what it
+    /// returns is filled in with the final outcome.
     func decide(
-        validation: RequestValidator.Rejection?, deviceToken: String?, record: RecordedRequest?,
-        apnsID: String, successStatus: Int = 200, broadcastChannel: String? = nil
+        validation: RequestValidator.Rejection?, deviceToken: String?, apnsID: String,
+        successStatus: Int = 200, broadcastChannel: String? = nil,
+        record makeRecord: () -> RecordedRequest?
     ) -> Decision {
         shared.withLock { shared in
             var response: ScriptedResponse?
             if let validation {
                 response = ScriptedResponse(status: validation.status, reason: validation.reason)
-            } else if let deviceToken, let scripted = shared.perToken[deviceToken] {
+            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[deviceToken] {
                 response = scripted
-            } else if let broadcastChannel, let scripted = shared.perChannel[broadcastChannel] {
+            } else if !shared.perChannel.isEmpty, let broadcastChannel, let scripted = shared.perChannel[broadcastChannel] {
                 response = scripted
             } else if !shared.failures.isEmpty {
                 response = shared.failures[0].response
@@ -138,7 +148,7 @@ final class ServerState: Sendable {
             let sequenceNumber = shared.statistics.requests
             shared.statistics.requests += 1
             if response == nil { shared.statistics.accepted += 1 } else { shared.statistics.rejected += 1 }
-            if var record {
+            if shared.recordLimit > 0 || !shared.subscribers.isEmpty, var record = makeRecord() {
                 record.sequenceNumber = sequenceNumber
                 record.status = response?.status ?? successStatus
                 record.reason = response?.reason
@@ -159,6 +169,11 @@ final class ServerState: Sendable {
         }
     }
 
+    /// Records that `connection` carried a provider token of `keyID` for the first time.
+    func noteKey(_ keyID: String, connection: Int) {
+        shared.withLock { $0.keyIDsByConnection[connection, default: []].append(keyID) }
+    }
+
     /// Counts one request against a "at the N-th request" trigger: whether it fires now
     /// (and is then removed).
     private static func countDown(_ remaining: inout Int?) -> Bool {
@@ -169,11 +184,6 @@ final class ServerState: Sendable {
         }
         remaining = count - 1
         return false
-    }
-
-    /// Whether records are wanted at all (building one copies headers and body).
-    var isRecording: Bool {
-        shared.withLock { $0.recordLimit > 0 || !$0.subscribers.isEmpty }
     }
 
     func snapshot() -> [RecordedRequest] {
@@ -195,6 +205,7 @@ extension ServerState {
             shared.exited = true
             defer {
                 shared.subscribers.removeAll()
+                hasSubscribers.store(false, ordering: .relaxed)
                 shared.exitWaiters.removeAll()
             }
             return (shared.exitWaiters, Array(shared.subscribers.values))

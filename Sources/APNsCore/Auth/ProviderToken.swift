@@ -15,6 +15,13 @@ public struct ProviderToken: Sendable, Hashable {
     /// The `kid` header: the 10-character id of the key that signed the token, or `nil`
     /// when the ``ProviderTokenSource`` that made the token did not say.
     public let keyID: String?
+    /// The `iss` claim: the team id the token was issued for, or `nil` when the
+    /// ``ProviderTokenSource`` did not say and the JWT's claims do not carry a string `iss`.
+    ///
+    /// With ``keyID`` it names the key a connection is pinned to: APNs answers
+    /// `UnrelatedKeyIdInToken` for a token of an unrelated key on the same connection, so
+    /// a transport keeps connections per team and key.
+    public let teamID: String?
 
     /// Wraps an already signed JWT, for ``ProviderTokenSource`` implementations that obtain
     /// tokens elsewhere.
@@ -22,11 +29,14 @@ public struct ProviderToken: Sendable, Hashable {
     /// - Parameters:
     ///   - jwt: The compact JWS.
     ///   - issuedAt: Its `iat` claim.
-    ///   - keyID: Its `kid` header, if known (it is only used in descriptions and logs).
-    public init(jwt: String, issuedAt: Date, keyID: String? = nil) {
+    ///   - keyID: Its `kid` header, if known; `nil` reads it from the JWT's header.
+    ///   - teamID: Its `iss` claim, if known; `nil` reads it from the JWT's claims.
+    ///   Both choose the connections the token travels on (one set per key).
+    public init(jwt: String, issuedAt: Date, keyID: String? = nil, teamID: String? = nil) {
         self.jwt = jwt
         self.issuedAt = issuedAt
-        self.keyID = keyID
+        self.keyID = keyID ?? Self.stringMember("kid", ofPart: 0, of: jwt)
+        self.teamID = teamID ?? Self.stringMember("iss", ofPart: 1, of: jwt)
         self.authorizationValue = "bearer " + jwt
         self.authorizationValueIsValid = (try? APNsRequest.checkHeader(HeaderField(name: "authorization", value: authorizationValue))) != nil
     }
@@ -38,6 +48,16 @@ public struct ProviderToken: Sendable, Hashable {
     /// Whether ``authorizationValue`` is a valid header value (checked once, here, so that
     /// the requests that carry it need not scan it again).
     let authorizationValueIsValid: Bool
+
+    /// The string value of `name` in the JSON object of the base64url `part` of `jwt`
+    /// (0: header, 1: claims), or `nil`; read once per token, never per request.
+    package static func stringMember(_ name: String, ofPart part: Int, of jwt: String) -> String? {
+        let parts = jwt.utf8.split(separator: UInt8(ascii: "."), maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count > part, let json = Base64.decode(parts[part]),
+            let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any]
+        else { return nil }
+        return object[name] as? String
+    }
 
     /// Equal when the JWT, the issue time and the key id are.
     public static func == (lhs: ProviderToken, rhs: ProviderToken) -> Bool {
@@ -55,6 +75,6 @@ public struct ProviderToken: Sendable, Hashable {
 extension ProviderToken: CustomStringConvertible {
     /// The key id and issue time, never the JWT itself (it is a credential).
     public var description: String {
-        "ProviderToken(kid: \(keyID ?? "unknown"), iat: \(Int64(issuedAt.timeIntervalSince1970)))"
+        "ProviderToken(kid: \(keyID ?? "unknown"), iss: \(teamID ?? "unknown"), iat: \(Int64(issuedAt.timeIntervalSince1970)))"
     }
 }

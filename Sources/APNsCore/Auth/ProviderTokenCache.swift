@@ -222,7 +222,7 @@ public final class ProviderTokenCache: ProviderTokenSource {
         let claims = #"{"iss":""# + teamID + #"","iat":"# + String(iat) + "}"
         do {
             let jwt = try ES256.compact(header: header, claims: claims, key: key.key)
-            return ProviderToken(jwt: jwt, issuedAt: Date(timeIntervalSince1970: Double(iat)), keyID: keyID)
+            return ProviderToken(jwt: jwt, issuedAt: Date(timeIntervalSince1970: Double(iat)), keyID: keyID, teamID: teamID)
         } catch {
             throw ProviderTokenError(.signingFailed, "could not sign a provider token: \(error.description)")
         }

@@ -242,7 +242,7 @@ extension APNsClient {
                     if logger.logLevel <= .trace {
                         logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
                     }
-                    return request
+                    return self.presentingClientCertificate(request)
                 } catch {
                     pass.finish(index, .failure(error))
                     return nil

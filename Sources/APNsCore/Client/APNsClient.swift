@@ -275,6 +275,13 @@ public final class APNsClient: Sendable {
         let decision: Delivery.Decision
     }
 
+    /// `request`, asking the transport for this client's certificate when the credentials
+    /// are ``APNsCredentials/clientCertificate(_:)``.
+    func presentingClientCertificate(_ request: APNsRequest) -> APNsRequest {
+        guard case .clientCertificate(let certificate) = credentials else { return request }
+        return request.presenting(certificate)
+    }
+
     /// The provider token for the next request (`nil` with certificate credentials).
     ///
     /// - Throws: ``APNsError/invalid(_:)`` with ``APNsRequestError/Code/providerTokenUnavailable``
@@ -400,7 +407,7 @@ public final class APNsClient: Sendable {
             }
             let request: APNsRequest
             do {
-                request = try build(providerToken)
+                request = presentingClientCertificate(try build(providerToken))
             } catch {
                 log(.debug, "request is invalid", metadata: ["apns.error": "\(error)"])
                 throw .invalid(error)

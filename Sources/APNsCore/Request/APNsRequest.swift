@@ -41,6 +41,9 @@ public struct APNsRequest: Sendable, Hashable {
         /// The provider token whose JWT the `authorization` header carries, typed, so the
         /// answer can be matched to the token without reading the header back.
         let providerToken: ProviderToken?
+        /// The client certificate the request asks the transport to present, if not the
+        /// transport's own.
+        let clientCertificate: APNsClientCertificate?
 
         init(
             method: Method,
@@ -51,9 +54,11 @@ public struct APNsRequest: Sendable, Hashable {
             apnsID: APNsID?,
             deviceToken: DeviceToken?,
             timeout: Duration,
-            providerToken: ProviderToken? = nil
+            providerToken: ProviderToken? = nil,
+            clientCertificate: APNsClientCertificate? = nil
         ) {
             self.providerToken = providerToken
+            self.clientCertificate = clientCertificate
             self.method = method
             self.authority = authority
             self.path = path
@@ -65,7 +70,7 @@ public struct APNsRequest: Sendable, Hashable {
         }
     }
 
-    @usableFromInline let storage: Storage
+    @usableFromInline var storage: Storage
 
     /// The request method.
     @inlinable public var method: Method { storage.method }
@@ -184,7 +189,31 @@ public struct APNsRequest: Sendable, Hashable {
 
     /// The provider token the request carries, when the client built it with one (not
     /// part of equality: its JWT is the `authorization` header).
-    var providerToken: ProviderToken? { storage.providerToken }
+    package var providerToken: ProviderToken? { storage.providerToken }
+
+    /// The client certificate this request asks the transport to present on its
+    /// connection, or `nil` for the transport's configured one (see
+    /// ``APNsCredentials/clientCertificate(_:)``). Not part of equality.
+    public var clientCertificate: APNsClientCertificate? { storage.clientCertificate }
+
+    /// This request, to be sent on a connection that presents `certificate` (choosing
+    /// the credential per send); `nil` for the transport's configured one.
+    public func presenting(_ certificate: APNsClientCertificate?) -> APNsRequest {
+        var copy = self
+        copy.storage = Storage(
+            method: storage.method,
+            authority: storage.authority,
+            path: storage.path,
+            headers: storage.headers,
+            body: storage.body,
+            apnsID: storage.apnsID,
+            deviceToken: storage.deviceToken,
+            timeout: storage.timeout,
+            providerToken: storage.providerToken,
+            clientCertificate: certificate
+        )
+        return copy
+    }
 
     /// Two requests are equal when every field is (the same object trivially is).
     public static func == (lhs: APNsRequest, rhs: APNsRequest) -> Bool {

@@ -8,7 +8,7 @@
 /// | status | reasons |
 /// |---|---|
 /// | 400 | BadCollapseId, BadDeviceToken, BadExpirationDate, BadMessageId, BadPriority, BadTopic, DeviceTokenNotForTopic, DuplicateHeaders, IdleTimeout, InvalidPushType, MissingDeviceToken, MissingTopic, PayloadEmpty, TopicDisallowed |
-/// | 403 | BadCertificate, BadCertificateEnvironment, ExpiredProviderToken, Forbidden, InvalidProviderToken, MissingProviderToken, UnrelatedKeyIdInToken, BadEnvironmentKeyIdInToken |
+/// | 403 | BadCertificate, BadCertificateEnvironment, ExpiredProviderToken, Forbidden, InvalidProviderToken, MissingProviderToken, UnrelatedKeyIdInToken, BadEnvironmentKeyIdInToken, BadEnvironmentKeyInToken |
 /// | 404 | BadPath |
 /// | 405 | MethodNotAllowed |
 /// | 410 | ExpiredToken, Unregistered |
@@ -57,7 +57,8 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
     public static let missingTopic = APNsReason(rawValue: "MissingTopic")
     /// `PayloadEmpty` (400): The payload is empty.
     public static let payloadEmpty = APNsReason(rawValue: "PayloadEmpty")
-    /// `TopicDisallowed` (400): Pushing to this topic is not allowed.
+    /// `TopicDisallowed` (400): Pushing to this topic is not allowed: with a topic-specific
+    /// key (2025), the topic is not one of the key's topics; use the key for that app.
     public static let topicDisallowed = APNsReason(rawValue: "TopicDisallowed")
     /// `BadCertificate` (403): The certificate is invalid.
     public static let badCertificate = APNsReason(rawValue: "BadCertificate")
@@ -71,10 +72,18 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
     public static let invalidProviderToken = APNsReason(rawValue: "InvalidProviderToken")
     /// `MissingProviderToken` (403): No certificate and no `authorization` header with a provider token.
     public static let missingProviderToken = APNsReason(rawValue: "MissingProviderToken")
-    /// `UnrelatedKeyIdInToken` (403): The key ID in the provider token is unrelated to the connection's team.
+    /// `UnrelatedKeyIdInToken` (403): The key ID in the provider token is unrelated to the
+    /// connection: APNs pins a connection to the key of the first provider token it
+    /// carried, and a token from an unrelated key needs its own connection.
+    /// `HTTP2Transport` keeps connections per key, and never sends on a
+    /// connection that drew this answer again.
     public static let unrelatedKeyIDInToken = APNsReason(rawValue: "UnrelatedKeyIdInToken")
-    /// `BadEnvironmentKeyIdInToken` (403): The key in the provider token is not enabled for this environment.
+    /// `BadEnvironmentKeyIdInToken` (403): The key in the provider token is not enabled for
+    /// this environment (an environment-scoped team key, 2025: sandbox or production only).
     public static let badEnvironmentKeyIDInToken = APNsReason(rawValue: "BadEnvironmentKeyIdInToken")
+    /// `BadEnvironmentKeyInToken` (403): The spelling some providers see for
+    /// ``badEnvironmentKeyIDInToken``: the key is not enabled for this environment.
+    public static let badEnvironmentKeyInToken = APNsReason(rawValue: "BadEnvironmentKeyInToken")
     /// `BadPath` (404): The `:path` value is invalid.
     public static let badPath = APNsReason(rawValue: "BadPath")
     /// `MethodNotAllowed` (405): The `:method` is not allowed.
@@ -139,6 +148,7 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
         (.missingProviderToken, 403),
         (.unrelatedKeyIDInToken, 403),
         (.badEnvironmentKeyIDInToken, 403),
+        (.badEnvironmentKeyInToken, 403),
         (.badPath, 404),
         (.methodNotAllowed, 405),
         (.expiredToken, 410),

@@ -77,7 +77,9 @@ struct BroadcastRouter {
         var path = ""
         var fields: [String: String] = [:]
         var duplicate = false
-        for (name, value) in request.headers {
+        for header in request.headers {
+            let name = header.name
+            let value = header.value
             switch name {
             case ":method": method = value
             case ":path": path = value

@@ -45,13 +45,14 @@ final class BatchSend: Sendable {
     private let onResult: @Sendable (Int, APNsRequest, Result) -> Void
     /// Queues a request of the batch on its pool (or fails it).
     private let enqueue: @Sendable (PendingRequest) -> Void
-    private let statistics: StatisticsBox
+    /// The statistics a request counts in (its credential's pool's, which count into the transport's).
+    private let statistics: @Sendable (APNsRequest) -> StatisticsBox
     private let state: Mutex<State>
 
     init(
         count: Int,
         window: Int,
-        statistics: StatisticsBox,
+        statistics: @escaping @Sendable (APNsRequest) -> StatisticsBox,
         makeRequest: @escaping @Sendable (Int) -> APNsRequest?,
         onResult: @escaping @Sendable (Int, APNsRequest, Result) -> Void,
         enqueue: @escaping @Sendable (PendingRequest) -> Void
@@ -162,6 +163,7 @@ final class BatchSend: Sendable {
                 release(slot)
                 continue
             }
+            let statistics = statistics(request)
             let pending = PendingRequest(
                 request: request,
                 deadline: MonotonicTime.deadline(after: request.timeout),

@@ -185,7 +185,7 @@ final class HTTP2Connection: @unchecked Sendable {
             do throws(APNsTransportError) {
                 let now = MonotonicTime.now()
                 applyResets(machine)
-                if let deadline = pool.shutdownDeadline {
+                if let deadline = pool.drainDeadline(for: self) {
                     if !draining {
                         draining = true
                         pool.connectionUnavailable(self, closed: false)
@@ -386,6 +386,7 @@ final class HTTP2Connection: @unchecked Sendable {
         for event in events {
             switch event {
             case .response(let streamID, let response):
+                if response.status == 403 { pool.checkKeyBinding(self, response: response) }
                 if let pending = inFlight.removeValue(forKey: streamID) {
                     pending.finish(.success(response))
                 }

@@ -21,6 +21,14 @@ import Synchronization
 ///   with `connectionFailed` (never sent, so safe to retry) rather than wait.
 /// - ``shutdown(gracePeriod:)`` fails what is queued, tells every connection to drain,
 ///   and returns when every connection thread has exited.
+/// - Every connection belongs to the pool's one credential (its provider key, or its
+///   client certificate): APNs pins a connection to the key of its first token. Before it
+///   opens a connection, a pool asks the transport's ``SharedConnectionBudget``; when
+///   refused, it opens none until ``budgetAvailable()``. Asked to
+///   ``giveBackConnection()`` (another pool has none), or told by APNs that a connection
+///   carries another key (`UnrelatedKeyIdInToken`), it *retires* a connection: the
+///   connection drains (finishes what it carries, takes nothing new, within
+///   ``Settings/retireGracePeriod``) and closes; ``drainDeadline(for:)`` tells it so.
 final class HTTP2ConnectionPool: Sendable {
     /// Fixed settings of the pool, derived from ``HTTP2Transport/Configuration``.
     struct Settings: Sendable {
@@ -34,6 +42,8 @@ final class HTTP2ConnectionPool: Sendable {
         var maxRequeues: Int
         var machine: HTTP2ConnectionStateMachine.Configuration
         var logger: Logger
+        /// How long a retired connection may take to finish what it carries.
+        var retireGracePeriod: Duration = .seconds(10)
     }
 
     typealias Machine = HTTP2PoolStateMachine<PendingRequest>
@@ -44,6 +54,23 @@ final class HTTP2ConnectionPool: Sendable {
         var machine: Machine
         var connections: [HTTP2Connection] = []
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Connections holding a place in the transport's budget (granted, not yet released).
+        var budgetHolders: Set<Int> = []
+        /// When each retiring connection must have closed.
+        var retireDeadlines: [Int: UInt64] = [:]
+        /// When a request was last queued (``MonotonicTime``), for closing idle pools.
+        var lastUsed: UInt64 = 0
+        /// Connections the budget asked back while none was up (all being opened): the
+        /// next ones up retire at once.
+        var owedRetirements = 0
+        /// Connections asking the budget for a place right now (outside the lock).
+        var askingBudget = 0
+        /// A place was offered while a connection was asking: a refusal it gets is stale
+        /// and it asks again (else the offer would be lost and the pool wait forever).
+        var budgetOffered = false
+        /// The pool was closed on its own (idle, or its credential's connections closed)
+        /// while the transport goes on: requests that reach it late go to a new pool.
+        var closedAlone = false
     }
 
     let settings: Settings
@@ -51,12 +78,29 @@ final class HTTP2ConnectionPool: Sendable {
     let statistics: StatisticsBox
     /// Conditions warned about once while they last (failed connects, lost connections).
     let conditions = ConditionLog()
+    /// The transport's connection budget, shared with its other pools (`nil`: unlimited).
+    let budget: SharedConnectionBudget?
+    /// What the pool's connections present: a provider key or a client certificate.
+    let credential: HTTP2Transport.Credential
+    /// Where a request goes that reaches the pool after ``close(gracePeriod:)``: the
+    /// credential's new pool (looked up again by the transport).
+    let redirect: (@Sendable (PendingRequest) -> Void)?
     private let state: Mutex<Locked>
 
-    init(settings: Settings, connector: @escaping HTTP2Connector, statistics: StatisticsBox) {
+    init(
+        settings: Settings,
+        connector: @escaping HTTP2Connector,
+        statistics: StatisticsBox,
+        credential: HTTP2Transport.Credential = .configured,
+        budget: SharedConnectionBudget? = nil,
+        redirect: (@Sendable (PendingRequest) -> Void)? = nil
+    ) {
+        self.redirect = redirect
         self.settings = settings
         self.connector = connector
         self.statistics = statistics
+        self.credential = credential
+        self.budget = budget
         self.state = Mutex(
             Locked(
                 machine: Machine(
@@ -112,13 +156,24 @@ final class HTTP2ConnectionPool: Sendable {
     func enqueue(_ pending: PendingRequest, now: UInt64 = MonotonicTime.now()) {
         let metrics = statistics.metrics
         var waiting = 0
+        var redirected = false
         let outcome: Result<Wakeups, APNsTransportError> = state.withLock { locked in
+            locked.lastUsed = now
+            if locked.closedAlone, redirect != nil {
+                redirected = true
+                return .success(Wakeups(Machine.Wakeups(), &locked, pool: self))
+            }
             switch locked.machine.enqueue(pending, now: now) {
             case .fail(let error): return .failure(error)
             case .queued(let ids):
                 if metrics.isEnabled { waiting = locked.machine.waitingRequests }
                 return .success(Wakeups(ids, &locked, pool: self))
             }
+        }
+        if redirected, let redirect {
+            // Looked up just before the pool closed: the credential's next pool takes it.
+            redirect(pending)
+            return
         }
         if metrics.isEnabled { metrics.waiting.set(waiting) }
         switch outcome {
@@ -167,21 +222,147 @@ final class HTTP2ConnectionPool: Sendable {
         state.withLock { $0.machine.publishFreeStreams(connection.index, freeStreams: freeStreams) }
     }
 
-    /// Whether `connection` may connect now; marks it idle when there is no demand.
+    /// Whether `connection` may connect now; marks it idle when there is no demand, or
+    /// when the transport's connection budget refuses it a place (the pool then opens no
+    /// more connections until ``budgetAvailable()``).
     func connectPermission(for connection: HTTP2Connection) -> ConnectPermission {
+        // Not connected now: a place the last connection held is free again.
+        releaseBudget(connection)
         let now = MonotonicTime.now()
         let jitter = jitter()
         let permission = state.withLock { $0.machine.connectPermission(for: connection.index, now: now, jitter: jitter) }
-        if permission == .connect {
-            // The thread blocks while it connects: someone else must expire what waits.
+        switch permission {
+        case .connect:
+            // The thread blocks while it connects (or waits for the budget): someone
+            // else must expire what waits.
             QueueDeadlineWatch.shared.watch(self)
+            guard let budget else { return .connect }
+            state.withLock { $0.askingBudget += 1 }
+            while true {
+                let granted = budget.request(self)
+                let decided: Bool = state.withLock { locked in
+                    if granted {
+                        locked.budgetHolders.insert(connection.index)
+                    } else if locked.budgetOffered {
+                        locked.budgetOffered = false
+                        return false  // a place freed meanwhile: ask again
+                    } else {
+                        locked.machine.budgetRefused(connection.index)
+                    }
+                    locked.askingBudget -= 1
+                    return true
+                }
+                if decided { return granted ? .connect : .idle }
+            }
+        case .idle:
+            budget?.withdraw(self)
+            connectingEnded()
+            return .idle
+        case .wait, .exit:
+            return permission
         }
-        return permission
     }
 
-    /// Stops the deadline watch once no connection of the pool is being opened.
+    /// Stops the deadline watch once no connection of the pool is being opened or
+    /// waiting for the budget.
     private func connectingEnded() {
-        if !state.withLock({ $0.machine.anyConnecting }) { QueueDeadlineWatch.shared.unwatch(self) }
+        if !state.withLock({ $0.machine.anyConnecting || $0.machine.budgetBlocked }) {
+            QueueDeadlineWatch.shared.unwatch(self)
+        }
+    }
+
+    /// Gives `connection`'s place in the budget back, if it holds one.
+    private func releaseBudget(_ connection: HTTP2Connection) {
+        guard let budget else { return }
+        let held = state.withLock { $0.budgetHolders.remove(connection.index) != nil }
+        if held { budget.release(self) }
+    }
+
+    // MARK: The transport's connection budget
+
+    /// The budget has a place for this pool: wakes or starts a connection if requests
+    /// still wait; `false` when none needs one any more.
+    func budgetAvailable() -> Bool {
+        let wakeups: Wakeups? = state.withLock { locked in
+            if locked.askingBudget > 0 {
+                // A connection is asking now: it takes the offer (see `budgetOffered`).
+                locked.budgetOffered = true
+                return Wakeups(Machine.Wakeups(), &locked, pool: self)
+            }
+            return locked.machine.budgetAvailable().map { Wakeups($0, &locked, pool: self) }
+        }
+        guard let wakeups else {
+            connectingEnded()
+            return false
+        }
+        wakeups.run()
+        return true
+    }
+
+    /// Another pool has no connection and the budget is spent: retire this pool's newest
+    /// connection (it drains and closes, and its place goes to the waiting pools).
+    /// Returns `false` when no connection is up to give back.
+    func giveBackConnection() -> Bool {
+        let (connection, owed): (HTTP2Connection?, Bool) = state.withLock { locked in
+            if let id = locked.machine.retireCandidate { return (retireLocked(id, &locked), false) }
+            // None is up yet, but some hold a place while they connect: the next one up
+            // goes back.
+            guard locked.budgetHolders.count > locked.owedRetirements else { return (nil, false) }
+            locked.owedRetirements += 1
+            return (nil, true)
+        }
+        if owed { return true }
+        guard let connection else { return false }
+        statistics.update { $0.connectionsRetired += 1 }
+        settings.logger.debug(
+            "APNs connection given back to the transport's connection budget",
+            metadata: ["apns.credential": "\(credential)"]
+        )
+        connection.wakeup.signal()
+        return true
+    }
+
+    /// Retires `connection`: it finishes what it carries, takes nothing new and closes.
+    func retire(_ connection: HTTP2Connection) {
+        let retired = state.withLock { retireLocked(connection.index, &$0) }
+        guard let retired else { return }
+        statistics.update { $0.connectionsRetired += 1 }
+        retired.wakeup.signal()
+    }
+
+    private func retireLocked(_ id: Int, _ locked: inout Locked) -> HTTP2Connection? {
+        guard locked.machine.retire(id) else { return nil }
+        locked.retireDeadlines[id] = MonotonicTime.deadline(after: settings.retireGracePeriod)
+        return locked.connections[id]
+    }
+
+    /// A response arrived on `connection` with status 403: if APNs says the connection
+    /// belongs to another key (`UnrelatedKeyIdInToken`), never send on it again: retire it,
+    /// so the next request opens a fresh connection for its key.
+    func checkKeyBinding(_ connection: HTTP2Connection, response: APNsResponse) {
+        guard APNsReason(errorBody: response.body) == .unrelatedKeyIDInToken else { return }
+        retire(connection)
+        let level: Logger.Level = conditions.begins("unrelated-key") ? .warning : .debug
+        settings.logger.log(
+            level: level,
+            "APNs answered UnrelatedKeyIdInToken: the connection carried another key; closing it",
+            metadata: ["apns.credential": "\(credential)", "apns.endpoint": "\(settings.endpoint.host):\(settings.endpoint.port)"]
+        )
+    }
+
+    /// When `connection` must have drained and closed: the shutdown deadline, or its
+    /// retirement's; `nil` while it may go on.
+    func drainDeadline(for connection: HTTP2Connection) -> UInt64? {
+        state.withLock { locked in
+            if locked.machine.shuttingDown { return locked.machine.shutdownDeadline }
+            guard locked.machine.isRetiring(connection.index) else { return nil }
+            return locked.retireDeadlines[connection.index]
+        }
+    }
+
+    /// Connections up, requests queued, and when a request was last queued.
+    var activity: (openConnections: Int, queued: Int, lastUsed: UInt64) {
+        state.withLock { ($0.machine.readyCount, $0.machine.queuedCount, $0.lastUsed) }
     }
 
     /// A connection attempt failed: back off, and fail the queued requests if no other
@@ -190,6 +371,7 @@ final class HTTP2ConnectionPool: Sendable {
         let now = MonotonicTime.now()
         let jitter = jitter()
         let (failed, delay) = state.withLock { $0.machine.connectFailed(connection.index, error: error, now: now, jitter: jitter) }
+        releaseBudget(connection)
         connectingEnded()
         statistics.update { $0.connectionFailures += 1 }
         statistics.metrics.connectionsFailed.increment()
@@ -209,7 +391,14 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection is up; `freeStreams` is its initial capacity.
     func connectSucceeded(_ connection: HTTP2Connection, freeStreams: Int) {
-        let reconnected = state.withLock { $0.machine.connectSucceeded(connection.index, freeStreams: freeStreams) }
+        let (reconnected, owed) = state.withLock { locked in
+            let reconnected = locked.machine.connectSucceeded(connection.index, freeStreams: freeStreams)
+            guard locked.owedRetirements > 0 else { return (reconnected, false) }
+            locked.owedRetirements -= 1
+            return (reconnected, true)
+        }
+        // The budget asked for a connection back while this one was being opened.
+        if owed { retire(connection) }
         connectingEnded()
         statistics.metrics.connectionsSucceeded.increment()
         statistics.metrics.openConnections.increment()
@@ -236,8 +425,13 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection stopped taking requests (GOAWAY, closing) or closed.
     func connectionUnavailable(_ connection: HTTP2Connection, closed: Bool) {
-        let wasOpen = state.withLock { $0.machine.connectionUnavailable(connection.index, closed: closed) }
+        let wasOpen = state.withLock { locked in
+            if closed { locked.retireDeadlines.removeValue(forKey: connection.index) }
+            return locked.machine.connectionUnavailable(connection.index, closed: closed)
+        }
         if wasOpen { statistics.metrics.openConnections.decrement() }
+        // Its place in the budget is given back when the thread asks to connect again
+        // (or exits): after the socket is closed, not before.
     }
 
     /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.
@@ -259,6 +453,7 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// A connection thread has ended.
     func threadExited(_ connection: HTTP2Connection) {
+        releaseBudget(connection)
         let waiters: [CheckedContinuation<Void, Never>] = state.withLock { locked in
             guard locked.machine.threadExited(connection.index) else { return [] }
             defer { locked.shutdownWaiters.removeAll() }
@@ -269,16 +464,27 @@ final class HTTP2ConnectionPool: Sendable {
 
     // MARK: Shutdown
 
+    /// Closes this pool alone while the transport goes on (idle, or its credential's
+    /// connections closed): as ``shutdown(gracePeriod:)``, but requests that reach it
+    /// afterwards (looked up just before) go to ``redirect`` instead of failing.
+    func close(gracePeriod: Duration) async {
+        state.withLock { $0.closedAlone = true }
+        await shutdown(
+            gracePeriod: gracePeriod,
+            reason: "the connections of \(credential) were closed (idle, or closeConnections(for:)) before the request was sent"
+        )
+    }
+
     /// Fails what is queued, lets in-flight requests finish until `gracePeriod` has
     /// passed, closes every connection with GOAWAY, and returns when all threads exited.
-    func shutdown(gracePeriod: Duration) async {
+    func shutdown(gracePeriod: Duration, reason: String = "the transport shut down before the request was sent") async {
         let deadline = MonotonicTime.deadline(after: gracePeriod)
         let (queued, connections): ([PendingRequest], [HTTP2Connection]) = state.withLock { locked in
             let (fail, signal) = locked.machine.shutdown(deadline: deadline)
             return (fail, signal.map { locked.connections[$0] })
         }
         for pending in queued {
-            pending.finish(.failure(.shutdown("the transport shut down before the request was sent")))
+            pending.finish(.failure(.shutdown(reason)))
         }
         for connection in connections { connection.wakeup.signal() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -291,5 +497,7 @@ final class HTTP2ConnectionPool: Sendable {
         }
         // Break the pool ↔ connection reference cycle now that every thread has exited.
         state.withLock { $0.connections.removeAll() }
+        QueueDeadlineWatch.shared.unwatch(self)
+        budget?.remove(self)
     }
 }

@@ -91,6 +91,9 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         var hasConnected = false
         /// Its thread has ended (after shutdown).
         var exited = false
+        /// The connection is to drain and close (given back to the transport's connection
+        /// budget, or drew `UnrelatedKeyIdInToken`); it takes no new request.
+        var retiring = false
     }
 
     let settings: Settings
@@ -104,6 +107,9 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     private var lastQueueScan: UInt64 = 0
     /// Connection threads started and not yet exited.
     private(set) var runningThreads = 0
+    /// The transport's connection budget refused this pool a connection: open no more
+    /// until ``budgetAvailable()``.
+    private(set) var budgetBlocked = false
 
     init(settings: Settings) {
         self.settings = settings
@@ -119,6 +125,12 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
 
     /// Whether `id` is up (its session established and not closed).
     func isReady(_ id: ConnectionID) -> Bool { slots[id].isReady }
+
+    /// Connections up.
+    var readyCount: Int { slots.count { $0.isReady } }
+
+    /// Whether `id` is to drain and close (see ``retire(_:)``).
+    func isRetiring(_ id: ConnectionID) -> Bool { slots[id].retiring }
 
     /// The free streams `id` last published.
     func freeStreams(_ id: ConnectionID) -> Int { slots[id].freeStreams }
@@ -278,6 +290,7 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     @discardableResult
     mutating func connectionUnavailable(_ id: ConnectionID, closed: Bool) -> Bool {
         slots[id].freeStreams = 0
+        if closed { slots[id].retiring = false }
         guard closed, slots[id].isReady else { return false }
         slots[id].isReady = false
         return true
@@ -305,6 +318,51 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         slots[id].exited = true
         runningThreads -= 1
         return runningThreads == 0 && shuttingDown
+    }
+
+    // MARK: The transport's connection budget
+
+    /// The budget refused the connection `id` was about to open: it goes idle, and the
+    /// pool opens no more connections until ``budgetAvailable()``.
+    mutating func budgetRefused(_ id: ConnectionID) {
+        slots[id].isConnecting = false
+        slots[id].isIdle = true
+        budgetBlocked = true
+    }
+
+    /// The budget has a connection for this pool: the connection to wake or start, or
+    /// `nil` when the pool no longer needs one (its queue emptied, or it shut down).
+    mutating func budgetAvailable() -> Wakeups? {
+        budgetBlocked = false
+        guard !shuttingDown, !queue.isEmpty else { return nil }
+        var wakeups = Wakeups()
+        // A connection on its way (about to ask the budget) takes the place.
+        if slots.contains(where: { !$0.isIdle && !$0.isReady && !$0.exited }) { return wakeups }
+        if let id = slots.firstIndex(where: { $0.isIdle && !$0.exited }) {
+            slots[id].isIdle = false
+            wakeups.wakeIdle = id
+        } else if slots.count < settings.connectionCount {
+            slots.append(Slot())
+            runningThreads += 1
+            wakeups.start = slots.count - 1
+        } else {
+            return nil
+        }
+        return wakeups
+    }
+
+    /// Marks `id` to drain (finish what it carries, take nothing new) and close; whether
+    /// it was up and not already retiring.
+    mutating func retire(_ id: ConnectionID) -> Bool {
+        guard slots[id].isReady, !slots[id].retiring else { return false }
+        slots[id].retiring = true
+        slots[id].freeStreams = 0
+        return true
+    }
+
+    /// The connection to give back to the budget: the newest one up and not retiring.
+    var retireCandidate: ConnectionID? {
+        slots.lastIndex { $0.isReady && !$0.retiring }
     }
 
     // MARK: Shutdown
@@ -372,8 +430,8 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
             }
         }
         // More capacity is needed when the queue outgrows the streams the connections up
-        // or opening will offer.
-        guard queue.count > summary.freeStreams + summary.opening else { return wakeups }
+        // or opening will offer (and the transport's budget has room).
+        guard !budgetBlocked, queue.count > summary.freeStreams + summary.opening else { return wakeups }
         if let id = slots.firstIndex(where: { $0.isIdle }) {
             slots[id].isIdle = false
             wakeups.wakeIdle = id

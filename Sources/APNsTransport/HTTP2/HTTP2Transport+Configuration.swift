@@ -18,8 +18,23 @@ extension HTTP2Transport {
         public var environment: APNsEnvironment
         /// Trust, client identity and proxy settings for every connection.
         public var tls: TLSConfiguration
-        /// The most connections per endpoint, opened lazily as load needs them (1–4 is typical).
+        /// The most connections per endpoint and credential, opened lazily as load needs
+        /// them (1–4 is typical).
         public var connectionCount: Int
+        /// The most connections the transport holds in all, over every authority and
+        /// credential (each provider key, each client certificate has connections of its
+        /// own). Shared fairly: every credential with requests to send is guaranteed one
+        /// connection (when the budget is spent, the busiest credential gives one back),
+        /// and beyond that a credential gets at most `maxConnections / active credentials`
+        /// while others wait. Default 256. Each connection costs a thread (see
+        /// <doc:ServingManyAppsAndTeams>).
+        public var maxConnections: Int = 256
+        /// How long a credential's pool may go without a request before its connections
+        /// are closed (a removed tenant, a rotated key); `nil` keeps them open for the
+        /// transport's life. Default 15 minutes; a pool in use is never closed, nor the
+        /// transport's only pool (one credential keeps its connections open, as Apple
+        /// asks). Close one at once with ``HTTP2Transport/closeConnections(for:)``.
+        public var credentialIdleTimeout: Duration? = .seconds(15 * 60)
         /// The most requests waiting for a free stream (back-pressure).
         ///
         /// A request *waits* when no stream is free for it. Requests are matched against

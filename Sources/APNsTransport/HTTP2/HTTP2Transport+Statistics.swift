@@ -39,6 +39,10 @@ extension HTTP2Transport {
         public var connectionFailures = 0
         /// Connections that ended with an error or a PING timeout while open.
         public var connectionsLost = 0
+        /// Connections closed by the transport while they worked: given back to
+        /// ``HTTP2Transport/Configuration-swift.struct/maxConnections`` for a credential that had
+        /// none, or answered with `UnrelatedKeyIdInToken` (each drains first).
+        public var connectionsRetired = 0
         /// GOAWAY frames received.
         public var goAwaysReceived = 0
         /// HTTP/2 frames written, of every type (SETTINGS, PING and WINDOW_UPDATE included).
@@ -58,9 +62,15 @@ extension HTTP2Transport {
 /// The two counters every request touches (accepted, and answered with status 200) are
 /// atomics, so the calling tasks and the connection threads never contend for a lock
 /// on the common path; everything rarer is kept under the lock.
+///
+/// A pool's box (one per authority and credential) has the transport's box as its
+/// `parent`: everything counted in it is counted in the parent too (the metrics once),
+/// so the transport's figures are the sum over its pools, including pools since closed.
 final class StatisticsBox: Sendable {
     /// The same figures for swift-metrics (see ``TransportMetrics``).
     let metrics: TransportMetrics
+    /// The transport's box, for a pool's.
+    let parent: StatisticsBox?
     private let value = Mutex(Locked())
     private let accepted = Atomic<Int>(0)
     private let answered200 = Atomic<Int>(0)
@@ -84,14 +94,23 @@ final class StatisticsBox: Sendable {
 
     func update(_ body: (inout HTTP2Transport.Statistics) -> Void) {
         value.withLock { body(&$0.statistics) }
+        parent?.update(body)
     }
 
     init(metrics: TransportMetrics = TransportMetrics(factory: NOOPMetricsHandler.instance)) {
         self.metrics = metrics
+        self.parent = nil
+    }
+
+    /// A pool's box, counting into `parent` too (with the parent's metrics).
+    init(parent: StatisticsBox) {
+        self.metrics = parent.metrics
+        self.parent = parent
     }
 
     func recordAccepted() {
         accepted.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        parent?.accepted.wrappingAdd(1, ordering: .sequentiallyConsistent)
         if metrics.isEnabled { metrics.inFlight.increment() }
     }
 
@@ -107,6 +126,7 @@ final class StatisticsBox: Sendable {
     func recordCompletion(_ outcome: PendingRequest.Outcome) {
         if case .success(let response) = outcome, response.status == 200 {
             answered200.wrappingAdd(1, ordering: .sequentiallyConsistent)
+            parent?.answered200.wrappingAdd(1, ordering: .sequentiallyConsistent)
             return
         }
         // An error body is parsed here, before the lock, and only for error statuses.
@@ -114,6 +134,11 @@ final class StatisticsBox: Sendable {
         if case .success(let response) = outcome, !(200..<300).contains(response.status) {
             reason = APNsReason(errorBody: response.body)?.rawValue ?? HTTP2Transport.Statistics.noReason
         }
+        record(outcome, reason: reason)
+        parent?.record(outcome, reason: reason)
+    }
+
+    private func record(_ outcome: PendingRequest.Outcome, reason: String?) {
         value.withLock { locked in
             locked.otherOutcomes += 1
             switch outcome {

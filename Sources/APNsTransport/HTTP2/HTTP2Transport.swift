@@ -46,6 +46,19 @@ import Synchronization
 /// to a separate pool for that authority, created on first use with the same settings
 /// and TLS configuration.
 ///
+/// **Many credentials.** APNs pins a connection to the key of the first provider token
+/// it carried, and a connection carries one client certificate for its life. So the
+/// transport keeps one pool per authority *and* ``Credential`` (a provider token's team
+/// and key id; a request's own client certificate, see
+/// ``APNsCore/APNsCredentials/clientCertificate(_:)``), created on first use and closed
+/// after ``Configuration/credentialIdleTimeout`` without requests: many clients, one per
+/// app or team, share one transport, each on connections of its own. All pools share
+/// ``Configuration/maxConnections`` fairly: every pool that
+/// wants a connection gets one, and a busy pool gets at most its fair share while others
+/// wait. ``credentialStatistics`` and ``closeConnections(for:)`` serve a platform that
+/// adds and removes tenants at run time. A connection answered with
+/// `UnrelatedKeyIdInToken` is never used again. See <doc:ServingManyAppsAndTeams>.
+///
 /// **Timeouts and cancellation.** ``APNsCore/APNsRequest/timeout`` counts from the call, queueing
 /// included; on expiry a sent request's stream is reset (RST_STREAM CANCEL) and the call
 /// throws ``APNsCore/APNsTransportError/Code/timeout`` (`mayHaveReachedAPNs` true once sent).
@@ -61,13 +74,28 @@ public final class HTTP2Transport: PushTransport {
     public var environment: APNsEnvironment? { configuration.environment }
 
     private let statisticsBox: StatisticsBox
-    private let defaultAuthority: String
-    private let defaultPool: HTTP2ConnectionPool
     private let connector: HTTP2Connector
-    private let otherPools = Mutex<OtherPools>(OtherPools())
+    /// The TLS settings of the connector, when it is the TLS one (per-certificate pools
+    /// derive theirs from it); `nil` for an injected connector.
+    private let tls: TLSConfiguration?
+    /// Makes the connector of a TLS configuration (`nil` for an injected connector).
+    private let makeConnector: (@Sendable (TLSConfiguration) -> HTTP2Connector)?
+    let pools = Mutex<Pools>(Pools())
+    let budget: SharedConnectionBudget
+    /// The last raw `authorization` value read and its credential (requests built without
+    /// a typed token: the JWT is parsed once, not per request).
+    private let lastRawToken = Mutex<(value: String, credential: Credential)?>(nil)
+    /// Closes idle pools (see ``Configuration/credentialIdleTimeout``).
+    private let sweeper = Mutex<Task<Void, Never>?>(nil)
 
-    private struct OtherPools {
-        var pools: [String: HTTP2ConnectionPool] = [:]
+    /// A pool's identity: where it connects, and what its connections present.
+    struct PoolKey: Hashable, Sendable {
+        var authority: String
+        var credential: Credential
+    }
+
+    struct Pools: Sendable {
+        var pools: [PoolKey: HTTP2ConnectionPool] = [:]
         var shutDown = false
     }
 
@@ -82,26 +110,32 @@ public final class HTTP2Transport: PushTransport {
         }
         let resolver = configuration.resolver
         let attempts = ConnectionAttemptCounter()
-        self.init(configuration: configuration) { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
-            // Every attempt resolves the host again and starts one address further on.
-            let choice = AddressChoice(resolver: resolver, rotation: attempts.next())
-            return try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout, addresses: choice)
+        // One connector per TLS configuration: the transport's own, and one per client
+        // certificate a request asks for.
+        let makeConnector: @Sendable (TLSConfiguration) -> HTTP2Connector = { tls in
+            { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
+                // Every attempt resolves the host again and starts one address further on.
+                let choice = AddressChoice(resolver: resolver, rotation: attempts.next())
+                return try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout, addresses: choice)
+            }
         }
+        self.init(configuration: configuration, tls: tls, makeConnector: makeConnector, connector: makeConnector(tls))
     }
 
     /// Creates a transport whose connections come from `connector` (tests use plain
     /// sockets with an in-process HTTP/2 server).
-    init(configuration: Configuration, connector: @escaping HTTP2Connector) {
+    init(
+        configuration: Configuration,
+        tls: TLSConfiguration? = nil,
+        makeConnector: (@Sendable (TLSConfiguration) -> HTTP2Connector)? = nil,
+        connector: @escaping HTTP2Connector
+    ) {
         self.configuration = configuration
         self.connector = connector
+        self.tls = tls
+        self.makeConnector = makeConnector
         self.statisticsBox = StatisticsBox(metrics: TransportMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory))
-        self.defaultAuthority = configuration.environment.authority
-        let endpoint = TLSEndpoint(host: configuration.environment.host, port: configuration.environment.port)
-        self.defaultPool = HTTP2ConnectionPool(
-            settings: Self.poolSettings(configuration, endpoint: endpoint),
-            connector: connector,
-            statistics: statisticsBox
-        )
+        self.budget = SharedConnectionBudget(limit: max(1, configuration.maxConnections))
     }
 
     /// The counters so far: requests in flight, sent, responses by status, rejections by
@@ -109,9 +143,11 @@ public final class HTTP2Transport: PushTransport {
     /// reconnects, GOAWAYs, frames.
     public var statistics: Statistics { statisticsBox.snapshot }
 
-    /// Requests to the default authority that count as waiting for a stream against
-    /// ``Configuration/maxQueuedRequests`` (for tests and diagnostics).
-    var waitingRequests: Int { defaultPool.waitingRequests }
+    /// Requests that count as waiting for a stream against
+    /// ``Configuration/maxQueuedRequests``, over every pool (for tests and diagnostics).
+    var waitingRequests: Int {
+        pools.withLock { Array($0.pools.values) }.reduce(0) { $0 + $1.waitingRequests }
+    }
 
     /// Sends `request` on a pooled connection and returns APNs' answer, whatever its status.
     ///
@@ -121,7 +157,7 @@ public final class HTTP2Transport: PushTransport {
     ///   `connectionClosed`, `streamReset`, `protocolError`; see
     ///   ``APNsCore/APNsTransportError/mayHaveReachedAPNs`` for whether a retry could duplicate.
     public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
-        let pool = request.authority == defaultAuthority ? defaultPool : try pool(for: request.authority)
+        let pool = try pool(for: request)
         if Task.isCancelled {
             throw .cancelled(mayHaveReachedAPNs: false, "the task was cancelled before the request was sent")
         }
@@ -129,9 +165,9 @@ public final class HTTP2Transport: PushTransport {
         let pending = PendingRequest(
             request: request,
             deadline: MonotonicTime.deadline(after: request.timeout, from: now),
-            statistics: statisticsBox
+            statistics: pool.statistics
         )
-        statisticsBox.recordAccepted()
+        pool.statistics.recordAccepted()
         let outcome = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<PendingRequest.Outcome, Never>) in
                 pending.install(continuation)
@@ -167,14 +203,12 @@ public final class HTTP2Transport: PushTransport {
         let batch = BatchSend(
             count: count,
             window: maxConcurrency,
-            statistics: statisticsBox,
+            statistics: { [self] request in (try? pool(for: request))?.statistics ?? statisticsBox },
             makeRequest: makeRequest,
             onResult: onResult,
             enqueue: { [self] pending in
                 do throws(APNsTransportError) {
-                    let pool = pending.request.authority == defaultAuthority
-                        ? defaultPool : try pool(for: pending.request.authority)
-                    pool.enqueue(pending)
+                    try pool(for: pending.request).enqueue(pending)
                 } catch {
                     pending.finish(.failure(error))
                 }
@@ -196,33 +230,129 @@ public final class HTTP2Transport: PushTransport {
     /// to finish (then fails them with `shutdown` and `mayHaveReachedAPNs == true`),
     /// closes every connection with GOAWAY, and returns when every thread has ended.
     public func shutdown() async {
-        let others = otherPools.withLock { state -> [HTTP2ConnectionPool] in
+        let all = pools.withLock { state -> [HTTP2ConnectionPool] in
             state.shutDown = true
+            defer { state.pools.removeAll() }
             return Array(state.pools.values)
         }
-        await defaultPool.shutdown(gracePeriod: configuration.shutdownGracePeriod)
-        for pool in others {
-            await pool.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+        sweeper.withLock { $0?.cancel() }
+        await withTaskGroup(of: Void.self) { group in
+            for pool in all {
+                group.addTask { await pool.shutdown(gracePeriod: self.configuration.shutdownGracePeriod) }
+            }
         }
     }
 
-    private func pool(for authority: String) throws(APNsTransportError) -> HTTP2ConnectionPool {
-        guard let endpoint = Self.endpoint(authority: authority) else {
-            throw .connectionFailed("cannot connect to the :authority '\(authority)': expected host or host:port")
+    // MARK: Pools by authority and credential
+
+    /// The credential whose connections carry `request` (see ``Credential``).
+    func credential(of request: APNsRequest) -> Credential {
+        if let token = request.providerToken { return Credential(token) }
+        if let certificate = request.clientCertificate { return .certificate(certificate) }
+        // A request built by hand may still carry a token: read its JWT (once per value).
+        guard let value = request.headers.first(where: { $0.name == "authorization" })?.value else { return .configured }
+        if let last = lastRawToken.withLock({ $0 }), last.value == value { return last.credential }
+        let jwt = value.hasPrefix("bearer ") ? String(value.dropFirst(7)) : value
+        let credential = Credential.providerKey(
+            teamID: ProviderToken.stringMember("iss", ofPart: 1, of: jwt) ?? "",
+            keyID: ProviderToken.stringMember("kid", ofPart: 0, of: jwt) ?? ""
+        )
+        lastRawToken.withLock { $0 = (value, credential) }
+        return credential
+    }
+
+    /// The pool of `request`'s authority and credential, created on first use.
+    func pool(for request: APNsRequest) throws(APNsTransportError) -> HTTP2ConnectionPool {
+        let key = PoolKey(authority: request.authority, credential: credential(of: request))
+        if let pool = pools.withLock({ $0.shutDown ? nil : $0.pools[key] }) { return pool }
+        guard let endpoint = Self.endpoint(authority: key.authority) else {
+            throw .connectionFailed("cannot connect to the :authority '\(key.authority)': expected host or host:port")
         }
-        let result: HTTP2ConnectionPool? = otherPools.withLock { state in
+        let connector = try connector(presenting: request.clientCertificate)
+        let result: HTTP2ConnectionPool? = pools.withLock { state in
             if state.shutDown { return nil }
-            if let pool = state.pools[authority] { return pool }
+            if let pool = state.pools[key] { return pool }
+            var settings = Self.poolSettings(configuration, endpoint: endpoint)
+            settings.logger[metadataKey: "apns.credential"] = "\(key.credential)"
             let pool = HTTP2ConnectionPool(
-                settings: Self.poolSettings(configuration, endpoint: endpoint),
+                settings: settings,
                 connector: connector,
-                statistics: statisticsBox
+                statistics: StatisticsBox(parent: statisticsBox),
+                credential: key.credential,
+                budget: budget,
+                redirect: { [weak self] pending in
+                    guard let self else {
+                        pending.finish(.failure(.shutdown("the transport is shut down")))
+                        return
+                    }
+                    do throws(APNsTransportError) {
+                        try self.pool(for: pending.request).enqueue(pending)
+                    } catch {
+                        pending.finish(.failure(error))
+                    }
+                }
             )
-            state.pools[authority] = pool
+            state.pools[key] = pool
             return pool
         }
         guard let result else { throw .shutdown("the transport is shut down") }
+        startSweeperIfNeeded()
         return result
+    }
+
+    /// The connector for connections that present `certificate` (the transport's own
+    /// when `nil`).
+    private func connector(presenting certificate: APNsClientCertificate?) throws(APNsTransportError) -> HTTP2Connector {
+        guard let certificate, let tls, let makeConnector else { return connector }
+        guard let identity = certificate.value as? ClientIdentity else {
+            throw .tlsFailure(
+                "the request's client certificate (\(certificate)) is not an APNsTransport ClientIdentity: "
+                    + "make it with ClientIdentity.clientCertificate"
+            )
+        }
+        var presenting = tls
+        presenting.clientIdentity = identity
+        return makeConnector(presenting)
+    }
+
+    /// Starts the task that closes idle pools, once.
+    private func startSweeperIfNeeded() {
+        guard let idle = configuration.credentialIdleTimeout else { return }
+        sweeper.withLock { task in
+            guard task == nil else { return }
+            let interval = max(Duration.milliseconds(50), min(idle / 4, .seconds(30)))
+            task = Task.detached { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    guard let self, !Task.isCancelled else { return }
+                    await self.closeIdlePools(idleFor: idle)
+                }
+            }
+        }
+    }
+
+    /// Closes the pools with nothing queued or in flight and no request for `idle`,
+    /// unless a pool is the transport's only one (a single-tenant transport keeps its
+    /// connections open, as Apple asks).
+    func closeIdlePools(idleFor idle: Duration, now: UInt64 = MonotonicTime.now()) async {
+        let limit = MonotonicTime.nanoseconds(idle)
+        let idlePools: [HTTP2ConnectionPool] = pools.withLock { state in
+            if state.shutDown || state.pools.count < 2 { return [] }
+            var closing: [HTTP2ConnectionPool] = []
+            for (key, pool) in state.pools {
+                let activity = pool.activity
+                guard activity.queued == 0, now &- activity.lastUsed >= limit,
+                    pool.statistics.snapshot.requestsInFlight == 0
+                else { continue }
+                state.pools.removeValue(forKey: key)
+                closing.append(pool)
+            }
+            return closing
+        }
+        for pool in idlePools {
+            configuration.logger.debug("closing an idle pool", metadata: ["apns.credential": "\(pool.credential)"])
+            await pool.close(gracePeriod: configuration.shutdownGracePeriod)
+        }
     }
 
     /// Parses `host`, `host:port` or `[v6]:port` (RFC 3986 §3.2.2); the port defaults to 443.
@@ -262,7 +392,8 @@ public final class HTTP2Transport: PushTransport {
             backoff: ReconnectBackoff(base: configuration.reconnectBackoffBase, maximum: configuration.reconnectBackoffMax),
             maxRequeues: max(0, configuration.maxRequeues),
             machine: machine,
-            logger: configuration.logger
+            logger: configuration.logger,
+            retireGracePeriod: configuration.shutdownGracePeriod
         )
     }
 }

@@ -29,6 +29,7 @@ import Testing
         (403, "MissingProviderToken", .missingProviderToken),
         (403, "UnrelatedKeyIdInToken", .unrelatedKeyIDInToken),
         (403, "BadEnvironmentKeyIdInToken", .badEnvironmentKeyIDInToken),
+        (403, "BadEnvironmentKeyInToken", .badEnvironmentKeyInToken),
         (404, "BadPath", .badPath),
         (405, "MethodNotAllowed", .methodNotAllowed),
         (410, "ExpiredToken", .expiredToken),
@@ -179,6 +180,9 @@ import Testing
             (.expiredProviderToken, .fixCredentials), (.invalidProviderToken, .fixCredentials),
             (.forbidden, .fixCredentials), (.badCertificate, .fixCredentials),
             (.tooManyProviderTokenUpdates, .fixCredentials),
+            // The 2025 key rules (environment-scoped, topic-specific keys; keys pinned per connection).
+            (.badEnvironmentKeyIDInToken, .fixCredentials), (.badEnvironmentKeyInToken, .fixCredentials),
+            (.unrelatedKeyIDInToken, .fixCredentials), (.topicDisallowed, .fixRequest),
             (.badDeviceToken, .fixRequest), (.deviceTokenNotForTopic, .fixRequest),
             (.payloadTooLarge, .fixRequest), (.badTopic, .fixRequest), (.methodNotAllowed, .fixRequest),
         ]

@@ -239,3 +239,59 @@ struct HTTP2PoolStateMachineTests {
         #expect(pool.expireQueued(now: 1_015 * ms).map(\.name) == ["next"])
     }
 }
+
+/// The pool's side of the transport's connection budget and of retiring a connection.
+@Suite("HTTP/2 pool state machine: budget and retirement")
+struct HTTP2PoolBudgetTests {
+    @Test func aRefusedConnectionIdlesAndNoOtherOpensUntilTheBudgetHasRoom() {
+        var pool = machine(connections: 2)
+        guard case .queued(let first) = pool.enqueue(FakeRequest("a"), now: 0) else {
+            Issue.record("not queued")
+            return
+        }
+        #expect(first.start == 0)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        pool.budgetRefused(0)
+        #expect(pool.budgetBlocked)
+        #expect(!pool.anyConnecting)
+        // More demand opens nothing while the budget is spent.
+        guard case .queued(let second) = pool.enqueue(FakeRequest("b"), now: 0) else {
+            Issue.record("not queued")
+            return
+        }
+        #expect(second.start == nil && second.wakeIdle == nil)
+        // Room: the idle connection is woken (not a new one started).
+        let wakeups = pool.budgetAvailable()
+        #expect(wakeups?.wakeIdle == 0)
+        #expect(wakeups?.start == nil)
+        #expect(!pool.budgetBlocked)
+    }
+
+    @Test func roomIsDeclinedWhenNothingWaits() {
+        var pool = machine()
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
+        pool.budgetRefused(0)
+        var expired: [FakeRequest] = []
+        // The request times out meanwhile: the queue is empty when room comes.
+        pool.take(for: 0, max: 1, into: &expired)
+        #expect(pool.budgetAvailable() == nil)
+    }
+
+    @Test func aRetiredConnectionTakesNothingAndIsNotRetiredTwice() {
+        var pool = connectedPool(freeStreams: 10)
+        #expect(pool.retireCandidate == 0)
+        let retired = pool.retire(0)
+        #expect(retired)
+        #expect(pool.isRetiring(0))
+        #expect(pool.freeStreams(0) == 0)
+        let again = pool.retire(0)
+        #expect(!again)
+        #expect(pool.retireCandidate == nil)
+        // Closed: it may connect again, as a fresh connection.
+        let closed = pool.connectionUnavailable(0, closed: true)
+        #expect(closed)
+        #expect(!pool.isRetiring(0))
+        #expect(pool.readyCount == 0)
+    }
+}

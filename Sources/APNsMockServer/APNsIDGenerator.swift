@@ -1,0 +1,55 @@
+/// Makes the `apns-id` the server answers with when a request sent none: a random
+/// (version 4) UUID in lowercase 8-4-4-4-12 form, [RFC 9562 §5.4](https://www.rfc-editor.org/rfc/rfc9562#section-5.4).
+///
+/// Foundation's `UUID()` asks the kernel for 16 random bytes on every call (a system call
+/// per answer); this generator is seeded once from the system's generator and then draws
+/// from SplitMix64, which is plenty for identifiers that only need to be distinct. Lives
+/// on the server thread only.
+struct APNsIDGenerator {
+    private var state: UInt64
+
+    /// A generator seeded from `SystemRandomNumberGenerator`.
+    init() {
+        var system = SystemRandomNumberGenerator()
+        state = system.next()
+    }
+
+    /// A generator with a fixed seed (for tests).
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    /// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014).
+    private mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A new identifier.
+    mutating func make() -> String {
+        var high = next()
+        var low = next()
+        // Version 4 in the high nibble of byte 6; variant 0b10 in the top bits of byte 8.
+        high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            var out = 0
+            for nibble in 0..<32 {
+                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+                    buffer[out] = UInt8(ascii: "-")
+                    out += 1
+                }
+                let word = nibble < 16 ? high : low
+                let shift = UInt64(60 - 4 * (nibble % 16))
+                buffer[out] = Self.hexDigits[Int((word >> shift) & 0xF)]
+                out += 1
+            }
+            return out
+        }
+    }
+}

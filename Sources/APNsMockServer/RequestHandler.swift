@@ -1,0 +1,185 @@
+import Foundation
+
+/// Decides what the server does with each complete request: routing (device pushes,
+/// broadcasts, channel management), validation with Apple's reasons, the provider-token
+/// rules (through each connection's ``TokenAuthorizer``), the scripted faults, the record
+/// and the answer. It does no I/O: ``ServerConnection`` hands it a request and performs
+/// the ``Reply``.
+///
+/// One per server thread, used on that thread only; what belongs to one connection is in
+/// its ``ConnectionState``.
+final class RequestHandler {
+    /// What the handler keeps per connection.
+    struct ConnectionState {
+        /// The connection's number, from 0 in the order the server accepted them.
+        let number: Int
+        /// In certificate mode, the topics of the client's certificate.
+        var certificateTopics: [String]?
+        /// In token mode, the connection's provider-token rules.
+        var authorizer: TokenAuthorizer?
+        /// Whether the stream limit was raised past the initial 1 (token mode), by a first
+        /// accepted token or by ``MockAPNsServer/setMaxConcurrentStreams(_:)``.
+        var streamLimitRaised = false
+    }
+
+    /// A complete request as the connection received it.
+    struct Request {
+        var streamID: Int32
+        var headers: [RecordedRequest.Header]
+        var body: [UInt8]
+        var headerBlockLength: Int
+        var inflaterTableSize: Int
+        /// How each header was represented in HPACK, when the header block could be read.
+        var representations: [RecordedRequest.HeaderRepresentation]?
+    }
+
+    /// An answer: `:status`, the other header fields in order, the JSON body if any.
+    struct Response {
+        var status: Int
+        var headers: [(String, String)]
+        var body: [UInt8]
+    }
+
+    /// What the connection does with the request.
+    enum Action {
+        /// Answer, after `delay` (`.zero`: now), with GOAWAY first when `goAwayReason` is set.
+        case answer(Response, delay: Duration, goAwayReason: String?)
+        /// Close the connection abruptly; see ``MockAPNsServer/dropConnection(atRequest:)``.
+        case drop
+        /// Write an invalid frame; see ``MockAPNsServer/breakProtocol(atRequest:)``.
+        case breakProtocol
+        /// Go silent; see ``MockAPNsServer/blackHoleConnection(atRequest:)``.
+        case blackHole
+    }
+
+    /// The action, and SETTINGS_MAX_CONCURRENT_STREAMS values to announce after it, in order.
+    struct Reply {
+        var action: Action
+        var streamLimits: [Int] = []
+    }
+
+    let state: ServerState
+    let configuration: MockAPNsServer.Configuration
+    let validator: RequestValidator
+    private let verdicts: TokenVerdictCache?
+    /// The `apns-id` of answers to requests that sent none.
+    private var idGenerator = APNsIDGenerator()
+
+    init(state: ServerState, configuration: MockAPNsServer.Configuration) {
+        self.state = state
+        self.configuration = configuration
+        self.validator = RequestValidator(bundleIDs: configuration.bundleIDs,
+                                          malformedPayloadReason: configuration.malformedPayloadReason)
+        if case .providerToken(let check) = configuration.authentication {
+            verdicts = TokenVerdictCache(check: check)
+        } else {
+            verdicts = nil
+        }
+    }
+
+    /// Whether connections authenticate with provider tokens (and so start at one stream).
+    var tokenMode: Bool { verdicts != nil }
+
+    /// The state of a new connection.
+    func makeConnectionState(number: Int) -> ConnectionState {
+        ConnectionState(
+            number: number,
+            authorizer: verdicts.map {
+                TokenAuthorizer(verdicts: $0, environment: configuration.environment, keyScopes: configuration.keyScopes)
+            })
+    }
+
+    /// Validates, authorizes and scripts `request`, records it, and says how to answer.
+    func handle(_ request: Request, connection: inout ConnectionState) -> Reply {
+        var claims: ProviderTokenClaims?
+        var keyTopics: Set<String>?
+        var tokenAccepted = false
+        let validatorRequest = RequestValidator.Request(headers: request.headers, body: request.body)
+        func authorizeRequest(_ authorization: String?) -> RequestValidator.Rejection? {
+            guard var authorizer = connection.authorizer else { return nil }
+            let outcome = authorizer.authorize(authorization, now: self.configuration.now())
+            connection.authorizer = authorizer
+            if let keyID = outcome.newKeyID { self.state.noteKey(keyID, connection: connection.number) }
+            claims = outcome.claims
+            keyTopics = outcome.keyTopics
+            tokenAccepted = outcome.rejection == nil
+            return outcome.rejection
+        }
+        var deviceToken: String?
+        var rejection: RequestValidator.Rejection?
+        /// `apns-id` for device pushes; `apns-request-id` for broadcasts and channel management.
+        let apnsID: String
+        var responseHeaders: [(String, String)]
+        var channelOperation: BroadcastRouter.Operation?
+        let path = request.headers.first { $0.name == ":path" }?.value ?? ""
+        if BroadcastRouter.handles(path: path) {
+            let router = BroadcastRouter(bundleIDs: validator.bundleIDs,
+                                         malformedPayloadReason: validator.malformedPayloadReason,
+                                         channels: state.channels,
+                                         broadcastDisabledBundleIDs: configuration.broadcastDisabledBundleIDs)
+            let routed = router.route(validatorRequest, certificateTopics: connection.certificateTopics,
+                                      authorize: authorizeRequest)
+            switch routed.result {
+            case .success(let operation): channelOperation = operation
+            case .failure(let failure): rejection = failure
+            }
+            apnsID = routed.requestID
+            responseHeaders = [("apns-request-id", apnsID)]
+        } else {
+            switch validator.validate(validatorRequest, certificateTopics: connection.certificateTopics,
+                                      keyTopics: { keyTopics }, authorize: authorizeRequest) {
+            case .success(let accepted): deviceToken = accepted.deviceToken
+            case .failure(let failure): rejection = failure
+            }
+            let requestedID = request.headers.first { $0.name == "apns-id" }?.value
+            apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? idGenerator.make()
+            responseHeaders = [("apns-id", apnsID)]
+        }
+
+        let connectionNumber = connection.number
+        let decision = state.decide(validation: rejection, deviceToken: deviceToken, apnsID: apnsID,
+                                    successStatus: channelOperation?.successStatus ?? 200,
+                                    broadcastChannel: channelOperation?.broadcastChannelID) {
+            // Only when records are wanted: it copies the headers.
+            var headers = request.headers
+            if let representations = request.representations, representations.count == headers.count {
+                for index in headers.indices { headers[index].representation = representations[index] }
+            }
+            return RecordedRequest(
+                sequenceNumber: 0, connectionNumber: connectionNumber, streamID: Int(request.streamID), headers: headers,
+                headerBlockLength: request.headerBlockLength, inflaterDynamicTableSize: request.inflaterTableSize,
+                body: request.body, providerToken: claims, status: 0, reason: nil, apnsID: apnsID)
+        }
+        func processed(status: Int?) -> MockAPNsServer.ProcessedRequest {
+            MockAPNsServer.ProcessedRequest(
+                sequenceNumber: decision.sequenceNumber, connectionNumber: connection.number,
+                streamID: Int(request.streamID), apnsID: apnsID, status: status, deviceToken: deviceToken)
+        }
+        if decision.drop || decision.breakProtocol || decision.blackHole {
+            decision.observer?(processed(status: nil))
+            return Reply(action: decision.drop ? .drop : decision.breakProtocol ? .breakProtocol : .blackHole)
+        }
+        var status = decision.response?.status ?? 200
+        var body = decision.response.map { Array($0.jsonBody.utf8) } ?? []
+        if decision.response == nil, let channelOperation {
+            // Only now, when no scripted fault answers instead, does a channel change.
+            let answer = BroadcastRouter(bundleIDs: [], malformedPayloadReason: "", channels: state.channels)
+                .commit(channelOperation)
+            status = answer.status
+            body = answer.body
+            responseHeaders += answer.headers
+        }
+        decision.observer?(processed(status: status))
+        var reply = Reply(action: .answer(Response(status: status, headers: responseHeaders, body: body),
+                                          delay: decision.delay, goAwayReason: decision.goAwayReason))
+        if tokenAccepted, tokenMode, !connection.streamLimitRaised {
+            reply.streamLimits.append(state.shared.withLock { $0.maxConcurrentStreams })
+            connection.streamLimitRaised = true
+        }
+        if rejection != nil, let dropped = configuration.streamLimitAfterRejection {
+            // APNs has been seen to lower a connection's stream limit after errors.
+            reply.streamLimits.append(dropped)
+        }
+        return reply
+    }
+}
