@@ -83,32 +83,32 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
 
     /// The id in `bytes`, a UUID in `8-4-4-4-12` form in either case (for example a
     /// response's `apns-id` header as the transport received it), or `nil` if it is not one.
-    /// No `String` is made.
-    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> APNsID? {
-        guard bytes.count == textLength else { return nil }
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        var nibbles = 0
-        for (offset, byte) in bytes.enumerated() {
-            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
-                if byte != UInt8(ascii: "-") { return nil }
-                continue
-            }
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = byte &- UInt8(ascii: "a") &+ 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte &- UInt8(ascii: "A") &+ 10
-            default: return nil
-            }
-            if nibbles < 16 {
-                high = high << 4 | UInt64(value)
+    /// No `String` is made. With `lowercaseOnly`, uppercase digits are refused too (so the
+    /// text ``write(into:)`` gives back is exactly `bytes`).
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, lowercaseOnly: Bool = false) -> APNsID? {
+        guard bytes.count == textLength, let base = bytes.baseAddress,
+            base[8] == UInt8(ascii: "-"), base[13] == UInt8(ascii: "-"),
+            base[18] == UInt8(ascii: "-"), base[23] == UInt8(ascii: "-")
+        else { return nil }
+        var words: (UInt64, UInt64) = (0, 0)
+        var valid = true
+        for digit in 0..<32 {
+            // The offset of hexadecimal digit `digit`, past the dashes before it.
+            let offset = digit + (digit >= 8 ? 1 : 0) + (digit >= 12 ? 1 : 0) + (digit >= 16 ? 1 : 0) + (digit >= 20 ? 1 : 0)
+            let byte = base[offset]
+            let lower = byte | 0x20
+            let isDigit = byte &- UInt8(ascii: "0") < 10
+            let isLetter = lower &- UInt8(ascii: "a") < 6 && (!lowercaseOnly || byte == lower)
+            valid = valid && (isDigit || isLetter)
+            // '0'...'9' → 0...9; 'a'...'f' and 'A'...'F' → 10...15.
+            let value = UInt64((byte & 0x0F) &+ (byte >> 6) &* 9)
+            if digit < 16 {
+                words.0 = words.0 << 4 | value
             } else {
-                low = low << 4 | UInt64(value)
+                words.1 = words.1 << 4 | value
             }
-            nibbles += 1
         }
-        return APNsID(high: high, low: low)
+        return valid ? APNsID(high: words.0, low: words.1) : nil
     }
 
     /// Writes the canonical lowercase text (36 octets) at the start of `buffer`, which

@@ -169,7 +169,7 @@ final class HTTP2SessionSink {
         // The apns-id stays 128 bits (no String) when it is a canonical lowercase UUID,
         // which is what `APNsResponse.headers` writes back.
         if nameLength == 7, record.apnsID == nil, memcmp(name, HTTP2SessionSink.apnsIDName, 7) == 0,
-            let id = APNsID.parse(valueBytes), !valueBytes.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") })
+            let id = APNsID.parse(valueBytes, lowercaseOnly: true)
         {
             record.apnsID = id
             record.apnsIDIndex = record.headers.count

@@ -84,3 +84,24 @@ import Testing
         #expect(Array(text.utf8).withUnsafeBufferPointer { APNsID.parse($0) } == nil)
     }
 }
+
+extension APNsIDBytesTests {
+    @Test func lowercaseOnlyRefusesUppercaseDigits() throws {
+        let uuid = Foundation.UUID()
+        let upper = Array(uuid.uuidString.utf8)
+        let lower = Array(uuid.uuidString.lowercased().utf8)
+        #expect(lower.withUnsafeBufferPointer { APNsID.parse($0, lowercaseOnly: true) } == APNsID(uuid))
+        let hasLetter = uuid.uuidString.contains { "ABCDEF".contains($0) }
+        #expect((upper.withUnsafeBufferPointer { APNsID.parse($0, lowercaseOnly: true) } == nil) == hasLetter)
+        // Every single byte outside the alphabet is refused, at every position.
+        for offset in lower.indices {
+            for byte in [UInt8(ascii: "g"), UInt8(ascii: "/"), UInt8(ascii: ":"), UInt8(ascii: "G"), UInt8(ascii: "@"), 0, 0xFF] {
+                var bad = lower
+                bad[offset] = byte
+                let text = String(decoding: bad, as: UTF8.self)
+                #expect(bad.withUnsafeBufferPointer { APNsID.parse($0) } == nil, "\(text)")
+                #expect(Foundation.UUID(uuidString: text) == nil)
+            }
+        }
+    }
+}
