@@ -227,6 +227,15 @@ final class HTTP2ConnectionStateMachine {
             body: request.body,
             maxBodySize: request.isChannelManagement ? sink.configuration.maxChannelBodySize : sink.configuration.maxBodySize
         )
+        if let apnsID = request.apnsID, let last = fields.last, last.name == "apns-id", last.valueLength == APNsID.textLength {
+            // Keep the text as sent: APNs echoes it, and the echo is then one comparison.
+            record.sentAPNsID = apnsID
+            scratch.withUnsafeBytes { bytes in
+                withUnsafeMutableBytes(of: &record.sentAPNsIDText) { text in
+                    text.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[last.valueStart..<last.valueEnd]))
+                }
+            }
+        }
         let hasBody = !request.body.isEmpty
         let userData = Unmanaged.passUnretained(record).toOpaque()
         var nva = sink.nvScratch

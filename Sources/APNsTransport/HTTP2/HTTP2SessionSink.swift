@@ -168,12 +168,21 @@ final class HTTP2SessionSink {
         }
         // The apns-id stays 128 bits (no String) when it is a canonical lowercase UUID,
         // which is what `APNsResponse.headers` writes back.
-        if nameLength == 7, record.apnsID == nil, memcmp(name, HTTP2SessionSink.apnsIDName, 7) == 0,
-            let id = APNsID.parse(valueBytes, lowercaseOnly: true)
-        {
-            record.apnsID = id
-            record.apnsIDIndex = record.headers.count
-            return 0
+        if nameLength == 7, record.apnsID == nil, memcmp(name, HTTP2SessionSink.apnsIDName, 7) == 0 {
+            // Usually the echo of the request's own id, as it was sent: one comparison.
+            var id: APNsID?
+            if let sent = record.sentAPNsID, valueLength == APNsID.textLength,
+                withUnsafeBytes(of: record.sentAPNsIDText, { text in text.baseAddress.map { memcmp($0, value, valueLength) } ?? 1 }) == 0
+            {
+                id = sent
+            } else {
+                id = APNsID.parse(valueBytes, lowercaseOnly: true)
+            }
+            if let id {
+                record.apnsID = id
+                record.apnsIDIndex = record.headers.count
+                return 0
+            }
         }
         record.headers.append(
             HeaderField(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))

@@ -17,6 +17,10 @@ final class HTTP2StreamRecord {
     var apnsID: APNsID?
     /// Where `apnsID` stands among the response headers.
     var apnsIDIndex = 0
+    /// The request's `apns-id`, and its text as sent (36 octets), so that the echo in the
+    /// response is recognised by one comparison instead of being parsed.
+    var sentAPNsID: APNsID?
+    var sentAPNsIDText: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
     var responseBody: [UInt8] = []
     /// The response header list's size so far, in RFC 9113 §6.5.2 octets (name + value + 32
     /// per field, `:status` included), across every HEADERS block of the stream.
@@ -45,6 +49,7 @@ final class HTTP2StreamRecord {
         status = 0
         apnsID = nil
         apnsIDIndex = 0
+        sentAPNsID = nil
         headerListSize = 0
     }
 
