@@ -1,9 +1,12 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 //
 // swift-apns: an SDK for Apple Push Notification service providers.
 // Layers (see Documentation/SwiftAPNs.docc): APNsPayload <- APNsCore <- APNsTransport,
-// with APNsMockServer and the `apns` tool on top. C libraries (libnghttp2, OpenSSL)
+// with APNsConfiguration (settings from a ConfigReader), the test products APNsTesting
+// (on APNsCore) and APNsMockServer, and the `apns` tool on top. C libraries (libnghttp2, OpenSSL)
 // come in through system-library targets found by pkg-config.
+// Tools 6.2: swift-configuration's own manifest needs it, and `traits: []` below keeps
+// its optional parts (JSON, YAML, reloading) out of the SDK's graph.
 import PackageDescription
 
 let package = Package(
@@ -15,6 +18,11 @@ let package = Package(
         .library(name: "APNsCore", targets: ["APNsCore"]),
         .library(name: "APNsTransport", targets: ["APNsTransport"]),
         .library(name: "APNsMockServer", targets: ["APNsMockServer"]),
+        // What users test with, as swift-log offers InMemoryLogging: the mock transport.
+        .library(name: "APNsTesting", targets: ["APNsTesting"]),
+        // Settings from a swift-configuration ConfigReader; its own product so that
+        // users of APNsTransport alone do not get swift-configuration's dependencies.
+        .library(name: "APNsConfiguration", targets: ["APNsConfiguration"]),
         .executable(name: "apns", targets: ["apns"]),
     ],
     dependencies: [
@@ -23,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
     ],
     targets: [
         // MARK: C libraries
@@ -61,6 +70,17 @@ let package = Package(
             ]
         ),
         .target(
+            name: "APNsTesting",
+            dependencies: ["APNsCore"]
+        ),
+        .target(
+            name: "APNsConfiguration",
+            dependencies: [
+                "APNsTransport",
+                .product(name: "Configuration", package: "swift-configuration"),
+            ]
+        ),
+        .target(
             name: "APNsMockServer",
             dependencies: [
                 "APNsCore",
@@ -86,7 +106,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "QuickTour",
-            dependencies: ["APNsTransport"],
+            dependencies: ["APNsTransport", "APNsTesting"],
             path: "Examples/QuickTour"
         ),
         .executableTarget(
@@ -106,7 +126,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "TransportBenchmark",
-            dependencies: ["APNsTransport", "APNsMockServer", "APNsCore"],
+            dependencies: [
+                "APNsTransport",
+                "APNsMockServer",
+                "APNsCore",
+                // Only to give the client and transport an in-process backend and tracer.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
             path: "Benchmarks/TransportBenchmark"
         ),
         // The soak of issue #8; its engine is a package-internal module so the default
@@ -137,6 +164,7 @@ let package = Package(
             dependencies: [
                 "APNsCore",
                 "APNsPayload",
+                "APNsTesting",
                 "CNGHTTP2",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
@@ -150,6 +178,7 @@ let package = Package(
                 "APNsMockServer",
                 "APNsCore",
                 "SoakEngine",
+                "APNsTesting",
                 "CNGHTTP2",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
@@ -157,6 +186,22 @@ let package = Package(
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
+        ),
+        .testTarget(
+            name: "APNsTestingTests",
+            dependencies: ["APNsTesting", "APNsCore"]
+        ),
+        .testTarget(
+            name: "APNsConfigurationTests",
+            dependencies: [
+                "APNsConfiguration",
+                "APNsTransport",
+                "APNsMockServer",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "APNsMockServerTests",

@@ -24,6 +24,6 @@ if ((${#missing[@]})); then
 fi
 
 if ! command -v swift >/dev/null 2>&1; then
-    echo "bootstrap: the Swift toolchain (6.0 or later) is not on PATH; install it from swift.org" >&2
+    echo "bootstrap: the Swift toolchain (6.2 or later) is not on PATH; install it from swift.org" >&2
     exit 1
 fi

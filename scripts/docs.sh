@@ -12,8 +12,8 @@ swift build --build-tests >/dev/null
 swift package dump-symbol-graph >/dev/null
 graphs=.build/docs-symbol-graphs
 rm -rf "$graphs" && mkdir -p "$graphs"
-# One catalog over the four library modules; articles link symbols as ``Module/Symbol``.
-for module in APNsPayload APNsCore APNsTransport APNsMockServer; do
+# One catalog over the library modules; articles link symbols as ``Module/Symbol``.
+for module in APNsPayload APNsCore APNsTransport APNsConfiguration APNsTesting APNsMockServer; do
     cp "$(swift build --show-bin-path)/../symbolgraph/$module"*.symbols.json "$graphs/"
 done
 out="${1:-.build/SwiftAPNs.doccarchive}"

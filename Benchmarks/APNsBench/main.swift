@@ -13,6 +13,7 @@
 //   batch  (default) one `client.send(_:to:maxConcurrency:)` call, outcomes collected
 //   stream one `client.send(_:to:maxConcurrency:onOutcome:)` call, outcomes counted
 //   tasks  one `client.send(_:to:)` per notification from CONC tasks
+// `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
 // `APNS_BENCH_CA` names a CA certificate (PEM) to trust besides the system's store.
 // `count-allocations.sh` runs it under valgrind's DHAT to count heap allocations per
 // notification.
@@ -31,7 +32,10 @@ guard arguments.count == 9, let port = Int(arguments[2]), let count = Int(argume
     exit(2)
 }
 let host = arguments[1]
-let mode = ProcessInfo.processInfo.environment["APNS_BENCH_MODE"] ?? "batch"
+let benchEnvironment = ProcessInfo.processInfo.environment
+// `run-wan.sh` names the modes MODE=batch|single and the connections CONNS.
+let mode = benchEnvironment["APNS_BENCH_MODE"] ?? benchEnvironment["MODE"].map { $0 == "single" ? "tasks" : $0 } ?? "batch"
+let connections = max(1, Int(benchEnvironment["APNS_BENCH_CONNECTIONS"] ?? benchEnvironment["CONNS"] ?? "") ?? 1)
 
 func cpuSeconds() -> Double {
     var usage = rusage()
@@ -66,7 +70,7 @@ let transport = HTTP2Transport(
     configuration: .init(
         environment: environment,
         tls: TLSConfiguration(trustRoots: trust),
-        connectionCount: 1,
+        connectionCount: connections,
         maxQueuedRequests: max(10_000, window)
     )
 )
@@ -82,7 +86,7 @@ let client = APNsClient(environment: environment, credentials: .providerToken(to
 // Apple's example alert, 128 bytes once encoded.
 var payload = Payload.alert(title: "Game Request", body: "Bob wants to play poker")
 payload.aps.badge = 5
-payload.aps.sound = "bingbong.aiff"
+payload.aps.sound = "default"
 try payload.setCustom("acme1", to: "bar")
 try payload.setCustom("acme2", to: 42)
 let notification = PushNotification(payload: payload, topic: .bundleID(arguments[6]))

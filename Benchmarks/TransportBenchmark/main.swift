@@ -3,6 +3,7 @@
 //
 //   swift run -c release TransportBenchmark [--requests N] [--shape CxM] [--no-h2load]
 //                                            [--mode call|batch|client] [--connect PORT CA_PATH]
+//   swift run -c release TransportBenchmark --observability [--rounds R] [--requests N] [--shape CxM]
 //
 // Each run sends N notifications (default 50,000) over C connections with M concurrent
 // streams each, after a warm-up of 2,000, three ways: `send(_:)` from C×M sending tasks
@@ -14,13 +15,22 @@
 // when the row starts, after returning freed heap to the kernel); then
 // h2load with the same request shape against the same server, and the CPU ratios.
 //
+// `--observability` measures what metrics and tracing cost on the send path: R rounds
+// (default 3) of the APNsClient batch send, each four times: with swift-metrics' and
+// swift-distributed-tracing's no-ops (what a process that bootstraps no backend gets),
+// with an in-process MetricsFactory only, with a Tracer that records every span only, and
+// with both (RecordingMetrics.swift, RecordingTracer.swift), in rotating order, and prints
+// the client CPU µs per notification of each and its ratio to the no-ops.
+//
 // The mock server runs in a child process (this executable with `server`), so
 // getrusage(RUSAGE_SELF) measures the client's CPU alone; h2load's CPU is read with
 // getrusage(RUSAGE_CHILDREN) around its run.
 import APNsMockServer
 import APNsTransport
+import CoreMetrics
 import Foundation
 import Logging
+import Tracing
 
 #if canImport(Glibc)
 import Glibc
@@ -212,7 +222,20 @@ enum Mode: String {
     }
 }
 
-func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) async throws -> Figures {
+/// An in-process metrics backend and tracer (either may be left out: swift-metrics' or
+/// swift-distributed-tracing's no-op then), given to the transport and the client.
+struct Observability {
+    var metrics: RecordingMetricsFactory?
+    var tracer: RecordingTracer?
+}
+
+func runTransport(
+    connections: Int,
+    streams: Int,
+    requests: Int,
+    mode: Mode,
+    observability: Observability? = nil
+) async throws -> Figures {
     var tls = TLSConfiguration()
     tls.trustRoots = .certificates(caPEM)
     let transport = HTTP2Transport(
@@ -222,7 +245,8 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
             connectionCount: connections,
             maxQueuedRequests: connections * streams * 2,
             maxConcurrentStreamsPerConnection: streams,
-            logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+            logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }),
+            metricsFactory: observability?.metrics ?? NOOPMetricsHandler.instance
         )
     )
     let prepared = try (0..<(requests + 2_000)).map { try request($0) }
@@ -235,7 +259,13 @@ func runTransport(connections: Int, streams: Int, requests: Int, mode: Mode) asy
     // The measured requests are copied out before the clock starts: the copy is the
     // harness's work, not the transport's.
     let measured = Array(prepared[..<requests])
-    let client = APNsClient(environment: .custom(host: "127.0.0.1", port: port), credentials: .certificate, transport: transport)
+    let client = APNsClient(
+        environment: .custom(host: "127.0.0.1", port: port),
+        credentials: .certificate,
+        transport: transport,
+        metricsFactory: observability?.metrics ?? NOOPMetricsHandler.instance,
+        tracer: observability?.tracer ?? NoOpTracer()
+    )
     let tokens = try (mode == .client ? 0..<requests : 0..<0).map { index -> DeviceToken in
         let hex = String(index, radix: 16)
         return try DeviceToken(hex: String(repeating: "0", count: 64 - hex.count) + hex)
@@ -420,6 +450,95 @@ func runH2load(connections: Int, streams: Int, requests: Int) throws -> Figures?
 
 func format(_ value: Double, _ digits: Int = 1) -> String {
     value.isNaN ? "-" : String(format: "%.\(digits)f", value)
+}
+
+if arguments.contains("--observability") {
+    var rounds = 3
+    if let index = arguments.firstIndex(of: "--rounds"), index + 1 < arguments.count, let n = Int(arguments[index + 1]), n > 0 {
+        rounds = n
+    }
+    var (connections, streams) = (1, 100)
+    if let index = arguments.firstIndex(of: "--shape"), index + 1 < arguments.count {
+        let parts = arguments[index + 1].split(separator: "x").compactMap { Int($0) }
+        if parts.count == 2 { (connections, streams) = (parts[0], parts[1]) }
+    }
+    print(
+        "TransportBenchmark --observability: APNsClient batch send, c=\(connections) m=\(streams), "
+            + "\(rounds) rounds × \(totalRequests) notifications, against APNsMockServer (TLS, child process)"
+    )
+    print("CPU µs per notification (ratio to no-op)")
+    print("round      no-op          metrics          tracing     metrics+tracing")
+    enum Variant: CaseIterable {
+        case none, metrics, tracing, both
+        var observability: Observability {
+            switch self {
+            case .none: Observability()
+            case .metrics: Observability(metrics: RecordingMetricsFactory())
+            case .tracing: Observability(tracer: RecordingTracer())
+            case .both: Observability(metrics: RecordingMetricsFactory(), tracer: RecordingTracer())
+            }
+        }
+    }
+    var figures: [[Double]] = []  // [round][variant]
+    for round in 1...rounds {
+        // Rotate the order, so that no variant always runs first or on a warmer process.
+        let variants = Variant.allCases
+        let order = (0..<variants.count).map { variants[($0 + round - 1) % variants.count] }
+        var cpu = [Double](repeating: .nan, count: variants.count)
+        for variant in order {
+            let observability = variant.observability
+            let row = try await runTransport(
+                connections: connections,
+                streams: streams,
+                requests: totalRequests,
+                mode: .client,
+                observability: observability
+            )
+            if row.failures > 0 { print("round \(round): \(row.failures) failures") }
+            // The recording side really recorded: one span per notification and per
+            // batch, a counter per outcome, a timing per request.
+            if let tracer = observability.tracer, tracer.finishedSpans.count < totalRequests + 1 {
+                print("round \(round): the tracer saw \(tracer.finishedSpans.count) spans")
+                exit(1)
+            }
+            if let metrics = observability.metrics {
+                let accepted = metrics.total("apns_notifications_accepted_total")
+                let timed = metrics.timings("apns_request_duration_seconds")
+                guard accepted == Int64(totalRequests), timed >= Int64(totalRequests) else {
+                    print("round \(round): the metrics backend saw \(accepted) accepted, \(timed) timings")
+                    exit(1)
+                }
+            }
+            cpu[variants.firstIndex(of: variant)!] = row.cpuPerRequest
+        }
+        figures.append(cpu)
+        print(
+            String(round).leftPadded(5),
+            format(cpu[0], 2).leftPadded(10),
+            (format(cpu[1], 2) + " (" + format(cpu[1] / cpu[0], 2) + "×)").leftPadded(16),
+            (format(cpu[2], 2) + " (" + format(cpu[2] / cpu[0], 2) + "×)").leftPadded(16),
+            (format(cpu[3], 2) + " (" + format(cpu[3] / cpu[0], 2) + "×)").leftPadded(19)
+        )
+    }
+    // Per variant: the median and the best round, and the median of the per-round ratios
+    // (each against the no-op run of the same round, which cancels slow drifts of a shared
+    // machine better than a ratio of medians).
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    let names = ["no-op", "metrics", "tracing", "metrics+tracing"]
+    for (index, name) in names.enumerated() {
+        let values = figures.map { $0[index] }
+        let ratios = figures.map { $0[index] / $0[0] }
+        print(
+            "\(name):".padding(toLength: 17, withPad: " ", startingAt: 0),
+            "median \(format(median(values), 2)) µs, best \(format(values.min() ?? .nan, 2)) µs"
+                + (index == 0 ? "" : ", median ratio to no-op \(format(median(ratios), 2))×, best/best \(format((values.min() ?? .nan) / (figures.map { $0[0] }.min() ?? .nan), 2))×")
+        )
+    }
+    if child.isRunning {
+        try? childIn.fileHandleForWriting.close()
+        child.waitUntilExit()
+    }
+    exit(0)
 }
 
 print("TransportBenchmark: \(totalRequests) notifications per run against APNsMockServer (TLS, child process)")

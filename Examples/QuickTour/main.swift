@@ -3,8 +3,11 @@
 // `swift run QuickTour` needs no credentials and no network — it signs with a key made
 // for the run and sends through the in-memory MockTransport instead of makeTransport().
 
+import APNsTesting  // the MockTransport this run sends through
+
 // README:begin
 import APNsTransport  // re-exports APNsCore and APNsPayload
+import Foundation
 
 struct GameInvite: Encodable { let gameID: Int; let from: String }
 
@@ -20,6 +23,14 @@ func makeClient(key: ProviderKey, transport: some PushTransport) throws -> APNsC
     let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
     // The environment is stated once, on the transport: the client sends where it connects.
     return APNsClient(credentials: .providerToken(tokens), transport: transport)
+}
+
+/// In a server: the environment says where and how, once (APNS_ENVIRONMENT, APNS_KEY_FILE,
+/// APNS_KEY_ID, APNS_TEAM_ID, or APNS_CERTIFICATE_FILE; a ConfigReader works too: see
+/// the Observability and lifecycle article). A missing or malformed variable is an
+/// APNsSettingsError that names it.
+func makeClientFromEnvironment(_ variables: [String: String] = ProcessInfo.processInfo.environment) throws -> APNsClient {
+    try APNsSettings(environmentVariables: variables).makeClient()
 }
 
 func sendGameInvite(to deviceToken: DeviceToken, with client: APNsClient) async throws {
@@ -71,3 +82,9 @@ try await sendGameInvite(to: dead, with: client)
 let forget = await announceTournament(to: [live, dead], with: client)
 print("forget:", forget)
 await client.shutdown()
+do {
+    // This run has no credentials in its environment: the error names what is missing.
+    _ = try makeClientFromEnvironment(["APNS_ENVIRONMENT": "sandbox"])
+} catch {
+    print("from the environment:", error)  // APNS_KEY_FILE is not set, nor APNS_KEY or APNS_CERTIFICATE_FILE: …
+}

@@ -23,7 +23,8 @@ struct BenchCommand: AsyncParsableCommand {
             mock server inside this process instead (no second process; the CPU figures then \
             include the server's work). When h2load (nghttp2-client) is on PATH, or --h2load \
             names it, runs it with the same request shape against the same server and prints \
-            the ratio.
+            the ratio. On a terminal, runs of 10,000 notifications or more show their \
+            progress on standard error.
 
             Examples:
               apns bench
@@ -247,6 +248,14 @@ struct BenchCommand: AsyncParsableCommand {
         _ = await client.send(push, to: Array(repeating: token, count: min(count, connections * 10)), maxConcurrency: connections)
 
         let width = connections * streams
+        // A bar on standard error for long runs on a terminal; it reads the transport's
+        // statistics from a task of its own.
+        let progress = BenchProgress.start(total: count, transport: transport)
+        defer { progress?.cancel() }
+        func endProgress() async {
+            progress?.cancel()
+            await progress?.value
+        }
         if batch {
             let tokens = Array(repeating: token, count: count)
             let cpuBefore = Self.cpuSeconds()
@@ -254,6 +263,7 @@ struct BenchCommand: AsyncParsableCommand {
             let outcomes = await client.send(push, to: tokens, maxConcurrency: width)
             let elapsed = Terminal.seconds(since: start)
             let cpu = Self.cpuSeconds() - cpuBefore
+            await endProgress()
             await client.shutdown()
             return SDKResult(rate: Double(count) / elapsed, cpuMicroseconds: cpu / Double(count) * 1e6,
                              p50: .nan, p99: .nan, accepted: outcomes.filter { $0.accepted != nil }.count)
@@ -286,6 +296,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         let elapsed = Terminal.seconds(since: start)
         let cpu = Self.cpuSeconds() - cpuBefore
+        await endProgress()
         await client.shutdown()
         latencies.sort()
         func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }

@@ -34,7 +34,7 @@ struct ReadmeExampleTests {
     }
 
     @Test func mockTransportExampleIsQuotedFromItsTest() throws {
-        let source = try Self.read("Tests/APNsCoreTests/Mock/RemoveUnregisteredTokensTests.swift")
+        let source = try Self.read("Tests/APNsTestingTests/RemoveUnregisteredTokensTests.swift")
         let block = try #require(try Self.swiftBlocks().first { $0.contains("removesTokenOnUnregistered") })
         #expect(source.contains(block), "README.md must quote removesTokenOnUnregistered() exactly as the test has it")
     }
@@ -55,7 +55,7 @@ struct ReadmeExampleTests {
     @Test func everySwiftBlockComesFromCompiledCode() throws {
         let sources = try [
             Self.read("Examples/QuickTour/main.swift"),
-            Self.read("Tests/APNsCoreTests/Mock/RemoveUnregisteredTokensTests.swift"),
+            Self.read("Tests/APNsTestingTests/RemoveUnregisteredTokensTests.swift"),
         ]
         for block in try Self.swiftBlocks() where !block.hasPrefix(".package") && !block.hasPrefix("// Package.swift") {
             #expect(sources.contains { $0.contains(block) }, "a README Swift block is not in compiled code:\n\(block)")

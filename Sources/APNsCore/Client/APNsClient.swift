@@ -60,7 +60,7 @@ public final class APNsClient: Sendable {
     ///
     /// State the environment once, on the transport: without `environment`, the client
     /// sends where its transport connects (an `HTTP2Transport`'s configuration; a
-    /// transport bound to no endpoint, such as ``MockTransport``, gives
+    /// transport bound to no endpoint, such as `APNsTesting`'s `MockTransport`, gives
     /// ``APNsEnvironment/production``).
     ///
     /// ```swift

@@ -2,7 +2,7 @@
 /// returns APNs' HTTP answer.
 ///
 /// ``APNsClient`` uses a transport; `APNsTransport` provides the real one (TLS + HTTP/2
-/// over nghttp2 and OpenSSL) and ``MockTransport`` an in-memory one for tests. Conform
+/// over nghttp2 and OpenSSL) and `APNsTesting` (its `MockTransport`) an in-memory one for tests. Conform
 /// your own type only to move requests some other way.
 ///
 /// Every implementation must:

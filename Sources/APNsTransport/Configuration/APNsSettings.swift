@@ -16,6 +16,7 @@ import Logging
 /// | `APNS_CERTIFICATE_KEY_FILE` | the PEM private key of a PEM certificate, when it is not in the same file |
 /// | `APNS_CERTIFICATE_PASSWORD` | the `.p12`'s password, or an encrypted PEM key's |
 /// | `APNS_TOPIC` | the default topic, usually the app's bundle ID (optional) |
+/// | `APNS_CA_FILE` | PEM CA certificates to trust instead of the system's, such as the mock server's (optional) |
 ///
 /// ```swift
 /// let settings = try APNsSettings(environmentVariables: ProcessInfo.processInfo.environment)
@@ -24,7 +25,8 @@ import Logging
 ///
 /// Every problem is an ``APNsSettingsError`` that names the variable: a missing one, a
 /// malformed one, a key or certificate that cannot be read. The `apns` tool reads the same
-/// variables when its flags do not say otherwise.
+/// variables when its flags do not say otherwise. The `APNsConfiguration` product reads
+/// the same settings from a swift-configuration `ConfigReader`, through the same parser.
 public struct APNsSettings: Sendable {
     /// How the provider authenticates.
     public enum Credentials: Sendable {
@@ -40,12 +42,16 @@ public struct APNsSettings: Sendable {
     public var credentials: Credentials
     /// The default topic (`APNS_TOPIC`), if set.
     public var topic: String?
+    /// Whom the transport trusts (`APNS_CA_FILE`): the system trust store, which holds the
+    /// roots APNs chains to, unless a CA file is given (a mock server's, say).
+    public var trustRoots: TrustRoots
 
     /// Settings given in code.
-    public init(environment: APNsEnvironment, credentials: Credentials, topic: String? = nil) {
+    public init(environment: APNsEnvironment, credentials: Credentials, topic: String? = nil, trustRoots: TrustRoots = .system) {
         self.environment = environment
         self.credentials = credentials
         self.topic = topic
+        self.trustRoots = trustRoots
     }
 
     /// Reads the variables in the table above from `variables` (by default the process's
@@ -53,80 +59,156 @@ public struct APNsSettings: Sendable {
     ///
     /// - Throws: ``APNsSettingsError`` naming the variable that is missing or malformed.
     public init(environmentVariables variables: [String: String] = ProcessInfo.processInfo.environment) throws(APNsSettingsError) {
-        func value(_ name: String) -> String? {
-            guard let raw = variables[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !raw.isEmpty else { return nil }
-            return raw
-        }
-        guard let environmentText = value("APNS_ENVIRONMENT") else {
-            throw APNsSettingsError(variable: "APNS_ENVIRONMENT", "is not set: set it to production, sandbox, or host:port")
-        }
-        environment = try Self.parseEnvironment(environmentText)
-        topic = value("APNS_TOPIC")
+        try self.init(
+            source: Source(
+                name: \.environmentVariable,
+                lookup: { setting in variables[setting.environmentVariable].map { .value($0) } ?? .absent }
+            )
+        )
+    }
 
-        let keyGiven = value("APNS_KEY_FILE") != nil || value("APNS_KEY") != nil
-        let certificateGiven = value("APNS_CERTIFICATE_FILE") != nil
-        switch (keyGiven, certificateGiven) {
-        case (true, true):
+    /// Reads every setting from `source`: the one parser behind
+    /// ``init(environmentVariables:)`` and the `APNsConfiguration` module's `ConfigReader`
+    /// initializer, so both accept the same values and report the same problems.
+    package init(source: Source) throws(APNsSettingsError) {
+        func value(_ setting: Setting) throws(APNsSettingsError) -> String? {
+            switch source.lookup(setting) {
+            case .absent:
+                return nil
+            case .value(let raw):
+                let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+                return trimmed.isEmpty ? nil : trimmed
+            case .notText(let found):
+                throw APNsSettingsError(.malformed, setting: source.name(setting), "is \(found), not text")
+            }
+        }
+        let name = source.name
+        guard let environmentText = try value(.environment) else {
+            throw APNsSettingsError(.missing, setting: name(.environment), "is not set: set it to production, sandbox, or host:port")
+        }
+        do {
+            environment = try Self.parseEnvironment(environmentText)
+        } catch {
+            throw APNsSettingsError(error.code, setting: name(.environment), error.problem)
+        }
+        topic = try value(.topic)
+        trustRoots = .system
+        if let caPath = try value(.caFile) {
+            guard let pem = FileManager.default.contents(atPath: caPath).map({ String(decoding: $0, as: UTF8.self) }) else {
+                throw APNsSettingsError(.unusable, setting: name(.caFile), "(\(caPath)) cannot be read: check the path and its permissions")
+            }
+            guard pem.contains("-----BEGIN CERTIFICATE-----") else {
+                throw APNsSettingsError(.unusable, setting: name(.caFile), "(\(caPath)) holds no PEM certificate")
+            }
+            trustRoots = .certificates(pem)
+        }
+
+        let keyFile = try value(.keyFile)
+        let keyText = try value(.key)
+        let certificateFile = try value(.certificateFile)
+        switch (keyFile != nil || keyText != nil, certificateFile) {
+        case (true, .some):
             throw APNsSettingsError(
-                variable: "APNS_CERTIFICATE_FILE",
-                "is set together with a signing key (APNS_KEY_FILE or APNS_KEY): set one way of authenticating"
+                .conflicting,
+                setting: name(.certificateFile),
+                "is set together with a signing key (\(name(.keyFile)) or \(name(.key))): set one way of authenticating"
             )
-        case (false, false):
+        case (false, nil):
             throw APNsSettingsError(
-                variable: "APNS_KEY_FILE",
-                "is not set, nor APNS_KEY or APNS_CERTIFICATE_FILE: set a signing key (with APNS_KEY_ID and APNS_TEAM_ID) or a client certificate"
+                .missing,
+                setting: name(.keyFile),
+                "is not set, nor \(name(.key)) or \(name(.certificateFile)): set a signing key (with \(name(.keyID)) and \(name(.teamID))) or a client certificate"
             )
-        case (true, false):
+        case (true, nil):
             let key: ProviderKey
-            if let path = value("APNS_KEY_FILE") {
-                if value("APNS_KEY") != nil {
-                    throw APNsSettingsError(variable: "APNS_KEY", "is set together with APNS_KEY_FILE: set one")
+            if let path = keyFile {
+                if keyText != nil {
+                    throw APNsSettingsError(.conflicting, setting: name(.key), "is set together with \(name(.keyFile)): set one")
                 }
                 do {
                     key = try ProviderKey(contentsOfFile: path)
                 } catch {
-                    throw APNsSettingsError(variable: "APNS_KEY_FILE", "(\(path)) cannot be used: \(error)")
+                    throw APNsSettingsError(.unusable, setting: name(.keyFile), "(\(path)) cannot be used: \(error)")
                 }
             } else {
                 do {
-                    key = try ProviderKey(pemRepresentation: value("APNS_KEY") ?? "")
+                    key = try ProviderKey(pemRepresentation: keyText ?? "")
                 } catch {
-                    throw APNsSettingsError(variable: "APNS_KEY", "does not hold a usable key: \(error)")
+                    throw APNsSettingsError(.unusable, setting: name(.key), "does not hold a usable key: \(error)")
                 }
             }
-            let keyID = try Self.identifier("APNS_KEY_ID", value("APNS_KEY_ID"))
-            let teamID = try Self.identifier("APNS_TEAM_ID", value("APNS_TEAM_ID"))
+            let keyID = try Self.identifier(.keyID, try value(.keyID), source)
+            let teamID = try Self.identifier(.teamID, try value(.teamID), source)
             credentials = .providerToken(key: key, keyID: keyID, teamID: teamID)
-        case (false, true):
-            let path = value("APNS_CERTIFICATE_FILE") ?? ""
-            let password = value("APNS_CERTIFICATE_PASSWORD")
-            credentials = .certificate(try Self.identity(path: path, keyPath: value("APNS_CERTIFICATE_KEY_FILE"), password: password))
+        case (false, .some(let path)):
+            credentials = .certificate(
+                try Self.identity(
+                    path: path,
+                    keyPath: try value(.certificateKeyFile),
+                    password: try value(.certificatePassword),
+                    source
+                )
+            )
         }
     }
 
     /// A client over a new `HTTP2Transport` to ``environment``, with these credentials;
-    /// `configure` may change the rest of the transport's configuration.
+    /// `configure` may change the rest of the transport's configuration. The client owns
+    /// the transport: its `shutdown()` closes the connections.
     ///
     /// - Throws: ``APNsSettingsError`` when the key ID or team ID is refused by the token cache.
     public func makeClient(
         logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ configure: (inout HTTP2Transport.Configuration) -> Void = { _ in }
     ) throws(APNsSettingsError) -> APNsClient {
+        let clientCredentials = try makeCredentials()
+        return APNsClient(credentials: clientCredentials, transport: makeTransport(logger: logger, configure), logger: logger)
+    }
+
+    /// A new `HTTP2Transport` to ``environment`` that trusts ``trustRoots`` and presents the
+    /// client certificate when the credentials are one; `configure` may change the rest of its configuration.
+    ///
+    /// For a server that runs the transport as a `Service` (so that a `ServiceGroup` drains
+    /// it on SIGTERM): make the transport here, give it to ``makeClient(transport:logger:)``,
+    /// and put it in the group.
+    public func makeTransport(
+        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ configure: (inout HTTP2Transport.Configuration) -> Void = { _ in }
+    ) -> HTTP2Transport {
         var configuration = HTTP2Transport.Configuration(environment: environment, logger: logger)
-        let clientCredentials: APNsCredentials
+        configuration.tls.trustRoots = trustRoots
+        if case .certificate(let identity) = credentials {
+            configuration.tls.clientIdentity = identity
+        }
+        configure(&configuration)
+        return HTTP2Transport(configuration: configuration)
+    }
+
+    /// A client with these credentials over `transport`, which should be one made by
+    /// ``makeTransport(logger:_:)``: it sends where these settings say and presents their
+    /// certificate. The client sends to the transport's environment.
+    ///
+    /// - Throws: ``APNsSettingsError`` when the key ID or team ID is refused by the token cache.
+    public func makeClient(
+        transport: some PushTransport,
+        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(APNsSettingsError) -> APNsClient {
+        APNsClient(credentials: try makeCredentials(), transport: transport, logger: logger)
+    }
+
+    /// The client's credentials: a token cache for a key (one signature every 50 minutes),
+    /// or the certificate the transport presents.
+    private func makeCredentials() throws(APNsSettingsError) -> APNsCredentials {
         switch credentials {
         case .providerToken(let key, let keyID, let teamID):
             do {
-                clientCredentials = .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))
+                return .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))
             } catch {
-                throw APNsSettingsError(variable: "APNS_KEY_ID", "or APNS_TEAM_ID is refused: \(error)")
+                throw APNsSettingsError(.malformed, setting: Setting.keyID.environmentVariable, "or APNS_TEAM_ID is refused: \(error)")
             }
-        case .certificate(let identity):
-            configuration.tls.clientIdentity = identity
-            clientCredentials = .certificate
+        case .certificate:
+            return .certificate
         }
-        configure(&configuration)
-        return APNsClient(credentials: clientCredentials, transport: HTTP2Transport(configuration: configuration), logger: logger)
     }
 
     // MARK: Parsing
@@ -144,7 +226,8 @@ public struct APNsSettings: Sendable {
                 (1...65535).contains(port), colon > text.startIndex
             else {
                 throw APNsSettingsError(
-                    variable: "APNS_ENVIRONMENT",
+                    .malformed,
+                    setting: Setting.environment.environmentVariable,
                     "is \"\(text)\": expected production, sandbox, or host:port (for example 127.0.0.1:2197)"
                 )
             }
@@ -155,17 +238,24 @@ public struct APNsSettings: Sendable {
     }
 
     /// A 10-character Apple identifier (digits and capital letters).
-    static func identifier(_ name: String, _ value: String?) throws(APNsSettingsError) -> String {
-        guard let value else { throw APNsSettingsError(variable: name, "is not set: a signing key needs APNS_KEY_ID and APNS_TEAM_ID") }
+    static func identifier(_ setting: Setting, _ value: String?, _ source: Source) throws(APNsSettingsError) -> String {
+        let name = source.name(setting)
+        guard let value else {
+            throw APNsSettingsError(
+                .missing,
+                setting: name,
+                "is not set: a signing key needs \(source.name(.keyID)) and \(source.name(.teamID))"
+            )
+        }
         guard value.utf8.count == 10, value.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }) else {
-            throw APNsSettingsError(variable: name, "is \"\(value)\": expected a 10-character Apple identifier (digits and capital letters)")
+            throw APNsSettingsError(.malformed, setting: name, "is \"\(value)\": expected a 10-character Apple identifier (digits and capital letters)")
         }
         return value
     }
 
-    static func identity(path: String, keyPath: String?, password: String?) throws(APNsSettingsError) -> ClientIdentity {
+    static func identity(path: String, keyPath: String?, password: String?, _ source: Source) throws(APNsSettingsError) -> ClientIdentity {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw APNsSettingsError(variable: "APNS_CERTIFICATE_FILE", "(\(path)) cannot be read: check the path and its permissions")
+            throw APNsSettingsError(.unusable, setting: source.name(.certificateFile), "(\(path)) cannot be read: check the path and its permissions")
         }
         let text = String(decoding: data, as: UTF8.self)
         do {
@@ -175,7 +265,11 @@ public struct APNsSettings: Sendable {
             var keyText = text
             if let keyPath {
                 guard let keyData = FileManager.default.contents(atPath: keyPath) else {
-                    throw APNsSettingsError(variable: "APNS_CERTIFICATE_KEY_FILE", "(\(keyPath)) cannot be read: check the path and its permissions")
+                    throw APNsSettingsError(
+                        .unusable,
+                        setting: source.name(.certificateKeyFile),
+                        "(\(keyPath)) cannot be read: check the path and its permissions"
+                    )
                 }
                 keyText = String(decoding: keyData, as: UTF8.self)
             }
@@ -183,23 +277,124 @@ public struct APNsSettings: Sendable {
         } catch let error as APNsSettingsError {
             throw error
         } catch {
-            throw APNsSettingsError(variable: "APNS_CERTIFICATE_FILE", "(\(path)) cannot be used: \(error)")
+            throw APNsSettingsError(.unusable, setting: source.name(.certificateFile), "(\(path)) cannot be used: \(error)")
         }
     }
 }
 
-/// A setting that is missing or malformed, named by its variable.
+extension APNsSettings {
+    /// One setting, as an environment variable and as a configuration key.
+    package enum Setting: CaseIterable, Sendable {
+        case environment, keyFile, key, keyID, teamID, certificateFile, certificateKeyFile, certificatePassword, topic, caFile
+
+        /// Its environment variable, such as `APNS_KEY_ID`.
+        package var environmentVariable: String {
+            switch self {
+            case .environment: "APNS_ENVIRONMENT"
+            case .keyFile: "APNS_KEY_FILE"
+            case .key: "APNS_KEY"
+            case .keyID: "APNS_KEY_ID"
+            case .teamID: "APNS_TEAM_ID"
+            case .certificateFile: "APNS_CERTIFICATE_FILE"
+            case .certificateKeyFile: "APNS_CERTIFICATE_KEY_FILE"
+            case .certificatePassword: "APNS_CERTIFICATE_PASSWORD"
+            case .topic: "APNS_TOPIC"
+            case .caFile: "APNS_CA_FILE"
+            }
+        }
+
+        /// Its configuration key, such as `keyID`: swift-configuration's environment
+        /// provider maps `apns.keyID` to `APNS_KEY_ID`, so under the scope `apns` the keys
+        /// and the variables are the same settings.
+        package var configKey: String {
+            switch self {
+            case .environment: "environment"
+            case .keyFile: "keyFile"
+            case .key: "key"
+            case .keyID: "keyID"
+            case .teamID: "teamID"
+            case .certificateFile: "certificateFile"
+            case .certificateKeyFile: "certificateKeyFile"
+            case .certificatePassword: "certificatePassword"
+            case .topic: "topic"
+            case .caFile: "caFile"
+            }
+        }
+
+        /// Whether the value is a secret (a key's PEM, a password): never logged or shown.
+        package var isSecret: Bool { self == .key || self == .certificatePassword }
+    }
+
+    /// What a source holds for one setting.
+    package enum Lookup: Sendable {
+        /// Nothing.
+        case absent
+        /// Text.
+        case value(String)
+        /// A value that is not text (a number, a boolean), described for the error.
+        case notText(String)
+    }
+
+    /// Where settings come from: how to read one, and how an error names it.
+    package struct Source {
+        /// The name of a setting in errors (a variable or a configuration key).
+        package var name: (Setting) -> String
+        /// What the source holds for a setting.
+        package var lookup: (Setting) -> Lookup
+
+        /// A source that names settings with `name` and reads them with `lookup`.
+        package init(name: @escaping (Setting) -> String, lookup: @escaping (Setting) -> Lookup) {
+            self.name = name
+            self.lookup = lookup
+        }
+    }
+}
+
+/// A setting that is missing or malformed, named as it was given: an environment
+/// variable (`APNS_KEY_ID`) or a configuration key (`keyID`).
 public struct APNsSettingsError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The variable, for example `APNS_KEY_ID`.
-    public let variable: String
+    /// The kind of problem: an open set, so new kinds can be added without breaking callers.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case missing
+            case malformed
+            case conflicting
+            case unusable
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A required setting is not set (or is empty).
+        public static let missing = Code(.missing)
+        /// A setting's value is not one the setting accepts (an unknown environment, an
+        /// identifier of the wrong shape, a number where text belongs).
+        public static let malformed = Code(.malformed)
+        /// Two settings that exclude each other are both set (a signing key and a certificate).
+        public static let conflicting = Code(.conflicting)
+        /// A key or certificate that cannot be read or used (a missing file, a wrong password).
+        public static let unusable = Code(.unusable)
+
+        /// A short, stable name for the code, safe for metric labels.
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of problem.
+    public let code: Code
+    /// The setting, as given: the variable (`APNS_KEY_ID`) or the configuration key (`keyID`).
+    public let setting: String
     /// What is wrong with it.
     public let problem: String
 
-    init(variable: String, _ problem: String) {
-        self.variable = variable
+    /// The setting's name; ``setting`` says the same for configuration keys too.
+    @available(*, deprecated, renamed: "setting")
+    public var variable: String { setting }
+
+    init(_ code: Code, setting: String, _ problem: String) {
+        self.code = code
+        self.setting = setting
         self.problem = problem
     }
 
-    /// `<variable> <problem>`, for example `APNS_KEY_ID is not set: …`.
-    public var description: String { variable + " " + problem }
+    /// `<setting> <problem>`, for example `APNS_KEY_ID is not set: …`.
+    public var description: String { setting + " " + problem }
 }

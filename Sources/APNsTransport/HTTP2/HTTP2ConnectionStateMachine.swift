@@ -180,12 +180,6 @@ final class HTTP2ConnectionStateMachine {
     ///
     /// - Throws: ``APNsCore/APNsTransportError/Code/protocolError`` on a fatal nghttp2 error.
     func collectOutput(into buffer: inout [UInt8]) throws(APNsTransportError) {
-        if sink.windowGrew, !sink.deferred.isEmpty {
-            // The server's flow-control window grew: bodies held back whole may fit now.
-            for streamID in sink.deferred { _ = nghttp2_session_resume_data(session, streamID) }
-            sink.deferred.removeAll(keepingCapacity: true)
-        }
-        sink.windowGrew = false
         while true {
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &data)

@@ -30,10 +30,6 @@ final class HTTP2SessionSink {
     var fieldScratch: [WrittenHeader] = []
     var nvScratch: [nghttp2_nv] = []
     var decisionScratch: [HPACKIndexing] = []
-    /// Streams whose body waits, whole, for the server's flow-control window.
-    var deferred: [Int32] = []
-    /// Whether a WINDOW_UPDATE or SETTINGS arrived since the last output.
-    var windowGrew = false
     /// The error code of a GOAWAY nghttp2 sent because the peer broke the protocol.
     var connectionErrorCode: UInt32?
 
@@ -93,13 +89,12 @@ final class HTTP2SessionSink {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let remaining = record.body.count - record.bodyOffset
-        // Send the body as one DATA frame: when the flow-control window (not the frame
-        // size) is what limits `length`, wait for a WINDOW_UPDATE rather than split it.
-        let maxFrame = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_FRAME_SIZE))
-        if length < remaining, remaining <= maxFrame, let sink = from(userData) {
-            sink.deferred.append(streamID)
-            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
-        }
+        // Whatever the flow-control window allows now, even part of a body: the window
+        // is then used to its last byte. Holding a body back whole until it fits leaves
+        // a remainder smaller than one body unsent, so a server that grants more window
+        // once half of it is consumed (nghttp2's rule, and the usual one) grants only half
+        // per round trip, which halves throughput whenever the window, not the stream
+        // limit, is what holds requests back (any round trip longer than a LAN's).
         let count = min(length, remaining)
         if count > 0 {
             record.body.withUnsafeBufferPointer { body in
@@ -245,7 +240,6 @@ final class HTTP2SessionSink {
         case Int(NGHTTP2_SETTINGS.rawValue):
             guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 else { return 0 }
             sink.settingsReceived = true
-            sink.windowGrew = true
             sink.applySettings(session)
         case Int(NGHTTP2_GOAWAY.rawValue):
             let goaway = frame.pointee.goaway
@@ -256,8 +250,6 @@ final class HTTP2SessionSink {
             sink.goAwayReceived = true
             sink.goAwayLastStreamID = min(sink.goAwayLastStreamID, goaway.last_stream_id)
             sink.events.append(.goAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code, debugData: debug))
-        case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
-            sink.windowGrew = true
         case Int(NGHTTP2_PING.rawValue):
             if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
                 sink.events.append(.pingAcknowledged)

@@ -80,6 +80,12 @@ extension HTTP2Transport {
         /// Where the transport logs: debug for routine events, warning for GOAWAY, lost
         /// connections and failed connects. Nothing at info or above when all is well.
         public var logger: Logger
+        /// How the host becomes addresses: asked afresh for every new connection, each
+        /// connection starting at the next address so that a pool spreads over them, as
+        /// Apple advises providers that open many connections (see ``HostResolver``).
+        /// The system resolver by default. Not used through a ``TLSConfiguration/proxy``,
+        /// which resolves the host itself.
+        public var resolver: HostResolver = .system
 
         /// Creates a configuration.
         ///

@@ -80,8 +80,12 @@ public final class HTTP2Transport: PushTransport {
                 metadata: ["apns.host": "\(configuration.environment.host)"]
             )
         }
+        let resolver = configuration.resolver
+        let attempts = ConnectionAttemptCounter()
         self.init(configuration: configuration) { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
-            try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout)
+            // Every attempt resolves the host again and starts one address further on.
+            let choice = AddressChoice(resolver: resolver, rotation: attempts.next())
+            return try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout, addresses: choice)
         }
     }
 
@@ -260,5 +264,16 @@ public final class HTTP2Transport: PushTransport {
             machine: machine,
             logger: configuration.logger
         )
+    }
+}
+
+/// Numbers a transport's connection attempts, so that consecutive ones start at
+/// different addresses of the host.
+private final class ConnectionAttemptCounter: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// The next attempt's number: 0, 1, 2, …
+    func next() -> Int {
+        count.wrappingAdd(1, ordering: .relaxed).oldValue
     }
 }

@@ -9,13 +9,20 @@ import Darwin
 /// ``Resolver``), then a non-blocking `connect(2)` and `poll(2)` on each address in turn, then
 /// `TCP_NODELAY` (HTTP/2 frames are small and latency matters more than packet count).
 enum TCPConnector {
-    /// Connects to `host:port` before `deadline`; the socket is non-blocking.
+    /// Connects to `host:port` before `deadline`; the socket is non-blocking. The host is
+    /// resolved afresh by `choice`'s resolver, and the attempt starts at the address its
+    /// rotation names (see ``AddressChoice``).
     /// - Throws: ``APNsCore/APNsTransportError`` `.connectionFailed` with what went wrong.
-    static func connect(host: String, port: Int, deadline: ContinuousClock.Instant) throws(APNsTransportError) -> Int32 {
+    static func connect(
+        host: String,
+        port: Int,
+        deadline: ContinuousClock.Instant,
+        choice: AddressChoice = AddressChoice()
+    ) throws(APNsTransportError) -> Int32 {
         guard (1...65535).contains(port) else {
             throw .connectionFailed("port \(port) of \(host) is outside 1...65535")
         }
-        let addresses = try Resolver.resolve(host: host, port: port, deadline: deadline)
+        let addresses = try choice.addresses(host: host, port: port, deadline: deadline)
         var failures: [String] = []
         for (index, info) in addresses.enumerated() {
             let address = info.description

@@ -93,7 +93,8 @@ final class TLSStream: @unchecked Sendable {
     static func connect(
         to endpoint: TLSEndpoint,
         configuration: TLSConfiguration,
-        timeout: Duration
+        timeout: Duration,
+        addresses: AddressChoice = AddressChoice()
     ) throws(APNsTransportError) -> TLSStream {
         capns_ignore_sigpipe_if_default()
         if configuration.trustRoots.verifiesNothing, TrustRoots.isApplePushHost(endpoint.host) {
@@ -115,7 +116,7 @@ final class TLSStream: @unchecked Sendable {
                 throw error
             }
         } else {
-            fd = try TCPConnector.connect(host: endpoint.host, port: endpoint.port, deadline: deadline)
+            fd = try TCPConnector.connect(host: endpoint.host, port: endpoint.port, deadline: deadline, choice: addresses)
         }
 
         guard let ssl = context.makeSSL() else {

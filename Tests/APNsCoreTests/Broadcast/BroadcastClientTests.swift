@@ -1,3 +1,4 @@
+import APNsTesting
 import Foundation
 import Logging
 import Synchronization

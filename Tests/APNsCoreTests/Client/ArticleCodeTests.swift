@@ -1,3 +1,4 @@
+import APNsTesting
 import Foundation
 import Logging
 import Synchronization
@@ -105,18 +106,5 @@ private final class RetryQueue: Sendable {
             MockTransport.Response.accepted.delayed(by: .milliseconds(50)),
         ]
         #expect(answers.count == 6)
-    }
-
-    /// TestingWithTheMockTransport.md, "Inspecting what was sent".
-    @Test func mockArticleInspection() async throws {
-        let live = try DeviceToken(hex: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
-        let mock = MockTransport()
-        let client = APNsClient(environment: .sandbox, credentials: .certificate, transport: mock)
-        let notifier = Notifier(client: client, tokens: [live])
-        await notifier.broadcast(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"))
-
-        let request = try #require(mock.requests(to: live).first)
-        #expect(request.header("apns-topic") == "com.example.app")
-        #expect(request.header("apns-push-type") == "alert")
     }
 }

@@ -43,7 +43,7 @@ struct APNsSettingsTests {
         cases.append((good.merging(["APNS_CERTIFICATE_FILE": "/x.p12"]) { $1 }, "APNS_CERTIFICATE_FILE"))
         for (variables, name) in cases {
             let problem = error(variables)
-            #expect(problem?.variable == name, "\(variables.keys.sorted()): \(String(describing: problem))")
+            #expect(problem?.setting == name, "\(variables.keys.sorted()): \(String(describing: problem))")
             #expect(problem?.description.hasPrefix(name) == true)
         }
     }
@@ -110,6 +110,6 @@ struct APNsSettingsTests {
             "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
             "APNS_CERTIFICATE_PASSWORD": "wrong",
         ])
-        #expect(wrong?.variable == "APNS_CERTIFICATE_FILE")
+        #expect(wrong?.setting == "APNS_CERTIFICATE_FILE")
     }
 }

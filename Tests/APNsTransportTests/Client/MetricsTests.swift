@@ -1,4 +1,5 @@
 import APNsMockServer
+import APNsTesting
 import MetricsTestKit
 import Testing
 @testable import APNsTransport

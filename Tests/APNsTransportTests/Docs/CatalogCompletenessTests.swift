@@ -35,7 +35,7 @@ struct CatalogCompletenessTests {
         for name in try Self.articles() {
             #expect(listed.contains("- <doc:\(name)>"), "SwiftAPNs.md's Topics do not list \(name)")
         }
-        for module in ["APNsPayload", "APNsCore", "APNsTransport", "APNsMockServer"] {
+        for module in ["APNsPayload", "APNsCore", "APNsTransport", "APNsConfiguration", "APNsTesting", "APNsMockServer"] {
             #expect(listed.contains("- ``\(module)``"), "SwiftAPNs.md's Topics do not link the \(module) module")
         }
     }

@@ -1,4 +1,5 @@
 import APNsMockServer
+import APNsTesting
 import Foundation
 import Testing
 import APNsTransport

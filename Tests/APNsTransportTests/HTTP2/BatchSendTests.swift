@@ -1,5 +1,6 @@
 import APNsCore
 import APNsMockServer
+import APNsTesting
 import Synchronization
 import Testing
 @testable import APNsTransport

@@ -83,7 +83,7 @@ struct HTTP2ConnectionStateMachineTests {
     }
 
     @Test(
-        "each request is one HEADERS and one DATA frame with END_STREAM, and never PRIORITY",
+        "each request is one HEADERS and one DATA frame with END_STREAM, and never PRIORITY (bodies within the window)",
         arguments: [1, 256, 4096, 5120]
     )
     func oneHeadersOneData(bodySize: Int) throws {
@@ -91,7 +91,9 @@ struct HTTP2ConnectionStateMachineTests {
         let server = InMemoryHTTP2Server(maxConcurrentStreams: 100)
         try exchange(client, server)
         let body = [UInt8](repeating: UInt8(ascii: "a"), count: bodySize)
-        let count = 20
+        // As many as the connection's flow-control window (65,535 bytes) holds whole: at
+        // its edge a body is split (see FlowControlWindowTests).
+        let count = min(20, 65_535 / bodySize)
         for token in 0..<count { _ = try client.submit(devicePush(token: token, body: body)) }
         try exchange(client, server)
 
@@ -300,5 +302,34 @@ struct HTTP2ConnectionStateMachineTests {
         let goAways = observer.frames(ofType: NGHTTP2_GOAWAY)
         #expect(goAways.count == 1)
         #expect(goAways.first.map { $0.errorCode != 0 } == true)
+    }
+}
+
+@Suite("Request bodies and the server's flow-control window (RFC 9113 §6.9)")
+struct FlowControlWindowTests {
+    /// A body that does not fit the window whole is split at its edge, as RFC 9113 allows
+    /// a sender to: holding it back until it fits would leave the window's last bytes
+    /// unused, and a server that grants more window once half is consumed (nghttp2's rule)
+    /// would then grant only half per round trip.
+    @Test("the client fills the connection window to its last byte, splitting the body that reaches its edge")
+    func windowUsedToTheLastByte() throws {
+        let client = try HTTP2ConnectionStateMachine()
+        let server = InMemoryHTTP2Server(maxConcurrentStreams: 100)
+        try exchange(client, server)
+        let body = [UInt8](repeating: UInt8(ascii: "x"), count: 1_000)
+        // 66 bodies of 1,000 bytes: 66,000 bytes for a window of 65,535 (RFC 9113 §6.9.2).
+        var ids: [Int32] = []
+        for token in 0..<66 { ids.append(try client.submit(devicePush(token: token, body: body))) }
+        var bytes: [UInt8] = []
+        try client.collectOutput(into: &bytes)
+        #expect(server.receive(bytes) >= 0)
+        // Nothing from the server (no WINDOW_UPDATE) has reached the client yet.
+        let received = server.bodies.values.reduce(0) { $0 + $1.count }
+        #expect(received == 65_535)
+        #expect(server.completedStreams.count == 65)
+        // Once the server's WINDOW_UPDATE arrives, the rest follows, every body whole.
+        try exchange(client, server)
+        #expect(Set(server.completedStreams) == Set(ids))
+        #expect(ids.allSatisfy { server.bodies[$0] == body })
     }
 }

@@ -33,13 +33,13 @@ struct CapturingLogHandler: LogHandler {
 
 /// A device push for the mock server: no `authorization` (the mock runs without token
 /// authentication here), a distinct token and apns-id per index.
-func mockPush(_ index: Int, port: Int, timeout: Duration = .seconds(20)) throws -> APNsRequest {
+func mockPush(_ index: Int, port: Int, timeout: Duration = .seconds(20), host: String = "127.0.0.1") throws -> APNsRequest {
     let hex = String(index, radix: 16)
     let token = String(repeating: "0", count: 64 - hex.count) + hex
     let suffix = String(repeating: "0", count: 12 - hex.count) + hex
     return try APNsRequest(
         method: .post,
-        authority: "127.0.0.1:\(port)",
+        authority: "\(host):\(port)",
         path: "/3/device/" + token,
         headers: [
             HeaderField(name: "apns-id", value: "00000000-0000-4000-8000-" + suffix.uppercased()),

@@ -1,7 +1,8 @@
+import APNsCore
 import Foundation
 import Synchronization
 
-/// An in-memory ``PushTransport`` for unit tests: it records every request and answers
+/// An in-memory ``APNsCore/PushTransport`` for unit tests: it records every request and answers
 /// with responses you script, without a network.
 ///
 /// ```swift
@@ -19,9 +20,9 @@ import Synchronization
 /// 3. the default response (``Response/accepted`` unless set with ``respondByDefault(with:)``).
 ///
 /// Like APNs, accepted and rejected answers echo the request's `apns-id`. The mock follows
-/// the ``PushTransport`` rules: a cancelled task gets ``APNsTransportError/Code/cancelled``,
-/// a delay longer than the request's timeout ends in ``APNsTransportError/Code/timeout``,
-/// and after ``shutdown()`` requests fail with ``APNsTransportError/Code/shutdown``
+/// the ``APNsCore/PushTransport`` rules: a cancelled task gets ``APNsCore/APNsTransportError/Code/cancelled``,
+/// a delay longer than the request's timeout ends in ``APNsCore/APNsTransportError/Code/timeout``,
+/// and after ``shutdown()`` requests fail with ``APNsCore/APNsTransportError/Code/shutdown``
 /// (such requests are not recorded). It is safe to use from many tasks at once.
 public final class MockTransport: PushTransport {
     /// A scripted answer: an HTTP response or a transport failure, possibly after a delay.
@@ -67,8 +68,8 @@ public final class MockTransport: PushTransport {
         }
 
         /// The same answer, given after `delay`. A cancelled task stops waiting and gets
-        /// ``APNsTransportError/Code/cancelled``; if `delay` exceeds the request's
-        /// ``APNsRequest/timeout``, the request fails with ``APNsTransportError/Code/timeout``
+        /// ``APNsCore/APNsTransportError/Code/cancelled``; if `delay` exceeds the request's
+        /// ``APNsCore/APNsRequest/timeout``, the request fails with ``APNsCore/APNsTransportError/Code/timeout``
         /// once the timeout has passed (both with `mayHaveReachedAPNs` true, as a real
         /// transport reports a request already written).
         public func delayed(by delay: Duration) -> Response {

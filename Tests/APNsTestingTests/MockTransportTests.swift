@@ -1,14 +1,15 @@
+import APNsTesting
 import Foundation
 import Testing
 
-@testable import APNsCore
+import APNsCore
 
 @Suite struct MockTransportTests {
     @Test func recordsRequestsExactlyAsSent() async throws {
         let mock = MockTransport()
         let client = APNsClient(
             environment: .sandbox,
-            credentials: .providerToken(CoreCountingTokenSource()),
+            credentials: .providerToken(CountingTokenSource()),
             transport: mock
         )
         let device = try DeviceToken(hex: "00FC13ADFF785122B4AD28809A3420982341241421348097878E577C991DE8F0")

@@ -1,4 +1,5 @@
 import APNsCore
+import APNsTesting
 import Foundation
 import Synchronization
 import Testing
@@ -36,4 +37,19 @@ final class Notifier: Sendable {
 
     #expect(notifier.tokens.withLock { $0 } == [live])
     #expect(mock.requests.count == 2)
+}
+
+@Suite struct MockArticleTests {
+    /// TestingWithTheMockTransport.md, "Inspecting what was sent".
+    @Test func mockArticleInspection() async throws {
+        let live = try DeviceToken(hex: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
+        let mock = MockTransport()
+        let client = APNsClient(environment: .sandbox, credentials: .certificate, transport: mock)
+        let notifier = Notifier(client: client, tokens: [live])
+        await notifier.broadcast(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"))
+
+        let request = try #require(mock.requests(to: live).first)
+        #expect(request.header("apns-topic") == "com.example.app")
+        #expect(request.header("apns-push-type") == "alert")
+    }
 }

@@ -1,0 +1,205 @@
+import APNsCore
+import APNsMockServer
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import APNsTransport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Apple's advice for providers that open many connections: resolve the host for every
+/// new connection, use the addresses returned, and spread connections over them.
+@Suite("Host resolution: afresh for every connection, spread over the addresses")
+struct HostResolverTests {
+    // MARK: Pure: which address an attempt starts at
+
+    @Test("Attempt n starts at address n mod count", arguments: [
+        (0, 3, 0), (1, 3, 1), (2, 3, 2), (3, 3, 0), (7, 3, 1), (5, 1, 0), (4, 0, 0), (-1, 3, 2),
+    ])
+    func startIndex(rotation: Int, count: Int, expected: Int) {
+        #expect(AddressChoice.startIndex(rotation: rotation, count: count) == expected)
+    }
+
+    @Test("A custom resolver's addresses are tried from the rotation's one, the rest in turn")
+    func rotatedOrder() throws {
+        let resolver = HostResolver.custom { _, _ in ["127.0.0.2", "127.0.0.3", "::1"] }
+        let deadline = ContinuousClock.now + .seconds(5)
+        func order(_ rotation: Int) throws -> [String] {
+            try AddressChoice(resolver: resolver, rotation: rotation)
+                .addresses(host: "push.example", port: 443, deadline: deadline)
+                .map(\.description)
+        }
+        #expect(try order(0) == ["127.0.0.2:443", "127.0.0.3:443", "[::1]:443"])
+        #expect(try order(1) == ["127.0.0.3:443", "[::1]:443", "127.0.0.2:443"])
+        #expect(try order(5) == ["[::1]:443", "127.0.0.2:443", "127.0.0.3:443"])
+    }
+
+    @Test("A resolver that fails, returns nothing or returns a name fails the attempt, naming the host")
+    func badResolvers() {
+        struct Broken: Error, CustomStringConvertible { var description: String { "no route to the DNS server" } }
+        let cases: [(HostResolver, String)] = [
+            (.custom { _, _ in throw Broken() }, "no route to the DNS server"),
+            (.custom { _, _ in [] }, "returned no address"),
+            (.custom { _, _ in ["api.push.apple.com"] }, "not an IP address"),
+        ]
+        for (resolver, expected) in cases {
+            do throws(APNsTransportError) {
+                _ = try AddressChoice(resolver: resolver).addresses(host: "push.example", port: 443, deadline: .now + .seconds(5))
+                Issue.record("expected a failure containing '\(expected)'")
+            } catch {
+                #expect(error.code == .connectionFailed)
+                #expect(error.mayHaveReachedAPNs == false)
+                #expect(error.detail?.contains("push.example") == true, "\(error)")
+                #expect(error.detail?.contains(expected) == true, "\(error)")
+            }
+        }
+    }
+
+    // MARK: Sockets: which listener each connection reaches
+
+    @Test("Four connections to a name with two addresses: two on each, the resolver asked four times")
+    func connectionsSpreadOverAddresses() throws {
+        let first = try LoopbackListener(address: "127.0.0.2", port: 0)
+        defer { first.close() }
+        let second = try LoopbackListener(address: "127.0.0.3", port: first.port)
+        defer { second.close() }
+        let calls = Mutex<[String]>([])
+        let resolver = HostResolver.custom { host, _ in
+            calls.withLock { $0.append(host) }
+            return ["127.0.0.2", "127.0.0.3"]
+        }
+        var sockets: [Int32] = []
+        defer { sockets.forEach { _ = Glibc.close($0) } }
+        for attempt in 0..<4 {
+            sockets.append(try TCPConnector.connect(
+                host: "push.example", port: first.port, deadline: .now + .seconds(5),
+                choice: AddressChoice(resolver: resolver, rotation: attempt)))
+        }
+        #expect(first.acceptPending() == 2)
+        #expect(second.acceptPending() == 2)
+        #expect(calls.withLock { $0 } == Array(repeating: "push.example", count: 4))
+    }
+
+    @Test("An address that refuses is skipped: the attempt goes on to the next one")
+    func refusedAddressFallsBack() throws {
+        let listener = try LoopbackListener(address: "127.0.0.2", port: 0)
+        defer { listener.close() }
+        // Nothing listens on 127.0.0.3 at that port: refused at once.
+        let resolver = HostResolver.custom { _, _ in ["127.0.0.3", "127.0.0.2"] }
+        let fd = try TCPConnector.connect(
+            host: "push.example", port: listener.port, deadline: .now + .seconds(5),
+            choice: AddressChoice(resolver: resolver, rotation: 0))
+        defer { _ = Glibc.close(fd) }
+        #expect(listener.acceptPending() == 1)
+    }
+
+    // MARK: The transport
+
+    @Test("The transport asks its resolver for every connection it opens, and sends through it")
+    func transportUsesTheResolverPerConnection() async throws {
+        try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 1)) { server in
+            let calls = Mutex(0)
+            let transport = try mockTransport(server) { configuration in
+                // `localhost` names the server's certificate; the resolver, not the
+                // system, says where it is.
+                configuration.environment = .custom(host: "localhost", port: server.port)
+                configuration.connectionCount = 3
+                configuration.resolver = .custom { host, _ in
+                    calls.withLock { $0 += 1 }
+                    #expect(host == "localhost")
+                    return ["127.0.0.1"]
+                }
+            }
+            // Held answers make the pool open all three connections (one stream each).
+            server.setResponseDelay(.seconds(600))
+            let sending = Task { () -> [Bool] in
+                await withTaskGroup(of: Bool.self) { group in
+                    for index in 0..<3 {
+                        group.addTask {
+                            let request = try? mockPush(index, port: server.port, host: "localhost")
+                            guard let request else { return false }
+                            return (try? await transport.send(request))?.status == 200
+                        }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            _ = await waitUntil { server.statistics.requests >= 3 }
+            server.setResponseDelay(.zero)
+            let results = await sending.value
+            #expect(results == [true, true, true])
+            #expect(calls.withLock { $0 } == 3)
+            await transport.shutdown()
+        }
+    }
+
+    @Test("A resolver that returns nothing fails the send as never sent")
+    func transportWithEmptyResolver() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server) { configuration in
+                configuration.resolver = .custom { _, _ in [] }
+            }
+            let request = try mockPush(1, port: server.port)
+            do throws(APNsTransportError) {
+                _ = try await transport.send(request)
+                Issue.record("expected connectionFailed")
+            } catch {
+                #expect(error.code == .connectionFailed)
+                #expect(error.mayHaveReachedAPNs == false)
+                #expect(error.detail?.contains("returned no address") == true, "\(error)")
+            }
+            await transport.shutdown()
+        }
+    }
+}
+
+/// A listening TCP socket on one loopback address whose pending connections a test counts.
+private final class LoopbackListener {
+    let fd: Int32
+    let port: Int
+
+    init(address: String, port: Int) throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw HarnessError(description: "socket failed") }
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var storage = sockaddr_in()
+        storage.sin_family = sa_family_t(AF_INET)
+        storage.sin_port = in_port_t(UInt16(port).bigEndian)
+        guard inet_pton(AF_INET, address, &storage.sin_addr) == 1 else {
+            _ = Glibc.close(descriptor)
+            throw HarnessError(description: "bad address \(address)")
+        }
+        let bound = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(descriptor, 16) == 0 else {
+            let reason = String(cString: strerror(errno))
+            _ = Glibc.close(descriptor)
+            throw HarnessError(description: "cannot listen on \(address):\(port): \(reason)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL, 0) | O_NONBLOCK)
+        self.fd = descriptor
+        self.port = Int(UInt16(bigEndian: storage.sin_port))
+    }
+
+    /// Accepts (and closes) every connection already waiting; how many there were.
+    func acceptPending() -> Int {
+        var count = 0
+        for _ in 0..<100 {
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { break }
+            _ = Glibc.close(client)
+            count += 1
+        }
+        return count
+    }
+
+    func close() { _ = Glibc.close(fd) }
+}
