@@ -15,7 +15,8 @@
 #
 # Needs cc, and fastmock with certificates from ../shared/perf/run-bench.sh (run it once:
 # it builds $PERF_WORK/fastmock and $PERF_WORK/certs). Environment: MODES (default
-# "batch stream tasks"), SMALL (5000), LARGE (25000), CONC (100), PERF_WORK.
+# "batch stream tasks"), SMALL (5000), LARGE (25000), CONC (100), PERF_WORK, KEEP (set:
+# keep the work folder with the logs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bench=${1:-$here/../../.build-release/release/APNsBench}
