@@ -167,32 +167,51 @@ public struct APNsHeaderEncoder: Sendable {
         headerBlockCount += 1
     }
 
+    /// ``decisions(for:into:)`` for a header list a transport wrote itself (see
+    /// ``APNsRequest/writeHeaders(into:fields:)``): the decisions depend on the names and
+    /// the values' sizes only, so no value needs to be a `String`. Only for a policy that
+    /// keeps no model of the table (`modelsTable == false`, the nghttp2 transport's).
+    package mutating func decisions(for fields: [WrittenHeader], into decisions: inout [HPACKIndexing]) {
+        precondition(!modelsTable, "a policy that models the table needs the values")
+        decisions.removeAll(keepingCapacity: true)
+        encoder.beginHeaderBlockWithoutEncoding()
+        for field in fields { decisions.append(decide(name: field.name, valueLength: field.valueLength)) }
+        headerBlockCount += 1
+    }
+
     /// The decision for one field, given what the table holds now.
     @inline(__always)
     private mutating func decide(_ field: HeaderField) -> HPACKIndexing {
-        switch HeaderClass(name: field.name) {
+        decide(name: field.name, valueLength: field.value.utf8.count)
+    }
+
+    /// The decision for a field named `name` whose value has `valueLength` octets.
+    @inline(__always)
+    private mutating func decide(name: String, valueLength: Int) -> HPACKIndexing {
+        switch HeaderClass(name: name) {
         case .authorization:
             return .neverIndexed
         case .perRequestValue:
             return .withoutIndexing
         case .repeating:
-            return fitsInTable(field) ? .incrementalIndexing : .withoutIndexing
-        case .perRequestName(let name):
+            return fitsInTable(name: name, valueLength: valueLength) ? .incrementalIndexing : .withoutIndexing
+        case .perRequestName(let perRequestName):
             // Decided once per connection: a name too large for the table the first
             // time is never indexed later with another request's value.
-            guard !introducedNames.contains(name) else { return .withoutIndexing }
-            introducedNames.insert(name)
-            return fitsInTable(field) ? .incrementalIndexing : .withoutIndexing
+            guard !introducedNames.contains(perRequestName) else { return .withoutIndexing }
+            introducedNames.insert(perRequestName)
+            return fitsInTable(name: name, valueLength: valueLength) ? .incrementalIndexing : .withoutIndexing
         case .other:
             return .withoutIndexing
         }
     }
 
-    /// Whether indexing `field` keeps it within 3/4 of the table, nghttp2's own bound
+    /// Whether indexing the field keeps it within 3/4 of the table, nghttp2's own bound
     /// (`hd_deflate_decide_indexing`), so both sides make the same choice.
     @inline(__always)
-    private func fitsInTable(_ field: HeaderField) -> Bool {
-        DynamicHeaderTable.entrySize(name: field.name, value: field.value) <= encoder.maximumTableSize * 3 / 4
+    private func fitsInTable(name: String, valueLength: Int) -> Bool {
+        // RFC 7541 §4.1: an entry's size is its name's and value's octets plus 32.
+        name.utf8.count + valueLength + DynamicHeaderTable.entryOverhead <= encoder.maximumTableSize * 3 / 4
     }
 }
 

@@ -30,6 +30,7 @@ public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
     private init(host: String, port: Int) {
         self.host = host
         self.port = port
+        self.authority = port == 443 ? host : host + ":" + String(port)
     }
 
     /// APNs production: `api.push.apple.com:443`.
@@ -77,8 +78,9 @@ public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The `:authority` value: the host, followed by `:port` unless the port is 443
-    /// (RFC 9110 §4.2.2 and §7.2: the default port of `https` is omitted).
-    public var authority: String { port == 443 ? host : host + ":" + String(port) }
+    /// (RFC 9110 §4.2.2 and §7.2: the default port of `https` is omitted). Made once, when
+    /// the environment is: every request carries it.
+    public let authority: String
 
     /// `host:port`.
     public var description: String { host + ":" + String(port) }

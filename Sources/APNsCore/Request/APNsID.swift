@@ -13,20 +13,36 @@ import Glibc
 ///
 /// See [Sending notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
 public struct APNsID: Sendable, Hashable, CustomStringConvertible {
+    /// The first 64 of the 128 bits (octets 0–7, big-endian).
+    private let high: UInt64
+    /// The last 64 bits (octets 8–15, big-endian).
+    private let low: UInt64
+
     /// The canonical lowercase form, for example `eabeae54-14a8-11e5-b60b-1697f925ec7b`.
-    public let uuidString: String
+    ///
+    /// The id is kept as its 128 bits; this text is written on demand (a transport writes
+    /// the octets straight into its header buffer with ``write(into:)`` instead).
+    public var uuidString: String {
+        String(unsafeUninitializedCapacity: Self.textLength) { buffer in
+            write(into: UnsafeMutableRawBufferPointer(buffer))
+        }
+    }
+
+    /// The length of the canonical text: 36 octets.
+    package static let textLength = 36
 
     /// Parses a UUID in `8-4-4-4-12` form, in either case; the result is lowercase.
     ///
     /// - Throws: ``APNsRequestError`` with code ``APNsRequestError/Code/invalidAPNsID`` if
     ///   `string` is not a canonical UUID (the description says at which position).
     public init(_ string: String) throws(APNsRequestError) {
-        // Fast path: a canonical lowercase UUID in a native string is kept as it is.
-        if string.utf8.withContiguousStorageIfAvailable(Self.isCanonical) == true {
-            self.uuidString = string
+        // Fast path: the contiguous UTF-8 of a native string, parsed in one pass.
+        var string = string
+        if let parsed = string.withUTF8({ Self.parse($0) }) {
+            self = parsed
             return
         }
-        var hasUppercase = false
+        // Slow path: only to say what is wrong, and where.
         var count = 0
         for byte in string.utf8 {
             defer { count += 1 }
@@ -43,10 +59,9 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
             case UInt8(ascii: "-") where isDashPosition:
                 break
             case UInt8(ascii: "0")...UInt8(ascii: "9") where !isDashPosition,
-                UInt8(ascii: "a")...UInt8(ascii: "f") where !isDashPosition:
+                UInt8(ascii: "a")...UInt8(ascii: "f") where !isDashPosition,
+                UInt8(ascii: "A")...UInt8(ascii: "F") where !isDashPosition:
                 break
-            case UInt8(ascii: "A")...UInt8(ascii: "F") where !isDashPosition:
-                hasUppercase = true
             default:
                 throw APNsRequestError(
                     .invalidAPNsID,
@@ -58,32 +73,66 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
                 )
             }
         }
-        guard count == 36 else {
-            throw APNsRequestError(
-                .invalidAPNsID,
-                header: "apns-id",
-                position: count,
-                "apns-id has \(count) characters, not 36; expected a UUID like eabeae54-14a8-11e5-b60b-1697f925ec7b"
-            )
-        }
-        // Valid: keep the caller's string (no copy) unless it needs lowercasing.
-        self.uuidString = hasUppercase ? String(decoding: string.utf8.map { $0 | 0x20 }, as: UTF8.self) : string
+        throw APNsRequestError(
+            .invalidAPNsID,
+            header: "apns-id",
+            position: count,
+            "apns-id has \(count) characters, not 36; expected a UUID like eabeae54-14a8-11e5-b60b-1697f925ec7b"
+        )
     }
 
-    /// Whether `bytes` is a UUID in canonical form: 36 octets, lowercase hexadecimal
-    /// digits and dashes at offsets 8, 13, 18 and 23.
-    private static func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard bytes.count == 36 else { return false }
-        for (offset, byte) in bytes.enumerated() {
-            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
-                if byte != UInt8(ascii: "-") { return false }
-            } else if !(byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                && !(byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
-            {
-                return false
+    /// The id in `bytes`, a UUID in `8-4-4-4-12` form in either case (for example a
+    /// response's `apns-id` header as the transport received it), or `nil` if it is not one.
+    /// No `String` is made. With `lowercaseOnly`, uppercase digits are refused too (so the
+    /// text ``write(into:)`` gives back is exactly `bytes`).
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, lowercaseOnly: Bool = false) -> APNsID? {
+        guard bytes.count == textLength, let base = bytes.baseAddress,
+            base[8] == UInt8(ascii: "-"), base[13] == UInt8(ascii: "-"),
+            base[18] == UInt8(ascii: "-"), base[23] == UInt8(ascii: "-")
+        else { return nil }
+        var words: (UInt64, UInt64) = (0, 0)
+        var valid = true
+        for digit in 0..<32 {
+            // The offset of hexadecimal digit `digit`, past the dashes before it.
+            let offset = digit + (digit >= 8 ? 1 : 0) + (digit >= 12 ? 1 : 0) + (digit >= 16 ? 1 : 0) + (digit >= 20 ? 1 : 0)
+            let byte = base[offset]
+            let lower = byte | 0x20
+            let isDigit = byte &- UInt8(ascii: "0") < 10
+            let isLetter = lower &- UInt8(ascii: "a") < 6 && (!lowercaseOnly || byte == lower)
+            valid = valid && (isDigit || isLetter)
+            // '0'...'9' → 0...9; 'a'...'f' and 'A'...'F' → 10...15.
+            let value = UInt64((byte & 0x0F) &+ (byte >> 6) &* 9)
+            if digit < 16 {
+                words.0 = words.0 << 4 | value
+            } else {
+                words.1 = words.1 << 4 | value
             }
         }
-        return true
+        return valid ? APNsID(high: words.0, low: words.1) : nil
+    }
+
+    /// Writes the canonical lowercase text (36 octets) at the start of `buffer`, which
+    /// must have room for ``textLength`` octets.
+    ///
+    /// - Returns: The number of octets written, 36.
+    @discardableResult
+    package func write(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        precondition(buffer.count >= Self.textLength, "an apns-id needs 36 octets")
+        let digits: StaticString = "0123456789abcdef"
+        var out = 0
+        digits.withUTF8Buffer { hex in
+            for nibbleIndex in 0..<32 {
+                if nibbleIndex == 8 || nibbleIndex == 12 || nibbleIndex == 16 || nibbleIndex == 20 {
+                    buffer[out] = UInt8(ascii: "-")
+                    out += 1
+                }
+                let word = nibbleIndex < 16 ? high : low
+                let shift = UInt64(60 - 4 * (nibbleIndex & 15))
+                buffer[out] = hex[Int((word >> shift) & 0xF)]
+                out += 1
+            }
+        }
+        return out
     }
 
     /// The apns-id of a Foundation `UUID`.
@@ -125,23 +174,8 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
     }
 
     private init(high: UInt64, low: UInt64) {
-        self.uuidString = String(unsafeUninitializedCapacity: 36) { buffer in
-            let digits: StaticString = "0123456789abcdef"
-            var out = 0
-            digits.withUTF8Buffer { hex in
-                for nibbleIndex in 0..<32 {
-                    if nibbleIndex == 8 || nibbleIndex == 12 || nibbleIndex == 16 || nibbleIndex == 20 {
-                        buffer[out] = UInt8(ascii: "-")
-                        out += 1
-                    }
-                    let word = nibbleIndex < 16 ? high : low
-                    let shift = UInt64(60 - 4 * (nibbleIndex & 15))
-                    buffer[out] = hex[Int((word >> shift) & 0xF)]
-                    out += 1
-                }
-            }
-            return out
-        }
+        self.high = high
+        self.low = low
     }
 
     /// The Foundation `UUID` with the same value.

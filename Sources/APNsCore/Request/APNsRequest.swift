@@ -28,12 +28,19 @@ public struct APNsRequest: Sendable, Hashable {
 
     /// The fields, in one immutable object: copying a request (into a queue, a retry, a
     /// record) then costs one reference count, not one per string and array it holds.
+    ///
+    /// A device push keeps its parts instead of its header strings (``DevicePush``): the
+    /// path and the `apns-id` are written from the token's bytes and the id's 128 bits when
+    /// the transport writes the header block (``writeHeaders(into:fields:)``), so making
+    /// the request costs this one object.
     @usableFromInline
     final class Storage: Sendable {
         @usableFromInline let method: Method
         @usableFromInline let authority: String
-        @usableFromInline let path: String
-        @usableFromInline let headers: [HeaderField]
+        /// The path and every header, for a request that is not a ``DevicePush``.
+        let general: (path: String, headers: [HeaderField])?
+        /// The parts of a device push, written out on demand.
+        let devicePush: DevicePush?
         @usableFromInline let body: [UInt8]
         @usableFromInline let apnsID: APNsID?
         @usableFromInline let deviceToken: DeviceToken?
@@ -48,8 +55,8 @@ public struct APNsRequest: Sendable, Hashable {
         init(
             method: Method,
             authority: String,
-            path: String,
-            headers: [HeaderField],
+            general: (path: String, headers: [HeaderField])?,
+            devicePush: DevicePush?,
             body: [UInt8],
             apnsID: APNsID?,
             deviceToken: DeviceToken?,
@@ -61,13 +68,25 @@ public struct APNsRequest: Sendable, Hashable {
             self.clientCertificate = clientCertificate
             self.method = method
             self.authority = authority
-            self.path = path
-            self.headers = headers
+            self.general = general
+            self.devicePush = devicePush
             self.body = body
             self.apnsID = apnsID
             self.deviceToken = deviceToken
             self.timeout = timeout
         }
+    }
+
+    /// What a device push (`POST /3/device/<token>`) carries besides its token, `apns-id`
+    /// and provider token: the `authorization` value when it was given explicitly, and the
+    /// notification's fixed headers (shared by every request of the notification).
+    struct DevicePush: Sendable {
+        /// An `authorization` value given explicitly (checked); otherwise the provider
+        /// token's, if any.
+        let explicitAuthorization: String?
+        /// `apns-topic`, `apns-push-type`, `apns-priority`, then `apns-expiration` and
+        /// `apns-collapse-id` when set, checked once per notification.
+        let fixedHeaders: [HeaderField]
     }
 
     @usableFromInline var storage: Storage
@@ -79,10 +98,38 @@ public struct APNsRequest: Sendable, Hashable {
     /// The `:authority`: host, and `:port` unless it is 443.
     @inlinable public var authority: String { storage.authority }
     /// The `:path`, for example `/3/device/<token>`.
-    @inlinable public var path: String { storage.path }
+    ///
+    /// A device push writes it from its token's bytes when asked; the transport writes the
+    /// octets into its header buffer instead.
+    public var path: String {
+        if let general = storage.general { return general.path }
+        return storage.deviceToken.map(Self.devicePath(to:)) ?? ""
+    }
     /// Every header in the order it is sent: `:method`, `:scheme`, `:path`, `:authority`,
     /// then the regular headers in the order given.
-    @inlinable public var headers: [HeaderField] { storage.headers }
+    ///
+    /// A device push makes this list when asked (for a mock transport, a test or a log);
+    /// the transport writes the same names and values into its header buffer with no
+    /// `String` per request.
+    public var headers: [HeaderField] {
+        if let general = storage.general { return general.headers }
+        var all: [HeaderField] = []
+        all.reserveCapacity(headerCount)
+        var scratch: [UInt8] = []
+        var fields: [WrittenHeader] = []
+        writeHeaders(into: &scratch, fields: &fields)
+        scratch.withUnsafeBufferPointer { bytes in
+            for field in fields {
+                all.append(
+                    HeaderField(
+                        name: field.name,
+                        value: String(decoding: UnsafeBufferPointer(rebasing: bytes[field.valueStart..<field.valueEnd]), as: UTF8.self)
+                    )
+                )
+            }
+        }
+        return all
+    }
     /// The body: the JSON payload, or empty.
     @inlinable public var body: [UInt8] { storage.body }
     /// The `apns-id` of a device push (reused on every retry); `nil` for requests without one.
@@ -126,11 +173,11 @@ public struct APNsRequest: Sendable, Hashable {
             try Self.checkHeader(field)
             all.append(field)
         }
-        self.init(
+        self.storage = Storage(
             method: method,
             authority: authority,
-            path: path,
-            checkedHeaders: all,
+            general: (path, all),
+            devicePush: nil,
             body: body,
             apnsID: apnsID,
             deviceToken: deviceToken,
@@ -177,8 +224,8 @@ public struct APNsRequest: Sendable, Hashable {
         self.storage = Storage(
             method: method,
             authority: authority,
-            path: path,
-            headers: all,
+            general: (path, all),
+            devicePush: nil,
             body: body,
             apnsID: apnsID,
             deviceToken: deviceToken,
@@ -203,8 +250,8 @@ public struct APNsRequest: Sendable, Hashable {
         copy.storage = Storage(
             method: storage.method,
             authority: storage.authority,
-            path: storage.path,
-            headers: storage.headers,
+            general: storage.general,
+            devicePush: storage.devicePush,
             body: storage.body,
             apnsID: storage.apnsID,
             deviceToken: storage.deviceToken,
@@ -220,7 +267,7 @@ public struct APNsRequest: Sendable, Hashable {
         let a = lhs.storage
         let b = rhs.storage
         return a === b
-            || (a.method == b.method && a.authority == b.authority && a.path == b.path && a.headers == b.headers
+            || (a.method == b.method && a.authority == b.authority && lhs.path == rhs.path && lhs.headers == rhs.headers
                 && a.body == b.body && a.apnsID == b.apnsID && a.deviceToken == b.deviceToken && a.timeout == b.timeout)
     }
 
@@ -228,8 +275,8 @@ public struct APNsRequest: Sendable, Hashable {
     public func hash(into hasher: inout Hasher) {
         hasher.combine(storage.method)
         hasher.combine(storage.authority)
-        hasher.combine(storage.path)
-        hasher.combine(storage.headers)
+        hasher.combine(path)
+        hasher.combine(headers)
         hasher.combine(storage.body)
         hasher.combine(storage.apnsID)
         hasher.combine(storage.deviceToken)
@@ -240,6 +287,18 @@ public struct APNsRequest: Sendable, Hashable {
     public func header(_ name: String) -> String? {
         headers.first { $0.name == name }?.value
     }
+
+    /// Whether the request is a device push made from its parts (no header strings).
+    package var isDevicePush: Bool { storage.devicePush != nil }
+
+    /// Whether the request is a channel-management call (`/1/apps/…`), whose answer may
+    /// list many channels.
+    package var isChannelManagement: Bool {
+        guard let general = storage.general else { return false }
+        return general.path.utf8.starts(with: Self.channelPathPrefix.utf8)
+    }
+
+    private static let channelPathPrefix = "/1/"
 
     /// Validates one regular header as the public initializer does (name, then value).
     static func checkHeader(_ field: HeaderField) throws(APNsRequestError) {
@@ -282,7 +341,8 @@ public struct APNsRequest: Sendable, Hashable {
         return true
     }
 
-    private static func check(_ field: HeaderField) throws(APNsRequestError) {
+    /// Validates one value (CR, LF, NUL; whitespace at either end).
+    static func check(_ field: HeaderField) throws(APNsRequestError) {
         if field.value.utf8.withContiguousStorageIfAvailable(isValidValue) == true { return }
         let utf8 = field.value.utf8
         if let first = utf8.first, let last = utf8.last,

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A notification to send to one or more device tokens: the payload and the headers that
 /// go with it.
 ///
@@ -20,20 +22,36 @@ public struct PushNotification: Sendable {
     }
 
     /// What the notification carries.
-    public var body: Body
+    public var body: Body {
+        didSet { preparedCache = PreparedCache() }
+    }
     /// The `apns-push-type`; it must match the payload.
-    public var pushType: PushType
+    public var pushType: PushType {
+        didSet { preparedCache = PreparedCache() }
+    }
     /// The `apns-topic`: your bundle ID (a suffix is added per push type) or an explicit topic.
-    public var topic: Topic
+    public var topic: Topic {
+        didSet { preparedCache = PreparedCache() }
+    }
     /// The `apns-priority`; `nil` means 10, or 5 for `background`.
-    public var priority: Priority?
+    public var priority: Priority? {
+        didSet { preparedCache = PreparedCache() }
+    }
     /// The `apns-expiration`.
-    public var expiration: Expiration
+    public var expiration: Expiration {
+        didSet { preparedCache = PreparedCache() }
+    }
     /// The `apns-collapse-id`: notifications with the same one replace each other on the
     /// device. At most 64 bytes of UTF-8.
-    public var collapseID: String?
+    public var collapseID: String? {
+        didSet { preparedCache = PreparedCache() }
+    }
     /// The `apns-id`; `nil` means a new random one for each device token.
     public var apnsID: APNsID?
+
+    /// The checked, encoded form of the values above (not of ``apnsID``, which it does not
+    /// include), made on the first send.
+    private var preparedCache = PreparedCache()
 
     /// A notification with a payload.
     ///
@@ -115,7 +133,19 @@ public struct PushNotification: Sendable {
 
     /// Checks every value and encodes the body once, so that many device tokens and retries
     /// reuse the result.
+    ///
+    /// The result is kept with the notification (and its copies) until one of its values
+    /// changes, so a notification sent many times, one `send` at a time, is encoded and
+    /// checked once.
     func prepared() throws(APNsRequestError) -> Prepared {
+        if let cached = preparedCache.prepared.withLock({ $0 }) { return cached }
+        let made = try makePrepared()
+        preparedCache.prepared.withLock { $0 = made }
+        return made
+    }
+
+    /// ``prepared()`` without the cache.
+    private func makePrepared() throws(APNsRequestError) -> Prepared {
         let topicValue = try topic.value(for: pushType)
         let priorityValue = priority ?? .default(for: pushType)
         if pushType == .background && priorityValue == .immediate {
@@ -152,6 +182,12 @@ public struct PushNotification: Sendable {
         return Prepared(pushType: pushType, fixedHeaders: fixed, body: bytes)
     }
 
+    /// The ``Prepared`` form of one set of values, shared by copies of the notification;
+    /// a change to any value (`didSet`) puts a new, empty cache in its place.
+    final class PreparedCache: Sendable {
+        let prepared = Mutex<Prepared?>(nil)
+    }
+
     /// A notification whose values are checked and whose body is encoded.
     struct Prepared: Sendable {
         let pushType: PushType
@@ -164,11 +200,8 @@ public struct PushNotification: Sendable {
         /// `:scheme`, `:path`, `:authority`, `authorization` (token auth only), `apns-topic`,
         /// `apns-push-type`, `apns-priority`, `apns-expiration` (if any), `apns-collapse-id`
         /// (if any), `apns-id`. The HPACK header policy relies on this order.
-        ///
-        /// Only what varies per request is checked here: the pseudo-headers (the path is
-        /// built from a token already validated as hexadecimal) and the `authorization`
-        /// value the token source gave. The fixed headers were checked once, and the
-        /// `apns-id` is the canonical text of a UUID.
+        /// The request keeps these parts, not header strings: the transport writes the
+        /// values into its header buffer (``APNsRequest/writeHeaders(into:fields:)``).
         func request(
             to deviceToken: DeviceToken,
             apnsID: APNsID,
@@ -177,48 +210,26 @@ public struct PushNotification: Sendable {
             authorization explicitAuthorization: String? = nil,
             timeout: Duration
         ) throws(APNsRequestError) -> APNsRequest {
-            let authorization = explicitAuthorization ?? providerToken?.authorizationValue
-            let path = Self.path(to: deviceToken)
-            // One array for every header: the pseudo-headers, then these.
-            var headers = try APNsRequest.pseudoHeaders(
-                method: .post,
-                authority: environment.authority,
-                path: path,
-                reserving: fixedHeaders.count + 2,
-                pathIsChecked: true
-            )
-            if let authorization {
-                let field = HeaderField(name: "authorization", value: authorization)
-                // A provider token checked its value once; an explicit one is checked here.
-                if explicitAuthorization != nil || providerToken?.authorizationValueIsValid != true {
-                    try APNsRequest.checkHeader(field)
-                }
-                headers.append(field)
+            // Only what varies per request is checked here: the authority and the
+            // authorization value. The path is written from a token validated as
+            // hexadecimal, the `apns-id` from its 128 bits; the fixed headers were checked once.
+            try APNsRequest.check(HeaderField(name: ":authority", value: environment.authority))
+            if let explicitAuthorization {
+                try APNsRequest.checkHeader(HeaderField(name: "authorization", value: explicitAuthorization))
+            } else if let providerToken, !providerToken.authorizationValueIsValid {
+                // A provider token checked its value once; this one failed: say why.
+                try APNsRequest.checkHeader(HeaderField(name: "authorization", value: providerToken.authorizationValue))
             }
-            headers.append(contentsOf: fixedHeaders)
-            headers.append(HeaderField(name: "apns-id", value: apnsID.uuidString))
             return APNsRequest(
-                method: .post,
+                devicePushTo: deviceToken,
                 authority: environment.authority,
-                path: path,
-                checkedHeaders: headers,
+                fixedHeaders: fixedHeaders,
                 body: body,
                 apnsID: apnsID,
-                deviceToken: deviceToken,
-                timeout: timeout,
-                providerToken: providerToken
+                explicitAuthorization: explicitAuthorization,
+                providerToken: providerToken,
+                timeout: timeout
             )
-        }
-
-        /// `/3/device/<hex>`, written into one string allocation.
-        static func path(to deviceToken: DeviceToken) -> String {
-            let prefix: StaticString = "/3/device/"
-            let count = prefix.utf8CodeUnitCount
-            return String(unsafeUninitializedCapacity: count + deviceToken.byteCount * 2) { buffer in
-                prefix.withUTF8Buffer { bytes in _ = buffer.initialize(from: bytes) }
-                let rest = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[count...])
-                return count + deviceToken.writeHex(into: rest)
-            }
         }
     }
 }

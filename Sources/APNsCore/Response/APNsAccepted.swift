@@ -26,9 +26,9 @@ public struct APNsAccepted: Sendable, Hashable {
     ///   - request: The request it answers; its `apns-id` stands in if the response has none.
     public init?(response: APNsResponse, request: APNsRequest) {
         guard response.status == 200 else { return nil }
-        let echoed = response.header("apns-id").flatMap { try? APNsID($0) }
+        // The transport kept the echoed apns-id as 128 bits; no String is parsed.
         self.init(
-            apnsID: echoed ?? request.apnsID,
+            apnsID: response.apnsID ?? request.apnsID,
             uniqueID: response.header("apns-unique-id"),
             deviceToken: request.deviceToken
         )

@@ -4,13 +4,13 @@
 /// Only `reason` (a string) and `timestamp` (a number, integer or not) at the top level are
 /// kept; other members of any type are skipped. A body that is not a JSON object gives
 /// `nil`, and a caller still reports the HTTP status.
-struct APNsErrorBody: Sendable, Hashable {
+package struct APNsErrorBody: Sendable, Hashable {
     /// The `reason` member, if it is a string.
-    var reason: String?
+    package var reason: String?
     /// The `timestamp` member, if it is a number of milliseconds since 1970 within
     /// ``plausibleTimestamps`` (for a 410); a number outside them (negative, 1e300, beyond
     /// the range of `Double`) is kept as absent, and the `reason` still counts.
-    var timestamp: Double?
+    package var timestamp: Double?
 
     /// The timestamps an APNs answer can carry, in milliseconds since 1970: from
     /// 2008-01-01 (before APNs existed) to 2100-01-01.

@@ -63,10 +63,12 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
     ///     if the response has none, and its device token is kept.
     public init?(response: APNsResponse, request: APNsRequest? = nil) {
         guard response.status != 200 else { return nil }
-        let body = APNsErrorBody(parsing: response.body)
-        let echoed = response.header("apns-id").flatMap { try? APNsID($0) }
-        let requestID = (response.header("apns-request-id") ?? request?.header("apns-request-id"))
-            .flatMap { try? APNsRequestID($0) }
+        // Parsed once: the transport parsed the body as the response arrived.
+        let body = response.errorBody
+        let echoed = response.apnsID
+        // A device push carries no apns-request-id: its headers need not be written out.
+        let requested = request.flatMap { $0.isDevicePush ? nil : $0.header("apns-request-id") }
+        let requestID = (response.header("apns-request-id") ?? requested).flatMap { try? APNsRequestID($0) }
         self.init(
             status: response.status,
             reason: body?.reason.map(APNsReason.init(rawValue:)),

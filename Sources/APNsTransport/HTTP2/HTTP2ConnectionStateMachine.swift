@@ -206,32 +206,29 @@ final class HTTP2ConnectionStateMachine {
         }
         // The scratch buffers are moved out of the sink (not copied): a copy would share
         // the storage, and `removeAll(keepingCapacity:)` would then allocate afresh.
-        var decisions = sink.decisionScratch
-        sink.decisionScratch = []
-        sink.headerPolicy.decisions(for: request.headers, into: &decisions)
-        let record = HTTP2StreamRecord(
-            body: request.body,
-            maxBodySize: request.path.utf8.starts(with: Self.channelPathPrefix)
-                ? sink.configuration.maxChannelBodySize : sink.configuration.maxBodySize,
-            maxHeaderListSize: sink.configuration.maxHeaderListSize
-        )
-
-        // One contiguous copy of every name and value; nghttp2 copies the list again
-        // into one allocation of its own while submitting, so it need not outlive the call.
+        // The request writes every name and value once into one buffer, which nghttp2
+        // reads (and copies into one allocation of its own while submitting, so it need
+        // not outlive the call); the policy decides from the names and the values' sizes.
         var scratch = sink.headerScratch
         sink.headerScratch = []
-        scratch.removeAll(keepingCapacity: true)
         var fields = sink.fieldScratch
         sink.fieldScratch = []
-        fields.removeAll(keepingCapacity: true)
-        for (index, field) in request.headers.enumerated() {
-            let nameStart = scratch.count
-            Self.appendUTF8(of: field.name, to: &scratch)
-            let valueStart = scratch.count
-            Self.appendUTF8(of: field.value, to: &scratch)
-            let flags = index < decisions.count && decisions[index].requiresNoIndexFlag
-                ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-            fields.append(FieldSpan(nameStart: nameStart, valueStart: valueStart, end: scratch.count, flags: flags))
+        request.writeHeaders(into: &scratch, fields: &fields)
+        var decisions = sink.decisionScratch
+        sink.decisionScratch = []
+        sink.headerPolicy.decisions(for: fields, into: &decisions)
+        let record = sink.makeRecord(
+            body: request.body,
+            maxBodySize: request.isChannelManagement ? sink.configuration.maxChannelBodySize : sink.configuration.maxBodySize
+        )
+        if let apnsID = request.apnsID, let last = fields.last, last.name == "apns-id", last.valueLength == APNsID.textLength {
+            // Keep the text as sent: APNs echoes it, and the echo is then one comparison.
+            record.sentAPNsID = apnsID
+            scratch.withUnsafeBytes { bytes in
+                withUnsafeMutableBytes(of: &record.sentAPNsIDText) { text in
+                    text.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[last.valueStart..<last.valueEnd]))
+                }
+            }
         }
         let hasBody = !request.body.isEmpty
         let userData = Unmanaged.passUnretained(record).toOpaque()
@@ -240,14 +237,16 @@ final class HTTP2ConnectionStateMachine {
         nva.removeAll(keepingCapacity: true)
         let streamID: Int32 = scratch.withUnsafeMutableBufferPointer { bytes -> Int32 in
             guard let base = bytes.baseAddress else { return Int32(NGHTTP2_ERR_INVALID_ARGUMENT.rawValue) }
-            for span in fields {
+            for (index, field) in fields.enumerated() {
+                let flags = index < decisions.count && decisions[index].requiresNoIndexFlag
+                    ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
                 nva.append(
                     nghttp2_nv(
-                        name: base + span.nameStart,
-                        value: base + span.valueStart,
-                        namelen: span.valueStart - span.nameStart,
-                        valuelen: span.end - span.valueStart,
-                        flags: span.flags
+                        name: base + field.nameStart,
+                        value: base + field.valueStart,
+                        namelen: field.valueStart - field.nameStart,
+                        valuelen: field.valueLength,
+                        flags: flags
                     )
                 )
             }
@@ -286,17 +285,6 @@ final class HTTP2ConnectionStateMachine {
         return streamID
     }
 
-    /// Channel management paths (`/1/apps/…`), whose answers may list many channels.
-    static let channelPathPrefix: [UInt8] = Array("/1/".utf8)
-
-    /// Appends the UTF-8 of `string`: one copy of its contiguous bytes (native strings
-    /// always have them), not an element-by-element walk of its UTF-8 view.
-    @inline(__always)
-    static func appendUTF8(of string: String, to buffer: inout [UInt8]) {
-        let copied: Void? = string.utf8.withContiguousStorageIfAvailable { buffer.append(contentsOf: $0) }
-        if copied == nil { buffer.append(contentsOf: string.utf8) }
-    }
-
     /// Resets `streamID` with CANCEL (RFC 9113 §8.4); its close produces no event.
     func cancelStream(_ streamID: Int32) {
         guard let record = sink.records[streamID] else { return }
@@ -330,12 +318,4 @@ final class HTTP2ConnectionStateMachine {
         guard let text = nghttp2_strerror(code) else { return "error \(code)" }
         return String(cString: text) + " (\(code))"
     }
-}
-
-/// Where one header's name and value sit in the scratch buffer.
-struct FieldSpan {
-    var nameStart: Int
-    var valueStart: Int
-    var end: Int
-    var flags: UInt8
 }

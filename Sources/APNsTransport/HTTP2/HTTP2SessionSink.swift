@@ -27,7 +27,7 @@ final class HTTP2SessionSink {
     /// never on the table's contents, so it keeps no model of the table.
     var headerPolicy = APNsHeaderEncoder(usesHuffmanCoding: false, modelsTable: false)
     var headerScratch: [UInt8] = []
-    var fieldScratch: [FieldSpan] = []
+    var fieldScratch: [WrittenHeader] = []
     var nvScratch: [nghttp2_nv] = []
     var decisionScratch: [HPACKIndexing] = []
     /// The error code of a GOAWAY nghttp2 sent because the peer broke the protocol.
@@ -39,8 +39,30 @@ final class HTTP2SessionSink {
         headerScratch.reserveCapacity(1024)
     }
 
+    /// Records of closed streams, kept for the next streams: a stream then costs no
+    /// allocation of its own in steady state (at most one per stream the limit allows).
+    private var spareRecords: [HTTP2StreamRecord] = []
+
+    /// A record for a new stream: a spare one, reset, or a new one.
+    func makeRecord(body: [UInt8], maxBodySize: Int) -> HTTP2StreamRecord {
+        if let record = spareRecords.popLast() {
+            record.reset(body: body, maxBodySize: maxBodySize, maxHeaderListSize: configuration.maxHeaderListSize)
+            return record
+        }
+        return HTTP2StreamRecord(body: body, maxBodySize: maxBodySize, maxHeaderListSize: configuration.maxHeaderListSize)
+    }
+
+    /// Keeps a closed stream's record for a later stream, up to the stream limit's worth.
+    private func recycle(_ record: HTTP2StreamRecord) {
+        guard spareRecords.count < max(streamLimit, 1) else { return }
+        record.release()
+        spareRecords.append(record)
+    }
+
     /// `:status` as bytes, for comparing header names without going through `String`.
     static let statusName: [UInt8] = Array(":status".utf8)
+    /// `apns-id` as bytes.
+    static let apnsIDName: [UInt8] = Array("apns-id".utf8)
 
     static func from(_ userData: UnsafeMutableRawPointer?) -> HTTP2SessionSink? {
         guard let userData else { return nil }
@@ -139,6 +161,24 @@ final class HTTP2SessionSink {
             record.status = status
             return 0
         }
+        // The apns-id stays 128 bits (no String) when it is a canonical lowercase UUID,
+        // which is what `APNsResponse.headers` writes back.
+        if nameLength == 7, record.apnsID == nil, memcmp(name, HTTP2SessionSink.apnsIDName, 7) == 0 {
+            // Usually the echo of the request's own id, as it was sent: one comparison.
+            var id: APNsID?
+            if let sent = record.sentAPNsID, valueLength == APNsID.textLength,
+                withUnsafeBytes(of: record.sentAPNsIDText, { text in text.baseAddress.map { memcmp($0, value, valueLength) } ?? 1 }) == 0
+            {
+                id = sent
+            } else {
+                id = APNsID.parse(valueBytes, lowercaseOnly: true)
+            }
+            if let id {
+                record.apnsID = id
+                record.apnsIDIndex = record.headers.count
+                return 0
+            }
+        }
         record.headers.append(
             HeaderField(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
         )
@@ -188,7 +228,13 @@ final class HTTP2SessionSink {
             sink.events.append(
                 .response(
                     streamID: header.stream_id,
-                    APNsResponse(status: record.status, headers: record.headers, body: record.responseBody)
+                    APNsResponse(
+                        status: record.status,
+                        apnsID: record.apnsID,
+                        apnsIDIndex: record.apnsIDIndex,
+                        otherHeaders: record.headers,
+                        body: record.responseBody
+                    )
                 )
             )
         case Int(NGHTTP2_SETTINGS.rawValue):
@@ -216,6 +262,8 @@ final class HTTP2SessionSink {
 
     static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
         guard let sink = from(userData), let record = sink.records.removeValue(forKey: streamID) else { return 0 }
+        // nghttp2 forgets the stream's user data once this returns; nothing else holds the record.
+        defer { sink.recycle(record) }
         if record.responded || record.cancelled { return 0 }
         let unprocessed = !record.headersSent
             || errorCode == NGHTTP2_REFUSED_STREAM.rawValue

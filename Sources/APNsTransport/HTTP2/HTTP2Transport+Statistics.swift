@@ -129,10 +129,11 @@ final class StatisticsBox: Sendable {
             parent?.answered200.wrappingAdd(1, ordering: .sequentiallyConsistent)
             return
         }
-        // An error body is parsed here, before the lock, and only for error statuses.
+        // The error body was parsed once, as the response arrived; the client's rejection
+        // reads the same parse.
         var reason: String?
         if case .success(let response) = outcome, !(200..<300).contains(response.status) {
-            reason = APNsReason(errorBody: response.body)?.rawValue ?? HTTP2Transport.Statistics.noReason
+            reason = response.errorBody?.reason ?? HTTP2Transport.Statistics.noReason
         }
         record(outcome, reason: reason)
         parent?.record(outcome, reason: reason)

@@ -60,3 +60,48 @@ import Testing
         }
     }
 }
+
+@Suite struct APNsIDBytesTests {
+    /// Foundation's UUID text (uppercase) and its lowercase form parse from bytes to the
+    /// same 128 bits, and the id writes Foundation's text back, lowercased.
+    @Test func parsesAndWritesTheTextFoundationWrites() throws {
+        for _ in 0..<200 {
+            let uuid = Foundation.UUID()
+            for text in [uuid.uuidString, uuid.uuidString.lowercased()] {
+                let parsed = Array(text.utf8).withUnsafeBufferPointer { APNsID.parse($0) }
+                #expect(parsed == APNsID(uuid))
+            }
+            var buffer = [UInt8](repeating: 0, count: APNsID.textLength)
+            let written = buffer.withUnsafeMutableBytes { APNsID(uuid).write(into: $0) }
+            #expect(written == 36)
+            #expect(String(decoding: buffer, as: UTF8.self) == uuid.uuidString.lowercased())
+        }
+    }
+
+    @Test(arguments: ["", "eabeae54-14a8-11e5-b60b-1697f925ec7", "eabeae54+14a8-11e5-b60b-1697f925ec7b", "gabeae54-14a8-11e5-b60b-1697f925ec7b"])
+    func bytesThatAreNoUUIDParseToNil(text: String) {
+        #expect(Foundation.UUID(uuidString: text) == nil)
+        #expect(Array(text.utf8).withUnsafeBufferPointer { APNsID.parse($0) } == nil)
+    }
+}
+
+extension APNsIDBytesTests {
+    @Test func lowercaseOnlyRefusesUppercaseDigits() throws {
+        let uuid = Foundation.UUID()
+        let upper = Array(uuid.uuidString.utf8)
+        let lower = Array(uuid.uuidString.lowercased().utf8)
+        #expect(lower.withUnsafeBufferPointer { APNsID.parse($0, lowercaseOnly: true) } == APNsID(uuid))
+        let hasLetter = uuid.uuidString.contains { "ABCDEF".contains($0) }
+        #expect((upper.withUnsafeBufferPointer { APNsID.parse($0, lowercaseOnly: true) } == nil) == hasLetter)
+        // Every single byte outside the alphabet is refused, at every position.
+        for offset in lower.indices {
+            for byte in [UInt8(ascii: "g"), UInt8(ascii: "/"), UInt8(ascii: ":"), UInt8(ascii: "G"), UInt8(ascii: "@"), 0, 0xFF] {
+                var bad = lower
+                bad[offset] = byte
+                let text = String(decoding: bad, as: UTF8.self)
+                #expect(bad.withUnsafeBufferPointer { APNsID.parse($0) } == nil, "\(text)")
+                #expect(Foundation.UUID(uuidString: text) == nil)
+            }
+        }
+    }
+}

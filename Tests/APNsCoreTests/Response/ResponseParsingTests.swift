@@ -225,3 +225,55 @@ import Testing
         #expect(APNsReason(errorBody: Array(#"{"reason":"Café ☕ 😀"}"#.utf8))?.rawValue == "Café ☕ 😀")
     }
 }
+
+@Suite struct ResponseAsReadTests {
+    static let id = "eabeae54-14a8-11e5-b60b-1697f925ec7b"
+
+    /// A response as the transport reads it (the apns-id as 128 bits, the error body parsed
+    /// once) reads like the same response built from header strings.
+    @Test func aResponseReadByTheTransportEqualsTheOneBuiltFromStrings() throws {
+        let body = Array(#"{"reason":"Unregistered","timestamp":1700000000000}"#.utf8)
+        let read = APNsResponse(
+            status: 410,
+            apnsID: try APNsID(Self.id),
+            apnsIDIndex: 1,
+            otherHeaders: [HeaderField(name: "apns-unique-id", value: "u1"), HeaderField(name: "x-extra", value: "2")],
+            body: body
+        )
+        let built = APNsResponse(
+            status: 410,
+            headers: [
+                HeaderField(name: "apns-unique-id", value: "u1"),
+                HeaderField(name: "apns-id", value: Self.id),
+                HeaderField(name: "x-extra", value: "2"),
+            ],
+            body: body
+        )
+        #expect(read.headers == built.headers)
+        #expect(read == built)
+        #expect(read.hashValue == built.hashValue)
+        #expect(read.header("apns-id") == Self.id)
+        #expect(read.apnsID == built.apnsID)
+        #expect(read.errorBody?.reason == "Unregistered")
+        let rejection = try #require(APNsRejection(response: read))
+        #expect(rejection == APNsRejection(response: built))
+        #expect(rejection.reason == .unregistered)
+        #expect(rejection.apnsID == (try APNsID(Self.id)))
+        #expect(rejection.timestamp == Date(timeIntervalSince1970: 1_700_000_000))
+    }
+
+    @Test func aChangedBodyIsParsedAgain() {
+        var response = APNsResponse(
+            status: 400,
+            apnsID: nil,
+            apnsIDIndex: 0,
+            otherHeaders: [],
+            body: Array(#"{"reason":"BadTopic"}"#.utf8)
+        )
+        #expect(APNsRejection(response: response)?.reason == .badTopic)
+        response.body = Array(#"{"reason":"MissingTopic"}"#.utf8)
+        #expect(APNsRejection(response: response)?.reason == .missingTopic)
+        response.headers = [HeaderField(name: "apns-id", value: Self.id)]
+        #expect(response.header("apns-id") == Self.id)
+    }
+}
