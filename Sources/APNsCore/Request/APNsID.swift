@@ -21,7 +21,7 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
     /// The canonical lowercase form, for example `eabeae54-14a8-11e5-b60b-1697f925ec7b`.
     ///
     /// The id is kept as its 128 bits; this text is written on demand (a transport writes
-    /// the octets straight into its header buffer with ``write(into:)`` instead).
+    /// the octets straight into its header buffer with `write(into:)` instead).
     public var uuidString: String {
         String(unsafeUninitializedCapacity: Self.textLength) { buffer in
             write(into: UnsafeMutableRawBufferPointer(buffer))
@@ -84,7 +84,7 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
     /// The id in `bytes`, a UUID in `8-4-4-4-12` form in either case (for example a
     /// response's `apns-id` header as the transport received it), or `nil` if it is not one.
     /// No `String` is made. With `lowercaseOnly`, uppercase digits are refused too (so the
-    /// text ``write(into:)`` gives back is exactly `bytes`).
+    /// text `write(into:)` gives back is exactly `bytes`).
     package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, lowercaseOnly: Bool = false) -> APNsID? {
         guard bytes.count == textLength, let base = bytes.baseAddress,
             base[8] == UInt8(ascii: "-"), base[13] == UInt8(ascii: "-"),
