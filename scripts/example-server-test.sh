@@ -15,13 +15,14 @@
 #      mock server and checks what it received.
 # Loopback only; every step is bounded by a timeout; every process is killed on exit.
 #
-# Environment: EXAMPLE_SCRATCH_PATH (default Examples/HummingbirdServer/.build-example),
+# Environment: EXAMPLE_SCRATCH_PATH (default .build-example-server at the repository's root,
+# outside Examples/, whose Swift files the SDK's tests read),
 # EXAMPLE_BUILD_TIMEOUT (seconds, default 2400: a first build compiles Hummingbird and SwiftNIO).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 example="$root/Examples/HummingbirdServer"
-scratch="${EXAMPLE_SCRATCH_PATH:-$example/.build-example}"
+scratch="${EXAMPLE_SCRATCH_PATH:-$root/.build-example-server}"
 build_timeout="${EXAMPLE_BUILD_TIMEOUT:-2400}"
 
 for tool in curl openssl python3; do
@@ -84,6 +85,19 @@ step "build the example and its tests (scratch path ${scratch#"$root"/})"
 timeout "$build_timeout" swift build --package-path "$example" --scratch-path "$scratch" --build-tests
 timeout 600 swift test --package-path "$example" --scratch-path "$scratch" --skip-build
 server_bin="$(timeout 300 swift build --package-path "$example" --scratch-path "$scratch" --show-bin-path)/HummingbirdServer"
+step "a missing or malformed setting stops the server with a message naming it"
+# run_bad EXPECTED_TEXT VAR=VALUE...: runs the server with only these variables; it must exit 1 saying EXPECTED_TEXT.
+run_bad() {
+    local text=$1 status=0
+    shift
+    timeout 30 env -i PATH="$PATH" "$@" "$server_bin" >"$work/bad.out" 2>&1 || status=$?
+    expect "exit status with $*" "$status" 1
+    grep -qF "$text" "$work/bad.out" || fail "with $*, expected \"$text\", got: $(cat "$work/bad.out")"
+}
+run_bad "APNS_ENVIRONMENT is not set"
+run_bad 'HTTP_PORT is "http"' HTTP_PORT=http APNS_ENVIRONMENT=sandbox
+run_bad "APNS_KEY_ID is not set" APNS_ENVIRONMENT=sandbox APNS_KEY="$(openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt)"
+
 step "build the apns tool"
 timeout "$build_timeout" swift build --product apns
 apns_bin="$(timeout 300 swift build --show-bin-path)/apns"

@@ -13,7 +13,8 @@ let package = Package(
     dependencies: [
         // Named, so that the identity does not depend on the folder the SDK was cloned into.
         .package(name: "swift-apns", path: "../.."),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // No default traits: the example reads its settings with APNsSettings, not swift-configuration.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
