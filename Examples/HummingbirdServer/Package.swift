@@ -46,6 +46,7 @@ let package = Package(
             dependencies: [
                 "DeviceNotifications",
                 .product(name: "APNsCore", package: "swift-apns"),
+                .product(name: "APNsTesting", package: "swift-apns"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),

@@ -1,4 +1,3 @@
-import APNsTransport
 import Foundation
 import Logging
 
@@ -10,13 +9,11 @@ import Logging
 /// | `HTTP_HOST` | the address to listen on (default `127.0.0.1`) |
 /// | `HTTP_PORT` | the port to listen on (default `8080`; `0` lets the system pick one) |
 /// | `HTTP_PORT_FILE` | where to write the port once listening (for scripts, with `HTTP_PORT=0`) |
-/// | `APNS_CA_FILE` | a PEM file of CA certificates to trust instead of the system's (the mock server's CA, in tests) |
 /// | `LOG_LEVEL` | `trace`, `debug`, `info` (default), `notice`, `warning`, `error` or `critical` |
 struct ServerSettings: Sendable {
     var host: String
     var port: Int
     var portFile: String?
-    var trustRoots: TrustRoots
     var logLevel: Logger.Level
 
     init(environmentVariables variables: [String: String]) throws(SettingsError) {
@@ -34,18 +31,6 @@ struct ServerSettings: Sendable {
             port = 8080
         }
         portFile = value("HTTP_PORT_FILE")
-        if let path = value("APNS_CA_FILE") {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw SettingsError(variable: "APNS_CA_FILE", "(\(path)) cannot be read: check the path and its permissions")
-            }
-            let pem = String(decoding: data, as: UTF8.self)
-            guard pem.contains("-----BEGIN CERTIFICATE-----") else {
-                throw SettingsError(variable: "APNS_CA_FILE", "(\(path)) holds no PEM certificate")
-            }
-            trustRoots = .certificates(pem)
-        } else {
-            trustRoots = .system
-        }
         if let text = value("LOG_LEVEL") {
             guard let level = Logger.Level(rawValue: text.lowercased()) else {
                 throw SettingsError(variable: "LOG_LEVEL", "is \"\(text)\": expected trace, debug, info, notice, warning, error or critical")

@@ -30,23 +30,10 @@ func runServer(environment variables: [String: String]) async throws {
     guard let topic = apns.topic else {
         throw SettingsError(variable: "APNS_TOPIC", "is not set: set it to the app's bundle ID")
     }
-    var configuration = HTTP2Transport.Configuration(
-        environment: apns.environment,
-        tls: TLSConfiguration(trustRoots: settings.trustRoots),
-        logger: Logger(label: "swift-apns.transport")
-    )
-    let credentials: APNsCredentials
-    switch apns.credentials {
-    case .providerToken(let key, let keyID, let teamID):
-        credentials = .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))
-    case .certificate(let identity):
-        configuration.tls.clientIdentity = identity
-        credentials = .certificate
-    }
-    // The transport is a Service of its own, so it is built here rather than by
-    // `apns.makeClient()`: the ServiceGroup below runs it and drains it at shutdown.
-    let transport = HTTP2Transport(configuration: configuration)
-    let client = APNsClient(credentials: credentials, transport: transport, logger: Logger(label: "swift-apns"))
+    // The transport is a Service of its own: made apart from the client, so that the
+    // ServiceGroup below runs it and drains it at shutdown.
+    let transport = apns.makeTransport(logger: Logger(label: "swift-apns.transport"))
+    let client = try apns.makeClient(transport: transport, logger: Logger(label: "swift-apns"))
     let notifier = UserNotifier(client: client, registry: DeviceRegistry(), topic: topic, logger: logger)
 
     let portFile = settings.portFile

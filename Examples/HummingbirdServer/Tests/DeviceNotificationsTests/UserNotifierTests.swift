@@ -1,4 +1,5 @@
 import APNsCore
+import APNsTesting
 import DeviceNotifications
 import Foundation
 import MetricsTestKit
