@@ -9,3 +9,5 @@ swift build --build-tests
 bash scripts/docs.sh
 # A hung or crashed test run fails with a diagnosis instead of running forever.
 bash scripts/watchdog.sh "${SWIFT_APNS_TEST_TIMEOUT:-900}" swift test --skip-build "$@"
+# The example server (its own package, built in its own scratch folder) against the mock server.
+bash scripts/example-server-test.sh
