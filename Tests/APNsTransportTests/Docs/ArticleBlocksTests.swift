@@ -130,7 +130,9 @@ struct ArticleBlocksTests {
         for folder in ["Tests", "Examples"] {
             let base = root.appendingPathComponent(folder)
             let walker = try #require(FileManager.default.enumerator(atPath: base.path))
-            for case let path as String in walker where path.hasSuffix(".swift") {
+            // Build folders (`.build`, `.build-*`) hold dependencies' sources, not ours.
+            for case let path as String in walker
+            where path.hasSuffix(".swift") && !path.split(separator: "/").contains(where: { $0.hasPrefix(".") }) {
                 sources.append(try String(contentsOf: base.appendingPathComponent(path), encoding: .utf8))
             }
         }
