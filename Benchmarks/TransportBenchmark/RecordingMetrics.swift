@@ -18,44 +18,36 @@ final class RecordingMetricsFactory: MetricsFactory, Sendable {
         SeriesKey(label: label, dimensions: dimensions.map { $0.0 + "=" + $0.1 })
     }
 
-    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+    /// The series for (label, dimensions) in `table`, made on first use.
+    private static func series<Handler: Sendable>(
+        in table: borrowing Mutex<[SeriesKey: Handler]>,
+        _ label: String,
+        _ dimensions: [(String, String)],
+        _ make: () -> Handler
+    ) -> Handler {
         let key = Self.key(label, dimensions)
-        return counters.withLock { counters in
-            if let existing = counters[key] { return existing }
-            let made = RecordingCounter()
-            counters[key] = made
+        return table.withLock { series in
+            if let existing = series[key] { return existing }
+            let made = make()
+            series[key] = made
             return made
         }
+    }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        Self.series(in: counters, label, dimensions) { RecordingCounter() }
     }
 
     func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
-        let key = Self.key(label, dimensions)
-        return recorders.withLock { recorders in
-            if let existing = recorders[key] { return existing }
-            let made = RecordingRecorder()
-            recorders[key] = made
-            return made
-        }
+        Self.series(in: recorders, label, dimensions) { RecordingRecorder() }
     }
 
     func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
-        let key = Self.key(label, dimensions)
-        return recorders.withLock { recorders in
-            if let existing = recorders[key] { return existing }
-            let made = RecordingRecorder()
-            recorders[key] = made
-            return made
-        }
+        Self.series(in: recorders, label, dimensions) { RecordingRecorder() }
     }
 
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-        let key = Self.key(label, dimensions)
-        return timers.withLock { timers in
-            if let existing = timers[key] { return existing }
-            let made = RecordingTimer()
-            timers[key] = made
-            return made
-        }
+        Self.series(in: timers, label, dimensions) { RecordingTimer() }
     }
 
     func destroyCounter(_ handler: any CounterHandler) {}

@@ -44,6 +44,8 @@ final class HTTP2ConnectionPool: Sendable {
         var logger: Logger
         /// How long a retired connection may take to finish what it carries.
         var retireGracePeriod: Duration = .seconds(10)
+        /// The least time between two connection attempts while one is up or opening.
+        var connectStagger: Duration = .zero
     }
 
     typealias Machine = HTTP2PoolStateMachine<PendingRequest>
@@ -108,7 +110,8 @@ final class HTTP2ConnectionPool: Sendable {
                         connectionCount: settings.connectionCount,
                         maxQueuedRequests: settings.maxQueuedRequests,
                         backoff: settings.backoff,
-                        endpointDescription: "\(settings.endpoint.host):\(settings.endpoint.port)"
+                        endpointDescription: "\(settings.endpoint.host):\(settings.endpoint.port)",
+                        connectStagger: MonotonicTime.nanoseconds(settings.connectStagger)
                     )
                 )
             )

@@ -39,6 +39,11 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         var backoff: ReconnectBackoff
         /// The endpoint, for error messages.
         var endpointDescription: String
+        /// The least time between the starts of two connection attempts while another
+        /// connection is up or opening, in nanoseconds (Apple asks providers to stagger
+        /// opening many connections); 0 opens them at once. A pool with no connection up
+        /// or opening never waits for it.
+        var connectStagger: UInt64 = 0
     }
 
     /// What a disconnected connection should do next.
@@ -103,6 +108,8 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     private(set) var shutdownDeadline: UInt64 = 0
     private(set) var consecutiveFailures = 0
     private(set) var nextConnectAttempt: UInt64 = 0
+    /// When the last connection attempt started (for ``Settings/connectStagger``).
+    private(set) var lastConnectStart: UInt64?
     private(set) var lastConnectError: APNsTransportError?
     private var lastQueueScan: UInt64 = 0
     /// Connection threads started and not yet exited.
@@ -239,9 +246,18 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         if now < nextConnectAttempt {
             return .wait(nanoseconds: nextConnectAttempt - now)
         }
+        if settings.connectStagger > 0, let last = lastConnectStart,
+            now < last &+ settings.connectStagger,
+            slots.indices.contains(where: { $0 != id && (slots[$0].isReady || slots[$0].isConnecting) })
+        {
+            // Another connection carries (or is about to carry) the load: this one opens a
+            // stagger after the last attempt, not at the same moment.
+            return .wait(nanoseconds: last &+ settings.connectStagger - now)
+        }
         if consecutiveFailures > 0 {
             nextConnectAttempt = now + backoffNanoseconds(jitter: jitter)
         }
+        lastConnectStart = now
         slots[id].isConnecting = true
         return .connect
     }
@@ -338,16 +354,7 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         var wakeups = Wakeups()
         // A connection on its way (about to ask the budget) takes the place.
         if slots.contains(where: { !$0.isIdle && !$0.isReady && !$0.exited }) { return wakeups }
-        if let id = slots.firstIndex(where: { $0.isIdle && !$0.exited }) {
-            slots[id].isIdle = false
-            wakeups.wakeIdle = id
-        } else if slots.count < settings.connectionCount {
-            slots.append(Slot())
-            runningThreads += 1
-            wakeups.start = slots.count - 1
-        } else {
-            return nil
-        }
+        guard openAnotherSlot(into: &wakeups) else { return nil }
         return wakeups
     }
 
@@ -432,15 +439,23 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         // More capacity is needed when the queue outgrows the streams the connections up
         // or opening will offer (and the transport's budget has room).
         guard !budgetBlocked, queue.count > summary.freeStreams + summary.opening else { return wakeups }
-        if let id = slots.firstIndex(where: { $0.isIdle }) {
+        _ = openAnotherSlot(into: &wakeups)
+        return wakeups
+    }
+
+    /// Wakes an idle connection (one whose thread still runs) or starts a new one, up to
+    /// the limit; `false` when the pool has no connection left to open.
+    private mutating func openAnotherSlot(into wakeups: inout Wakeups) -> Bool {
+        if let id = slots.firstIndex(where: { $0.isIdle && !$0.exited }) {
             slots[id].isIdle = false
             wakeups.wakeIdle = id
-        } else if slots.count < settings.connectionCount {
-            slots.append(Slot())
-            runningThreads += 1
-            wakeups.start = slots.count - 1
+            return true
         }
-        return wakeups
+        guard slots.count < settings.connectionCount else { return false }
+        slots.append(Slot())
+        runningThreads += 1
+        wakeups.start = slots.count - 1
+        return true
     }
 
     private func backoffNanoseconds(jitter: Double) -> UInt64 {

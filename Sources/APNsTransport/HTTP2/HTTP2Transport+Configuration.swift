@@ -101,6 +101,12 @@ extension HTTP2Transport {
         /// The system resolver by default. Not used through a ``TLSConfiguration/proxy``,
         /// which resolves the host itself.
         public var resolver: HostResolver = .system
+        /// The least time between opening two connections of one pool while another is
+        /// up or opening: Apple asks providers that open many connections to stagger them
+        /// rather than open them all at once. The first connection (and a reconnect when
+        /// none is up) never waits; `.zero` opens them at once. 250 ms by default, so four
+        /// connections are all open within a second.
+        public var connectionStagger: Duration = .milliseconds(250)
 
         /// Creates a configuration.
         ///

@@ -393,7 +393,8 @@ public final class HTTP2Transport: PushTransport {
             maxRequeues: max(0, configuration.maxRequeues),
             machine: machine,
             logger: configuration.logger,
-            retireGracePeriod: configuration.shutdownGracePeriod
+            retireGracePeriod: configuration.shutdownGracePeriod,
+            connectStagger: max(.zero, configuration.connectionStagger)
         )
     }
 }

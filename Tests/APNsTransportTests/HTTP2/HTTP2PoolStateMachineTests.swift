@@ -17,13 +17,14 @@ private final class FakeRequest: PoolRequest {
 
 private typealias Machine = HTTP2PoolStateMachine<FakeRequest>
 
-private func machine(connections: Int = 1, maxQueued: Int = 100, backoffBaseMS: Int64 = 500) -> Machine {
+private func machine(connections: Int = 1, maxQueued: Int = 100, backoffBaseMS: Int64 = 500, staggerMS: UInt64 = 0) -> Machine {
     Machine(
         settings: .init(
             connectionCount: connections,
             maxQueuedRequests: maxQueued,
             backoff: ReconnectBackoff(base: .milliseconds(backoffBaseMS), maximum: .seconds(60)),
-            endpointDescription: "api.push.apple.com:443"
+            endpointDescription: "api.push.apple.com:443",
+            connectStagger: staggerMS * 1_000_000
         )
     )
 }
@@ -293,5 +294,33 @@ struct HTTP2PoolBudgetTests {
         #expect(closed)
         #expect(!pool.isRetiring(0))
         #expect(pool.readyCount == 0)
+    }
+
+    @Test("with a stagger, a second connection opens only that long after the first; a pool with none up never waits")
+    func connectionsOpenStaggered() {
+        var pool = machine(connections: 3, staggerMS: 250)
+        for name in ["a", "b", "c"] { _ = pool.enqueue(FakeRequest(name), now: 0) }
+        #expect(pool.connectionSlots == 3)
+        // The first opens at once.
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        // The second waits out the stagger from the first attempt's start...
+        #expect(pool.connectPermission(for: 1, now: 100 * ms, jitter: 0) == .wait(nanoseconds: 150 * ms))
+        #expect(pool.connectPermission(for: 1, now: 250 * ms, jitter: 0) == .connect)
+        // ...and the third from the second's.
+        #expect(pool.connectPermission(for: 2, now: 300 * ms, jitter: 0) == .wait(nanoseconds: 200 * ms))
+        #expect(pool.connectPermission(for: 2, now: 500 * ms, jitter: 0) == .connect)
+    }
+
+    @Test("the stagger never delays a pool whose connections are all down")
+    func staggerDoesNotDelayTheOnlyConnection() {
+        var pool = machine(connections: 2, staggerMS: 250)
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        _ = pool.enqueue(FakeRequest("b"), now: 0)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        // Connection 0 closed before slot 1 asked: nothing is up or opening, so slot 1
+        // opens at once (only the backoff after failures governs a pool with none up).
+        _ = pool.connectSucceeded(0, freeStreams: 1)
+        _ = pool.connectionUnavailable(0, closed: true)
+        #expect(pool.connectPermission(for: 1, now: 10 * ms, jitter: 0) == .connect)
     }
 }

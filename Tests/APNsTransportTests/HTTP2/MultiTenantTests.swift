@@ -100,6 +100,9 @@ struct MultiTenantTests {
                 let transport = try Self.transport(server) { configuration in
                     configuration.connectionCount = 16
                     configuration.maxConnections = 56
+                    // The flooder must reach the budget while the flood lasts: its 16
+                    // connections open at once here, not a stagger apart.
+                    configuration.connectionStagger = .zero
                     configuration.tls.trustRoots = .certificates(bothCAs)
                 }
                 let clients = try tenants.map { tenant in
@@ -205,7 +208,9 @@ struct MultiTenantTests {
         try await withMockAPNsServer(configuration: Self.tokenServer([tenants[0], tenants[1], rotated])) { server in
             let transport = try Self.transport(server) { configuration in
                 configuration.connectionCount = 2
-                configuration.credentialIdleTimeout = .milliseconds(300)
+                // Long enough that B's pool outlives A's batch on a loaded machine, short
+                // enough that the old key's pool closes within the wait below.
+                configuration.credentialIdleTimeout = .seconds(3)
                 configuration.shutdownGracePeriod = .seconds(5)
             }
             func client(_ tenant: Tenant) throws -> APNsClient {
@@ -247,7 +252,7 @@ struct MultiTenantTests {
             _ = try await bRotated.send(Self.alert, to: try Self.device(3))
             #expect(transport.statistics(for: rotated.credential)?.openConnections == 1)
             // …and the old key's pool closes once idle (bounded wait).
-            #expect(await waitUntil(iterations: 2_000) { transport.statistics(for: tenants[1].credential) == nil })
+            #expect(await waitUntil(iterations: 3_000) { transport.statistics(for: tenants[1].credential) == nil })
             // A, removed, may come back: a new pool.
             _ = try await a.send(Self.alert, to: try Self.device(4))
             await transport.shutdown()

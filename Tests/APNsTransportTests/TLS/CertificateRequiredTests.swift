@@ -96,18 +96,7 @@ struct CertificateRequiredTests {
         let statistics = transport.statistics
         await transport.shutdown()
 
-        #expect(results.count == 3)
-        for result in results {
-            switch result {
-            case .success(let response):
-                Issue.record("answered \(response.status) without a client certificate")
-            case .failure(let error):
-                #expect(error.code == .tlsFailure, "\(error.debugDescription)")
-                #expect(error.mayHaveReachedAPNs == false, "\(error.debugDescription)")
-                #expect(error.detail?.contains("client certificate") == true, "\(error.debugDescription)")
-                #expect(error.detail?.contains("TLSConfiguration(clientIdentity:)") == true, "\(error.debugDescription)")
-            }
-        }
+        expectRefusedHandshake(results, count: 3, detailContains: ["client certificate", "TLSConfiguration(clientIdentity:)"])
         #expect(statistics.requestsInFlight == 0)
         // The server refused: nothing was accepted.
         #expect(!server.log.contains("ACCEPTED"), "\(server.log)")

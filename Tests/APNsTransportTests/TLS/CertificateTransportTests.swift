@@ -77,17 +77,7 @@ struct CertificateTransportTests {
             let results = try await Self.send(transport, port: server.port, count: 3)
             let statistics = transport.statistics
             await transport.shutdown()
-            #expect(results.count == 3)
-            for result in results {
-                switch result {
-                case .success(let response):
-                    Issue.record("answered \(response.status) with an untrusted client certificate")
-                case .failure(let error):
-                    #expect(error.code == .tlsFailure, "\(error.debugDescription)")
-                    #expect(error.mayHaveReachedAPNs == false, "\(error.debugDescription)")
-                    #expect(error.detail?.contains("rejected the client certificate") == true, "\(error.debugDescription)")
-                }
-            }
+            expectRefusedHandshake(results, count: 3, detailContains: ["rejected the client certificate"])
             #expect(server.recordedRequests.isEmpty)
             #expect(statistics.requestsInFlight == 0)
         }

@@ -321,3 +321,26 @@ func connectForTest(_ endpoint: TLSEndpoint, _ configuration: TLSConfiguration) 
         throw HarnessError(description: error.debugDescription)
     }
 }
+
+/// Every result is a `tlsFailure` that never reached APNs and whose detail names each of
+/// `phrases`: what a handshake the server refused must give every request.
+func expectRefusedHandshake(
+    _ results: [Result<APNsResponse, APNsTransportError>],
+    count: Int,
+    detailContains phrases: [String],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(results.count == count, sourceLocation: sourceLocation)
+    for result in results {
+        switch result {
+        case .success(let response):
+            Issue.record("answered \(response.status) although the handshake was refused", sourceLocation: sourceLocation)
+        case .failure(let error):
+            #expect(error.code == .tlsFailure, "\(error.debugDescription)", sourceLocation: sourceLocation)
+            #expect(error.mayHaveReachedAPNs == false, "\(error.debugDescription)", sourceLocation: sourceLocation)
+            for phrase in phrases {
+                #expect(error.detail?.contains(phrase) == true, "\(error.debugDescription)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+}
