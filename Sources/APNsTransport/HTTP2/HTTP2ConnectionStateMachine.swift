@@ -108,11 +108,23 @@ final class HTTP2ConnectionStateMachine {
     /// Until the server's SETTINGS arrive, the assumed limit counts every stream opened,
     /// not only the open ones: a server that never sends its preface gets one request,
     /// not a new one each time the last times out.
+    ///
+    /// The server's flow-control window counts too (RFC 9113 §6.9): while the bodies
+    /// already submitted fill the connection's window, the connection takes no new request.
+    /// A request taken then would only wait inside this connection for a WINDOW_UPDATE;
+    /// left in the pool's queue it can go to another connection (which the pool opens when
+    /// requests wait), and if its deadline passes first it fails as never sent.
     var availableStreams: Int {
         if sink.goAwayReceived || sink.goAwaySent { return 0 }
         if !sink.settingsReceived { return max(0, sink.streamLimit - sink.streamsOpened) }
+        if sink.unsentBodyBytes > 0, sink.unsentBodyBytes >= Int(nghttp2_session_get_remote_window_size(session)) {
+            return 0
+        }
         return max(0, sink.streamLimit - sink.records.count)
     }
+
+    /// Body bytes submitted and not yet sent: what waits for the server's window.
+    var unsentBodyBytes: Int { sink.unsentBodyBytes }
 
     /// Whether the server's SETTINGS (its connection preface) have arrived.
     var settingsReceived: Bool { sink.settingsReceived }
@@ -281,6 +293,7 @@ final class HTTP2ConnectionStateMachine {
         }
         record.streamID = streamID
         sink.records[streamID] = record
+        sink.unsentBodyBytes += record.body.count - record.bodyOffset
         sink.streamsOpened += 1
         return streamID
     }

@@ -11,6 +11,9 @@ import Darwin
 final class HTTP2SessionSink {
     let configuration: HTTP2ConnectionStateMachine.Configuration
     var records: [Int32: HTTP2StreamRecord] = [:]
+    /// Body bytes of open streams not yet handed to nghttp2's DATA frames: what waits for
+    /// the server's flow-control window.
+    var unsentBodyBytes = 0
     var events: [HTTP2ConnectionEvent] = []
     var streamLimit: Int
     var headerTableSize = 4096
@@ -103,6 +106,7 @@ final class HTTP2SessionSink {
                 }
             }
             record.bodyOffset += count
+            if let sink = from(userData) { sink.unsentBodyBytes -= count }
         }
         if record.bodyOffset >= record.body.count {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
@@ -264,6 +268,8 @@ final class HTTP2SessionSink {
         guard let sink = from(userData), let record = sink.records.removeValue(forKey: streamID) else { return 0 }
         // nghttp2 forgets the stream's user data once this returns; nothing else holds the record.
         defer { sink.recycle(record) }
+        // A stream closed before its body went out (a reset, a GOAWAY) waits for no window.
+        sink.unsentBodyBytes -= record.body.count - record.bodyOffset
         if record.responded || record.cancelled { return 0 }
         let unprocessed = !record.headersSent
             || errorCode == NGHTTP2_REFUSED_STREAM.rawValue

@@ -113,7 +113,11 @@ struct BatchSendTests {
     static func spreadOverConnections(_ server: MockAPNsServer) async throws {
         let count = Sanitizer.scaled(20_000)
         let port = server.port
-        let transport = try mockTransport(server) { $0.connectionCount = 4 }
+        let transport = try mockTransport(server) {
+            $0.connectionCount = 4
+            // All four open during the warm-up, not a stagger apart.
+            $0.connectionStagger = .zero
+        }
         // First open all four connections, then let them fall asleep in poll(2).
         let warmUp = BatchLog(requests: try (0..<2_000).map { try mockPush(100_000 + $0, port: port, timeout: .seconds(300)) })
         await warmUp.send(through: transport, window: 400)

@@ -332,4 +332,29 @@ struct FlowControlWindowTests {
         #expect(Set(server.completedStreams) == Set(ids))
         #expect(ids.allSatisfy { server.bodies[$0] == body })
     }
+
+    @Test("while submitted bodies fill the server's window the connection takes no new request; a WINDOW_UPDATE frees it")
+    func noNewStreamWhileTheWindowIsFull() throws {
+        let client = try HTTP2ConnectionStateMachine()
+        let server = InMemoryHTTP2Server(maxConcurrentStreams: 100)
+        try exchange(client, server)
+        let body = [UInt8](repeating: UInt8(ascii: "y"), count: 1_000)
+        // 65 bodies (65,000 bytes) fit the 65,535-byte window: streams stay available.
+        for token in 0..<65 { _ = try client.submit(devicePush(token: token, body: body)) }
+        #expect(client.unsentBodyBytes == 65_000)
+        #expect(client.availableStreams == 35)
+        // The 66th fills it: no new stream until the server opens the window.
+        _ = try client.submit(devicePush(token: 65, body: body))
+        #expect(client.availableStreams == 0)
+        var bytes: [UInt8] = []
+        try client.collectOutput(into: &bytes)
+        #expect(server.receive(bytes) >= 0)
+        // 465 bytes wait for a window of 0.
+        #expect(client.unsentBodyBytes == 465)
+        #expect(client.availableStreams == 0)
+        // The server's WINDOW_UPDATE arrives; the rest goes out and the streams are free again.
+        try exchange(client, server)
+        #expect(client.unsentBodyBytes == 0)
+        #expect(client.availableStreams == 100 - client.openStreams)
+    }
 }
