@@ -63,7 +63,7 @@ final class RequestHandler {
     let validator: RequestValidator
     private let verdicts: TokenVerdictCache?
     /// The `apns-id` of answers to requests that sent none.
-    private var idGenerator = APNsIDGenerator()
+    @exclusivity(unchecked) private var idGenerator = APNsIDGenerator()
 
     init(state: ServerState, configuration: MockAPNsServer.Configuration) {
         self.state = state

@@ -26,7 +26,7 @@ final class ServerLoop {
     private var nextConnectionNumber = 0
     private var running = true
     /// Scratch buffer for `SSL_read`, shared by all connections of this thread.
-    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    @exclusivity(unchecked) var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     /// Whether requests may be recorded (a record limit, or someone iterating
     /// ``MockAPNsServer/requests()``): only then do connections keep raw header blocks.
