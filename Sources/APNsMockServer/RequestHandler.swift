@@ -96,9 +96,10 @@ final class RequestHandler {
         var tokenAccepted = false
         let validatorRequest = RequestValidator.Request(headers: request.headers, body: request.body)
         func authorizeRequest(_ authorization: String?) -> RequestValidator.Rejection? {
-            guard var authorizer = connection.authorizer else { return nil }
-            let outcome = authorizer.authorize(authorization, now: self.configuration.now())
-            connection.authorizer = authorizer
+            // Mutated in place: a copy would retain and release every string it holds.
+            guard let outcome = connection.authorizer?.authorize(authorization, now: self.configuration.now()) else {
+                return nil
+            }
             if let keyID = outcome.newKeyID { self.state.noteKey(keyID, connection: connection.number) }
             claims = outcome.claims
             keyTopics = outcome.keyTopics
