@@ -143,6 +143,10 @@ final class ServerConnection {
     @exclusivity(unchecked) private var goAwayLastStreamID: Int32?
     /// How each header was represented on the wire, read beside nghttp2.
     @exclusivity(unchecked) fileprivate var headerTap = HeaderBlockTap()
+    /// The link emulation, when one is set (see ``MockAPNsServer/setLinkEmulation(_:)``).
+    @exclusivity(unchecked) private var shaper: LinkShaper?
+    /// Reused to gather nghttp2's output for the shaper.
+    @exclusivity(unchecked) private var shapedChunk: [UInt8] = []
     private var tokenMode: Bool { loop.handler.tokenMode }
 
     init?(fd: Int32, number: Int, loop: ServerLoop) {
@@ -189,6 +193,7 @@ final class ServerConnection {
 
     var nextDeadline: ContinuousClock.Instant? {
         var earliest = delayed.map(\.due).min()
+        if let shaper, let release = shaper.nextRelease(after: .now) { earliest = min(earliest ?? release, release) }
         switch phase {
         case .goingAway(let deadline), .draining(let deadline):
             earliest = min(earliest ?? deadline, deadline)
@@ -226,6 +231,7 @@ final class ServerConnection {
             return
         default: break
         }
+        if let shaper, let release = shaper.nextRelease(after: now), release <= now { flush() }
         guard !delayed.isEmpty, session != nil else { return }
         var due: [Delayed] = []
         delayed.removeAll { entry in
@@ -292,6 +298,7 @@ final class ServerConnection {
               let session
         else { return false }
         self.session = session
+        shaper = loop.state.shared.withLock { $0.link }.map { LinkShaper(link: $0, start: .now) }
         let limit = tokenMode ? 1 : loop.state.shared.withLock { $0.maxConcurrentStreams }
         var settings = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(limit)),
@@ -364,6 +371,11 @@ final class ServerConnection {
                 }
             }
             sslWantsWrite = false
+            if shaper != nil {
+                guard shapeOutput() else { return }
+                if outputStart < output.count { continue }
+                break
+            }
             // A broken connection ends its output with the invalid frame.
             if case .broken = phase { break }
             var produced = false
@@ -392,12 +404,51 @@ final class ServerConnection {
             close()
             return
         }
-        if case .goingAway = phase, streams.isEmpty, delayed.isEmpty, outputStart == output.count {
+        let shaperIdle = shaper?.isEmpty ?? true
+        if case .goingAway = phase, streams.isEmpty, delayed.isEmpty, outputStart == output.count, shaperIdle {
             startDraining()
         } else if nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
-                  outputStart == output.count {
+                  outputStart == output.count, shaperIdle {
             close()
         }
+    }
+
+    /// With a link emulation: moves nghttp2's output (and, for
+    /// ``MockAPNsServer/breakProtocol(atRequest:)``, the invalid frame after it) into the
+    /// shaper, then what may leave now into `output`. Returns `false` if the connection closed.
+    private func shapeOutput() -> Bool {
+        guard let session, shaper != nil else { return true }
+        let now = ContinuousClock.now
+        if case .broken = phase {} else {
+            shapedChunk.removeAll(keepingCapacity: true)
+            while shapedChunk.count < 64 * 1024 {
+                var chunk: UnsafePointer<UInt8>?
+                let length = nghttp2_session_mem_send(session, &chunk)
+                if length < 0 {
+                    close()
+                    return false
+                }
+                guard length > 0, let chunk else { break }
+                shapedChunk.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+            }
+            if shapedChunk.isEmpty, breakRequested {
+                // Whole frames only were queued before it, so it starts on a frame boundary.
+                breakRequested = false
+                phase = .broken
+                shapedChunk.append(contentsOf: Self.dataFrameOnStreamZero)
+            }
+            shaper?.enqueue(shapedChunk, at: now)
+        }
+        shaper?.release(at: now, into: &output)
+        return true
+    }
+
+    /// Puts the connection behind `link`, or (`nil`) sends what waits at once and stops shaping.
+    func setLink(_ link: MockAPNsServer.LinkEmulation?) {
+        if case .silent = phase { return }
+        shaper?.releaseAll(into: &output)
+        shaper = link.map { LinkShaper(link: $0, start: .now) }
+        flush()
     }
 
     private func startDraining() {
@@ -433,6 +484,7 @@ final class ServerConnection {
         Glibc.close(fd)
         streams.removeAll()
         lastStream = nil
+        shaper = nil
         delayed.removeAll()
     }
 
@@ -463,6 +515,7 @@ final class ServerConnection {
     /// connection only reads and discards, so it closes when the client does.
     private func goSilent() {
         phase = .silent
+        shaper?.removeAll()
         delayed.removeAll()
         output.removeAll()
         outputStart = 0

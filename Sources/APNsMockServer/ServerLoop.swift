@@ -168,6 +168,8 @@ final class ServerLoop {
                 for connection in connections { connection.applyStreamLimit(limit) }
             case .rescheduleDelayed(let delay):
                 for connection in connections { connection.rescheduleDelayed(delay) }
+            case .setLink(let link):
+                for connection in connections { connection.setLink(link) }
             }
         }
         // Closed connections stay in the array until the end of this pass, so the indices

@@ -12,6 +12,8 @@ enum LoopCommand: Sendable {
     case applyStreamLimit(Int)
     /// Answers still waiting become due `delay` after their request arrived.
     case rescheduleDelayed(Duration)
+    /// Connections send through this link emulation (`nil`: directly).
+    case setLink(MockAPNsServer.LinkEmulation?)
 }
 
 /// The part of a running server that test threads and the server thread share: the fault
@@ -30,6 +32,8 @@ final class ServerState: Sendable {
         /// Requests until ``MockAPNsServer/blackHoleConnection(atRequest:)`` fires.
         var blackHoleAfter: Int?
         var delay: Duration = .zero
+        /// The link emulation for new connections; see ``MockAPNsServer/setLinkEmulation(_:)``.
+        var link: MockAPNsServer.LinkEmulation?
         var refuseUntil: ContinuousClock.Instant?
         var maxConcurrentStreams: Int
         var commands: [LoopCommand] = []
