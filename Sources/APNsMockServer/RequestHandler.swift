@@ -33,9 +33,11 @@ final class RequestHandler {
         var representations: [RecordedRequest.HeaderRepresentation]?
     }
 
-    /// An answer: `:status`, the other header fields in order, the JSON body if any.
+    /// An answer: `:status`, the identifier field (`apns-id`, or `apns-request-id`), the
+    /// other header fields in order (none for a device push), the JSON body if any.
     struct Response {
         var status: Int
+        var idField: (name: String, value: String)
         var headers: [(String, String)]
         var body: [UInt8]
     }
@@ -106,11 +108,13 @@ final class RequestHandler {
             tokenAccepted = outcome.rejection == nil
             return outcome.rejection
         }
-        var deviceToken: String?
+        var deviceToken: Substring?
         var rejection: RequestValidator.Rejection?
         /// `apns-id` for device pushes; `apns-request-id` for broadcasts and channel management.
         let apnsID: String
-        var responseHeaders: [(String, String)]
+        let idFieldName: String
+        /// Fields after the identifier (a channel answer's); none for a device push.
+        var responseHeaders: [(String, String)] = []
         var channelOperation: BroadcastRouter.Operation?
         let path = request.headers.first { $0.name == ":path" }?.value ?? ""
         if BroadcastRouter.handles(path: path) {
@@ -125,7 +129,7 @@ final class RequestHandler {
             case .failure(let failure): rejection = failure
             }
             apnsID = routed.requestID
-            responseHeaders = [("apns-request-id", apnsID)]
+            idFieldName = "apns-request-id"
         } else {
             switch validator.validate(validatorRequest, certificateTopics: connection.certificateTopics,
                                       keyTopics: { keyTopics }, authorize: authorizeRequest) {
@@ -134,7 +138,7 @@ final class RequestHandler {
             }
             let requestedID = request.headers.first { $0.name == "apns-id" }?.value
             apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? idGenerator.make()
-            responseHeaders = [("apns-id", apnsID)]
+            idFieldName = "apns-id"
         }
 
         let connectionNumber = connection.number
@@ -154,7 +158,7 @@ final class RequestHandler {
         func processed(status: Int?) -> MockAPNsServer.ProcessedRequest {
             MockAPNsServer.ProcessedRequest(
                 sequenceNumber: decision.sequenceNumber, connectionNumber: connection.number,
-                streamID: Int(request.streamID), apnsID: apnsID, status: status, deviceToken: deviceToken)
+                streamID: Int(request.streamID), apnsID: apnsID, status: status, deviceToken: deviceToken.map(String.init))
         }
         if decision.drop || decision.breakProtocol || decision.blackHole {
             decision.observer?(processed(status: nil))
@@ -171,7 +175,7 @@ final class RequestHandler {
             responseHeaders += answer.headers
         }
         decision.observer?(processed(status: status))
-        var reply = Reply(action: .answer(Response(status: status, headers: responseHeaders, body: body),
+        var reply = Reply(action: .answer(Response(status: status, idField: (idFieldName, apnsID), headers: responseHeaders, body: body),
                                           delay: decision.delay, goAwayReason: decision.goAwayReason))
         if tokenAccepted, tokenMode, !connection.streamLimitRaised {
             reply.streamLimits.append(state.shared.withLock { $0.maxConcurrentStreams })

@@ -31,7 +31,8 @@ struct RequestValidator: Sendable {
 
     /// What a valid request asks for.
     struct Accepted: Equatable {
-        var deviceToken: String
+        /// The device token of the path (a slice of it: no copy until one is needed).
+        var deviceToken: Substring
         var pushType: String
         var apnsID: String?
     }
@@ -152,7 +153,7 @@ struct RequestValidator: Sendable {
               hasAPS || Self.typesWithoutAPS.contains(pushType)
         else { return .failure(Rejection(status: 400, reason: malformedPayloadReason)) }
 
-        return .success(Accepted(deviceToken: String(decoding: token, as: UTF8.self),
+        return .success(Accepted(deviceToken: Substring(token),
                                  pushType: pushType, apnsID: apnsID))
     }
 

@@ -75,7 +75,7 @@ final class ServerConnection {
     @exclusivity(unchecked) private var spareStreams: [Stream] = []
     /// Header names and values seen lately on this connection, reused when they repeat.
     @exclusivity(unchecked) fileprivate var headerStrings = HeaderStringCache()
-    /// Reused by ``submitResponse(streamID:status:body:headers:)``: the fields' bytes and
+    /// Reused by ``submitResponse(streamID:_:)``: the fields' bytes and
     /// nghttp2's name-value array (nghttp2 copies both when a response is submitted).
     @exclusivity(unchecked) private var responseFieldBytes: [UInt8] = []
     @exclusivity(unchecked) private var responseFieldLengths: [(name: Int, value: Int)] = []
@@ -114,9 +114,7 @@ final class ServerConnection {
         var due: ContinuousClock.Instant
         var received: ContinuousClock.Instant
         var streamID: Int32
-        var status: Int
-        var body: [UInt8]
-        var headers: [(String, String)]
+        var response: RequestHandler.Response
         var goAwayReason: String?
     }
 
@@ -246,7 +244,7 @@ final class ServerConnection {
             // GOAWAY first: its last-stream-id already covers this stream, and a client
             // that stops reading after its last answer still sees it.
             if let reason = entry.goAwayReason { goAway(reason: reason) }
-            submitResponse(streamID: entry.streamID, status: entry.status, body: entry.body, headers: entry.headers)
+            submitResponse(streamID: entry.streamID, entry.response)
         }
         flush()
     }
@@ -579,19 +577,20 @@ final class ServerConnection {
         case .answer(let response, let delay, let goAwayReason):
             if delay > .zero {
                 let now = ContinuousClock.now
-                delayed.append(Delayed(due: now + delay, received: now, streamID: streamID, status: response.status,
-                                       body: response.body, headers: response.headers, goAwayReason: goAwayReason))
+                delayed.append(Delayed(due: now + delay, received: now, streamID: streamID, response: response,
+                                       goAwayReason: goAwayReason))
             } else {
                 if let goAwayReason { goAway(reason: goAwayReason) }
-                submitResponse(streamID: streamID, status: response.status, body: response.body, headers: response.headers)
+                submitResponse(streamID: streamID, response)
             }
         }
         for limit in reply.streamLimits { submitStreamLimit(limit) }
     }
 
-    /// Answers `streamID`: `:status`, then `headers` (`apns-id`, or `apns-request-id` and
-    /// what a broadcast or channel answer adds), then the JSON body if any.
-    private func submitResponse(streamID: Int32, status: Int, body: [UInt8], headers: [(String, String)]) {
+    /// Answers `streamID`: `:status`, then `apns-id` (or `apns-request-id` and what a
+    /// broadcast or channel answer adds), then the JSON body if any.
+    private func submitResponse(streamID: Int32, _ response: RequestHandler.Response) {
+        let body = response.body
         guard let session else { return }
         responseFieldBytes.removeAll(keepingCapacity: true)
         responseFieldLengths.removeAll(keepingCapacity: true)
@@ -600,8 +599,9 @@ final class ServerConnection {
             responseFieldBytes.append(contentsOf: value.utf8)
             responseFieldLengths.append((name.utf8.count, value.utf8.count))
         }
-        add(":status", String(status))
-        for (name, value) in headers { add(name, value) }
+        add(":status", String(response.status))
+        add(response.idField.name, response.idField.value)
+        for (name, value) in response.headers { add(name, value) }
         if !body.isEmpty {
             add("content-type", "application/json")
             add("content-length", String(body.count))

@@ -119,7 +119,7 @@ final class ServerState: Sendable {
     /// `makeRecord` is called (under the lock) only when records are wanted, and what it
     /// returns is filled in with the final outcome.
     func decide(
-        validation: RequestValidator.Rejection?, deviceToken: String?, apnsID: String,
+        validation: RequestValidator.Rejection?, deviceToken: Substring?, apnsID: String,
         successStatus: Int = 200, broadcastChannel: String? = nil,
         record makeRecord: () -> RecordedRequest?
     ) -> Decision {
@@ -127,7 +127,7 @@ final class ServerState: Sendable {
             var response: ScriptedResponse?
             if let validation {
                 response = ScriptedResponse(status: validation.status, reason: validation.reason)
-            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[deviceToken] {
+            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[String(deviceToken)] {
                 response = scripted
             } else if !shared.perChannel.isEmpty, let broadcastChannel, let scripted = shared.perChannel[broadcastChannel] {
                 response = scripted
