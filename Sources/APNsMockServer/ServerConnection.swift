@@ -74,7 +74,7 @@ final class ServerConnection {
     /// Closed streams kept for reuse, so a request costs no new object or buffers.
     @exclusivity(unchecked) private var spareStreams: [Stream] = []
     /// Header names and values seen lately on this connection, reused when they repeat.
-    @exclusivity(unchecked) fileprivate var headerStrings = HeaderStringCache()
+    @exclusivity(unchecked) var headerStrings = HeaderStringCache()
     /// Reused by ``submitResponse(streamID:_:)``: the fields' bytes and
     /// nghttp2's name-value array (nghttp2 copies both when a response is submitted).
     @exclusivity(unchecked) private var responseFieldBytes: [UInt8] = []
@@ -87,7 +87,7 @@ final class ServerConnection {
     @exclusivity(unchecked) private var lastStream: Stream?
 
     /// A new request stream's record, reused from a closed one when there is one.
-    fileprivate func openStream(_ streamID: Int32) {
+    func openStream(_ streamID: Int32) {
         let stream = spareStreams.popLast() ?? Stream()
         streams[streamID] = stream
         lastStreamID = streamID
@@ -95,13 +95,13 @@ final class ServerConnection {
     }
 
     /// The record of an open request stream.
-    fileprivate func stream(_ streamID: Int32) -> Stream? {
+    func stream(_ streamID: Int32) -> Stream? {
         if streamID == lastStreamID, let lastStream { return lastStream }
         return streams[streamID]
     }
 
     /// Forgets a closed stream and keeps its record for the next one.
-    fileprivate func closeStream(_ streamID: Int32) {
+    func closeStream(_ streamID: Int32) {
         if streamID == lastStreamID { lastStream = nil }
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         if spareStreams.count < 1024 {
@@ -120,7 +120,7 @@ final class ServerConnection {
 
     let fd: Int32
     let number: Int
-    fileprivate unowned let loop: ServerLoop
+    unowned let loop: ServerLoop
     @exclusivity(unchecked) private var ssl: OpaquePointer?
     @exclusivity(unchecked) private var session: OpaquePointer?
     @exclusivity(unchecked) private var phase = Phase.handshaking
@@ -131,16 +131,16 @@ final class ServerConnection {
     /// ``MockAPNsServer/breakProtocol(atRequest:)`` fired: ``flush()`` writes the invalid
     /// frame once nghttp2's queued output is out (never from inside an nghttp2 callback).
     @exclusivity(unchecked) private var breakRequested = false
-    @exclusivity(unchecked) fileprivate var streams: [Int32: Stream] = [:]
+    @exclusivity(unchecked) var streams: [Int32: Stream] = [:]
     @exclusivity(unchecked) private var delayed: [Delayed] = []
-    @exclusivity(unchecked) fileprivate var headerBlockBytes = 0
+    @exclusivity(unchecked) var headerBlockBytes = 0
     /// What the request handler keeps for this connection (token rules, certificate topics).
     @exclusivity(unchecked) private var requestState: RequestHandler.ConnectionState
     /// The last-stream-id of the GOAWAY this connection sent, if any: streams above it are
     /// never processed (RFC 9113 §6.8), so a client may safely send them again elsewhere.
     @exclusivity(unchecked) private var goAwayLastStreamID: Int32?
     /// How each header was represented on the wire, read beside nghttp2.
-    @exclusivity(unchecked) fileprivate var headerTap = HeaderBlockTap()
+    @exclusivity(unchecked) var headerTap = HeaderBlockTap()
     /// The link emulation, when one is set (see ``MockAPNsServer/setLinkEmulation(_:)``).
     @exclusivity(unchecked) private var shaper: LinkShaper?
     /// Reused to gather nghttp2's output for the shaper.
@@ -543,7 +543,7 @@ final class ServerConnection {
     /// server's memory.
     static let maxHeaderListSize = 16_384
 
-    fileprivate func requestComplete(streamID: Int32) {
+    func requestComplete(streamID: Int32) {
         guard processesRequests, let stream = stream(streamID), let session else { return }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
@@ -624,103 +624,5 @@ final class ServerConnection {
                 _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, &provider)
             }
         }
-    }
-}
-
-// MARK: - nghttp2 callbacks
-
-private func connection(_ userData: UnsafeMutableRawPointer?) -> ServerConnection? {
-    userData.map { Unmanaged<ServerConnection>.fromOpaque($0).takeUnretainedValue() }
-}
-
-private let readResponseBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
-    guard let connection = connection(userData), let stream = connection.stream(streamID), let buffer, let flags else {
-        return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
-    }
-    let count = min(length, stream.responseBody.count - stream.responseOffset)
-    stream.responseBody.withUnsafeBufferPointer { bytes in
-        guard let base = bytes.baseAddress, count > 0 else { return }
-        buffer.update(from: base + stream.responseOffset, count: count)
-    }
-    stream.responseOffset += count
-    if stream.responseOffset == stream.responseBody.count {
-        flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-    }
-    return count
-}
-
-extension ServerLoop {
-    /// The callbacks every connection's session uses; `user_data` is the connection.
-    static func makeCallbacks() -> OpaquePointer? {
-        var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
-        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, userData in
-            guard let header, let connection = connection(userData) else { return 0 }
-            switch Int(header.pointee.type) {
-            case Int(NGHTTP2_HEADERS.rawValue): connection.headerBlockBytes = header.pointee.length
-            case Int(NGHTTP2_CONTINUATION.rawValue): connection.headerBlockBytes += header.pointee.length
-            default: break
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
-            guard let frame, let connection = connection(userData) else { return 0 }
-            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                connection.openStream(frame.pointee.hd.stream_id)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_header_callback2(callbacks) { _, frame, name, value, flags, userData in
-            guard let frame, let name, let value, let connection = connection(userData),
-                  frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST,
-                  let stream = connection.stream(frame.pointee.hd.stream_id)
-            else { return 0 }
-            let nameBuffer = nghttp2_rcbuf_get_buf(name)
-            let valueBuffer = nghttp2_rcbuf_get_buf(value)
-            stream.headerListSize += nameBuffer.len + valueBuffer.len + 32
-            if stream.headersTooLarge || stream.headerListSize > ServerConnection.maxHeaderListSize {
-                stream.headersTooLarge = true
-                return 0
-            }
-            let position = stream.headers.count
-            stream.headers.append(RecordedRequest.Header(
-                name: connection.headerStrings.name(UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len), at: position),
-                value: connection.headerStrings.value(UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len), at: position),
-                neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let connection = connection(userData), let stream = connection.stream(streamID) else { return 0 }
-            let keep = min(length, max(0, 64 * 1024 - stream.body.count))
-            if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }
-            stream.bodyLength += length
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, userData in
-            guard let frame, let connection = connection(userData) else { return 0 }
-            let streamID = frame.pointee.hd.stream_id
-            let type = Int(frame.pointee.hd.type)
-            if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.stream(streamID), stream.headerBlockLength == 0 {
-                stream.headerBlockLength = connection.headerBlockBytes
-                // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
-                stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
-            }
-            if type == Int(NGHTTP2_GOAWAY.rawValue) {
-                let code = frame.pointee.goaway.error_code
-                connection.loop.state.shared.withLock { $0.statistics.goAwaysReceived[code, default: 0] += 1 }
-            }
-            if (type == Int(NGHTTP2_HEADERS.rawValue) || type == Int(NGHTTP2_DATA.rawValue)),
-               frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                connection.requestComplete(streamID: streamID)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            guard let connection = connection(userData) else { return 0 }
-            connection.closeStream(streamID)
-            _ = connection.headerTap.take(stream: streamID)
-            return 0
-        }
-        return callbacks
     }
 }
