@@ -5,6 +5,7 @@
 #   scripts/mock-server-bench.sh                      3 rounds, 200,000 requests per run
 #   ROUNDS=1 N=50000 scripts/mock-server-bench.sh
 #   RECORD=1000 scripts/mock-server-bench.sh          with the request record on
+#   APNS_BASELINE=/tmp/apns-old scripts/mock-server-bench.sh   also an older build's mock server
 #
 # Each server runs pinned to CPU $SERVER_CPU (0), h2load pinned to CPU $CLIENT_CPU (1).
 # Shapes: 1 connection × 100 streams and 4 connections × 1,000 streams. The server's CPU
@@ -72,6 +73,17 @@ pids+=($!)
 declare -A pid_of port_of
 pid_of[swift]=$!
 port_of[swift]=$(wait_for_port "$work/swift.port" "${pid_of[swift]}")
+
+# APNS_BASELINE=/path/to/an/older/apns: also measure that build's mock server, to compare.
+if [ -n "${APNS_BASELINE:-}" ]; then
+  taskset -c "$SERVER_CPU" "$APNS_BASELINE" mock-server --port-file "$work/baseline.port" --ca-file "$work/ca-baseline.pem" \
+    --token-key "$work/AuthKey.pub.pem" --key-id "$key_id" --team-id "$team_id" --bundle-id "$topic" \
+    --record-limit "$RECORD" >"$work/baseline.out" 2>&1 &
+  pids+=($!)
+  pid_of[baseline]=$!
+  port_of[baseline]=$(wait_for_port "$work/baseline.port" "${pid_of[baseline]}")
+  servers+=(baseline)
+fi
 
 if [ -d "$perf_dir" ] && [ -f "$perf_dir/fastmock.c" ]; then
   make -s -C "$work" -f "$(cd "$perf_dir" && pwd)/Makefile" VPATH="$(cd "$perf_dir" && pwd)" fastmock >&2

@@ -2,41 +2,48 @@
 import Glibc
 #endif
 
-/// The header names and values a connection received lately, so that a field that repeats
-/// (every request of a connection carries the same names, and usually the same
-/// `authorization`, `apns-topic` and `user-agent`) becomes the `String` made last time
-/// instead of a new one: a length check and a `memcmp` instead of UTF-8 validation and a
-/// heap allocation.
+/// The header names and values of the last request a connection received, by position,
+/// so that a field that repeats (every request of a connection carries the same names in
+/// the same order, and usually the same `authorization`, `apns-topic` and `user-agent`)
+/// becomes the `String` made last time instead of a new one: a length check and a
+/// `memcmp` instead of UTF-8 validation and a heap allocation.
 ///
 /// Bytes that are not valid UTF-8 are decoded with replacement characters, as
 /// `String(decoding:as:)` does, and never match a cached string. Lives on the server
 /// thread only; one per connection.
 struct HeaderStringCache {
-    /// How many strings are kept; the oldest is replaced first.
+    /// How many positions are remembered (an APNs request has about a dozen fields).
     static let capacity = 32
-    private var strings: [String] = []
-    private var nextReplaced = 0
+    private var names: [String] = []
+    private var values: [String] = []
 
     init() {
-        strings.reserveCapacity(Self.capacity)
+        names = Array(repeating: "", count: Self.capacity)
+        values = Array(repeating: "", count: Self.capacity)
     }
 
-    /// The string for `bytes`: a cached one with exactly these bytes, or a new one (then cached).
-    mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+    /// The name of the field at `position` in its header list.
+    mutating func name(_ bytes: UnsafeBufferPointer<UInt8>, at position: Int) -> String {
+        Self.string(bytes, slot: position, in: &names)
+    }
+
+    /// The value of the field at `position` in its header list.
+    mutating func value(_ bytes: UnsafeBufferPointer<UInt8>, at position: Int) -> String {
+        Self.string(bytes, slot: position, in: &values)
+    }
+
+    private static func string(_ bytes: UnsafeBufferPointer<UInt8>, slot: Int, in strings: inout [String]) -> String {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return "" }
-        for candidate in strings where candidate.utf8.count == bytes.count {
-            let same = candidate.utf8.withContiguousStorageIfAvailable { stored in
+        guard slot < capacity else { return String(decoding: bytes, as: UTF8.self) }
+        let cached = strings[slot]
+        if cached.utf8.count == bytes.count {
+            let same = cached.utf8.withContiguousStorageIfAvailable { stored in
                 memcmp(stored.baseAddress!, base, bytes.count) == 0
-            } ?? candidate.utf8.elementsEqual(bytes)
-            if same { return candidate }
+            } ?? cached.utf8.elementsEqual(bytes)
+            if same { return cached }
         }
         let made = String(decoding: bytes, as: UTF8.self)
-        if strings.count < Self.capacity {
-            strings.append(made)
-        } else {
-            strings[nextReplaced] = made
-            nextReplaced = (nextReplaced + 1) % Self.capacity
-        }
+        strings[slot] = made
         return made
     }
 }

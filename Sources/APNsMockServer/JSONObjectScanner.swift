@@ -5,7 +5,9 @@
 /// zeros, no unescaped control characters, valid UTF-8, escapes with four hex digits),
 /// nesting up to 512 levels. It builds no values; only top-level key names are decoded.
 struct JSONObjectScanner {
-    private let bytes: [UInt8]
+    /// The text, borrowed for the scan (no bounds checks in release builds; every index
+    /// is compared with `count` first).
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
     private var depth = 0
     /// When set, top-level keys are compared with this one instead of collected.
@@ -17,8 +19,10 @@ struct JSONObjectScanner {
     /// The top-level keys of `body` if it is exactly one JSON object, otherwise `nil`.
     static func topLevelKeys(of body: [UInt8]) -> Set<String>? {
         guard isValidUTF8(body) else { return nil }
-        var scanner = JSONObjectScanner(bytes: body, wanted: nil)
-        return scanner.scanDocument()
+        return body.withUnsafeBufferPointer { buffer in
+            var scanner = JSONObjectScanner(bytes: buffer, wanted: nil)
+            return scanner.scanDocument()
+        }
     }
 
     /// Whether `body`, if it is exactly one JSON object, has the top-level key `key`;
@@ -26,9 +30,11 @@ struct JSONObjectScanner {
     /// no strings: the per-request check of the mock server (`aps`).
     static func object(_ body: [UInt8], hasTopLevelKey key: String) -> Bool? {
         guard isValidUTF8(body) else { return nil }
-        var scanner = JSONObjectScanner(bytes: body, wanted: Array(key.utf8))
-        guard scanner.scanDocument() != nil else { return nil }
-        return scanner.foundWanted
+        return body.withUnsafeBufferPointer { buffer in
+            var scanner = JSONObjectScanner(bytes: buffer, wanted: Array(key.utf8))
+            guard scanner.scanDocument() != nil else { return nil }
+            return scanner.foundWanted
+        }
     }
 
     /// ASCII (every byte below 0x80) is valid UTF-8 as it is; anything else is checked in full.
@@ -36,7 +42,7 @@ struct JSONObjectScanner {
         body.allSatisfy { $0 < 0x80 } || String(validating: body, as: UTF8.self) != nil
     }
 
-    private init(bytes: [UInt8], wanted: [UInt8]?) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, wanted: [UInt8]?) {
         self.bytes = bytes
         self.wanted = wanted
         if wanted != nil { keyScratch.reserveCapacity(32) }

@@ -300,7 +300,8 @@ public final class MockAPNsServer: Sendable {
     }
 
     /// Removes every scripted fault: per-token and per-channel answers, queued failures,
-    /// GOAWAY, drop, protocol-break and black-hole triggers, delay and connection refusal.
+    /// GOAWAY, drop, protocol-break and black-hole triggers, delay, connection refusal and
+    /// link emulation.
     /// The stream limit and the channels are left as they are; connections already broken
     /// or black-holed stay so.
     public func resetScript() {
@@ -314,7 +315,9 @@ public final class MockAPNsServer: Sendable {
             shared.blackHoleAfter = nil
             shared.delay = .zero
             shared.refuseUntil = nil
+            shared.link = nil
         }
+        state.send(.setLink(nil))
     }
 
     // MARK: Recording

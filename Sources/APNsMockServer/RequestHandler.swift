@@ -33,9 +33,11 @@ final class RequestHandler {
         var representations: [RecordedRequest.HeaderRepresentation]?
     }
 
-    /// An answer: `:status`, the other header fields in order, the JSON body if any.
+    /// An answer: `:status`, the identifier field (`apns-id`, or `apns-request-id`), the
+    /// other header fields in order (none for a device push), the JSON body if any.
     struct Response {
         var status: Int
+        var idField: (name: String, value: String)
         var headers: [(String, String)]
         var body: [UInt8]
     }
@@ -63,7 +65,7 @@ final class RequestHandler {
     let validator: RequestValidator
     private let verdicts: TokenVerdictCache?
     /// The `apns-id` of answers to requests that sent none.
-    private var idGenerator = APNsIDGenerator()
+    @exclusivity(unchecked) private var idGenerator = APNsIDGenerator()
 
     init(state: ServerState, configuration: MockAPNsServer.Configuration) {
         self.state = state
@@ -96,20 +98,23 @@ final class RequestHandler {
         var tokenAccepted = false
         let validatorRequest = RequestValidator.Request(headers: request.headers, body: request.body)
         func authorizeRequest(_ authorization: String?) -> RequestValidator.Rejection? {
-            guard var authorizer = connection.authorizer else { return nil }
-            let outcome = authorizer.authorize(authorization, now: self.configuration.now())
-            connection.authorizer = authorizer
+            // Mutated in place: a copy would retain and release every string it holds.
+            guard let outcome = connection.authorizer?.authorize(authorization, now: self.configuration.now()) else {
+                return nil
+            }
             if let keyID = outcome.newKeyID { self.state.noteKey(keyID, connection: connection.number) }
             claims = outcome.claims
             keyTopics = outcome.keyTopics
             tokenAccepted = outcome.rejection == nil
             return outcome.rejection
         }
-        var deviceToken: String?
+        var deviceToken: Substring?
         var rejection: RequestValidator.Rejection?
         /// `apns-id` for device pushes; `apns-request-id` for broadcasts and channel management.
         let apnsID: String
-        var responseHeaders: [(String, String)]
+        let idFieldName: String
+        /// Fields after the identifier (a channel answer's); none for a device push.
+        var responseHeaders: [(String, String)] = []
         var channelOperation: BroadcastRouter.Operation?
         let path = request.headers.first { $0.name == ":path" }?.value ?? ""
         if BroadcastRouter.handles(path: path) {
@@ -124,7 +129,7 @@ final class RequestHandler {
             case .failure(let failure): rejection = failure
             }
             apnsID = routed.requestID
-            responseHeaders = [("apns-request-id", apnsID)]
+            idFieldName = "apns-request-id"
         } else {
             switch validator.validate(validatorRequest, certificateTopics: connection.certificateTopics,
                                       keyTopics: { keyTopics }, authorize: authorizeRequest) {
@@ -133,7 +138,7 @@ final class RequestHandler {
             }
             let requestedID = request.headers.first { $0.name == "apns-id" }?.value
             apnsID = requestedID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? idGenerator.make()
-            responseHeaders = [("apns-id", apnsID)]
+            idFieldName = "apns-id"
         }
 
         let connectionNumber = connection.number
@@ -153,7 +158,7 @@ final class RequestHandler {
         func processed(status: Int?) -> MockAPNsServer.ProcessedRequest {
             MockAPNsServer.ProcessedRequest(
                 sequenceNumber: decision.sequenceNumber, connectionNumber: connection.number,
-                streamID: Int(request.streamID), apnsID: apnsID, status: status, deviceToken: deviceToken)
+                streamID: Int(request.streamID), apnsID: apnsID, status: status, deviceToken: deviceToken.map(String.init))
         }
         if decision.drop || decision.breakProtocol || decision.blackHole {
             decision.observer?(processed(status: nil))
@@ -170,7 +175,7 @@ final class RequestHandler {
             responseHeaders += answer.headers
         }
         decision.observer?(processed(status: status))
-        var reply = Reply(action: .answer(Response(status: status, headers: responseHeaders, body: body),
+        var reply = Reply(action: .answer(Response(status: status, idField: (idFieldName, apnsID), headers: responseHeaders, body: body),
                                           delay: decision.delay, goAwayReason: decision.goAwayReason))
         if tokenAccepted, tokenMode, !connection.streamLimitRaised {
             reply.streamLimits.append(state.shared.withLock { $0.maxConcurrentStreams })

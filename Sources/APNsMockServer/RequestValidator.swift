@@ -31,7 +31,8 @@ struct RequestValidator: Sendable {
 
     /// What a valid request asks for.
     struct Accepted: Equatable {
-        var deviceToken: String
+        /// The device token of the path (a slice of it: no copy until one is needed).
+        var deviceToken: Substring
         var pushType: String
         var apnsID: String?
     }
@@ -72,22 +73,22 @@ struct RequestValidator: Sendable {
         var path: String?
         var fields = Fields()
         var duplicate = false
-        /// Names the rules do not read, to find repeats among them (a few per request).
-        var others: [String] = []
-        for header in request.headers {
-            let name = header.name
-            switch name {
-            case ":method": method = header.value
-            case ":path": path = header.value
-            default:
-                guard !name.hasPrefix(":") else { continue }
-                if !fields.set(name, header.value) {
-                    let length = name.utf8.count
-                    if others.contains(where: { $0.utf8.count == length && $0 == name }) { duplicate = true }
-                    others.append(name)
-                } else if fields.repeated {
+        let headers = request.headers
+        for offset in headers.indices {
+            let name = headers[offset].name
+            if name.utf8.first == UInt8(ascii: ":") {
+                if name == ":method" { method = headers[offset].value } else if name == ":path" { path = headers[offset].value }
+                continue
+            }
+            if !fields.set(name, headers[offset].value) {
+                // A name the rules do not read (a few per request): look for it among the
+                // fields before it, comparing lengths first.
+                let length = name.utf8.count
+                if !duplicate, headers[..<offset].contains(where: { $0.name.utf8.count == length && $0.name == name }) {
                     duplicate = true
                 }
+            } else if fields.repeated {
+                duplicate = true
             }
         }
         guard method == "POST" else { return .failure(Rejection(status: 405, reason: "MethodNotAllowed")) }
@@ -152,7 +153,7 @@ struct RequestValidator: Sendable {
               hasAPS || Self.typesWithoutAPS.contains(pushType)
         else { return .failure(Rejection(status: 400, reason: malformedPayloadReason)) }
 
-        return .success(Accepted(deviceToken: String(decoding: token, as: UTF8.self),
+        return .success(Accepted(deviceToken: Substring(token),
                                  pushType: pushType, apnsID: apnsID))
     }
 
@@ -175,14 +176,15 @@ struct RequestValidator: Sendable {
                 if field != nil { repeated = true }
                 field = value
             }
-            switch name {
-            case "authorization": store(&authorization)
-            case "apns-push-type": store(&pushType)
-            case "apns-topic": store(&topic)
-            case "apns-priority": store(&priority)
-            case "apns-expiration": store(&expiration)
-            case "apns-id": store(&apnsID)
-            case "apns-collapse-id": store(&collapseID)
+            // By length first: most names are then told apart without comparing text.
+            switch name.utf8.count {
+            case 13:
+                if name == "authorization" { store(&authorization) } else if name == "apns-priority" { store(&priority) } else { return false }
+            case 14 where name == "apns-push-type": store(&pushType)
+            case 10 where name == "apns-topic": store(&topic)
+            case 15 where name == "apns-expiration": store(&expiration)
+            case 7 where name == "apns-id": store(&apnsID)
+            case 16 where name == "apns-collapse-id": store(&collapseID)
             default: return false
             }
             return true

@@ -15,6 +15,10 @@ import Glibc
 ///
 /// Lives on the server thread only. nghttp2 callbacks never close the connection or
 /// flush; they set state that ``handle(revents:)`` acts on once `mem_recv` returns.
+///
+/// Its stored properties (and those of ``Stream``) are `@exclusivity(unchecked)`: they are
+/// touched on the server thread only, never through overlapping accesses, and the dynamic
+/// exclusivity checks cost about a tenth of the server's CPU per request (perf, h2load).
 final class ServerConnection {
     private enum Phase {
         case handshaking
@@ -35,19 +39,19 @@ final class ServerConnection {
 
     /// A request being received.
     final class Stream {
-        var headers: [RecordedRequest.Header] = []
+        @exclusivity(unchecked) var headers: [RecordedRequest.Header] = []
         /// The request's header list size so far (RFC 9113 §6.5.2: name + value + 32 each).
-        var headerListSize = 0
+        @exclusivity(unchecked) var headerListSize = 0
         /// The header list passed ``ServerConnection/maxHeaderListSize``: nothing more was
         /// kept, and the request is refused with RST_STREAM instead of processed.
-        var headersTooLarge = false
-        var headerBlockLength = 0
+        @exclusivity(unchecked) var headersTooLarge = false
+        @exclusivity(unchecked) var headerBlockLength = 0
         /// The inflater's dynamic table size once this stream's header block was decoded.
-        var inflaterTableSize = 0
-        var body: [UInt8] = []
-        var bodyLength = 0
-        var responseBody: [UInt8] = []
-        var responseOffset = 0
+        @exclusivity(unchecked) var inflaterTableSize = 0
+        @exclusivity(unchecked) var body: [UInt8] = []
+        @exclusivity(unchecked) var bodyLength = 0
+        @exclusivity(unchecked) var responseBody: [UInt8] = []
+        @exclusivity(unchecked) var responseOffset = 0
 
         init() {
             headers.reserveCapacity(16)
@@ -68,22 +72,22 @@ final class ServerConnection {
     }
 
     /// Closed streams kept for reuse, so a request costs no new object or buffers.
-    private var spareStreams: [Stream] = []
+    @exclusivity(unchecked) private var spareStreams: [Stream] = []
     /// Header names and values seen lately on this connection, reused when they repeat.
-    fileprivate var headerStrings = HeaderStringCache()
-    /// Reused by ``submitResponse(streamID:status:body:headers:)``: the fields' bytes and
+    @exclusivity(unchecked) var headerStrings = HeaderStringCache()
+    /// Reused by ``submitResponse(streamID:_:)``: the fields' bytes and
     /// nghttp2's name-value array (nghttp2 copies both when a response is submitted).
-    private var responseFieldBytes: [UInt8] = []
-    private var responseFieldLengths: [(name: Int, value: Int)] = []
-    private var responseFields: [nghttp2_nv] = []
+    @exclusivity(unchecked) private var responseFieldBytes: [UInt8] = []
+    @exclusivity(unchecked) private var responseFieldLengths: [(name: Int, value: Int)] = []
+    @exclusivity(unchecked) private var responseFields: [nghttp2_nv] = []
 
     /// The stream opened last: its header fields, body and end arrive one after the other,
     /// so most look-ups need no hashing.
-    private var lastStreamID: Int32 = 0
-    private var lastStream: Stream?
+    @exclusivity(unchecked) private var lastStreamID: Int32 = 0
+    @exclusivity(unchecked) private var lastStream: Stream?
 
     /// A new request stream's record, reused from a closed one when there is one.
-    fileprivate func openStream(_ streamID: Int32) {
+    func openStream(_ streamID: Int32) {
         let stream = spareStreams.popLast() ?? Stream()
         streams[streamID] = stream
         lastStreamID = streamID
@@ -91,13 +95,13 @@ final class ServerConnection {
     }
 
     /// The record of an open request stream.
-    fileprivate func stream(_ streamID: Int32) -> Stream? {
+    func stream(_ streamID: Int32) -> Stream? {
         if streamID == lastStreamID, let lastStream { return lastStream }
         return streams[streamID]
     }
 
     /// Forgets a closed stream and keeps its record for the next one.
-    fileprivate func closeStream(_ streamID: Int32) {
+    func closeStream(_ streamID: Int32) {
         if streamID == lastStreamID { lastStream = nil }
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         if spareStreams.count < 1024 {
@@ -110,35 +114,37 @@ final class ServerConnection {
         var due: ContinuousClock.Instant
         var received: ContinuousClock.Instant
         var streamID: Int32
-        var status: Int
-        var body: [UInt8]
-        var headers: [(String, String)]
+        var response: RequestHandler.Response
         var goAwayReason: String?
     }
 
     let fd: Int32
     let number: Int
-    fileprivate unowned let loop: ServerLoop
-    private var ssl: OpaquePointer?
-    private var session: OpaquePointer?
-    private var phase = Phase.handshaking
-    private var output: [UInt8] = []
-    private var outputStart = 0
-    private var sslWantsWrite = false
-    private var dropRequested = false
+    unowned let loop: ServerLoop
+    @exclusivity(unchecked) private var ssl: OpaquePointer?
+    @exclusivity(unchecked) private var session: OpaquePointer?
+    @exclusivity(unchecked) private var phase = Phase.handshaking
+    @exclusivity(unchecked) private var output: [UInt8] = []
+    @exclusivity(unchecked) private var outputStart = 0
+    @exclusivity(unchecked) private var sslWantsWrite = false
+    @exclusivity(unchecked) private var dropRequested = false
     /// ``MockAPNsServer/breakProtocol(atRequest:)`` fired: ``flush()`` writes the invalid
     /// frame once nghttp2's queued output is out (never from inside an nghttp2 callback).
-    private var breakRequested = false
-    fileprivate var streams: [Int32: Stream] = [:]
-    private var delayed: [Delayed] = []
-    fileprivate var headerBlockBytes = 0
+    @exclusivity(unchecked) private var breakRequested = false
+    @exclusivity(unchecked) var streams: [Int32: Stream] = [:]
+    @exclusivity(unchecked) private var delayed: [Delayed] = []
+    @exclusivity(unchecked) var headerBlockBytes = 0
     /// What the request handler keeps for this connection (token rules, certificate topics).
-    private var requestState: RequestHandler.ConnectionState
+    @exclusivity(unchecked) private var requestState: RequestHandler.ConnectionState
     /// The last-stream-id of the GOAWAY this connection sent, if any: streams above it are
     /// never processed (RFC 9113 §6.8), so a client may safely send them again elsewhere.
-    private var goAwayLastStreamID: Int32?
+    @exclusivity(unchecked) private var goAwayLastStreamID: Int32?
     /// How each header was represented on the wire, read beside nghttp2.
-    fileprivate var headerTap = HeaderBlockTap()
+    @exclusivity(unchecked) var headerTap = HeaderBlockTap()
+    /// The link emulation, when one is set (see ``MockAPNsServer/setLinkEmulation(_:)``).
+    @exclusivity(unchecked) private var shaper: LinkShaper?
+    /// Reused to gather nghttp2's output for the shaper.
+    @exclusivity(unchecked) private var shapedChunk: [UInt8] = []
     private var tokenMode: Bool { loop.handler.tokenMode }
 
     init?(fd: Int32, number: Int, loop: ServerLoop) {
@@ -185,6 +191,7 @@ final class ServerConnection {
 
     var nextDeadline: ContinuousClock.Instant? {
         var earliest = delayed.map(\.due).min()
+        if let shaper, let release = shaper.nextRelease(after: .now) { earliest = min(earliest ?? release, release) }
         switch phase {
         case .goingAway(let deadline), .draining(let deadline):
             earliest = min(earliest ?? deadline, deadline)
@@ -222,6 +229,7 @@ final class ServerConnection {
             return
         default: break
         }
+        if let shaper, let release = shaper.nextRelease(after: now), release <= now { flush() }
         guard !delayed.isEmpty, session != nil else { return }
         var due: [Delayed] = []
         delayed.removeAll { entry in
@@ -236,7 +244,7 @@ final class ServerConnection {
             // GOAWAY first: its last-stream-id already covers this stream, and a client
             // that stops reading after its last answer still sees it.
             if let reason = entry.goAwayReason { goAway(reason: reason) }
-            submitResponse(streamID: entry.streamID, status: entry.status, body: entry.body, headers: entry.headers)
+            submitResponse(streamID: entry.streamID, entry.response)
         }
         flush()
     }
@@ -288,6 +296,7 @@ final class ServerConnection {
               let session
         else { return false }
         self.session = session
+        shaper = loop.state.shared.withLock { $0.link }.map { LinkShaper(link: $0, start: .now) }
         let limit = tokenMode ? 1 : loop.state.shared.withLock { $0.maxConcurrentStreams }
         var settings = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(limit)),
@@ -360,6 +369,11 @@ final class ServerConnection {
                 }
             }
             sslWantsWrite = false
+            if shaper != nil {
+                guard shapeOutput() else { return }
+                if outputStart < output.count { continue }
+                break
+            }
             // A broken connection ends its output with the invalid frame.
             if case .broken = phase { break }
             var produced = false
@@ -388,12 +402,51 @@ final class ServerConnection {
             close()
             return
         }
-        if case .goingAway = phase, streams.isEmpty, delayed.isEmpty, outputStart == output.count {
+        let shaperIdle = shaper?.isEmpty ?? true
+        if case .goingAway = phase, streams.isEmpty, delayed.isEmpty, outputStart == output.count, shaperIdle {
             startDraining()
         } else if nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
-                  outputStart == output.count {
+                  outputStart == output.count, shaperIdle {
             close()
         }
+    }
+
+    /// With a link emulation: moves nghttp2's output (and, for
+    /// ``MockAPNsServer/breakProtocol(atRequest:)``, the invalid frame after it) into the
+    /// shaper, then what may leave now into `output`. Returns `false` if the connection closed.
+    private func shapeOutput() -> Bool {
+        guard let session, shaper != nil else { return true }
+        let now = ContinuousClock.now
+        if case .broken = phase {} else {
+            shapedChunk.removeAll(keepingCapacity: true)
+            while shapedChunk.count < 64 * 1024 {
+                var chunk: UnsafePointer<UInt8>?
+                let length = nghttp2_session_mem_send(session, &chunk)
+                if length < 0 {
+                    close()
+                    return false
+                }
+                guard length > 0, let chunk else { break }
+                shapedChunk.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+            }
+            if shapedChunk.isEmpty, breakRequested {
+                // Whole frames only were queued before it, so it starts on a frame boundary.
+                breakRequested = false
+                phase = .broken
+                shapedChunk.append(contentsOf: Self.dataFrameOnStreamZero)
+            }
+            shaper?.enqueue(shapedChunk, at: now)
+        }
+        shaper?.release(at: now, into: &output)
+        return true
+    }
+
+    /// Puts the connection behind `link`, or (`nil`) sends what waits at once and stops shaping.
+    func setLink(_ link: MockAPNsServer.LinkEmulation?) {
+        if case .silent = phase { return }
+        shaper?.releaseAll(into: &output)
+        shaper = link.map { LinkShaper(link: $0, start: .now) }
+        flush()
     }
 
     private func startDraining() {
@@ -429,6 +482,7 @@ final class ServerConnection {
         Glibc.close(fd)
         streams.removeAll()
         lastStream = nil
+        shaper = nil
         delayed.removeAll()
     }
 
@@ -459,6 +513,7 @@ final class ServerConnection {
     /// connection only reads and discards, so it closes when the client does.
     private func goSilent() {
         phase = .silent
+        shaper?.removeAll()
         delayed.removeAll()
         output.removeAll()
         outputStart = 0
@@ -488,7 +543,7 @@ final class ServerConnection {
     /// server's memory.
     static let maxHeaderListSize = 16_384
 
-    fileprivate func requestComplete(streamID: Int32) {
+    func requestComplete(streamID: Int32) {
         guard processesRequests, let stream = stream(streamID), let session else { return }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
@@ -522,19 +577,20 @@ final class ServerConnection {
         case .answer(let response, let delay, let goAwayReason):
             if delay > .zero {
                 let now = ContinuousClock.now
-                delayed.append(Delayed(due: now + delay, received: now, streamID: streamID, status: response.status,
-                                       body: response.body, headers: response.headers, goAwayReason: goAwayReason))
+                delayed.append(Delayed(due: now + delay, received: now, streamID: streamID, response: response,
+                                       goAwayReason: goAwayReason))
             } else {
                 if let goAwayReason { goAway(reason: goAwayReason) }
-                submitResponse(streamID: streamID, status: response.status, body: response.body, headers: response.headers)
+                submitResponse(streamID: streamID, response)
             }
         }
         for limit in reply.streamLimits { submitStreamLimit(limit) }
     }
 
-    /// Answers `streamID`: `:status`, then `headers` (`apns-id`, or `apns-request-id` and
-    /// what a broadcast or channel answer adds), then the JSON body if any.
-    private func submitResponse(streamID: Int32, status: Int, body: [UInt8], headers: [(String, String)]) {
+    /// Answers `streamID`: `:status`, then `apns-id` (or `apns-request-id` and what a
+    /// broadcast or channel answer adds), then the JSON body if any.
+    private func submitResponse(streamID: Int32, _ response: RequestHandler.Response) {
+        let body = response.body
         guard let session else { return }
         responseFieldBytes.removeAll(keepingCapacity: true)
         responseFieldLengths.removeAll(keepingCapacity: true)
@@ -543,8 +599,9 @@ final class ServerConnection {
             responseFieldBytes.append(contentsOf: value.utf8)
             responseFieldLengths.append((name.utf8.count, value.utf8.count))
         }
-        add(":status", String(status))
-        for (name, value) in headers { add(name, value) }
+        add(":status", String(response.status))
+        add(response.idField.name, response.idField.value)
+        for (name, value) in response.headers { add(name, value) }
         if !body.isEmpty {
             add("content-type", "application/json")
             add("content-length", String(body.count))
@@ -567,102 +624,5 @@ final class ServerConnection {
                 _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, &provider)
             }
         }
-    }
-}
-
-// MARK: - nghttp2 callbacks
-
-private func connection(_ userData: UnsafeMutableRawPointer?) -> ServerConnection? {
-    userData.map { Unmanaged<ServerConnection>.fromOpaque($0).takeUnretainedValue() }
-}
-
-private let readResponseBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
-    guard let connection = connection(userData), let stream = connection.stream(streamID), let buffer, let flags else {
-        return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
-    }
-    let count = min(length, stream.responseBody.count - stream.responseOffset)
-    stream.responseBody.withUnsafeBufferPointer { bytes in
-        guard let base = bytes.baseAddress, count > 0 else { return }
-        buffer.update(from: base + stream.responseOffset, count: count)
-    }
-    stream.responseOffset += count
-    if stream.responseOffset == stream.responseBody.count {
-        flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-    }
-    return count
-}
-
-extension ServerLoop {
-    /// The callbacks every connection's session uses; `user_data` is the connection.
-    static func makeCallbacks() -> OpaquePointer? {
-        var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
-        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, userData in
-            guard let header, let connection = connection(userData) else { return 0 }
-            switch Int(header.pointee.type) {
-            case Int(NGHTTP2_HEADERS.rawValue): connection.headerBlockBytes = header.pointee.length
-            case Int(NGHTTP2_CONTINUATION.rawValue): connection.headerBlockBytes += header.pointee.length
-            default: break
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
-            guard let frame, let connection = connection(userData) else { return 0 }
-            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                connection.openStream(frame.pointee.hd.stream_id)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_header_callback2(callbacks) { _, frame, name, value, flags, userData in
-            guard let frame, let name, let value, let connection = connection(userData),
-                  frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST,
-                  let stream = connection.stream(frame.pointee.hd.stream_id)
-            else { return 0 }
-            let nameBuffer = nghttp2_rcbuf_get_buf(name)
-            let valueBuffer = nghttp2_rcbuf_get_buf(value)
-            stream.headerListSize += nameBuffer.len + valueBuffer.len + 32
-            if stream.headersTooLarge || stream.headerListSize > ServerConnection.maxHeaderListSize {
-                stream.headersTooLarge = true
-                return 0
-            }
-            stream.headers.append(RecordedRequest.Header(
-                name: connection.headerStrings.string(UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len)),
-                value: connection.headerStrings.string(UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len)),
-                neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let connection = connection(userData), let stream = connection.stream(streamID) else { return 0 }
-            let keep = min(length, max(0, 64 * 1024 - stream.body.count))
-            if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }
-            stream.bodyLength += length
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, userData in
-            guard let frame, let connection = connection(userData) else { return 0 }
-            let streamID = frame.pointee.hd.stream_id
-            let type = Int(frame.pointee.hd.type)
-            if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.stream(streamID), stream.headerBlockLength == 0 {
-                stream.headerBlockLength = connection.headerBlockBytes
-                // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
-                stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
-            }
-            if type == Int(NGHTTP2_GOAWAY.rawValue) {
-                let code = frame.pointee.goaway.error_code
-                connection.loop.state.shared.withLock { $0.statistics.goAwaysReceived[code, default: 0] += 1 }
-            }
-            if (type == Int(NGHTTP2_HEADERS.rawValue) || type == Int(NGHTTP2_DATA.rawValue)),
-               frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                connection.requestComplete(streamID: streamID)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            guard let connection = connection(userData) else { return 0 }
-            connection.closeStream(streamID)
-            _ = connection.headerTap.take(stream: streamID)
-            return 0
-        }
-        return callbacks
     }
 }

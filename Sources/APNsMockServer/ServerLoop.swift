@@ -26,7 +26,7 @@ final class ServerLoop {
     private var nextConnectionNumber = 0
     private var running = true
     /// Scratch buffer for `SSL_read`, shared by all connections of this thread.
-    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    @exclusivity(unchecked) var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     /// Whether requests may be recorded (a record limit, or someone iterating
     /// ``MockAPNsServer/requests()``): only then do connections keep raw header blocks.
@@ -168,6 +168,8 @@ final class ServerLoop {
                 for connection in connections { connection.applyStreamLimit(limit) }
             case .rescheduleDelayed(let delay):
                 for connection in connections { connection.rescheduleDelayed(delay) }
+            case .setLink(let link):
+                for connection in connections { connection.setLink(link) }
             }
         }
         // Closed connections stay in the array until the end of this pass, so the indices

@@ -12,6 +12,8 @@ enum LoopCommand: Sendable {
     case applyStreamLimit(Int)
     /// Answers still waiting become due `delay` after their request arrived.
     case rescheduleDelayed(Duration)
+    /// Connections send through this link emulation (`nil`: directly).
+    case setLink(MockAPNsServer.LinkEmulation?)
 }
 
 /// The part of a running server that test threads and the server thread share: the fault
@@ -30,6 +32,8 @@ final class ServerState: Sendable {
         /// Requests until ``MockAPNsServer/blackHoleConnection(atRequest:)`` fires.
         var blackHoleAfter: Int?
         var delay: Duration = .zero
+        /// The link emulation for new connections; see ``MockAPNsServer/setLinkEmulation(_:)``.
+        var link: MockAPNsServer.LinkEmulation?
         var refuseUntil: ContinuousClock.Instant?
         var maxConcurrentStreams: Int
         var commands: [LoopCommand] = []
@@ -115,7 +119,7 @@ final class ServerState: Sendable {
     /// `makeRecord` is called (under the lock) only when records are wanted, and what it
     /// returns is filled in with the final outcome.
     func decide(
-        validation: RequestValidator.Rejection?, deviceToken: String?, apnsID: String,
+        validation: RequestValidator.Rejection?, deviceToken: Substring?, apnsID: String,
         successStatus: Int = 200, broadcastChannel: String? = nil,
         record makeRecord: () -> RecordedRequest?
     ) -> Decision {
@@ -123,7 +127,7 @@ final class ServerState: Sendable {
             var response: ScriptedResponse?
             if let validation {
                 response = ScriptedResponse(status: validation.status, reason: validation.reason)
-            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[deviceToken] {
+            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[String(deviceToken)] {
                 response = scripted
             } else if !shared.perChannel.isEmpty, let broadcastChannel, let scripted = shared.perChannel[broadcastChannel] {
                 response = scripted

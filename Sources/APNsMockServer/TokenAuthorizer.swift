@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Lives on the server thread only.
 final class TokenVerdictCache {
-    private var verdicts: [String: ProviderTokenClaims?] = [:]
+    @exclusivity(unchecked) private var verdicts: [String: ProviderTokenClaims?] = [:]
     private let check: ProviderTokenCheck
     /// The most distinct tokens kept; past it the cache starts again empty.
     static let limit = 10_000
@@ -66,6 +66,8 @@ struct TokenAuthorizer {
     private var currentToken: String?
     /// The whole `authorization` value that last carried ``currentToken``.
     private var currentAuthorization: String?
+    /// What accepting ``currentAuthorization`` gave (no new key, no rejection).
+    private var acceptedOutcome: Outcome?
     private var currentTokenSince = Date.distantPast
     /// The key of the first accepted token: the only key this connection takes.
     private(set) var boundKeyID: String?
@@ -84,6 +86,17 @@ struct TokenAuthorizer {
         guard let authorization, !authorization.isEmpty else {
             return Outcome(rejection: RequestValidator.Rejection(status: 403, reason: "MissingProviderToken"))
         }
+        // The token this connection was accepted with, again (nearly every request): only
+        // its age can have changed. The header cache hands back the same string object,
+        // so the comparison is an identity check.
+        if authorization == currentAuthorization, let accepted = acceptedOutcome, let claims = accepted.claims {
+            if now.timeIntervalSince1970 - Double(claims.issuedAt) > 3600 {
+                var expired = accepted
+                expired.rejection = RequestValidator.Rejection(status: 403, reason: "ExpiredProviderToken")
+                return expired
+            }
+            return accepted
+        }
         let claims: ProviderTokenClaims?
         if authorization == lastAuthorization {
             claims = lastClaims
@@ -100,7 +113,7 @@ struct TokenAuthorizer {
             return Outcome(rejection: invalid, claims: readable, newKeyID: readable.flatMap { note($0.keyID) })
         }
         var outcome = Outcome(claims: claims, newKeyID: note(claims.keyID))
-        let scope = keyScopes[claims.keyID]
+        let scope = keyScopes.isEmpty ? nil : keyScopes[claims.keyID]
         outcome.keyTopics = scope?.topics
         if now.timeIntervalSince1970 - Double(claims.issuedAt) > 3600 {
             outcome.rejection = RequestValidator.Rejection(status: 403, reason: "ExpiredProviderToken")
@@ -130,6 +143,7 @@ struct TokenAuthorizer {
             currentAuthorization = authorization
         }
         boundKeyID = claims.keyID
+        acceptedOutcome = Outcome(claims: claims, keyTopics: outcome.keyTopics)
         return outcome
     }
 
