@@ -21,6 +21,9 @@ func makeTransport(
         environment: .production,
         logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     )
+    // Tests that count connections open them as soon as requests wait; the stagger
+    // between openings has tests of its own (HTTP2PoolStateMachineTests).
+    configuration.connectionStagger = .zero
     configure(&configuration)
     return HTTP2Transport(configuration: configuration, connector: connector)
 }

@@ -69,6 +69,9 @@ func mockTransport(
         // connections up as dead. Tests of the timers set their own.
         configuration.pingTimeout = .seconds(120)
     }
+    // Tests that count connections open them as soon as requests wait; the stagger
+    // between openings has tests of its own (HTTP2PoolStateMachineTests).
+    configuration.connectionStagger = .zero
     configure(&configuration)
     return HTTP2Transport(configuration: configuration)
 }
