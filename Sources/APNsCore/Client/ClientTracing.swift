@@ -23,36 +23,41 @@ struct ClientTracing: Sendable {
     func startNotification(_ pushType: PushType, apnsID: APNsID?, parent: ServiceContext? = nil) -> (any Span)? {
         guard isEnabled else { return nil }
         let span = tracer.startSpan("APNs notification", context: parent ?? ServiceContext.current ?? .topLevel, ofKind: .client)
-        span.attributes["apns.push_type"] = pushType.rawValue
-        if let apnsID { span.attributes["apns.id"] = apnsID.uuidString }
+        // One update per span event: a span's attributes are usually a locked copy-on-write
+        // dictionary, so each separate assignment would copy it under the lock.
+        span.updateAttributes { attributes in
+            attributes["apns.push_type"] = pushType.rawValue
+            if let apnsID { attributes["apns.id"] = apnsID.uuidString }
+        }
         return span
     }
 
     /// Ends a notification's span with its outcome.
     func end(_ span: (any Span)?, _ outcome: Result<APNsAccepted, APNsError>, attempts: Int?) {
         guard let span else { return }
-        if let attempts { span.attributes["apns.attempts"] = attempts }
-        switch outcome {
-        case .success(let accepted):
-            span.attributes["apns.outcome"] = "accepted"
-            span.attributes["apns.status"] = 200
-            if let id = accepted.apnsID { span.attributes["apns.id"] = id.uuidString }
-            span.attributes["apns.may_have_reached_apns"] = true
-        case .failure(let error):
-            switch error {
-            case .rejected(let rejection):
-                span.attributes["apns.outcome"] = "rejected"
-                span.attributes["apns.status"] = rejection.status
-                span.attributes["apns.reason"] = rejection.reason?.rawValue ?? "none"
-                span.attributes["apns.may_have_reached_apns"] = true
-            case .failed(let failure):
-                span.attributes["apns.outcome"] = "failed"
-                span.attributes["apns.may_have_reached_apns"] = failure.mayHaveReachedAPNs
-                if let status = failure.responseStatus { span.attributes["apns.status"] = status }
-            case .invalid:
-                span.attributes["apns.outcome"] = "invalid"
-                span.attributes["apns.may_have_reached_apns"] = false
+        span.updateAttributes { attributes in
+            if let attempts { attributes["apns.attempts"] = attempts }
+            switch outcome {
+            case .success(let accepted):
+                attributes["apns.outcome"] = "accepted"
+                attributes["apns.status"] = 200
+                if let id = accepted.apnsID { attributes["apns.id"] = id.uuidString }
+                attributes["apns.may_have_reached_apns"] = true
+            case .failure(.rejected(let rejection)):
+                attributes["apns.outcome"] = "rejected"
+                attributes["apns.status"] = rejection.status
+                attributes["apns.reason"] = rejection.reason?.rawValue ?? "none"
+                attributes["apns.may_have_reached_apns"] = true
+            case .failure(.failed(let failure)):
+                attributes["apns.outcome"] = "failed"
+                attributes["apns.may_have_reached_apns"] = failure.mayHaveReachedAPNs
+                if let status = failure.responseStatus { attributes["apns.status"] = status }
+            case .failure(.invalid):
+                attributes["apns.outcome"] = "invalid"
+                attributes["apns.may_have_reached_apns"] = false
             }
+        }
+        if case .failure(let error) = outcome {
             span.recordError(error)
             span.setStatus(SpanStatus(code: .error, message: error.description))
         }
@@ -70,9 +75,11 @@ struct ClientTracing: Sendable {
     /// Ends a batch's span with its counts.
     func end(_ span: (any Span)?, _ summary: APNsBatchSummary) {
         guard let span else { return }
-        span.attributes["apns.batch.accepted"] = summary.accepted
-        span.attributes["apns.batch.rejected"] = summary.rejected
-        span.attributes["apns.batch.failed"] = summary.failed
+        span.updateAttributes { attributes in
+            attributes["apns.batch.accepted"] = summary.accepted
+            attributes["apns.batch.rejected"] = summary.rejected
+            attributes["apns.batch.failed"] = summary.failed
+        }
         span.end()
     }
 }
