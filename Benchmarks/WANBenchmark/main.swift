@@ -129,9 +129,20 @@ struct RateAnalysis {
     var final: Double
     /// Start of the first one-second window with at least 90 % of the final second's answers.
     var timeTo90: Double?
+    /// The longest time without an answer between the first answer and the last.
+    var longestGap: Double
 
     init(counts: [Int], elapsed: Double, roundTrip: Double) {
         let bucket = Timeline.bucket
+        var gap = 0
+        var longest = 0
+        if let firstAnswer = counts.firstIndex(where: { $0 > 0 }), let lastAnswer = counts.lastIndex(where: { $0 > 0 }) {
+            for count in counts[firstAnswer...lastAnswer] {
+                gap = count == 0 ? gap + 1 : 0
+                longest = max(longest, gap)
+            }
+        }
+        longestGap = Double(longest) * bucket
         let end = max(0, Int(((elapsed - roundTrip) / bucket).rounded(.down)))
         let first = min(Int(0.5 / bucket), end)
         func sum(_ from: Int, _ to: Int) -> Int {
@@ -373,12 +384,15 @@ for round in 1...options.rounds {
             let key = Key(roundTrip: roundTripMilliseconds, connections: connections)
             let limit = limits(connections: connections, roundTrip: roundTrip)
             // Size the batch from the last round's rate, else from the link's limit.
-            let estimate = sdkRuns[key]?.last.map { $0.analysis.steady } ?? min(min(limit.streams, limit.window), 40_000)
+            // (never below the link's limit or 40,000/s, whichever is lower, so that a slow
+            // round does not make the next one too short to measure).
+            let floor = min(min(limit.streams, limit.window), 40_000)
+            let estimate = max(floor, sdkRuns[key]?.map(\.analysis.steady).max() ?? 0)
             let run = try await runSDK(
                 connections: connections, fixed: true, count: count(for: estimate, seconds: options.seconds), roundTrip: roundTrip
             )
             sdkRuns[key, default: []].append(run)
-            var line = "round \(round) rtt \(roundTripMilliseconds) ms c \(connections): SDK steady \(format(run.analysis.steady))/s (\(run.accepted) in \(String(format: "%.2f", run.elapsed)) s, \(run.failed) failed, \(run.warmConnections) connections)"
+            var line = "round \(round) rtt \(roundTripMilliseconds) ms c \(connections): SDK steady \(format(run.analysis.steady))/s (\(run.accepted) in \(String(format: "%.2f", run.elapsed)) s, \(run.failed) failed, \(run.warmConnections) connections, longest gap \(String(format: "%.2f", run.analysis.longestGap)) s)"
             if let h2load {
                 let h2 = try await runH2load(h2load, connections: connections, duration: options.seconds)
                 h2loadRuns[key, default: []].append(h2)
@@ -394,7 +408,7 @@ for round in 1...options.rounds {
         )
         autoRuns[roundTripMilliseconds, default: []].append(run)
         let time = run.analysis.timeTo90.map { String(format: "%.2f s", $0) } ?? "never"
-        print("round \(round) rtt \(roundTripMilliseconds) ms pool of 16 left to decide: steady \(format(run.analysis.steady))/s, final second \(format(run.analysis.final))/s, 90 % at \(time), \(run.connectionsOpened) connections opened, \(run.failed) failed")
+        print("round \(round) rtt \(roundTripMilliseconds) ms pool of 16 left to decide: steady \(format(run.analysis.steady))/s, final second \(format(run.analysis.final))/s, 90 % at \(time), \(run.connectionsOpened) connections opened, \(run.failed) failed, longest gap \(String(format: "%.2f", run.analysis.longestGap)) s")
         fflush(nil)
     }
 }
