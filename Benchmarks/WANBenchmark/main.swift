@@ -178,7 +178,7 @@ let options: Options
 do {
     options = try Options(CommandLine.arguments)
 } catch {
-    FileHandle.standardError.write(Data("WANBenchmark: \(error)\nusage: WANBenchmark [--rounds R] [--seconds S] [--rtt 20,50,150] [--no-h2load] [--quick]\n".utf8))
+    FileHandle.standardError.write(Data("WANBenchmark: \(error)\nusage: WANBenchmark [--rounds R] [--seconds S] [--rtt 20,50,150] [--h2load-streams M] [--no-h2load] [--quick]\n".utf8))
     exit(2)
 }
 
