@@ -142,6 +142,13 @@ let package = Package(
             ],
             path: "Benchmarks/TransportBenchmark"
         ),
+        // The latency-bound throughput of issue #18: the public API against the mock
+        // server behind its link emulation, beside h2load (Benchmarks/README.md).
+        .executableTarget(
+            name: "WANBenchmark",
+            dependencies: ["APNsTransport", "APNsMockServer"],
+            path: "Benchmarks/WANBenchmark"
+        ),
         // The soak of issue #8; its engine is a package-internal module so the default
         // test suite can run it small (not a product).
         .target(
