@@ -5,8 +5,11 @@
 //   swift build -c release --product Soak
 //   .build/release/Soak [--notifications N] [--seed S] [--connections C] [--concurrency K]
 //                       [--fault-gap G] [--timeout SECONDS] [--no-stalls] [--watchdog SECONDS]
-//                       [--rss-bound MIB] [--batch SIZE]
+//                       [--rss-bound MIB] [--batch SIZE] [--round-trip MS]
 //
+// --round-trip MS puts the mock server behind a link emulation: everything it sends (answers,
+// SETTINGS, PING acknowledgements, GOAWAY) leaves MS milliseconds late, so every request
+// sees a round trip of MS milliseconds, with the same faults as on loopback.
 // --batch SIZE sends with APNsClient's batch send, SIZE device tokens per call (window
 // --concurrency), instead of one send per notification from --concurrency tasks.
 // Prints progress every 10% (rate, RSS, open connections, faults so far), then the
@@ -17,9 +20,11 @@
 import Foundation
 import SoakEngine
 
+/// The value after the last `flag`, so that a flag given after scripts/soak.sh's own
+/// `--notifications 1000000` wins.
 func value(_ flag: String) -> String? {
     let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return nil }
+    guard let index = arguments.lastIndex(of: flag), index + 1 < arguments.count else { return nil }
     return arguments[index + 1]
 }
 
@@ -35,6 +40,7 @@ func integer(_ flag: String) -> Int? {
 if CommandLine.arguments.contains("--help") || CommandLine.arguments.contains("-h") {
     print("usage: Soak [--notifications N] [--seed S] [--connections C] [--concurrency K] [--fault-gap G]")
     print("            [--timeout SECONDS] [--no-stalls] [--watchdog SECONDS] [--rss-bound MIB] [--batch SIZE]")
+    print("            [--round-trip MS]")
     exit(0)
 }
 
@@ -51,6 +57,7 @@ let configuration = SoakConfiguration(
     watchdog: .seconds(integer("--watchdog") ?? 30),
     rssGrowthLimitBytes: (integer("--rss-bound") ?? 32) << 20,
     batchSize: integer("--batch"),
+    oneWayDelay: integer("--round-trip").map { .milliseconds($0) },
     log: { line in
         print(line)
         fflush(nil)

@@ -19,8 +19,9 @@ enum Fault: Sendable, CustomStringConvertible {
     case streamLimitOne(forMilliseconds: Int)
     /// `refuseConnections(for:)`, then `dropAllConnections()` so that the reconnects meet it.
     case refuseAndDrop(milliseconds: Int)
-    /// A response delay longer than the client's request timeout, for a moment: the
-    /// requests answered in that moment time out at the client.
+    /// A response delay longer than the client's request timeout, from a moment on until
+    /// the requests of that moment have waited past the timeout: what is in flight then
+    /// times out at the client.
     case stall(forMilliseconds: Int)
 
     /// The kind, for counting.
@@ -145,8 +146,15 @@ final class FaultInjector: Sendable {
             server.dropAllConnections()
             try? await Task.sleep(for: .milliseconds(ms))
         case .stall(let span):
-            server.setResponseDelay(requestTimeout + .milliseconds(500))
+            // Setting the delay back to zero releases the answers already waiting
+            // (`setResponseDelay(_:)` applies to them too), so the delay stays until the
+            // requests of the first `span` have waited past the timeout: the server
+            // answers nothing for the timeout and a half second, and what was in flight
+            // then times out at the client.
+            let delay = requestTimeout + .milliseconds(500)
+            server.setResponseDelay(delay)
             try? await Task.sleep(for: .milliseconds(span))
+            try? await Task.sleep(for: delay)
             server.setResponseDelay(.zero)
         }
     }

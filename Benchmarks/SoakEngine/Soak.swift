@@ -52,6 +52,10 @@ package enum Soak {
         let server = MockAPNsServer(configuration: .init(
             maxConcurrentStreams: streamLimit, listensOnIPv6: false, recordedRequestLimit: 0))
         try await server.start()
+        if let delay = configuration.oneWayDelay {
+            // Before the first connection, so that every connection is behind it.
+            server.setLinkEmulation(.init(oneWayDelay: delay))
+        }
         let arrivals = ArrivalLedger(notifications: count)
         server.observeRequests { arrivals.record($0) }
         let unregisteredSince = Date(timeIntervalSince1970: 1_700_000_000)
@@ -87,6 +91,7 @@ package enum Soak {
         samples.withLock { $0.append(.init(percent: 0, completed: 0, seconds: 0, residentBytes: rssStart)) }
         log("soak: \(count) notifications, seed \(configuration.seed), \(configuration.connections) connections, "
             + "concurrency \(configuration.concurrency), a fault every ~\(configuration.meanFaultGap) notifications, "
+            + "round trip \(configuration.oneWayDelay.map { "\($0) (link emulation)" } ?? "loopback"), "
             + "RSS at start \(mebibytes(rssStart))")
 
         let clock = ContinuousClock()

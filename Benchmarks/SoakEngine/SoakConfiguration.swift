@@ -29,6 +29,11 @@ package struct SoakConfiguration: Sendable {
     /// The client's retry policy (the default policy with shorter delays, so that a run
     /// of a million takes minutes; it reuses the `apns-id` like any policy).
     package var retryPolicy: RetryPolicy
+    /// The mock server's delay on everything it sends (`MockAPNsServer.setLinkEmulation(_:)`):
+    /// every answer, SETTINGS and PING acknowledgement arrives this much later. What the
+    /// client sends is not delayed, so this is the round trip a request sees; `nil` for
+    /// loopback speed.
+    package var oneWayDelay: Duration?
     /// Where progress lines go (every 10%, and the faults' seed).
     package var log: @Sendable (String) -> Void
 
@@ -47,6 +52,7 @@ package struct SoakConfiguration: Sendable {
         rejectEvery: Int = 1_000,
         retryPolicy: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(20), maxDelay: .milliseconds(500)),
         batchSize: Int? = nil,
+        oneWayDelay: Duration? = nil,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.batchSize = batchSize.map { max(1, $0) }
@@ -61,6 +67,7 @@ package struct SoakConfiguration: Sendable {
         self.rssGrowthLimitBytes = rssGrowthLimitBytes
         self.rejectEvery = max(2, rejectEvery)
         self.retryPolicy = retryPolicy
+        self.oneWayDelay = oneWayDelay.flatMap { $0 > .zero ? $0 : nil }
         self.log = log
     }
 }

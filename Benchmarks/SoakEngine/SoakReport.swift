@@ -154,7 +154,8 @@ extension SoakReport: CustomStringConvertible {
         var lines: [String] = []
         let count = configuration.notifications
         lines.append("seed \(configuration.seed); \(count) notifications, \(configuration.connections) connections, "
-                     + "concurrency \(configuration.concurrency)")
+                     + "concurrency \(configuration.concurrency), round trip "
+                     + (configuration.oneWayDelay.map { "\($0) (link emulation)" } ?? "loopback"))
         lines.append(String(format: "wall time %.1f s, %.0f notifications/s", seconds, Double(count) / max(seconds, 0.001)))
         func table(_ title: String, _ values: [String: Int]) {
             lines.append(title + (values.isEmpty ? " none" : ""))

@@ -17,7 +17,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The port: 443 (default) or 2197 for APNs, the mock server's port otherwise.", valueName: "port"))
     var port: Int?
 
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (the mock server's CA).", valueName: "path"))
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (the mock server's CA); default: APNS_CA_FILE when set.", valueName: "path"))
     var caFile: String?
 
     @Option(help: "HTTP/2 connections to open (1–4 is typical).")
@@ -55,15 +55,25 @@ struct ConnectionOptions: ParsableArguments {
         return base
     }
 
-    /// The PEM text of `--ca-file`, if given.
+    /// The PEM text of `--ca-file`, or, without it, of the file `APNS_CA_FILE` names (as
+    /// `APNsSettings` reads it) when that is set and not empty; `nil` for the system's
+    /// trust store.
     func trustedCAPEM() throws(CLIError) -> String? {
-        guard let caFile else { return nil }
-        guard let data = FileManager.default.contents(atPath: caFile) else {
-            throw CLIError("cannot read the CA file \(caFile): check the path and its permissions")
+        let path: String
+        let named: String
+        if let caFile {
+            (path, named) = (caFile, caFile)
+        } else if let variable = ProcessInfo.processInfo.environment["APNS_CA_FILE"], !variable.isEmpty {
+            (path, named) = (variable, "\(variable) (APNS_CA_FILE)")
+        } else {
+            return nil
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError("cannot read the CA file \(named): check the path and its permissions")
         }
         let pem = String(decoding: data, as: UTF8.self)
         guard pem.contains("-----BEGIN CERTIFICATE-----") else {
-            throw CLIError("\(caFile) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+            throw CLIError("\(named) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
         }
         return pem
     }

@@ -26,6 +26,8 @@ struct MockServerCommand: AsyncParsableCommand {
               apns mock-server --verbose
               apns mock-server --unregistered 11fc13ad…e8f1 --fail-next 3 --status 503
               apns mock-server --token-key AuthKey_ABC123DEFG.pub.pem --key-id ABC123DEFG --team-id DEF123GHIJ --bundle-id com.example.app
+              apns mock-server --accept-any-token --environment production --sandbox-only-key SANDBOX001 --topic-key TOPICKEY01=com.example.app
+              apns mock-server --link-delay 150 --bandwidth 1000000 --stall-every 10000 --stall-length 500
               apns mock-server --port-file /tmp/port --ca-file /tmp/ca.pem &
               curl --http2 --cacert /tmp/ca.pem -d '{"aps":{"alert":"hi"}}' -H 'apns-topic: com.example.app' \\
                 https://127.0.0.1:$(cat /tmp/port)/3/device/<token>
@@ -71,6 +73,30 @@ struct MockServerCommand: AsyncParsableCommand {
     @Flag(name: .customLong("accept-any-token"), help: "Require an authorization header but accept any well-formed provider token.")
     var acceptAnyToken = false
 
+    @Option(help: ArgumentHelp("The APNs environment the server stands for: sandbox (default) or production. Keys limited to the other get 403 BadEnvironmentKeyIdInToken.", valueName: "environment"))
+    var environment = "sandbox"
+
+    @Option(name: .customLong("sandbox-only-key"), help: ArgumentHelp("A key ID enabled for the sandbox only (repeatable; needs --token-key or --accept-any-token).", valueName: "key-id"))
+    var sandboxOnlyKeys: [String] = []
+
+    @Option(name: .customLong("production-only-key"), help: ArgumentHelp("A key ID enabled for production only (repeatable; needs --token-key or --accept-any-token).", valueName: "key-id"))
+    var productionOnlyKeys: [String] = []
+
+    @Option(name: .customLong("topic-key"), help: ArgumentHelp("A topic-specific key: other topics get 400 TopicDisallowed (repeatable; needs --token-key or --accept-any-token).", valueName: "key-id=topic[,topic…]"))
+    var topicKeys: [String] = []
+
+    @Option(name: .customLong("link-delay"), help: ArgumentHelp("Delay everything the server sends (answers, SETTINGS, PING acknowledgements, GOAWAY) by this many milliseconds: the round trip clients see.", valueName: "ms"))
+    var linkDelay: Int?
+
+    @Option(help: ArgumentHelp("Send at most this many bytes per second on each connection.", valueName: "bytes-per-second"))
+    var bandwidth: Int?
+
+    @Option(name: .customLong("stall-every"), help: ArgumentHelp("Stop sending on each connection for --stall-length at the start of every this many milliseconds.", valueName: "ms"))
+    var stallEvery: Int?
+
+    @Option(name: .customLong("stall-length"), help: ArgumentHelp("How long each stall of --stall-every lasts, shorter than --stall-every.", valueName: "ms"))
+    var stallLength: Int?
+
     @Option(name: .customLong("record-limit"), help: "How many requests to keep in memory (0 for benchmarks).")
     var recordLimit = 1000
 
@@ -92,6 +118,81 @@ struct MockServerCommand: AsyncParsableCommand {
         for token in unregistered where (try? DeviceToken(hex: token)) == nil {
             throw ValidationError("--unregistered \(token) is not a hexadecimal device token")
         }
+        _ = try serverEnvironment()
+        _ = try keyScopes()
+        _ = try linkEmulation()
+    }
+
+    /// `--environment` as the mock server's environment.
+    func serverEnvironment() throws -> MockAPNsServer.Environment {
+        guard let value = MockAPNsServer.Environment(rawValue: environment.lowercased()) else {
+            throw ValidationError("--environment \(environment) is not sandbox or production")
+        }
+        return value
+    }
+
+    /// The key scopes of `--sandbox-only-key`, `--production-only-key` and `--topic-key`,
+    /// by key ID; a key named by `--topic-key` and an environment flag has both limits.
+    func keyScopes() throws -> [String: MockAPNsServer.KeyScope] {
+        var scopes: [String: MockAPNsServer.KeyScope] = [:]
+        func checkKeyID(_ keyID: String, _ flag: String) throws {
+            if keyID.utf8.count != 10 || !keyID.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }) {
+                throw ValidationError("\(flag) \(keyID) is not a 10-character key ID (digits and capital letters)")
+            }
+        }
+        for (flag, keys, scope) in [
+            ("--sandbox-only-key", sandboxOnlyKeys, MockAPNsServer.KeyScope.sandboxOnly),
+            ("--production-only-key", productionOnlyKeys, .productionOnly),
+        ] {
+            for keyID in keys {
+                try checkKeyID(keyID, flag)
+                if scopes[keyID] != nil {
+                    throw ValidationError("\(keyID) is named by both --sandbox-only-key and --production-only-key (or twice): give one")
+                }
+                scopes[keyID] = scope
+            }
+        }
+        var topicKeyIDs: Set<String> = []
+        for text in topicKeys {
+            let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let topics = parts.count == 2 ? parts[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } : []
+            guard parts.count == 2, !topics.isEmpty, !topics.contains(where: \.isEmpty) else {
+                throw ValidationError("--topic-key \(text) is not key-id=topic[,topic…] (for example TOPICKEY01=com.example.app)")
+            }
+            let keyID = String(parts[0])
+            try checkKeyID(keyID, "--topic-key")
+            guard topicKeyIDs.insert(keyID).inserted else {
+                throw ValidationError("--topic-key names \(keyID) twice: list its topics in one --topic-key, separated by commas")
+            }
+            var scope = scopes[keyID] ?? .team
+            scope.topics = Set(topics)
+            scopes[keyID] = scope
+        }
+        if !scopes.isEmpty && tokenKey == nil && !acceptAnyToken {
+            throw ValidationError("--sandbox-only-key, --production-only-key and --topic-key need --token-key or --accept-any-token")
+        }
+        return scopes
+    }
+
+    /// The link emulation of `--link-delay`, `--bandwidth`, `--stall-every` and
+    /// `--stall-length`, or `nil` when none is given.
+    func linkEmulation() throws -> MockAPNsServer.LinkEmulation? {
+        if let linkDelay, linkDelay < 0 { throw ValidationError("--link-delay must not be negative") }
+        if let bandwidth, bandwidth < 1 { throw ValidationError("--bandwidth must be at least 1 byte per second") }
+        var stalls: MockAPNsServer.LinkEmulation.Stalls?
+        switch (stallEvery, stallLength) {
+        case (nil, nil):
+            break
+        case (let every?, let length?):
+            guard length > 0, every > length else {
+                throw ValidationError("--stall-length must be at least 1 ms and shorter than --stall-every (\(length) ms, every \(every) ms)")
+            }
+            stalls = .init(every: .milliseconds(every), length: .milliseconds(length))
+        default:
+            throw ValidationError("--stall-every and --stall-length go together: give both")
+        }
+        guard linkDelay != nil || bandwidth != nil || stalls != nil else { return nil }
+        return .init(oneWayDelay: .milliseconds(linkDelay ?? 0), bytesPerSecond: bandwidth, stalls: stalls)
     }
 
     func run() async throws {
@@ -116,7 +217,9 @@ struct MockServerCommand: AsyncParsableCommand {
             bundleIDs: bundleIDs,
             authentication: authentication,
             maxConcurrentStreams: maxStreams,
-            recordedRequestLimit: recordLimit
+            recordedRequestLimit: recordLimit,
+            environment: try serverEnvironment(),
+            keyScopes: try keyScopes()
         ))
         do {
             try await server.start()
@@ -141,6 +244,7 @@ struct MockServerCommand: AsyncParsableCommand {
         }
         if let goAwayAfter { server.sendGoAway(afterRequests: goAwayAfter) }
         if let delay { server.setResponseDelay(.milliseconds(delay)) }
+        if let link = try linkEmulation() { server.setLinkEmulation(link) }
 
         print("mock APNs server listening on \(server.addresses.joined(separator: ", ")) port \(server.port)")
         print("port: \(server.port)")

@@ -20,6 +20,16 @@ struct UsageTests {
         ["send", "--no-auth", "--topic", "com.example.app", "--body", "hi", "--port", "70000", Fixtures.goodToken],
         ["mock-server", "--status", "404", "--fail-next", "1"],
         ["mock-server", "--token-key", "public.pem"],
+        ["mock-server", "--environment", "staging"],
+        ["mock-server", "--sandbox-only-key", "ABC123DEFG"],  // no --token-key or --accept-any-token
+        ["mock-server", "--accept-any-token", "--sandbox-only-key", "short"],
+        ["mock-server", "--accept-any-token", "--sandbox-only-key", "ABC123DEFG", "--production-only-key", "ABC123DEFG"],
+        ["mock-server", "--accept-any-token", "--topic-key", "ABC123DEFG"],  // no topics
+        ["mock-server", "--accept-any-token", "--topic-key", "ABC123DEFG=a", "--topic-key", "ABC123DEFG=b"],
+        ["mock-server", "--link-delay", "-1"],
+        ["mock-server", "--bandwidth", "0"],
+        ["mock-server", "--stall-every", "1000"],  // no --stall-length
+        ["mock-server", "--stall-every", "100", "--stall-length", "100"],
         ["bench", "--connections", "0"],
         ["frobnicate"],
     ]

@@ -39,4 +39,29 @@ struct SoakTests {
         #expect((report.server?.requests ?? 0) >= 5_000)
         #expect(report.transport?.requestsInFlight == 0)
     }
+
+    @Test("behind a 50 ms round trip (the mock server's link emulation), the same checks hold")
+    func soakBehindARoundTrip() async throws {
+        // Every answer, SETTINGS and PING acknowledgement arrives 50 ms late, so new
+        // connections after GOAWAYs and drops start a round trip later and each request
+        // holds its stream for at least 50 ms: 200 in flight carry at most 4,000/s.
+        let configuration = SoakConfiguration(
+            notifications: 3_000,
+            seed: Self.seed,
+            connections: 2,
+            concurrency: 200,
+            meanFaultGap: 100,
+            requestTimeout: .seconds(2),
+            stalls: true,
+            watchdog: .seconds(30),
+            rssGrowthLimitBytes: 64 << 20,
+            oneWayDelay: .milliseconds(50)
+        )
+        let report = try await Soak.run(configuration)
+        #expect(report.passed, "\(report)")
+        #expect(report.outcomeTotal == 3_000)
+        #expect(report.faults.values.reduce(0, +) >= 5, "\(report.faults)")
+        #expect((report.server?.requests ?? 0) >= 1_500)
+        #expect(report.transport?.requestsInFlight == 0)
+    }
 }
