@@ -60,6 +60,15 @@ extension APNsRequest {
         push.explicitAuthorization ?? storage.providerToken?.authorizationValue
     }
 
+    /// The request's `authorization` value, if any, found without building ``headers``
+    /// (which a device push writes out, a `String` per header, when asked).
+    package var authorization: String? {
+        if let general = storage.general {
+            return general.headers.first { $0.name == "authorization" }?.value
+        }
+        return storage.devicePush.flatMap(authorizationValue(of:))
+    }
+
     /// Writes every header's name and value, in the order of ``headers``, into `bytes`, and
     /// where each sits into `fields` (both emptied first; their capacity is kept, so a
     /// transport that reuses them allocates nothing per request).

@@ -250,7 +250,7 @@ public final class HTTP2Transport: PushTransport {
         if let token = request.providerToken { return Credential(token) }
         if let certificate = request.clientCertificate { return .certificate(certificate) }
         // A request built by hand may still carry a token: read its JWT (once per value).
-        guard let value = request.headers.first(where: { $0.name == "authorization" })?.value else { return .configured }
+        guard let value = request.authorization else { return .configured }
         if let last = lastRawToken.withLock({ $0 }), last.value == value { return last.credential }
         let jwt = value.hasPrefix("bearer ") ? String(value.dropFirst(7)) : value
         let credential = Credential.providerKey(

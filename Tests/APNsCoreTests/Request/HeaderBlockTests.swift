@@ -57,6 +57,18 @@ import Testing
         #expect(pushBytes == generalBytes)
     }
 
+    @Test func theAuthorizationIsReadWithoutBuildingTheHeaderList() throws {
+        let push = try Self.devicePush()
+        #expect(push.authorization == RequestBuildingTests.authorization)
+        #expect(push.authorization == push.headers.first { $0.name == "authorization" }?.value)
+        let unauthenticated = try RequestBuildingTests.appleNotification().request(
+            to: try DeviceToken(hex: Self.token),
+            environment: .custom(host: RequestBuildingTests.host, port: 443)
+        )
+        #expect(unauthenticated.authorization == nil)
+        #expect(!unauthenticated.headers.contains { $0.name == "authorization" })
+    }
+
     @Test func reusedBuffersAreEmptiedFirst() throws {
         let request = try Self.devicePush()
         var bytes: [UInt8] = Array("left over".utf8)
