@@ -169,13 +169,13 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         }
         if !request.isBatched, !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt {
             let waitMS = (nextConnectAttempt - now) / 1_000_000
-            return .fail(
-                .connectionFailed(
-                    "not connected to \(settings.endpointDescription); the last attempt failed ("
-                        + (lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")
-                        + "); next attempt in \(waitMS) ms"
-                )
-            )
+            let detail = "not connected to \(settings.endpointDescription); the last attempt failed ("
+                + (lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")
+                + "); next attempt in \(waitMS) ms"
+            // The last attempt's cause names the failure: a handshake the server refused (a
+            // client certificate it requires, say) is a TLS failure for every request that
+            // meets it, not only for the ones that were waiting for that attempt.
+            return .fail(lastConnectError?.code == .tlsFailure ? .tlsFailure(detail) : .connectionFailed(detail))
         }
         queue.append(request)
         var wakeups = chooseConnections(summary)

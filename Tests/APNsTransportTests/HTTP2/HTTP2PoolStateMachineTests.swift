@@ -323,4 +323,17 @@ struct HTTP2PoolBudgetTests {
         _ = pool.connectionUnavailable(0, closed: true)
         #expect(pool.connectPermission(for: 1, now: 10 * ms, jitter: 0) == .connect)
     }
+
+    @Test("while backing off after a refused handshake, a single send fails as a TLS failure, never sent")
+    func backoffAfterATLSFailureKeepsItsCause() {
+        var pool = machine(backoffBaseMS: 500)
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        _ = pool.connectFailed(0, error: .tlsFailure("the server requires a client certificate"), now: 0, jitter: 1)
+        var error: APNsTransportError?
+        if case .fail(let failure) = pool.enqueue(FakeRequest("b"), now: 100 * ms) { error = failure }
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(error?.detail?.contains("the server requires a client certificate") == true, "\(String(describing: error))")
+    }
 }
