@@ -149,6 +149,14 @@ let package = Package(
             dependencies: ["APNsTransport", "APNsMockServer"],
             path: "Benchmarks/WANBenchmark"
         ),
+        // Issue #18's idle cost of many credentials: 1,000 provider keys of distinct teams,
+        // one connection each on one shared transport, against `apns mock-server` in a
+        // child process; the public API only (Benchmarks/README.md).
+        .executableTarget(
+            name: "ManyCredentialsBenchmark",
+            dependencies: ["APNsCore", "APNsTransport"],
+            path: "Benchmarks/ManyCredentials"
+        ),
         // The soak of issue #8; its engine is a package-internal module so the default
         // test suite can run it small (not a product).
         .target(
