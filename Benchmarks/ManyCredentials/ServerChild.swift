@@ -11,13 +11,33 @@ import Glibc
 /// the child before the benchmark dies of SIGINT, SIGTERM or SIGHUP.
 nonisolated(unsafe) var serverChildPID: pid_t = 0
 
-/// Makes SIGINT, SIGTERM and SIGHUP kill the mock server child (if any) and then exit
-/// with 128 + the signal, so that an interrupted or timed-out run leaves no server behind.
-func forwardTerminatingSignalsToServerChild() {
+/// Files the signal handler removes, then the directory that held them (the last entry),
+/// as C strings; `nil`-terminated, or `nil` when there is nothing to remove.
+nonisolated(unsafe) var signalCleanupPaths: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+
+/// Makes SIGINT, SIGTERM and SIGHUP kill the mock server child (if any), remove
+/// `files` and then `directory` (with async-signal-safe calls only), and exit with
+/// 128 + the signal, so that an interrupted or timed-out run leaves nothing behind.
+func forwardTerminatingSignalsToServerChild(removing files: [String], in directory: String) {
+    let paths = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: files.count + 2)
+    for (index, path) in (files + [directory]).enumerated() { paths[index] = strdup(path) }
+    paths[files.count + 1] = nil
+    signalCleanupPaths = paths
     for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
         _ = signal(signalNumber) { received in
             let pid = serverChildPID
-            if pid > 0 { kill(pid, SIGKILL) }
+            if pid > 0 {
+                kill(pid, SIGKILL)
+                var status: Int32 = 0
+                _ = waitpid(pid, &status, 0)
+            }
+            if let paths = signalCleanupPaths {
+                var index = 0
+                while let path = paths[index] {
+                    if paths[index + 1] == nil { rmdir(path) } else { unlink(path) }
+                    index += 1
+                }
+            }
             _exit(128 + received)
         }
     }
@@ -39,9 +59,7 @@ struct ServerChild {
     /// with its output in `directory/server.log`, and waits at most `timeout` for the port
     /// file. The child is killed if it does not come up.
     static func start(binary: String, directory: String, timeout: Duration = .seconds(30)) async throws -> ServerChild {
-        let portFile = directory + "/port"
-        let caFile = directory + "/ca.pem"
-        let logPath = directory + "/server.log"
+        let (portFile, caFile, logPath) = files(in: directory)
         let arguments = [
             binary, "mock-server", "--accept-any-token", "--record-limit", "0",
             "--port-file", portFile, "--ca-file", caFile,
@@ -65,6 +83,11 @@ struct ServerChild {
         }
         ServerChild(pid: pid, port: 0, caPEM: "", logPath: logPath).stop()
         throw BenchmarkError("the mock server wrote no port file within \(timeout); its output:\n\(tail(of: logPath))")
+    }
+
+    /// The port file, CA file and log the child writes in `directory`.
+    static func files(in directory: String) -> (port: String, ca: String, log: String) {
+        (directory + "/port", directory + "/ca.pem", directory + "/server.log")
     }
 
     /// Sends SIGTERM, waits up to 10 s for the child to exit, then sends SIGKILL and reaps it.

@@ -194,12 +194,12 @@ func run(_ options: Options) async throws {
     if fileLimit < totalConnections + 256 {
         print("warning: the open-file limit is \(fileLimit), below the \(totalConnections + 256) this run needs (raise the hard limit: ulimit -Hn)")
     }
-    forwardTerminatingSignalsToServerChild()
-
     var template = Array((FileManager.default.temporaryDirectory.path + "/many-credentials-XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else { throw BenchmarkError("cannot make a temporary directory") }
     let directory = String(cString: made)
     defer { try? FileManager.default.removeItem(atPath: directory) }
+    let childFiles = ServerChild.files(in: directory)
+    forwardTerminatingSignalsToServerChild(removing: [childFiles.port, childFiles.ca, childFiles.log], in: directory)
 
     let binary = options.serverBinary ?? apnsBesideThisExecutable()
     let server = try await ServerChild.start(binary: binary, directory: directory)
@@ -299,6 +299,9 @@ func run(_ options: Options) async throws {
     await transport.shutdown()
     let shutdownSeconds = seconds(shutdownStart.duration(to: .now))
     let afterShutdown = ProcessFigures.read()
+    // `shutdown()` is documented to return once every thread has ended: look again later.
+    try await Task.sleep(for: .seconds(1))
+    let secondAfterShutdown = ProcessFigures.read()
 
     // MARK: Report
     let connections = max(1, idle.connections)
@@ -331,7 +334,7 @@ func run(_ options: Options) async throws {
         print("burst first failure     credential \(first.index) (\(tenants[first.index].teamID) \(tenants[first.index].keyID)): \(first.firstError ?? "?")")
     }
     print("after the burst         client \(figures(burstClient)), peak RSS \(fixed(burstClient.peakRSSMiB)) MiB; server \(figures(burstServer)); \(afterBurst.connections) connections open, \(openedInBurst) opened during the burst")
-    print("shutdown                \(fixed(shutdownSeconds, 2)) s; client then \(figures(afterShutdown))")
+    print("shutdown                \(fixed(shutdownSeconds, 2)) s; client on return \(figures(afterShutdown)); 1 s later \(figures(secondAfterShutdown))")
     print("goal: client threads <= cores + 4 (\(threadGoal)): \(met(threadsMet)) (\(idleClient.threads))")
     print("goal: client RSS <= 150 MiB: \(met(rssMet)) (\(fixed(idleClient.rssMiB)) MiB; with the server \(fixed(idleClient.rssMiB + idleServer.rssMiB)) MiB)")
     print("goal: no credential starved in the burst: \(met(starvedMet)) (\(burstResults.count - burstFailed.count) of \(credentials) answered without failure, slowest \(fixed(latencies.last ?? 0)) ms)")
