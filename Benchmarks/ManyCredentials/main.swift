@@ -351,6 +351,7 @@ func run(_ options: Options) async throws {
     fflush(nil)
 }
 
+/// The parsed command line.
 let options: Options
 do {
     options = try Options(CommandLine.arguments)
