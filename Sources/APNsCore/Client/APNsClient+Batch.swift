@@ -39,7 +39,7 @@ extension APNsClient {
     ///
     /// `onOutcome` is called exactly once per index of `deviceTokens`, in the order the
     /// outcomes become final (not input order), from any thread and possibly for several
-    /// indices at once: most calls come from the transport's connection threads, so keep
+    /// indices at once: most calls come from the transport's I/O threads, so keep
     /// it quick and thread-safe, and do not block in it. The method returns after the last
     /// call has returned.
     ///

@@ -37,7 +37,7 @@ public protocol PushTransport: Sendable {
     /// This is the many-notifications path: ``APNsClient``'s batch send uses it. The
     /// default implementation calls ``send(_:)`` from a sliding window of child tasks;
     /// `HTTP2Transport` replaces it with one that makes, sends and completes the requests
-    /// on its connection threads, without a task per request.
+    /// on its I/O threads, without a task per request.
     ///
     /// The contract, which every implementation keeps:
     /// - `makeRequest(index)` is called exactly once for each index in `0..<count`, in

@@ -11,35 +11,58 @@ import Glibc
 import Darwin
 #endif
 
-/// The I/O shell of one connection: a thread that connects (when the pool has work and
-/// the backoff allows), then runs a poll(2) loop on the socket and a wake-up descriptor,
-/// feeding an ``HTTP2ConnectionStateMachine`` and acting on its events.
+/// The I/O shell of one connection, driven by an ``EventLoop`` (a thread shared with
+/// other connections): while disconnected it asks the pool for permission to connect
+/// and has a ``ConnectWorkers`` thread open the socket (resolution, TCP, proxy, TLS all
+/// block); once connected it feeds an ``HTTP2ConnectionStateMachine`` from its socket
+/// and acts on its events, called by the loop whenever the socket is ready, the pool
+/// wakes it, or one of its timers is due. It never blocks.
 ///
-/// One loop iteration: apply stream resets asked for by cancelled tasks; take as many
+/// One service round: apply stream resets asked for by cancelled tasks; take as many
 /// queued requests as there are free streams and submit them; serialize every pending
-/// frame into one buffer and write it with one call (many frames per TLS record); poll;
-/// read everything available; complete, re-queue or fail requests per event; check
-/// deadlines, the PING timer and shutdown.
+/// frame into one buffer and write it with one call (many frames per TLS record); read
+/// everything available; complete, re-queue or fail requests per event; check deadlines,
+/// the PING timer and shutdown. Rounds repeat while there is more to do (a bounded
+/// number, so that other connections of the loop get their turn); then the connection
+/// tells the loop what to wait for: its socket (and writability when a write is
+/// pending) and its next deadline.
 ///
-/// Thread safety (why `@unchecked Sendable` is sound): the properties marked "I/O thread
-/// only" are read and written only by the connection's own thread, started once by
-/// ``start()``; other threads touch only the immutable properties, ``wakeup`` (a
-/// descriptor, thread-safe) and ``inbox`` (a `Mutex`).
-final class HTTP2Connection: @unchecked Sendable {
+/// Thread safety (why `@unchecked Sendable` is sound): the properties marked "loop
+/// thread only" are read and written only on ``loop``'s thread (the handler calls, and
+/// jobs the connection submits to its loop); other threads touch only the immutable
+/// properties, ``wakePending`` (an atomic) and ``inbox`` (a `Mutex`).
+final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     /// This connection's slot in the pool.
     let index: Int
     let pool: HTTP2ConnectionPool
-    let wakeup: WakeupSignal
+    /// The loop that drives this connection for its whole life (`nil`: the process has no
+    /// descriptors left for one; the connection then fails its attempts).
+    let loop: EventLoop?
+    /// This connection's registration in ``loop``.
+    let token: EventLoop.Token
     private let logger: Logger
 
     private struct Inbox {
         var resets: [(Int32, PendingRequest)] = []
     }
     private let inbox = Mutex(Inbox())
+    /// A wake is queued at the loop and not yet handled: further wakes are not needed.
+    private let wakePending = Atomic<Bool>(false)
 
-    // MARK: I/O thread only
-    private var stream: (any HTTP2ByteStream)?
-    private var machine: HTTP2ConnectionStateMachine?
+    /// Where the connection is in its life.
+    private enum Phase {
+        /// No session: the pool decides when to connect.
+        case disconnected
+        /// A ``ConnectWorkers`` thread is opening the socket.
+        case connecting
+        /// Connected; the session runs.
+        case session(any HTTP2ByteStream, HTTP2ConnectionStateMachine)
+        /// The pool let it go; the loop no longer calls it.
+        case exited
+    }
+
+    // MARK: Loop thread only
+    private var phase = Phase.disconnected
     private var inFlight: [Int32: PendingRequest] = [:]
     private var output: [UInt8] = []
     private var outputOffset = 0
@@ -57,104 +80,149 @@ final class HTTP2Connection: @unchecked Sendable {
     private var pollForWrite = false
     private var peerClosed = false
     /// The last read stopped at its iteration cap with data possibly still buffered in
-    /// TLS (which poll(2) cannot see): read again without blocking.
+    /// TLS (which the poller cannot see): read again without waiting.
     private var moreToRead = false
     private var submittedAny = false
     private var refusedResponseLogged = false
     /// The session ended because the server never sent its SETTINGS.
     private var prefaceTimedOut = false
 
-    init(index: Int, pool: HTTP2ConnectionPool) {
+    /// The most service rounds per call before yielding the loop to other connections.
+    private static let roundsPerTurn = 8
+    /// A turn also ends after this long (nanoseconds) once a round is done: a busy
+    /// connection must not hold its loop, and the other connections on it, for long.
+    private static let turnBudget: UInt64 = 1_000_000
+    /// The most reads (of up to 64 KiB) per round, for the same reason.
+    private static let readsPerRound = 4
+
+    init(index: Int, pool: HTTP2ConnectionPool, group: EventLoopGroup = .shared) {
         self.index = index
         self.pool = pool
-        // An eventfd failing means the process is out of descriptors; the connection
-        // then reports that when it tries to connect (see `run`).
-        self.wakeup = WakeupSignal()
+        let loop = group.next()
+        self.loop = loop
+        self.token = loop?.makeToken() ?? 0
         var logger = pool.settings.logger
         logger[metadataKey: "apns.connection"] = "\(index)"
         self.logger = logger
     }
 
-    /// Starts the connection's thread.
+    /// Attaches the connection to its loop and lets it ask the pool whether to connect.
     func start() {
-        let thread = Thread { [self] in
-            // A server that closes mid-write must fail the write with EPIPE, not end the process.
-            capns_block_sigpipe_on_this_thread()
-            self.run()
+        guard let loop else {
+            // No loop could be created (no descriptors left): fail what waits, then end.
+            pool.connectFailed(self, error: .connectionFailed("cannot create an I/O event loop (the process may be out of file descriptors)"))
+            pool.threadExited(self)
+            return
         }
-        thread.name = "apns-h2-\(index)"
-        thread.start()
+        loop.execute { [self] in
+            loop.attach(self, as: token)
+            // A wake that came before the attach was dropped by the loop: take it now.
+            wakePending.store(false, ordering: .sequentiallyConsistent)
+            serviceDisconnected()
+        }
     }
 
-    /// Asks the I/O thread to reset `streamID` of `pending` (its task was cancelled).
+    /// Has the loop call the connection soon (new work, shutdown, a retirement). Any thread.
+    func wake() {
+        guard let loop, !wakePending.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        loop.wake(token)
+    }
+
+    /// Asks the connection to reset `streamID` of `pending` (its task was cancelled).
     func requestReset(of streamID: Int32, for pending: PendingRequest) {
         inbox.withLock { $0.resets.append((streamID, pending)) }
-        wakeup.signal()
+        wake()
     }
 
-    // MARK: Thread body
+    // MARK: Loop calls
 
-    private func run() {
-        defer { pool.threadExited(self) }
-        #if os(Linux)
-        // Foundation does not pass `Thread.name` to the kernel on Linux: name the thread
-        // for top, perf and /proc (at most 15 bytes) through its comm file.
-        let fd = open("/proc/thread-self/comm", O_WRONLY)
-        if fd >= 0 {
-            var name = Array("apns-h2-\(index % 10_000)".utf8)
-            _ = write(fd, &name, name.count)
-            close(fd)
+    func handleEvent(readable: Bool, writable: Bool) {
+        // Cleared before the connection looks at the pool and its inbox: a wake from now
+        // on queues another call.
+        wakePending.store(false, ordering: .sequentiallyConsistent)
+        switch phase {
+        case .disconnected:
+            serviceDisconnected()
+        case .connecting, .exited:
+            break
+        case .session(let stream, let machine):
+            serviceSession(stream, machine, readable: readable, writable: writable)
         }
-        #endif
-        let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-        defer { readBuffer.deallocate() }
-        output.reserveCapacity(64 * 1024)
-        while true {
-            switch pool.connectPermission(for: self) {
-            case .exit:
-                return
-            case .idle:
-                waitForWakeup(timeoutNanoseconds: nil)
-            case .wait(let nanoseconds):
-                waitForWakeup(timeoutNanoseconds: min(nanoseconds, 10_000_000))
-                pool.expireQueued(now: MonotonicTime.now())
-            case .connect:
-                if !wakeup.isValid {
-                    pool.connectFailed(self, error: .connectionFailed("cannot create a wake-up descriptor"))
-                    continue
-                }
-                let endpoint = pool.settings.endpoint
-                let opened: any HTTP2ByteStream
-                do {
-                    opened = try pool.connector(endpoint, pool.settings.connectTimeout)
+    }
+
+    // MARK: Disconnected
+
+    /// Acts on the pool's answer to "may I connect?".
+    private func serviceDisconnected() {
+        guard let loop else { return }
+        switch pool.connectPermission(for: self) {
+        case .exit:
+            phase = .exited
+            loop.detach(token)
+            pool.threadExited(self)
+        case .idle:
+            loop.setDeadline(token, at: nil)
+        case .wait(let nanoseconds):
+            let now = MonotonicTime.now()
+            pool.expireQueued(now: now)
+            loop.setDeadline(token, at: now + min(nanoseconds, 10_000_000))
+        case .connect:
+            phase = .connecting
+            loop.setDeadline(token, at: nil)
+            let pool = pool
+            ConnectWorkers.shared.run { [self] in
+                let result: Result<any HTTP2ByteStream, APNsTransportError>
+                do throws(APNsTransportError) {
+                    result = .success(try pool.connector(pool.settings.endpoint, pool.settings.connectTimeout))
                 } catch {
-                    pool.connectFailed(self, error: error)
-                    continue
+                    result = .failure(error)
                 }
-                runSession(on: opened, readBuffer: readBuffer)
+                let opened = ConnectResult(result)
+                loop.execute { [self] in connectFinished(opened.result) }
             }
         }
     }
 
-    private func waitForWakeup(timeoutNanoseconds: UInt64?) {
-        var fd = pollfd(fd: wakeup.readDescriptor, events: Int16(POLLIN), revents: 0)
-        let timeout = timeoutNanoseconds.map { Int32(clamping: ($0 + 999_999) / 1_000_000) } ?? -1
-        if poll(&fd, 1, timeout) > 0 { wakeup.drain() }
+    /// A connection attempt's result, handed from a worker thread to the loop.
+    private final class ConnectResult: @unchecked Sendable {
+        // Written once before it is handed over, read once on the loop thread.
+        let result: Result<any HTTP2ByteStream, APNsTransportError>
+        init(_ result: Result<any HTTP2ByteStream, APNsTransportError>) { self.result = result }
+    }
+
+    private func connectFinished(_ result: Result<any HTTP2ByteStream, APNsTransportError>) {
+        phase = .disconnected
+        switch result {
+        case .failure(let error):
+            pool.connectFailed(self, error: error)
+        case .success(let opened):
+            if let (stream, machine) = startSession(on: opened) {
+                serviceSession(stream, machine, readable: true, writable: false)
+                return
+            }
+        }
+        serviceDisconnected()
     }
 
     // MARK: Session
 
-    private func runSession(on opened: any HTTP2ByteStream, readBuffer: UnsafeMutableRawBufferPointer) {
+    private func startSession(on opened: any HTTP2ByteStream) -> (any HTTP2ByteStream, HTTP2ConnectionStateMachine)? {
+        guard let loop else { return nil }
         let machine: HTTP2ConnectionStateMachine
         do {
             machine = try HTTP2ConnectionStateMachine(configuration: pool.settings.machine)
         } catch {
             opened.close()
             pool.connectFailed(self, error: error)
-            return
+            return nil
         }
-        self.stream = opened
-        self.machine = machine
+        guard loop.watch(opened.fileDescriptor, token: token) else {
+            let reason = TCPConnector.errorString(errno)
+            opened.close()
+            pool.connectFailed(self, error: .connectionFailed("cannot watch the connection's socket: \(reason)"))
+            return nil
+        }
+        phase = .session(opened, machine)
         let now = MonotonicTime.now()
         liveness = HTTP2ConnectionLiveness(
             settings: .init(
@@ -178,12 +246,40 @@ final class HTTP2Connection: @unchecked Sendable {
         publishedFree = machine.availableStreams
         pool.connectSucceeded(self, freeStreams: publishedFree)
         logger.debug("APNs connection established")
+        return (opened, machine)
+    }
 
-        var closeReason: APNsTransportError?
-        var lost = false
-        sessionLoop: while true {
+    /// Runs service rounds until there is nothing to do without waiting, then tells the
+    /// loop what to wait for.
+    private func serviceSession(
+        _ stream: any HTTP2ByteStream,
+        _ machine: HTTP2ConnectionStateMachine,
+        readable: Bool,
+        writable: Bool
+    ) {
+        guard let loop else { return }
+        var read = readable || writable
+        let turnStarted = MonotonicTime.now()
+        for round in 0..<Self.roundsPerTurn {
             do throws(APNsTransportError) {
-                let now = MonotonicTime.now()
+                let now = round == 0 ? turnStarted : MonotonicTime.now()
+                if now &- turnStarted > Self.turnBudget { break }
+                if read || moreToRead {
+                    try readAvailable(machine, stream: stream, readBuffer: loop.readBuffer)
+                }
+                read = false
+                try handleEvents(machine)
+                if peerClosed {
+                    if machine.goAwayReceived, inFlight.isEmpty {
+                        endSession(machine, stream, reason: nil, lost: false)
+                        return
+                    }
+                    throw APNsTransportError.connectionClosed(
+                        goAwayDetail.map { "the server closed the connection after \($0)" }
+                            ?? "the server closed the connection"
+                    )
+                }
+                try checkTimers(machine)
                 applyResets(machine)
                 if let deadline = pool.drainDeadline(for: self) {
                     if !draining {
@@ -193,40 +289,71 @@ final class HTTP2Connection: @unchecked Sendable {
                     if inFlight.isEmpty || now >= deadline {
                         failInFlightForShutdown()
                         machine.submitGoAway()
-                        try flush(machine, stream: opened)
-                        break sessionLoop
+                        try flush(machine, stream: stream)
+                        endSession(machine, stream, reason: nil, lost: false)
+                        return
                     }
                 }
                 submitQueued(machine)
-                try flush(machine, stream: opened)
+                // Everything the session has to send goes out now: requests, and what
+                // reading produced (SETTINGS and PING acknowledgements, WINDOW_UPDATE)
+                // or the timers asked for (a PING).
+                try flush(machine, stream: stream)
                 if let failure = machine.connectionError { throw failure }
                 if !draining, !machine.isClosing, takingStreams(machine) != publishedFree {
                     // Writing closed streams (a reset, say): publish the free streams
-                    // and take queued work before sleeping in poll.
-                    continue sessionLoop
+                    // and take queued work before waiting.
+                    continue
                 }
-
                 if machine.isClosing, inFlight.isEmpty {
-                    break sessionLoop
+                    endSession(machine, stream, reason: nil, lost: false)
+                    return
+                }
+                let free = draining || machine.isClosing ? 0 : takingStreams(machine)
+                let (hasWork, queueNonEmpty) = pool.prepareToSleep(self, freeStreams: free)
+                publishedFree = free
+                if hasWork || moreToRead {
+                    // More queued work for free streams, or TLS holds more to read: go
+                    // round again, reading what may have arrived meanwhile.
+                    read = true
+                    continue
                 }
 
-                try waitForIO(machine, stream: opened, readBuffer: readBuffer, now: now)
-                try handleEvents(machine)
-                if peerClosed {
-                    if machine.goAwayReceived, inFlight.isEmpty { break sessionLoop }
-                    throw APNsTransportError.connectionClosed(
-                        goAwayDetail.map { "the server closed the connection after \($0)" }
-                            ?? "the server closed the connection"
-                    )
+                // Nothing to do until the socket, the pool or a timer says so.
+                var timeout = UInt64.max
+                if !inFlight.isEmpty || queueNonEmpty || draining {
+                    timeout = 10_000_000
+                } else if output.capacity > 64 * 1024, outputOffset >= output.count {
+                    // Idle after a burst, everything written: give the burst's buffer back.
+                    output = []
+                    outputOffset = 0
                 }
-                try checkTimers(machine)
+                timeout = min(timeout, liveness.nextDue(now: now))
+                loop.setWriteInterest(token, pollForWrite)
+                loop.setDeadline(token, at: timeout == UInt64.max ? nil : now &+ timeout)
+                return
             } catch {
-                closeReason = error
-                lost = true
-                break sessionLoop
+                endSession(machine, stream, reason: error, lost: true)
+                return
             }
         }
-        teardown(machine, stream: opened, reason: closeReason, lost: lost)
+        // Still busy after a full turn: let the loop's other connections run first.
+        loop.setWriteInterest(token, pollForWrite)
+        wake()
+    }
+
+    /// Ends the session and goes back to asking the pool whether to connect.
+    private func endSession(
+        _ machine: HTTP2ConnectionStateMachine,
+        _ stream: any HTTP2ByteStream,
+        reason: APNsTransportError?,
+        lost: Bool
+    ) {
+        loop?.unwatch(token)
+        loop?.setDeadline(token, at: nil)
+        phase = .disconnected
+        teardown(machine, stream: stream, reason: reason, lost: lost)
+        serviceDisconnected()
     }
 
     private func applyResets(_ machine: HTTP2ConnectionStateMachine) {
@@ -311,49 +438,13 @@ final class HTTP2Connection: @unchecked Sendable {
         }
     }
 
-    private func waitForIO(
-        _ machine: HTTP2ConnectionStateMachine,
-        stream: any HTTP2ByteStream,
-        readBuffer: UnsafeMutableRawBufferPointer,
-        now: UInt64
-    ) throws(APNsTransportError) {
-        var timeout = UInt64.max
-        let free = draining || machine.isClosing ? 0 : takingStreams(machine)
-        let (hasWork, queueNonEmpty) = pool.prepareToSleep(self, freeStreams: free)
-        publishedFree = free
-        if hasWork || moreToRead {
-            timeout = 0
-        } else if !inFlight.isEmpty || queueNonEmpty || draining {
-            timeout = 10_000_000
-        }
-        timeout = min(timeout, liveness.nextDue(now: now))
-        let milliseconds = timeout == UInt64.max ? -1 : Int32(clamping: (timeout + 999_999) / 1_000_000)
-        // The two descriptors live on the stack: no array allocated per loop iteration.
-        let socketEvents = Int16(POLLIN) | (pollForWrite ? Int16(POLLOUT) : 0)
-        let (ready, socketReady, wakeupReady) = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds in
-            fds.initialize(repeating: pollfd(fd: wakeup.readDescriptor, events: Int16(POLLIN), revents: 0))
-            fds[0].fd = stream.fileDescriptor
-            fds[0].events = socketEvents
-            let ready = poll(fds.baseAddress, 2, milliseconds)
-            return (ready, fds[0].revents, fds[1].revents)
-        }
-        if ready < 0 {
-            if errno == EINTR { return }
-            throw .connectionClosed("poll failed: errno \(errno)")
-        }
-        if wakeupReady != 0 { wakeup.drain() }
-        if moreToRead || socketReady & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
-            try readAvailable(machine, stream: stream, readBuffer: readBuffer)
-        }
-    }
-
     private func readAvailable(
         _ machine: HTTP2ConnectionStateMachine,
         stream: any HTTP2ByteStream,
         readBuffer: UnsafeMutableRawBufferPointer
     ) throws(APNsTransportError) {
         moreToRead = true
-        for _ in 0..<64 {
+        for _ in 0..<Self.readsPerRound {
             switch try stream.read(into: readBuffer) {
             case .done(let count):
                 liveness.received(now: MonotonicTime.now())
@@ -558,8 +649,6 @@ final class HTTP2Connection: @unchecked Sendable {
         }
         inFlight.removeAll()
         stream.close()
-        self.stream = nil
-        self.machine = nil
         output.removeAll(keepingCapacity: true)
         outputOffset = 0
         if let refused {

@@ -5,14 +5,14 @@ import Synchronization
 
 /// The connections to one endpoint and the queue of requests waiting for a stream: the
 /// I/O shell of an ``HTTP2PoolStateMachine``, which takes every decision. The shell
-/// reads the clock, draws the backoff's jitter, creates and starts connection threads,
-/// signals them, finishes requests, logs and counts.
+/// reads the clock, draws the backoff's jitter, creates and starts connections (each
+/// driven by an ``EventLoop``), wakes them, finishes requests, logs and counts.
 ///
 /// The protocol between the pool and its connections, in one place:
 /// - ``enqueue(_:)`` (any task) appends a request and wakes one connection that has a
 ///   free stream; if none has, it wakes an idle disconnected one or starts a new one
 ///   (lazily, up to `connectionCount`). Each connection's free-stream count lives here.
-/// - A connection thread calls ``take(for:max:into:)`` with its free streams; that
+/// - A connection (on its loop's thread) calls ``take(for:max:into:)`` with its free streams; that
 ///   pops requests and records what is left free. Requests the server did not process
 ///   come back through ``requeue(_:)`` and go first.
 /// - Before connecting, a connection asks ``connectPermission(for:)``: connection
@@ -20,7 +20,7 @@ import Synchronization
 ///   while the pool is backing off with no connection up, new requests fail at once
 ///   with `connectionFailed` (never sent, so safe to retry) rather than wait.
 /// - ``shutdown(gracePeriod:)`` fails what is queued, tells every connection to drain,
-///   and returns when every connection thread has exited.
+///   and returns when every connection has exited.
 /// - Every connection belongs to the pool's one credential (its provider key, or its
 ///   client certificate): APNs pins a connection to the key of its first token. Before it
 ///   opens a connection, a pool asks the transport's ``SharedConnectionBudget``; when
@@ -142,9 +142,9 @@ final class HTTP2ConnectionPool: Sendable {
         }
 
         func run() {
-            wake?.wakeup.signal()
-            for connection in wakeMore { connection.wakeup.signal() }
-            wakeIdle?.wakeup.signal()
+            wake?.wake()
+            for connection in wakeMore { connection.wake() }
+            wakeIdle?.wake()
             start?.start()
         }
     }
@@ -236,8 +236,8 @@ final class HTTP2ConnectionPool: Sendable {
         let permission = state.withLock { $0.machine.connectPermission(for: connection.index, now: now, jitter: jitter) }
         switch permission {
         case .connect:
-            // The thread blocks while it connects (or waits for the budget): someone
-            // else must expire what waits.
+            // While it connects (on a worker thread) or waits for the budget, the
+            // connection does not look at the queue: someone else must expire what waits.
             QueueDeadlineWatch.shared.watch(self)
             guard let budget else { return .connect }
             state.withLock { $0.askingBudget += 1 }
@@ -321,7 +321,7 @@ final class HTTP2ConnectionPool: Sendable {
             "APNs connection given back to the transport's connection budget",
             metadata: ["apns.credential": "\(credential)"]
         )
-        connection.wakeup.signal()
+        connection.wake()
         return true
     }
 
@@ -330,7 +330,7 @@ final class HTTP2ConnectionPool: Sendable {
         let retired = state.withLock { retireLocked(connection.index, &$0) }
         guard let retired else { return }
         statistics.update { $0.connectionsRetired += 1 }
-        retired.wakeup.signal()
+        retired.wake()
     }
 
     private func retireLocked(_ id: Int, _ locked: inout Locked) -> HTTP2Connection? {
@@ -454,7 +454,7 @@ final class HTTP2ConnectionPool: Sendable {
         state.withLock { $0.machine.shuttingDown ? $0.machine.shutdownDeadline : nil }
     }
 
-    /// A connection thread has ended.
+    /// A connection has exited (it was let go: shutdown, or a slot no longer needed).
     func threadExited(_ connection: HTTP2Connection) {
         releaseBudget(connection)
         let waiters: [CheckedContinuation<Void, Never>] = state.withLock { locked in
@@ -479,7 +479,7 @@ final class HTTP2ConnectionPool: Sendable {
     }
 
     /// Fails what is queued, lets in-flight requests finish until `gracePeriod` has
-    /// passed, closes every connection with GOAWAY, and returns when all threads exited.
+    /// passed, closes every connection with GOAWAY, and returns when all connections exited.
     func shutdown(gracePeriod: Duration, reason: String = "the transport shut down before the request was sent") async {
         let deadline = MonotonicTime.deadline(after: gracePeriod)
         let (queued, connections): ([PendingRequest], [HTTP2Connection]) = state.withLock { locked in
@@ -489,7 +489,7 @@ final class HTTP2ConnectionPool: Sendable {
         for pending in queued {
             pending.finish(.failure(.shutdown(reason)))
         }
-        for connection in connections { connection.wakeup.signal() }
+        for connection in connections { connection.wake() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { locked -> Bool in
                 if locked.machine.runningThreads == 0 { return true }
@@ -498,7 +498,7 @@ final class HTTP2ConnectionPool: Sendable {
             }
             if done { continuation.resume() }
         }
-        // Break the pool ↔ connection reference cycle now that every thread has exited.
+        // Break the pool ↔ connection reference cycle now that every connection has exited.
         state.withLock { $0.connections.removeAll() }
         QueueDeadlineWatch.shared.unwatch(self)
         budget?.remove(self)

@@ -26,8 +26,9 @@ extension HTTP2Transport {
         /// own). Shared fairly: every credential with requests to send is guaranteed one
         /// connection (when the budget is spent, the busiest credential gives one back),
         /// and beyond that a credential gets at most `maxConnections / active credentials`
-        /// while others wait. Default 256. Each connection costs a thread (see
-        /// <doc:ServingManyAppsAndTeams>).
+        /// while others wait. Default 256. A connection costs no thread of its own (the
+        /// process's I/O threads drive them all), only a socket and its TLS and HTTP/2
+        /// state: see <doc:ServingManyAppsAndTeams> for figures.
         public var maxConnections: Int = 256
         /// How long a credential's pool may go without a request before its connections
         /// are closed (a removed tenant, a rotated key); `nil` keeps them open for the

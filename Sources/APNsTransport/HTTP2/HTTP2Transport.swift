@@ -12,8 +12,12 @@ import Synchronization
 /// await transport.shutdown()
 /// ```
 ///
-/// **Connections.** Each connection is an nghttp2 client session driven by its own
-/// thread (a poll(2) loop). Connections open lazily, when requests need them, up to
+/// **Connections.** Each connection is an nghttp2 client session driven by one of the
+/// process's I/O threads: one event loop per core (epoll on Linux), each multiplexing
+/// many connections, shared by every transport, so a thousand idle connections cost
+/// descriptors and memory, not threads. Connections are opened (name resolution, TCP,
+/// a proxy's CONNECT, TLS) by at most four short-lived threads that end when no
+/// connection is being opened. Connections open lazily, when requests need them, up to
 /// ``Configuration/connectionCount``, and stay open; an idle one is PINGed
 /// (RFC 9113 §6.7) and closed if the PING goes unanswered. After a failed attempt the
 /// pool waits an exponential, jittered delay before the next one
@@ -31,7 +35,7 @@ import Synchronization
 ///
 /// **Many at once.** ``sendBatch(count:maxConcurrency:makeRequest:onResult:)`` (and
 /// ``APNsCore/APNsClient``'s batch sends, which use it) makes, sends and completes requests on
-/// the connection threads, a window at a time, without a task per request: about a third
+/// the I/O threads, a window at a time, without a task per request: about a third
 /// less CPU per notification than ``send(_:)`` from as many tasks.
 ///
 /// **Requests the server did not process** (above a GOAWAY's last-stream-id, RFC 9113
@@ -64,7 +68,7 @@ import Synchronization
 /// throws ``APNsCore/APNsTransportError/Code/timeout`` (`mayHaveReachedAPNs` true once sent).
 /// Cancelling the calling task does the same with ``APNsCore/APNsTransportError/Code/cancelled``.
 ///
-/// Call ``shutdown()`` before releasing the transport: it stops the connection threads.
+/// Call ``shutdown()`` before releasing the transport: it closes its connections.
 public final class HTTP2Transport: PushTransport {
     /// The configuration the transport was created with.
     public let configuration: Configuration
@@ -179,7 +183,7 @@ public final class HTTP2Transport: PushTransport {
         return try outcome.get()
     }
 
-    /// Sends many requests from the connection threads: each finished request hands its
+    /// Sends many requests from the I/O threads: each finished request hands its
     /// result to `onResult` and makes the next one on the thread that finished it, so the
     /// batch costs no task and no task switch per request (see ``APNsCore/PushTransport``
     /// for the contract: every index made once, in order; one result per request made).
@@ -228,7 +232,7 @@ public final class HTTP2Transport: PushTransport {
     /// Stops taking requests (new ones fail with ``APNsCore/APNsTransportError/Code/shutdown``),
     /// fails queued ones, gives in-flight ones up to ``Configuration/shutdownGracePeriod``
     /// to finish (then fails them with `shutdown` and `mayHaveReachedAPNs == true`),
-    /// closes every connection with GOAWAY, and returns when every thread has ended.
+    /// closes every connection with GOAWAY, and returns when every connection has closed.
     public func shutdown() async {
         let all = pools.withLock { state -> [HTTP2ConnectionPool] in
             state.shutDown = true

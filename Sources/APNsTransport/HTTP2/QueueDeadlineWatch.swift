@@ -1,45 +1,53 @@
 import Foundation
 import Synchronization
 
-/// Expires queued requests while no connection thread of their pool can: a connection
-/// thread blocks while it connects (TCP, TLS, a proxy: up to the connect timeout), and a
-/// pool whose only connection is connecting has nobody else to notice that a waiting
-/// request's deadline passed.
+/// Expires queued requests while no connection of their pool can: a pool whose only
+/// connection is being opened (on a ``ConnectWorkers`` thread: TCP, TLS, a proxy, up to
+/// the connect timeout), or whose connections all wait for a place in the transport's
+/// connection budget, has nobody else to notice that a waiting request's deadline passed.
 ///
-/// One thread for the process, started on first use. It runs only while some pool has a
-/// connection being opened (``watch(_:)`` … ``unwatch(_:)``), and then calls
+/// It is a timer on one of the shared ``EventLoopGroup``'s loops (no thread of its own):
+/// while some pool is watched (``watch(_:)`` … ``unwatch(_:)``) it calls
 /// ``HTTP2ConnectionPool/expireQueued(now:)`` on each watched pool every 10 ms; otherwise
-/// it sleeps on a condition. So a request's deadline is honoured to within about 10 ms
-/// wherever it waits.
-final class QueueDeadlineWatch: Sendable {
+/// it is not scheduled. So a request's deadline is honoured to within about 10 ms wherever
+/// it waits.
+final class QueueDeadlineWatch: EventLoopHandler, Sendable {
     static let shared = QueueDeadlineWatch()
 
     private struct State {
         var pools: [ObjectIdentifier: HTTP2ConnectionPool] = [:]
-        var started = false
+        /// The timer is set (or about to be): a new watch need not set it.
+        var scheduled = false
+        var attached = false
     }
 
     private let state = Mutex(State())
-    /// Wakes the thread when the first pool is watched (NSCondition is thread-safe).
-    private nonisolated(unsafe) let condition = NSCondition()
+    private let loop: EventLoop?
+    private let token: EventLoop.Token
 
-    private init() {}
+    /// How often watched pools are scanned.
+    private static let interval: UInt64 = 10_000_000
+
+    init(group: EventLoopGroup = .shared) {
+        loop = group.next()
+        token = loop?.makeToken() ?? 0
+    }
 
     /// Starts watching `pool` (idempotent).
     func watch(_ pool: HTTP2ConnectionPool) {
-        let start = state.withLock { state -> Bool in
+        let (schedule, attach) = state.withLock { state -> (Bool, Bool) in
             state.pools[ObjectIdentifier(pool)] = pool
-            defer { state.started = true }
-            return !state.started
+            defer {
+                state.scheduled = true
+                state.attached = true
+            }
+            return (!state.scheduled, !state.attached)
         }
-        if start {
-            let thread = Thread { [self] in self.run() }
-            thread.name = "apns-deadlines"
-            thread.start()
+        guard schedule, let loop else { return }
+        loop.execute { [self] in
+            if attach { loop.attach(self, as: token) }
+            loop.setDeadline(token, at: MonotonicTime.now() + Self.interval)
         }
-        condition.lock()
-        condition.signal()
-        condition.unlock()
     }
 
     /// Stops watching `pool` (idempotent).
@@ -52,22 +60,15 @@ final class QueueDeadlineWatch: Sendable {
         state.withLock { $0.pools[ObjectIdentifier(pool)] != nil }
     }
 
-    private func run() {
-        while true {
-            let pools = state.withLock { Array($0.pools.values) }
-            if pools.isEmpty {
-                condition.lock()
-                // Re-checked under the condition's lock: a watch() between the snapshot and
-                // here signals after this wait begins, or is seen by this check.
-                if state.withLock({ $0.pools.isEmpty }) {
-                    _ = condition.wait(until: Date(timeIntervalSinceNow: 1))
-                }
-                condition.unlock()
-                continue
-            }
-            let now = MonotonicTime.now()
-            for pool in pools { pool.expireQueued(now: now) }
-            usleep(10_000)
+    /// The timer: scans the watched pools, and sets itself again while any is watched.
+    func handleEvent(readable: Bool, writable: Bool) {
+        let pools = state.withLock { state -> [HTTP2ConnectionPool] in
+            if state.pools.isEmpty { state.scheduled = false }
+            return Array(state.pools.values)
         }
+        guard !pools.isEmpty else { return }
+        let now = MonotonicTime.now()
+        for pool in pools { pool.expireQueued(now: now) }
+        loop?.setDeadline(token, at: MonotonicTime.now() + Self.interval)
     }
 }

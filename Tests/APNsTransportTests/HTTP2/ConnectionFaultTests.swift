@@ -114,8 +114,9 @@ struct ConnectionFaultTests {
             let transport = try mockTransport(server) {
                 $0.connectionCount = 1
                 $0.pingInterval = .milliseconds(100)
-                // Long enough that a healthy but busy server thread always answers in time.
-                $0.pingTimeout = .milliseconds(400)
+                // Long enough that a healthy but busy server thread, and the client's I/O
+                // threads shared with every other test of a parallel run, answer in time.
+                $0.pingTimeout = .seconds(2)
             }
             let opening = try await transport.send(mockPush(0, port: port))
             #expect(opening.status == 200)

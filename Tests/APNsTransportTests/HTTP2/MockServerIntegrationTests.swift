@@ -226,7 +226,7 @@ struct MockServerIntegrationTests {
             let transport = try mockTransport(server)
             _ = try await transport.send(mockPush(0, port: server.port))
             server.setResponseDelay(.seconds(60))  // released below, after the timeouts
-            let slow = try await sendToMock(transport, port: server.port, indices: 1..<4, timeout: .milliseconds(100))
+            let slow = try await sendToMock(transport, port: server.port, indices: 1..<4, timeout: .seconds(1))
             server.setResponseDelay(.zero)
             let after = try await transport.send(mockPush(9, port: server.port))
             await transport.shutdown()

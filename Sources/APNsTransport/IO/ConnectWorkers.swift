@@ -1,0 +1,89 @@
+import COpenSSL
+import Foundation
+import Synchronization
+
+/// A few threads that open connections: name resolution, TCP connect, a proxy's CONNECT
+/// and the TLS handshake all block (each with its deadline), so they run here rather than
+/// on an ``EventLoop``, whose thread must never block.
+///
+/// Threads start when work arrives, up to ``maxThreads``, and end after ``idleLifetime``
+/// without work, so a process holding a thousand open, idle connections has none of them.
+/// Opening many connections at once queues the attempts; they run in order.
+final class ConnectWorkers: Sendable {
+    /// The workers every transport uses.
+    static let shared = ConnectWorkers(maxThreads: 4, idleLifetime: .seconds(2))
+
+    private struct State {
+        var jobs = FIFOQueue<@Sendable () -> Void>()
+        var threads = 0
+        var idle = 0
+    }
+
+    /// The most threads opening connections at once.
+    let maxThreads: Int
+    /// How long a worker waits for work before it ends.
+    let idleLifetime: Duration
+    private let state = Mutex(State())
+    /// Signalled when a job is queued (NSCondition is thread-safe).
+    private let condition = NSCondition()
+
+    init(maxThreads: Int, idleLifetime: Duration) {
+        self.maxThreads = max(1, maxThreads)
+        self.idleLifetime = idleLifetime
+    }
+
+    /// Runs `job` on a worker thread, soon.
+    func run(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        let start = state.withLock { state -> Bool in
+            state.jobs.append(job)
+            if state.jobs.count > state.idle, state.threads < maxThreads {
+                state.threads += 1
+                return true
+            }
+            return false
+        }
+        condition.signal()
+        condition.unlock()
+        if start {
+            let thread = Thread { [self] in
+                capns_block_sigpipe_on_this_thread()
+                EventLoop.nameKernelThread("apns-connect")
+                self.work()
+            }
+            thread.name = "apns-connect"
+            thread.stackSize = 512 * 1024
+            thread.start()
+        }
+    }
+
+    /// How many worker threads exist now.
+    var runningThreads: Int { state.withLock { $0.threads } }
+
+    private func work() {
+        let (seconds, attoseconds) = idleLifetime.components
+        let lifetime = Double(seconds) + Double(attoseconds) / 1e18
+        while true {
+            condition.lock()
+            var job = state.withLock { $0.jobs.popFirst() }
+            if job == nil {
+                state.withLock { $0.idle += 1 }
+                _ = condition.wait(until: Date(timeIntervalSinceNow: lifetime))
+                job = state.withLock { state -> (@Sendable () -> Void)? in
+                    state.idle -= 1
+                    if let next = state.jobs.popFirst() { return next }
+                    // Nothing came: end (decided under the lock, so `run` starts another
+                    // thread for work queued after this).
+                    state.threads -= 1
+                    return nil
+                }
+                if job == nil {
+                    condition.unlock()
+                    return
+                }
+            }
+            condition.unlock()
+            job?()
+        }
+    }
+}
