@@ -92,8 +92,14 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     /// A turn also ends after this long (nanoseconds) once a round is done: a busy
     /// connection must not hold its loop, and the other connections on it, for long.
     private static let turnBudget: UInt64 = 1_000_000
-    /// The most reads (of up to 64 KiB) per round, for the same reason.
-    private static let readsPerRound = 4
+    /// The most reads (TLS records, up to 16 KiB) per round: the answers a record brings
+    /// are acted on, and the requests they free written, before the next record is read.
+    /// Over a long round trip that keeps requests flowing as answers trickle in, instead
+    /// of answering a whole window's worth first (which delays the next requests by the
+    /// time it takes); it also bounds the time a flooded connection holds its loop.
+    private static let readsPerRound = 1
+    /// The most queued requests submitted per round, for the same reason.
+    private static let submitsPerRound = 128
 
     init(index: Int, pool: HTTP2ConnectionPool, group: EventLoopGroup = .shared) {
         self.index = index
@@ -294,6 +300,12 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                         return
                     }
                 }
+                if machine.unsentBodyBytes > 0 {
+                    // Bodies wait for the server's window: send what it allows now, ahead of
+                    // the new requests' HEADERS, so the server receives and acknowledges
+                    // them at once rather than behind a block of headers.
+                    try flush(machine, stream: stream)
+                }
                 submitQueued(machine)
                 // Everything the session has to send goes out now: requests, and what
                 // reading produced (SETTINGS and PING acknowledgements, WINDOW_UPDATE)
@@ -373,8 +385,15 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         let free = takingStreams(machine)
         guard free > 0 || publishedFree > 0 else { return }
         taken.removeAll(keepingCapacity: true)
-        pool.take(for: self, max: free, into: &taken)
+        // A bounded number per round: submitting a thousand requests at once would hold
+        // the loop (and every other connection on it) for as long as that takes.
+        let batch = min(free, Self.submitsPerRound)
+        pool.take(for: self, max: batch, into: &taken)
         publishedFree = free - taken.count
+        if batch < free, taken.count == batch {
+            // The pool counted only `batch` streams; the rest are still free.
+            pool.publishFreeStreams(self, freeStreams: publishedFree)
+        }
         guard !taken.isEmpty else { return }
         liveness.sent(now: MonotonicTime.now(), firstInFlight: inFlight.isEmpty)
         var sent = 0

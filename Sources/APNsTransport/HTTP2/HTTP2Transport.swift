@@ -16,8 +16,10 @@ import Synchronization
 /// process's I/O threads: one event loop per core (epoll on Linux), each multiplexing
 /// many connections, shared by every transport, so a thousand idle connections cost
 /// descriptors and memory, not threads. Connections are opened (name resolution, TCP,
-/// a proxy's CONNECT, TLS) by at most four short-lived threads that end when no
-/// connection is being opened. Connections open lazily, when requests need them, up to
+/// a proxy's CONNECT, TLS) on short-lived worker threads, one per attempt in
+/// progress, that end two seconds after the last attempt. The environment variable
+/// `APNS_IO_THREADS` (1 to 64) sets another number of loops for the process.
+/// Connections open lazily, when requests need them, up to
 /// ``Configuration/connectionCount``, and stay open; an idle one is PINGed
 /// (RFC 9113 §6.7) and closed if the PING goes unanswered. After a failed attempt the
 /// pool waits an exponential, jittered delay before the next one

@@ -6,12 +6,15 @@ import Synchronization
 /// and the TLS handshake all block (each with its deadline), so they run here rather than
 /// on an ``EventLoop``, whose thread must never block.
 ///
-/// Threads start when work arrives, up to ``maxThreads``, and end after ``idleLifetime``
-/// without work, so a process holding a thousand open, idle connections has none of them.
-/// Opening many connections at once queues the attempts; they run in order.
+/// A thread starts whenever an attempt finds no idle worker, up to ``maxThreads``, and
+/// ends after ``idleLifetime`` without work, so a process holding a thousand open, idle
+/// connections has none of them. The bound is high on purpose: an attempt that hangs
+/// until its connect timeout (an endpoint that drops packets, a stuck proxy) holds its
+/// worker, and must not hold up other pools' attempts; only beyond ``maxThreads``
+/// attempts at once do they queue, and then run in order.
 final class ConnectWorkers: Sendable {
     /// The workers every transport uses.
-    static let shared = ConnectWorkers(maxThreads: 4, idleLifetime: .seconds(2))
+    static let shared = ConnectWorkers(maxThreads: 64, idleLifetime: .seconds(2))
 
     private struct State {
         var jobs = FIFOQueue<@Sendable () -> Void>()

@@ -285,8 +285,19 @@ final class EventLoop: @unchecked Sendable {
 /// for the life of the process (like SwiftNIO's singleton group). Every transport's
 /// connections are spread over them; a new connection goes to the least loaded loop.
 final class EventLoopGroup: Sendable {
-    /// The group every transport uses.
-    static let shared = EventLoopGroup(threads: ProcessInfo.processInfo.activeProcessorCount)
+    /// The group every transport uses: one loop per core, or `APNS_IO_THREADS` loops
+    /// (1 to 64) when that environment variable is set (for a process whose cores are
+    /// shared with much other work, such as a test run with many servers in-process).
+    static let shared = EventLoopGroup(threads: configuredThreads(ProcessInfo.processInfo.environment))
+
+    /// The number of loops for `environment`: `APNS_IO_THREADS` if it is a number in
+    /// 1...64, else the active processor count.
+    static func configuredThreads(_ environment: [String: String]) -> Int {
+        if let text = environment["APNS_IO_THREADS"], let value = Int(text), (1...64).contains(value) {
+            return value
+        }
+        return ProcessInfo.processInfo.activeProcessorCount
+    }
 
     private let threads: Int
     private let loops = Mutex<[EventLoop]>([])

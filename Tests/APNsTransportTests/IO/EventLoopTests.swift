@@ -254,6 +254,20 @@ struct EventLoopTests {
     }
 }
 
+@Suite("Event loop: how many")
+struct EventLoopCountTests {
+    @Test("APNS_IO_THREADS names the number of loops when it is 1...64; otherwise one per core")
+    func configured() {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        #expect(EventLoopGroup.configuredThreads([:]) == cores)
+        #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "8"]) == 8)
+        #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "1"]) == 1)
+        #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "0"]) == cores)
+        #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "65"]) == cores)
+        #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "many"]) == cores)
+    }
+}
+
 @Suite("Connection workers")
 struct ConnectWorkersTests {
     @Test("jobs all run, at most maxThreads at once, and the threads end once idle")
