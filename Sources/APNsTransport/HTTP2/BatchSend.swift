@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// A request of the batch is a ``PendingRequest`` like any other (same queue, deadlines,
 /// re-sends, cancellation), except that its outcome comes back here, on the thread that
-/// decided it (usually a connection thread), instead of resuming a suspended task. That
+/// decided it (usually an I/O thread, while it reads the answer), instead of resuming a suspended task. That
 /// thread hands the result to `onResult` and makes the next request in the same breath:
 /// no task per request and no task switch per request, which is where
 /// ``HTTP2Transport/send(_:)`` spends most of its CPU at tens of thousands of requests

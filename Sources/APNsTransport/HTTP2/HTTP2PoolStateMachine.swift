@@ -86,8 +86,8 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
 
     private struct Slot: Equatable {
         var freeStreams = 0
-        /// The connection's thread is (about to be) blocked in poll(2) and needs a signal
-        /// to see new work; an awake one takes queued work on its next iteration.
+        /// The connection waits for its socket, a timer or a wake-up, and needs a wake-up
+        /// to see new work; an awake one takes queued work on its next round.
         var sleeping = false
         var isIdle = false
         var isReady = false
@@ -419,7 +419,7 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     /// An awake connection takes queued requests on its next loop iteration without a
     /// system call, up to its free streams; sleepers with free streams are woken for what
     /// the awake ones cannot take. Without that, a queue refilled from one busy
-    /// connection's thread (a batch) would only ever feed that connection.
+    /// connection's answers (a batch) would only ever feed that connection.
     private mutating func chooseConnections(_ summary: SlotSummary) -> Wakeups {
         var wakeups = Wakeups()
         var awakeFree = 0

@@ -60,7 +60,7 @@ extension HTTP2Transport {
 /// The shared ``HTTP2Transport/Statistics`` of one transport.
 ///
 /// The two counters every request touches (accepted, and answered with status 200) are
-/// atomics, so the calling tasks and the connection threads never contend for a lock
+/// atomics, so the calling tasks and the I/O threads never contend for a lock
 /// on the common path; everything rarer is kept under the lock.
 ///
 /// A pool's box (one per authority and credential) has the transport's box as its

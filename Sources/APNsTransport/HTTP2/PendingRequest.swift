@@ -5,7 +5,7 @@ import Synchronization
 /// the continuation of a caller suspended in ``HTTP2Transport/send(_:)``, or the
 /// ``BatchSend`` it belongs to.
 ///
-/// The outcome is delivered exactly once, by whichever comes first: the connection thread
+/// The outcome is delivered exactly once, by whichever comes first: the connection's I/O thread
 /// (response or failure), the timer scan (timeout), the cancellation handler, or the pool
 /// (queue full, shutdown). ``finish(_:)`` is the one place that decides it, under the
 /// lock, so a second outcome is ignored; if the outcome arrives before the continuation is

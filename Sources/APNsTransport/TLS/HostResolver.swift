@@ -28,8 +28,8 @@ public struct HostResolver: Sendable {
     /// literals (`"17.188.166.10"`, `"2620:149:208:4303::4"`, `"::1"`), in the order to
     /// try them.
     ///
-    /// It is called on a connection's thread for every connection attempt, so it may
-    /// block for a short while (a look-up of your own), but it should return well within
+    /// It is called on a connection-opening worker thread (never an I/O thread) for every
+    /// connection attempt, so it may block for a short while (a look-up of your own), but it should return well within
     /// ``HTTP2Transport/Configuration/connectTimeout``. TLS still verifies the server's
     /// certificate against the host name, not the address. An error it throws, or an
     /// empty list, fails the attempt with ``APNsCore/APNsTransportError/Code/connectionFailed``.
