@@ -97,7 +97,7 @@ struct SendingAtScaleArticleTests {
                 maxConcurrency: 1_000,
                 makeRequest: { index in requests[index] },
                 onResult: { index, request, result in
-                    record(index, result)  // called once per request, from a connection thread
+                    record(index, result)  // called once per request, from an I/O thread
                 }
             )
 
