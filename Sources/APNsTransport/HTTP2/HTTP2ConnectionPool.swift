@@ -46,6 +46,8 @@ final class HTTP2ConnectionPool: Sendable {
         var retireGracePeriod: Duration = .seconds(10)
         /// The least time between two connection attempts while one is up or opening.
         var connectStagger: Duration = .zero
+        /// How many connections open at once before the stagger applies.
+        var unstaggeredConnections: Int = 1
     }
 
     typealias Machine = HTTP2PoolStateMachine<PendingRequest>
@@ -111,7 +113,8 @@ final class HTTP2ConnectionPool: Sendable {
                         maxQueuedRequests: settings.maxQueuedRequests,
                         backoff: settings.backoff,
                         endpointDescription: "\(settings.endpoint.host):\(settings.endpoint.port)",
-                        connectStagger: MonotonicTime.nanoseconds(settings.connectStagger)
+                        connectStagger: MonotonicTime.nanoseconds(settings.connectStagger),
+                        unstaggeredConnections: settings.unstaggeredConnections
                     )
                 )
             )

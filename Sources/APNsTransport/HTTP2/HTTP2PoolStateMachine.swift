@@ -44,6 +44,10 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         /// opening many connections); 0 opens them at once. A pool with no connection up
         /// or opening never waits for it.
         var connectStagger: UInt64 = 0
+        /// How many connections may be up or opening before ``connectStagger`` applies to
+        /// the next one: a pool opens that many at once, then staggers the rest. 1 staggers
+        /// every connection after the first.
+        var unstaggeredConnections: Int = 1
     }
 
     /// What a disconnected connection should do next.
@@ -248,9 +252,9 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         }
         if settings.connectStagger > 0, let last = lastConnectStart,
             now < last &+ settings.connectStagger,
-            slots.indices.contains(where: { $0 != id && (slots[$0].isReady || slots[$0].isConnecting) })
+            othersUpOrOpening(besides: id) >= max(1, settings.unstaggeredConnections)
         {
-            // Another connection carries (or is about to carry) the load: this one opens a
+            // Enough connections carry (or are about to carry) the load: this one opens a
             // stagger after the last attempt, not at the same moment.
             return .wait(nanoseconds: last &+ settings.connectStagger - now)
         }
@@ -260,6 +264,15 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         lastConnectStart = now
         slots[id].isConnecting = true
         return .connect
+    }
+
+    /// How many connections other than `id` are up or being opened.
+    private func othersUpOrOpening(besides id: ConnectionID) -> Int {
+        var count = 0
+        for index in slots.indices where index != id && (slots[index].isReady || slots[index].isConnecting) {
+            count += 1
+        }
+        return count
     }
 
     /// Whether any connection is being opened (its thread blocked in connect).

@@ -102,12 +102,19 @@ extension HTTP2Transport {
         /// The system resolver by default. Not used through a ``TLSConfiguration/proxy``,
         /// which resolves the host itself.
         public var resolver: HostResolver = .system
-        /// The least time between opening two connections of one pool while another is
-        /// up or opening: Apple asks providers that open many connections to stagger them
-        /// rather than open them all at once. The first connection (and a reconnect when
-        /// none is up) never waits; `.zero` opens them at once. 250 ms by default, so four
-        /// connections are all open within a second.
+        /// The least time between opening two connections of one pool once
+        /// ``unstaggeredConnections`` are up or opening: Apple asks providers that open many
+        /// connections to stagger them rather than open them all at once. The first
+        /// connections (and a reconnect when none is up) never wait; `.zero` opens them all
+        /// at once. 250 ms by default, so a pool of 16 has all its connections open within
+        /// three seconds.
         public var connectionStagger: Duration = .milliseconds(250)
+        /// How many of a pool's connections may open at the same moment before
+        /// ``connectionStagger`` spaces out the rest (at least 1). 4 by default: a pool of 4
+        /// connections opens them together as soon as its work needs them, so a short burst
+        /// is not held to one connection's rate for the first second; a pool of 64 opens 4,
+        /// then one every stagger.
+        public var unstaggeredConnections: Int = 4
 
         /// Creates a configuration.
         ///

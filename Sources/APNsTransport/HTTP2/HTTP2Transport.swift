@@ -400,7 +400,8 @@ public final class HTTP2Transport: PushTransport {
             machine: machine,
             logger: configuration.logger,
             retireGracePeriod: configuration.shutdownGracePeriod,
-            connectStagger: max(.zero, configuration.connectionStagger)
+            connectStagger: max(.zero, configuration.connectionStagger),
+            unstaggeredConnections: max(1, configuration.unstaggeredConnections)
         )
     }
 }

@@ -17,14 +17,21 @@ private final class FakeRequest: PoolRequest {
 
 private typealias Machine = HTTP2PoolStateMachine<FakeRequest>
 
-private func machine(connections: Int = 1, maxQueued: Int = 100, backoffBaseMS: Int64 = 500, staggerMS: UInt64 = 0) -> Machine {
+private func machine(
+    connections: Int = 1,
+    maxQueued: Int = 100,
+    backoffBaseMS: Int64 = 500,
+    staggerMS: UInt64 = 0,
+    unstaggered: Int = 1
+) -> Machine {
     Machine(
         settings: .init(
             connectionCount: connections,
             maxQueuedRequests: maxQueued,
             backoff: ReconnectBackoff(base: .milliseconds(backoffBaseMS), maximum: .seconds(60)),
             endpointDescription: "api.push.apple.com:443",
-            connectStagger: staggerMS * 1_000_000
+            connectStagger: staggerMS * 1_000_000,
+            unstaggeredConnections: unstaggered
         )
     )
 }
@@ -309,6 +316,37 @@ struct HTTP2PoolBudgetTests {
         // ...and the third from the second's.
         #expect(pool.connectPermission(for: 2, now: 300 * ms, jitter: 0) == .wait(nanoseconds: 200 * ms))
         #expect(pool.connectPermission(for: 2, now: 500 * ms, jitter: 0) == .connect)
+    }
+
+    @Test("a pool opens its first unstaggered connections together, then one per stagger")
+    func firstConnectionsOpenTogether() {
+        var pool = machine(connections: 6, staggerMS: 250, unstaggered: 4)
+        for index in 0..<6 { _ = pool.enqueue(FakeRequest("r\(index)"), now: 0) }
+        #expect(pool.connectionSlots == 6)
+        // Four open at the same moment: fewer than four others are up or opening.
+        for id in 0..<4 {
+            #expect(pool.connectPermission(for: id, now: 0, jitter: 0) == .connect)
+        }
+        // The fifth finds four opening: it waits a stagger after the last start...
+        #expect(pool.connectPermission(for: 4, now: 10 * ms, jitter: 0) == .wait(nanoseconds: 240 * ms))
+        #expect(pool.connectPermission(for: 4, now: 250 * ms, jitter: 0) == .connect)
+        // ...and the sixth a stagger after the fifth.
+        #expect(pool.connectPermission(for: 5, now: 260 * ms, jitter: 0) == .wait(nanoseconds: 240 * ms))
+        #expect(pool.connectPermission(for: 5, now: 500 * ms, jitter: 0) == .connect)
+    }
+
+    @Test("once fewer than the unstaggered count are up, a replacement opens at once")
+    func replacementBelowTheBurstDoesNotWait() {
+        var pool = machine(connections: 3, staggerMS: 250, unstaggered: 2)
+        for index in 0..<3 { _ = pool.enqueue(FakeRequest("r\(index)"), now: 0) }
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        #expect(pool.connectPermission(for: 1, now: 0, jitter: 0) == .connect)
+        #expect(pool.connectPermission(for: 2, now: 0, jitter: 0) == .wait(nanoseconds: 250 * ms))
+        _ = pool.connectSucceeded(0, freeStreams: 1)
+        _ = pool.connectSucceeded(1, freeStreams: 1)
+        // Connection 1 closes: one is up, fewer than two, so slot 2 opens at once.
+        _ = pool.connectionUnavailable(1, closed: true)
+        #expect(pool.connectPermission(for: 2, now: 5 * ms, jitter: 0) == .connect)
     }
 
     @Test("the stagger never delays a pool whose connections are all down")
