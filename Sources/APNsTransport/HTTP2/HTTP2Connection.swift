@@ -62,30 +62,32 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     // MARK: Loop thread only
-    private var phase = Phase.disconnected
-    private var inFlight: [Int32: PendingRequest] = [:]
-    private var output: [UInt8] = []
-    private var outputOffset = 0
-    private var events: [HTTP2ConnectionEvent] = []
-    private var taken: [PendingRequest] = []
-    private var expired: [(Int32, PendingRequest)] = []
+    // `@exclusivity(unchecked)`: only the connection's I/O thread touches these, no access
+    // overlaps another, and the runtime's dynamic checks were measurable per notification.
+    @exclusivity(unchecked) private var phase = Phase.disconnected
+    @exclusivity(unchecked) private var inFlight = StreamTable<PendingRequest>()
+    @exclusivity(unchecked) private var output: [UInt8] = []
+    @exclusivity(unchecked) private var outputOffset = 0
+    @exclusivity(unchecked) private var events: [HTTP2ConnectionEvent] = []
+    @exclusivity(unchecked) private var taken: [PendingRequest] = []
+    @exclusivity(unchecked) private var expired: [(Int32, PendingRequest)] = []
     /// The PING, preface and probe timers (a pure value; see its rules).
-    private var liveness = HTTP2ConnectionLiveness(settings: .init(pingInterval: 0, pingTimeout: 0, connectTimeout: 0), now: 0)
-    private var hadResponse = false
-    private var nextDeadlineScan: UInt64 = 0
-    private var publishedFree = 0
-    private var framesReported = 0
-    private var goAwayDetail: String?
-    private var draining = false
-    private var pollForWrite = false
-    private var peerClosed = false
+    @exclusivity(unchecked) private var liveness = HTTP2ConnectionLiveness(settings: .init(pingInterval: 0, pingTimeout: 0, connectTimeout: 0), now: 0)
+    @exclusivity(unchecked) private var hadResponse = false
+    @exclusivity(unchecked) private var nextDeadlineScan: UInt64 = 0
+    @exclusivity(unchecked) private var publishedFree = 0
+    @exclusivity(unchecked) private var framesReported = 0
+    @exclusivity(unchecked) private var goAwayDetail: String?
+    @exclusivity(unchecked) private var draining = false
+    @exclusivity(unchecked) private var pollForWrite = false
+    @exclusivity(unchecked) private var peerClosed = false
     /// The last read stopped at its iteration cap with data possibly still buffered in
     /// TLS (which the poller cannot see): read again without waiting.
-    private var moreToRead = false
-    private var submittedAny = false
-    private var refusedResponseLogged = false
+    @exclusivity(unchecked) private var moreToRead = false
+    @exclusivity(unchecked) private var submittedAny = false
+    @exclusivity(unchecked) private var refusedResponseLogged = false
     /// The session ended because the server never sent its SETTINGS.
-    private var prefaceTimedOut = false
+    @exclusivity(unchecked) private var prefaceTimedOut = false
 
     /// The most service rounds per call before yielding the loop to other connections.
     private static let roundsPerTurn = 8

@@ -9,32 +9,35 @@ import Darwin
 /// The nghttp2 callbacks' target: turns frames into ``HTTP2ConnectionEvent``s and keeps
 /// the per-stream records. Lives as long as its session (the state machine owns both).
 final class HTTP2SessionSink {
+    // Every stored property is `@exclusivity(unchecked)`: the sink is used by one thread at
+    // a time (the connection's I/O thread, from nghttp2's callbacks), no access overlaps
+    // another, and the runtime's dynamic checks were measurable per notification.
     let configuration: HTTP2ConnectionStateMachine.Configuration
-    var records: [Int32: HTTP2StreamRecord] = [:]
+    @exclusivity(unchecked) var records = StreamTable<HTTP2StreamRecord>()
     /// Body bytes of open streams not yet handed to nghttp2's DATA frames: what waits for
     /// the server's flow-control window.
-    var unsentBodyBytes = 0
-    var events: [HTTP2ConnectionEvent] = []
-    var streamLimit: Int
-    var headerTableSize = 4096
-    var goAwayReceived = false
-    var goAwayLastStreamID: Int32 = .max
-    var goAwaySent = false
+    @exclusivity(unchecked) var unsentBodyBytes = 0
+    @exclusivity(unchecked) var events: [HTTP2ConnectionEvent] = []
+    @exclusivity(unchecked) var streamLimit: Int
+    @exclusivity(unchecked) var headerTableSize = 4096
+    @exclusivity(unchecked) var goAwayReceived = false
+    @exclusivity(unchecked) var goAwayLastStreamID: Int32 = .max
+    @exclusivity(unchecked) var goAwaySent = false
     /// Whether the server's first SETTINGS (its connection preface, RFC 9113 §3.4) arrived.
-    var settingsReceived = false
+    @exclusivity(unchecked) var settingsReceived = false
     /// Streams opened since the session began.
-    var streamsOpened = 0
-    var framesSent = HTTP2FrameCounts()
+    @exclusivity(unchecked) var streamsOpened = 0
+    @exclusivity(unchecked) var framesSent = HTTP2FrameCounts()
     /// The APNs header policy. nghttp2 writes the bytes and keeps the table; the policy
     /// only decides the indexing, which depends on names, sizes and what was sent before,
     /// never on the table's contents, so it keeps no model of the table.
-    var headerPolicy = APNsHeaderEncoder(usesHuffmanCoding: false, modelsTable: false)
-    var headerScratch: [UInt8] = []
-    var fieldScratch: [WrittenHeader] = []
-    var nvScratch: [nghttp2_nv] = []
-    var decisionScratch: [HPACKIndexing] = []
+    @exclusivity(unchecked) var headerPolicy = APNsHeaderEncoder(usesHuffmanCoding: false, modelsTable: false)
+    @exclusivity(unchecked) var headerScratch: [UInt8] = []
+    @exclusivity(unchecked) var fieldScratch: [WrittenHeader] = []
+    @exclusivity(unchecked) var nvScratch: [nghttp2_nv] = []
+    @exclusivity(unchecked) var decisionScratch: [HPACKIndexing] = []
     /// The error code of a GOAWAY nghttp2 sent because the peer broke the protocol.
-    var connectionErrorCode: UInt32?
+    @exclusivity(unchecked) var connectionErrorCode: UInt32?
 
     init(configuration: HTTP2ConnectionStateMachine.Configuration) {
         self.configuration = configuration
@@ -44,7 +47,7 @@ final class HTTP2SessionSink {
 
     /// Records of closed streams, kept for the next streams: a stream then costs no
     /// allocation of its own in steady state (at most one per stream the limit allows).
-    private var spareRecords: [HTTP2StreamRecord] = []
+    @exclusivity(unchecked) private var spareRecords: [HTTP2StreamRecord] = []
 
     /// A record for a new stream: a spare one, reset, or a new one.
     func makeRecord(body: [UInt8], maxBodySize: Int) -> HTTP2StreamRecord {

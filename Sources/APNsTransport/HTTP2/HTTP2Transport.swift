@@ -101,8 +101,21 @@ public final class HTTP2Transport: PushTransport {
     }
 
     struct Pools: Sendable {
-        var pools: [PoolKey: HTTP2ConnectionPool] = [:]
+        var pools: [PoolKey: HTTP2ConnectionPool] = [:] {
+            didSet { recent = nil }
+        }
+        /// The pool found last, with its key: most requests go where the one before went,
+        /// and comparing two keys costs less than hashing one (three strings).
+        private var recent: (key: PoolKey, pool: HTTP2ConnectionPool)?
         var shutDown = false
+
+        /// The pool for `key`, if there is one.
+        mutating func pool(for key: PoolKey) -> HTTP2ConnectionPool? {
+            if let recent, recent.key == key { return recent.pool }
+            guard let pool = pools[key] else { return nil }
+            recent = (key, pool)
+            return pool
+        }
     }
 
     /// Creates a transport; no connection opens until the first request.
@@ -270,7 +283,7 @@ public final class HTTP2Transport: PushTransport {
     /// The pool of `request`'s authority and credential, created on first use.
     func pool(for request: APNsRequest) throws(APNsTransportError) -> HTTP2ConnectionPool {
         let key = PoolKey(authority: request.authority, credential: credential(of: request))
-        if let pool = pools.withLock({ $0.shutDown ? nil : $0.pools[key] }) { return pool }
+        if let pool = pools.withLock({ $0.shutDown ? nil : $0.pool(for: key) }) { return pool }
         guard let endpoint = Self.endpoint(authority: key.authority) else {
             throw .connectionFailed("cannot connect to the :authority '\(key.authority)': expected host or host:port")
         }
