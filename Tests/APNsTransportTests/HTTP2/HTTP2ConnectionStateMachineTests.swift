@@ -333,28 +333,30 @@ struct FlowControlWindowTests {
         #expect(ids.allSatisfy { server.bodies[$0] == body })
     }
 
-    @Test("while submitted bodies fill the server's window the connection takes no new request; a WINDOW_UPDATE frees it")
+    @Test("once waiting bodies fill the server's window and one window more, the connection takes no new request; a WINDOW_UPDATE frees it")
     func noNewStreamWhileTheWindowIsFull() throws {
         let client = try HTTP2ConnectionStateMachine()
-        let server = InMemoryHTTP2Server(maxConcurrentStreams: 100)
+        let server = InMemoryHTTP2Server(maxConcurrentStreams: 200)
         try exchange(client, server)
         let body = [UInt8](repeating: UInt8(ascii: "y"), count: 1_000)
-        // 65 bodies (65,000 bytes) fit the 65,535-byte window: streams stay available.
-        for token in 0..<65 { _ = try client.submit(devicePush(token: token, body: body)) }
-        #expect(client.unsentBodyBytes == 65_000)
-        #expect(client.availableStreams == 35)
-        // The 66th fills it: no new stream until the server opens the window.
-        _ = try client.submit(devicePush(token: 65, body: body))
+        // The connection window starts at 65,535 bytes (RFC 9113 §6.9.2), and one more
+        // window's worth may wait: 131,070 bytes. 131 bodies (131,000 bytes) stay under it.
+        for token in 0..<131 { _ = try client.submit(devicePush(token: token, body: body)) }
+        #expect(client.unsentBodyBytes == 131_000)
+        #expect(client.availableStreams == 200 - 131)
+        // The 132nd reaches it: no new stream until the server opens the window.
+        _ = try client.submit(devicePush(token: 131, body: body))
         #expect(client.availableStreams == 0)
         var bytes: [UInt8] = []
         try client.collectOutput(into: &bytes)
         #expect(server.receive(bytes) >= 0)
-        // 465 bytes wait for a window of 0.
-        #expect(client.unsentBodyBytes == 465)
+        // The window's 65,535 bytes went out; 66,465 wait for a window of 0, which is
+        // still at least the allowance (65,535): no new stream.
+        #expect(client.unsentBodyBytes == 132_000 - 65_535)
         #expect(client.availableStreams == 0)
-        // The server's WINDOW_UPDATE arrives; the rest goes out and the streams are free again.
+        // The server's WINDOW_UPDATEs arrive; the rest goes out and the streams are free again.
         try exchange(client, server)
         #expect(client.unsentBodyBytes == 0)
-        #expect(client.availableStreams == 100 - client.openStreams)
+        #expect(client.availableStreams == 200 - client.openStreams)
     }
 }
