@@ -12,7 +12,9 @@
 // `APNS_BENCH_MODE` chooses how it sends:
 //   batch  (default) one `client.send(_:to:maxConcurrency:)` call, outcomes collected
 //   stream one `client.send(_:to:maxConcurrency:onOutcome:)` call, outcomes counted
-//   tasks  one `client.send(_:to:)` per notification from CONC tasks
+//   tasks  one `client.send(_:to:)` per notification, each in a child task of its own,
+//          CONC at a time
+//   workers one `client.send(_:to:)` per notification from CONC long-lived tasks
 // `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
 // `APNS_BENCH_CA` names a CA certificate (PEM) to trust besides the system's store.
 // `count-allocations.sh` runs it under valgrind's DHAT to count heap allocations per
@@ -130,6 +132,29 @@ case "tasks":
             }
         }
         return accepted
+    }
+case "workers":
+    // CONC long-lived tasks, each sending one notification at a time: the caller's own
+    // cost is one task for the whole run instead of one per notification.
+    final class NextIndex: Sendable {
+        let value = Atomic<Int>(0)
+    }
+    let next = NextIndex()
+    let tokens = deviceTokens
+    ok = await withTaskGroup(of: Int.self) { group in
+        for _ in 0..<min(window, count) {
+            group.addTask {
+                var accepted = 0
+                while true {
+                    let index = next.value.add(1, ordering: .relaxed).oldValue
+                    if index >= tokens.count { return accepted }
+                    if (try? await client.send(notification, to: tokens[index])) != nil { accepted += 1 }
+                }
+            }
+        }
+        var total = 0
+        for await accepted in group { total += accepted }
+        return total
     }
 case "stream":
     let summary = await client.send(notification, to: deviceTokens, maxConcurrency: window) { _, _ in }
