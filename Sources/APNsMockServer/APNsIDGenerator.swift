@@ -28,28 +28,32 @@ struct APNsIDGenerator {
         return z ^ (z >> 31)
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
     /// A new identifier.
     mutating func make() -> String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            write(into: buffer.baseAddress!)
+            return 36
+        }
+    }
+
+    /// Writes a new identifier's 36 bytes (ASCII) to `buffer`.
+    mutating func write(into buffer: UnsafeMutablePointer<UInt8>) {
         var high = next()
         var low = next()
         // Version 4 in the high nibble of byte 6; variant 0b10 in the top bits of byte 8.
         high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        return String(unsafeUninitializedCapacity: 36) { buffer in
-            var out = 0
-            for nibble in 0..<32 {
-                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
-                    buffer[out] = UInt8(ascii: "-")
-                    out += 1
-                }
-                let word = nibble < 16 ? high : low
-                let shift = UInt64(60 - 4 * (nibble % 16))
-                buffer[out] = Self.hexDigits[Int((word >> shift) & 0xF)]
+        var out = 0
+        for nibble in 0..<32 {
+            if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+                buffer[out] = UInt8(ascii: "-")
                 out += 1
             }
-            return out
+            let word = nibble < 16 ? high : low
+            let shift = UInt64(60 - 4 * (nibble % 16))
+            let digit = UInt8(truncatingIfNeeded: (word >> shift) & 0xF)
+            buffer[out] = digit < 10 ? 0x30 + digit : 0x61 - 10 + digit
+            out += 1
         }
     }
 }

@@ -59,11 +59,11 @@ extension ServerLoop {
                 stream.headersTooLarge = true
                 return 0
             }
-            let position = stream.headers.count
-            stream.headers.append(RecordedRequest.Header(
-                name: connection.headerStrings.name(UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len), at: position),
-                value: connection.headerStrings.value(UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len), at: position),
-                neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
+            // The bytes only: a `String` per field is made only for a request the fast
+            // path does not answer (see ``ServerConnection/requestComplete(streamID:)``).
+            stream.fields.append(name: UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len),
+                                 value: UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len),
+                                 neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0)
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in

@@ -39,6 +39,9 @@ final class ServerConnection {
 
     /// A request being received.
     final class Stream {
+        /// The header fields as received (bytes; see ``RequestFields``).
+        @exclusivity(unchecked) var fields = RequestFields()
+        /// The fields as strings, made only when the request leaves the fast path.
         @exclusivity(unchecked) var headers: [RecordedRequest.Header] = []
         /// The request's header list size so far (RFC 9113 §6.5.2: name + value + 32 each).
         @exclusivity(unchecked) var headerListSize = 0
@@ -53,12 +56,11 @@ final class ServerConnection {
         @exclusivity(unchecked) var responseBody: [UInt8] = []
         @exclusivity(unchecked) var responseOffset = 0
 
-        init() {
-            headers.reserveCapacity(16)
-        }
+        init() {}
 
         /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
         func reset() {
+            fields.reset()
             headers.removeAll(keepingCapacity: true)
             headerListSize = 0
             headersTooLarge = false
@@ -80,6 +82,27 @@ final class ServerConnection {
     @exclusivity(unchecked) private var responseFieldBytes: [UInt8] = []
     @exclusivity(unchecked) private var responseFieldLengths: [(name: Int, value: Int)] = []
     @exclusivity(unchecked) private var responseFields: [nghttp2_nv] = []
+
+    /// What the last device push that passed every rule on the full path carried: a
+    /// request with the same `authorization`, `apns-topic` and `apns-push-type` values
+    /// (byte for byte) meets the token, topic and push-type rules as that one did, so
+    /// ``answerQuickly(_:streamID:session:)`` checks only what can differ (see there).
+    /// Forgotten whenever a request takes the full path, and learnt again from its
+    /// ``RequestHandler/Reply/acceptedPush``.
+    @exclusivity(unchecked) private var fastShapeKnown = false
+    @exclusivity(unchecked) private var fastAuthorization: [UInt8]?
+    @exclusivity(unchecked) private var fastTopic: [UInt8]?
+    @exclusivity(unchecked) private var fastPushType: [UInt8]?
+    /// The provider token's `iat`, whose age is checked per request (token mode).
+    @exclusivity(unchecked) private var fastIssuedAt: Int64?
+    @exclusivity(unchecked) private var fastBodyLimit = 4096
+    @exclusivity(unchecked) private var fastNeedsAPS = true
+    @exclusivity(unchecked) private var fastBackground = false
+    /// The last body that passed the JSON check with that push type: the same bytes
+    /// again need no scan.
+    @exclusivity(unchecked) private var fastBody: [UInt8] = []
+    /// The `apns-id` of a fast answer, written here before nghttp2 copies it.
+    @exclusivity(unchecked) private var answerID = [UInt8](repeating: 0, count: 36)
 
     /// The stream opened last: its header fields, body and end arrive one after the other,
     /// so most look-ups need no hashing.
@@ -314,6 +337,9 @@ final class ServerConnection {
                 SSL_read(ssl, $0.baseAddress, Int32($0.count))
             }
             if count > 0 {
+                // After the read, before its requests: a script set before the client sent
+                // them is seen (one lock per read).
+                loop.refreshFastPath()
                 headerTap.keepsBlocks = loop.recordsRequests
                 let consumed = loop.readBuffer.withUnsafeBytes {
                     headerTap.feed(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)]))
@@ -341,6 +367,8 @@ final class ServerConnection {
     }
 
     func flush() {
+        // Fast answers are counted before any answer leaves.
+        loop.countFastAnswers()
         if case .silent = phase { return }
         while let ssl, let session {
             if outputStart < output.count {
@@ -559,10 +587,19 @@ final class ServerConnection {
                                           NGHTTP2_REFUSED_STREAM.rawValue)
             return
         }
+        if answerQuickly(stream, streamID: streamID, session: session) {
+            loop.uncountedFastAnswers += 1
+            return
+        }
+        // The full path: strings for every field, the handler's rules, the script and the record.
+        loop.countFastAnswers()
+        fastShapeKnown = false
+        stream.fields.headers(using: &headerStrings, into: &stream.headers)
         let request = RequestHandler.Request(
             streamID: streamID, headers: stream.headers, body: stream.body, headerBlockLength: stream.headerBlockLength,
             inflaterTableSize: stream.inflaterTableSize, representations: headerTap.take(stream: streamID))
         let reply = loop.handler.handle(request, connection: &requestState)
+        if let accepted = reply.acceptedPush { learnFastShape(from: stream, accepted) }
         switch reply.action {
         case .drop:
             dropRequested = true
@@ -585,6 +622,108 @@ final class ServerConnection {
             }
         }
         for limit in reply.streamLimits { submitStreamLimit(limit) }
+    }
+
+    /// Remembers what an accepted device push carried (see ``fastShapeKnown``).
+    private func learnFastShape(from stream: Stream, _ accepted: RequestHandler.AcceptedPush) {
+        let fields = stream.fields
+        fastAuthorization = fields.valueBytes(at: fields.authorization)
+        fastTopic = fields.valueBytes(at: fields.topic)
+        fastPushType = fields.valueBytes(at: fields.pushType)
+        fastIssuedAt = accepted.issuedAt
+        let pushType = fastPushType.map { String(decoding: $0, as: UTF8.self) } ?? "alert"
+        fastBodyLimit = pushType == "voip" ? 5120 : 4096
+        fastNeedsAPS = !RequestValidator.typesWithoutAPS.contains(pushType)
+        fastBackground = pushType == "background"
+        fastBody = stream.body
+        fastShapeKnown = true
+    }
+
+    /// Answers a valid device push with `200` without strings, the handler or the lock,
+    /// when that answer is certain: the fast path is open (nothing scripted, delayed,
+    /// observed or recorded; see ``ServerState/countFastAnswers(_:)``), no field repeats,
+    /// and `authorization`, `apns-topic` and `apns-push-type` are those of the last push
+    /// accepted on the full path (``fastShapeKnown``), so the token (but for its age),
+    /// topic and push-type rules hold as they did. The rest of ``RequestValidator``'s rules
+    /// are checked here on the bytes: `POST`, the `/3/device/` path and its even run of hex
+    /// digits, the token's age, `apns-priority`, `apns-expiration`, `apns-id`,
+    /// `apns-collapse-id`, and the body's size and JSON. Returns `false`, having done
+    /// nothing, whenever any of it is not so: the full path then decides, with Apple's reason.
+    private func answerQuickly(_ stream: Stream, streamID: Int32, session: OpaquePointer) -> Bool {
+        guard fastShapeKnown, loop.fastPathOpen, requestState.streamLimitRaised || !tokenMode else { return false }
+        let fields = stream.fields
+        guard !fields.irregular, fields.method >= 0, fields.path >= 0,
+              fields.value(at: fields.authorization, equals: fastAuthorization),
+              fields.value(at: fields.topic, equals: fastTopic),
+              fields.value(at: fields.pushType, equals: fastPushType)
+        else { return false }
+        let methodAndPath = fields.withValue(at: fields.method) { method in
+            method.count == 4 && memcmp(method.baseAddress!, ("POST" as StaticString).utf8Start, 4) == 0
+        } && fields.withValue(at: fields.path) { path in
+            let prefix: StaticString = "/3/device/"
+            let token = path.count - prefix.utf8CodeUnitCount
+            guard token > 0, token % 2 == 0,
+                  memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
+            else { return false }
+            return UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]).allSatisfy(RequestValidator.isHexDigit)
+        }
+        guard methodAndPath else { return false }
+        if let issuedAt = fastIssuedAt,
+           loop.configuration.now().timeIntervalSince1970 - Double(issuedAt) > 3600 { return false }
+        if fields.priority >= 0 {
+            let valid = fields.withValue(at: fields.priority) { priority in
+                switch priority.count {
+                case 1: return priority[0] == UInt8(ascii: "5") || priority[0] == UInt8(ascii: "1")
+                case 2: return priority[0] == UInt8(ascii: "1") && priority[1] == UInt8(ascii: "0") && !fastBackground
+                default: return false
+                }
+            }
+            guard valid else { return false }
+        }
+        if fields.expiration >= 0 {
+            let valid = fields.withValue(at: fields.expiration) { expiration in
+                !expiration.isEmpty && expiration.count <= 18 && expiration.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+            }
+            guard valid else { return false }
+        }
+        if fields.collapseID >= 0 {
+            // ASCII only: then the bytes are the UTF-8 the validator counts.
+            guard fields.withValue(at: fields.collapseID, { $0.count <= 64 && $0.allSatisfy { $0 < 0x80 } }) else { return false }
+        }
+        let body = stream.body
+        guard !body.isEmpty, body.count <= fastBodyLimit else { return false }
+        let sameBody = body.count == fastBody.count && body.withUnsafeBufferPointer { body in
+            fastBody.withUnsafeBufferPointer { memcmp(body.baseAddress!, $0.baseAddress!, body.count) == 0 }
+        }
+        if !sameBody {
+            guard let hasAPS = JSONObjectScanner.object(body, hasTopLevelKey: "aps"), hasAPS || !fastNeedsAPS else { return false }
+            fastBody = body
+        }
+        if fields.apnsID >= 0 {
+            let echoed = fields.withValue(at: fields.apnsID) { id -> Bool in
+                guard RequestValidator.isCanonicalUUID(bytes: id) else { return false }
+                answerID.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: id.baseAddress!, count: 36) }
+                return true
+            }
+            guard echoed else { return false }
+        } else {
+            answerID.withUnsafeMutableBufferPointer { loop.handler.makeAPNsID(into: $0.baseAddress!) }
+        }
+        let status: StaticString = "200", statusName: StaticString = ":status", idName: StaticString = "apns-id"
+        answerID.withUnsafeMutableBufferPointer { id in
+            var answer = (
+                nghttp2_nv(name: UnsafeMutablePointer(mutating: statusName.utf8Start),
+                           value: UnsafeMutablePointer(mutating: status.utf8Start), namelen: 7, valuelen: 3,
+                           flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)),
+                nghttp2_nv(name: UnsafeMutablePointer(mutating: idName.utf8Start), value: id.baseAddress!,
+                           namelen: 7, valuelen: 36, flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
+            withUnsafeMutablePointer(to: &answer) {
+                $0.withMemoryRebound(to: nghttp2_nv.self, capacity: 2) {
+                    _ = nghttp2_submit_response(session, streamID, $0, 2, nil)
+                }
+            }
+        }
+        return true
     }
 
     /// Answers `streamID`: `:status`, then `apns-id` (or `apns-request-id` and what a

@@ -28,6 +28,28 @@ final class ServerLoop {
     /// Scratch buffer for `SSL_read`, shared by all connections of this thread.
     @exclusivity(unchecked) var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
+    /// Whether the fast path may answer valid device pushes (see
+    /// ``ServerState/countFastAnswers(_:)``), as of the last read.
+    @exclusivity(unchecked) private(set) var fastPathOpen = false
+    /// Requests answered on the fast path and not yet counted in the statistics.
+    @exclusivity(unchecked) var uncountedFastAnswers = 0
+
+    /// Publishes the fast answers not yet counted, and learns whether the fast path stays
+    /// open: one lock per read, not per request.
+    func refreshFastPath() {
+        fastPathOpen = state.countFastAnswers(uncountedFastAnswers)
+        uncountedFastAnswers = 0
+    }
+
+    /// Publishes the fast answers not yet counted: before any answer is written, and
+    /// before a request takes the full path (so sequence numbers stay in order).
+    @inline(__always)
+    func countFastAnswers() {
+        guard uncountedFastAnswers > 0 else { return }
+        fastPathOpen = state.countFastAnswers(uncountedFastAnswers)
+        uncountedFastAnswers = 0
+    }
+
     /// Whether requests may be recorded (a record limit, or someone iterating
     /// ``MockAPNsServer/requests()``): only then do connections keep raw header blocks.
     var recordsRequests: Bool {

@@ -173,6 +173,26 @@ final class ServerState: Sendable {
         }
     }
 
+    /// Counts `accepted` requests the server thread answered on its fast path (each
+    /// accepted, none scripted or recorded), and returns whether the fast path may go on:
+    /// nothing is scripted, delayed, observed or recorded, so a valid device push gets
+    /// exactly the plain `200` that ``decide(validation:deviceToken:apnsID:successStatus:broadcastChannel:record:)``
+    /// would give it, and the sequence numbers it would take only need counting.
+    ///
+    /// The server thread calls it after each read that returned bytes and before it
+    /// processes them, so a script set before a client sent a request is always seen.
+    func countFastAnswers(_ accepted: Int) -> Bool {
+        shared.withLock { shared in
+            if accepted > 0 {
+                shared.statistics.requests += accepted
+                shared.statistics.accepted += accepted
+            }
+            return shared.perToken.isEmpty && shared.failures.isEmpty && shared.goAwayAfter == nil
+                && shared.dropAfter == nil && shared.breakProtocolAfter == nil && shared.blackHoleAfter == nil
+                && shared.delay == .zero && shared.recordLimit == 0 && shared.subscribers.isEmpty && shared.observer == nil
+        }
+    }
+
     /// Records that `connection` carried a provider token of `keyID` for the first time.
     func noteKey(_ keyID: String, connection: Int) {
         shared.withLock { $0.keyIDsByConnection[connection, default: []].append(keyID) }
