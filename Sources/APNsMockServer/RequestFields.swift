@@ -1,28 +1,31 @@
+import CNGHTTP2
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A request's header fields as nghttp2's `on_header` callback hands them over: names and
-/// values side by side in one reused byte buffer, with where each field starts, and the
-/// positions of the fields the APNs rules read. No `String` is made per field: the
+/// A request's header fields as nghttp2's `on_header` callback hands them over: nghttp2's
+/// own reference-counted buffers (`nghttp2_rcbuf`, held with `nghttp2_rcbuf_incref` until
+/// ``reset()``, so nothing is copied), and the positions of the fields the APNs rules
+/// read. No `String` is made per field: the
 /// server's fast path (see ``ServerConnection``) reads the bytes, and only a request that
 /// leaves the fast path (an error, a script, recording) has its fields turned into
 /// ``RecordedRequest/Header`` values.
 ///
 /// Lives on the server thread only; one per request stream, reused.
 struct RequestFields {
-    /// Where one field is in ``bytes``: its name at `start`, its value right after it.
+    /// One field: nghttp2's buffers for its name and value (one reference each, held
+    /// until ``reset()``), and where their bytes are.
     struct Span {
-        var start: Int
+        var nameBuffer: OpaquePointer
+        var valueBuffer: OpaquePointer
+        var name: UnsafePointer<UInt8>
         var nameLength: Int
+        var value: UnsafePointer<UInt8>
         var valueLength: Int
         var neverIndexed: Bool
-
-        var valueStart: Int { start + nameLength }
     }
 
-    /// Names and values, one after the other, in the order received.
-    private(set) var bytes: [UInt8] = []
+    /// The fields in the order received.
     private(set) var spans: [Span] = []
 
     /// Positions in ``spans`` of the fields the rules read, `-1` when absent.
@@ -41,13 +44,16 @@ struct RequestFields {
     private(set) var irregular = false
 
     init() {
-        bytes.reserveCapacity(512)
         spans.reserveCapacity(16)
     }
 
-    /// Empties the list, keeping its buffers.
+    /// Empties the list, keeping its arrays, and lets go of nghttp2's buffers. Must be
+    /// called before the list is dropped.
     mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
+        for span in spans {
+            nghttp2_rcbuf_decref(span.nameBuffer)
+            nghttp2_rcbuf_decref(span.valueBuffer)
+        }
         spans.removeAll(keepingCapacity: true)
         method = -1
         path = -1
@@ -61,17 +67,23 @@ struct RequestFields {
         irregular = false
     }
 
-    /// Adds a field as received.
-    mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, neverIndexed: Bool) {
-        let start = bytes.count
-        bytes.append(contentsOf: name)
-        bytes.append(contentsOf: value)
+    /// Adds a field as received: nghttp2's buffers for its name and value.
+    mutating func append(name nameBuffer: OpaquePointer, value valueBuffer: OpaquePointer, neverIndexed: Bool) {
+        let nameBytes = nghttp2_rcbuf_get_buf(nameBuffer)
+        let valueBytes = nghttp2_rcbuf_get_buf(valueBuffer)
+        nghttp2_rcbuf_incref(nameBuffer)
+        nghttp2_rcbuf_incref(valueBuffer)
+        let empty: StaticString = ""
+        let base = nameBytes.base.map { UnsafePointer($0) } ?? empty.utf8Start
         let position = spans.count
-        spans.append(Span(start: start, nameLength: name.count, valueLength: value.count, neverIndexed: neverIndexed))
-        guard let base = name.baseAddress else {
+        spans.append(Span(nameBuffer: nameBuffer, valueBuffer: valueBuffer, name: base, nameLength: nameBytes.len,
+                          value: valueBytes.base.map { UnsafePointer($0) } ?? empty.utf8Start,
+                          valueLength: valueBytes.len, neverIndexed: neverIndexed))
+        guard nameBytes.len > 0 else {
             irregular = true
             return
         }
+        let name = UnsafeBufferPointer(start: base, count: nameBytes.len)
         // By length first: most names are then told apart with one comparison.
         switch name.count {
         case 5 where Self.equal(base, ":path"): path = noted(path, position)
@@ -100,12 +112,10 @@ struct RequestFields {
     /// A name the rules do not read: irregular if it was seen before in this list.
     private mutating func noteOther(_ name: UnsafePointer<UInt8>, count: Int, position: Int) {
         guard !irregular else { return }
-        bytes.withUnsafeBufferPointer { stored in
-            for earlier in spans[..<position] where earlier.nameLength == count {
-                if memcmp(stored.baseAddress! + earlier.start, name, count) == 0 {
-                    irregular = true
-                    return
-                }
+        for earlier in spans[..<position] where earlier.nameLength == count {
+            if memcmp(earlier.name, name, count) == 0 {
+                irregular = true
+                return
             }
         }
     }
@@ -119,9 +129,7 @@ struct RequestFields {
     @inline(__always)
     func withValue<Result>(at position: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         let span = spans[position]
-        return bytes.withUnsafeBufferPointer { stored in
-            body(UnsafeBufferPointer(start: stored.baseAddress! + span.valueStart, count: span.valueLength))
-        }
+        return body(UnsafeBufferPointer(start: span.value, count: span.valueLength))
     }
 
     /// Whether the field at `position` (`-1`: absent) has exactly the value `expected`
@@ -146,16 +154,11 @@ struct RequestFields {
     /// where they repeat: for requests the fast path does not answer.
     func headers(using strings: inout HeaderStringCache, into headers: inout [RecordedRequest.Header]) {
         headers.removeAll(keepingCapacity: true)
-        bytes.withUnsafeBufferPointer { stored in
-            for (position, span) in spans.enumerated() {
-                let base = stored.baseAddress
-                headers.append(RecordedRequest.Header(
-                    name: strings.name(UnsafeBufferPointer(start: base.map { $0 + span.start }, count: span.nameLength),
-                                       at: position),
-                    value: strings.value(UnsafeBufferPointer(start: base.map { $0 + span.valueStart }, count: span.valueLength),
-                                         at: position),
-                    neverIndexed: span.neverIndexed))
-            }
+        for (position, span) in spans.enumerated() {
+            headers.append(RecordedRequest.Header(
+                name: strings.name(UnsafeBufferPointer(start: span.name, count: span.nameLength), at: position),
+                value: strings.value(UnsafeBufferPointer(start: span.value, count: span.valueLength), at: position),
+                neverIndexed: span.neverIndexed))
         }
     }
 }

@@ -58,6 +58,10 @@ final class ServerConnection {
 
         init() {}
 
+        deinit {
+            fields.reset()
+        }
+
         /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
         func reset() {
             fields.reset()
@@ -105,28 +109,38 @@ final class ServerConnection {
     @exclusivity(unchecked) private var answerID = [UInt8](repeating: 0, count: 36)
 
     /// The stream opened last: its header fields, body and end arrive one after the other,
-    /// so most look-ups need no hashing.
+    /// so most look-ups need no hashing. Unretained: ``streams`` holds it, and it is
+    /// cleared whenever it leaves ``streams``.
     @exclusivity(unchecked) private var lastStreamID: Int32 = 0
-    @exclusivity(unchecked) private var lastStream: Stream?
+    @exclusivity(unchecked) private var lastStream: Unmanaged<Stream>?
 
     /// A new request stream's record, reused from a closed one when there is one.
     func openStream(_ streamID: Int32) {
         let stream = spareStreams.popLast() ?? Stream()
-        streams[streamID] = stream
+        streams.insert(stream, as: streamID)
         lastStreamID = streamID
-        lastStream = stream
+        lastStream = Unmanaged.passUnretained(stream)
     }
 
     /// The record of an open request stream.
     func stream(_ streamID: Int32) -> Stream? {
-        if streamID == lastStreamID, let lastStream { return lastStream }
+        if streamID == lastStreamID, let lastStream { return lastStream.takeUnretainedValue() }
         return streams[streamID]
+    }
+
+    /// Calls `body` with the record of an open request stream (`nil` if there is none),
+    /// without retaining it: for nghttp2's per-field and per-chunk callbacks.
+    @inline(__always)
+    func withStream<Result>(_ streamID: Int32, _ body: (Stream) -> Result) -> Result? {
+        if streamID == lastStreamID, let lastStream { return lastStream._withUnsafeGuaranteedRef(body) }
+        guard let stream = streams[streamID] else { return nil }
+        return body(stream)
     }
 
     /// Forgets a closed stream and keeps its record for the next one.
     func closeStream(_ streamID: Int32) {
         if streamID == lastStreamID { lastStream = nil }
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        guard let stream = streams.remove(streamID) else { return }
         if spareStreams.count < 1024 {
             stream.reset()
             spareStreams.append(stream)
@@ -154,7 +168,7 @@ final class ServerConnection {
     /// ``MockAPNsServer/breakProtocol(atRequest:)`` fired: ``flush()`` writes the invalid
     /// frame once nghttp2's queued output is out (never from inside an nghttp2 callback).
     @exclusivity(unchecked) private var breakRequested = false
-    @exclusivity(unchecked) var streams: [Int32: Stream] = [:]
+    @exclusivity(unchecked) var streams = StreamTable()
     @exclusivity(unchecked) private var delayed: [Delayed] = []
     @exclusivity(unchecked) var headerBlockBytes = 0
     /// What the request handler keeps for this connection (token rules, certificate topics).
@@ -350,6 +364,9 @@ final class ServerConnection {
                     return
                 }
                 if case .silent = phase { return }
+                // Nothing left in OpenSSL's buffer: what else arrives, poll(2) reports;
+                // reading on now would mostly end in EAGAIN, a system call for nothing.
+                if SSL_has_pending(ssl) == 0 { return }
                 continue
             }
             switch SSL_get_error(ssl, count) {
@@ -503,13 +520,15 @@ final class ServerConnection {
     func close() {
         if case .closed = phase { return }
         phase = .closed
+        // Before the session: the streams hold references to nghttp2's header buffers,
+        // which point into the session's allocator.
+        lastStream = nil
+        streams.removeAll()
         if let session { nghttp2_session_del(session) }
         session = nil
         if let ssl { SSL_free(ssl) }
         ssl = nil
         Glibc.close(fd)
-        streams.removeAll()
-        lastStream = nil
         shaper = nil
         delayed.removeAll()
     }
@@ -573,6 +592,9 @@ final class ServerConnection {
 
     func requestComplete(streamID: Int32) {
         guard processesRequests, let stream = stream(streamID), let session else { return }
+        // The request is decided here: nghttp2's header buffers go back at once, so the
+        // ones it allocated per request (a Huffman-coded `:path`) are reused while hot.
+        defer { stream.fields.reset() }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
             // stream is reset with ENHANCE_YOUR_CALM, unprocessed.
