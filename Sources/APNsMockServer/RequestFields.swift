@@ -1,34 +1,67 @@
-import CNGHTTP2
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A request's header fields as nghttp2's `on_header` callback hands them over: nghttp2's
-/// own reference-counted buffers (`nghttp2_rcbuf`, held with `nghttp2_rcbuf_incref` until
-/// ``reset()``, so nothing is copied), and the positions of the fields the APNs rules
-/// read. No `String` is made per field: the
+/// A request's header fields as nghttp2's `on_header` callback hands them over: the bytes
+/// of each name and value copied side by side into one buffer the stream reuses, and the
+/// positions of the fields the APNs rules read. No `String` is made per field: the
 /// server's fast path (see ``ServerConnection``) reads the bytes, and only a request that
 /// leaves the fast path (an error, a script, recording) has its fields turned into
 /// ``RecordedRequest/Header`` values.
 ///
-/// Lives on the server thread only; one per request stream, reused.
+/// The buffers are allocated by hand (a copy is one `memcpy`, with no uniqueness or
+/// capacity checks of an `Array`), so the owner calls ``deallocate()`` exactly once, and
+/// copies of the value only read. Lives on the server thread only; one per request
+/// stream, reused.
 struct RequestFields {
-    /// One field: nghttp2's buffers for its name and value (one reference each, held
-    /// until ``reset()``), and where their bytes are.
+    /// Where one field is: its name at `start` in the byte buffer, its value at
+    /// `valueStart` there, or (``shared``) in the connection's copy of the authorization it
+    /// was last accepted with. 8 bytes, so that a request's spans take two cache lines (a
+    /// server with thousands of streams in flight finds each stream's memory cold); the
+    /// offsets fit 16 bits as a header list is at most ``ServerConnection/maxHeaderListSize``
+    /// octets.
     struct Span {
-        var nameBuffer: OpaquePointer
-        var valueBuffer: OpaquePointer
-        var name: UnsafePointer<UInt8>
-        var nameLength: Int
-        var value: UnsafePointer<UInt8>
-        var valueLength: Int
-        var neverIndexed: Bool
+        private var start16: UInt16
+        /// The name's length, and the never-indexed flag in the top bit.
+        private var nameBits: UInt16
+        private var valueStart16: UInt16
+        private var valueLength16: UInt16
+
+        private static let neverIndexedBit: UInt16 = 0x8000
+        private static let sharedMark: UInt16 = 0xFFFF
+
+        init(start: Int, nameLength: Int, valueStart: Int?, valueLength: Int, neverIndexed: Bool) {
+            start16 = UInt16(start)
+            nameBits = UInt16(nameLength) | (neverIndexed ? Self.neverIndexedBit : 0)
+            valueStart16 = valueStart.map { UInt16($0) } ?? Self.sharedMark
+            valueLength16 = UInt16(valueLength)
+        }
+
+        var start: Int { Int(start16) }
+        var nameLength: Int { Int(nameBits & ~Self.neverIndexedBit) }
+        var neverIndexed: Bool { nameBits & Self.neverIndexedBit != 0 }
+        var valueLength: Int { Int(valueLength16) }
+        /// Whether the value is the connection's shared authorization rather than in the buffer.
+        var shared: Bool { valueStart16 == Self.sharedMark }
+        var valueStart: Int { Int(valueStart16) }
+
+        mutating func moveValue(to start: Int) {
+            valueStart16 = UInt16(start)
+        }
     }
 
-    /// The fields in the order received.
-    private(set) var spans: [Span] = []
+    private var bytes: UnsafeMutablePointer<UInt8>
+    private var byteCapacity: Int
+    private var byteCount = 0
+    private var spans: UnsafeMutablePointer<Span>
+    private var spanCapacity: Int
+    /// How many fields there are.
+    private(set) var count = 0
+    /// The connection's authorization bytes that a ``Span/shared`` value refers to;
+    /// ``unshare()`` copies them in before the connection lets them go.
+    private var sharedValue: UnsafePointer<UInt8>?
 
-    /// Positions in ``spans`` of the fields the rules read, `-1` when absent.
+    /// Positions of the fields the rules read, `-1` when absent.
     private(set) var method = -1
     private(set) var path = -1
     private(set) var authorization = -1
@@ -44,17 +77,23 @@ struct RequestFields {
     private(set) var irregular = false
 
     init() {
-        spans.reserveCapacity(16)
+        byteCapacity = 1024
+        bytes = .allocate(capacity: byteCapacity)
+        spanCapacity = 32
+        spans = .allocate(capacity: spanCapacity)
     }
 
-    /// Empties the list, keeping its arrays, and lets go of nghttp2's buffers. Must be
-    /// called before the list is dropped.
+    /// Frees the buffers; the value must not be used afterwards.
+    func deallocate() {
+        bytes.deallocate()
+        spans.deallocate()
+    }
+
+    /// Empties the list, keeping its buffers.
     mutating func reset() {
-        for span in spans {
-            nghttp2_rcbuf_decref(span.nameBuffer)
-            nghttp2_rcbuf_decref(span.valueBuffer)
-        }
-        spans.removeAll(keepingCapacity: true)
+        byteCount = 0
+        count = 0
+        sharedValue = nil
         method = -1
         path = -1
         authorization = -1
@@ -67,40 +106,91 @@ struct RequestFields {
         irregular = false
     }
 
-    /// Adds a field as received: nghttp2's buffers for its name and value.
-    mutating func append(name nameBuffer: OpaquePointer, value valueBuffer: OpaquePointer, neverIndexed: Bool) {
-        let nameBytes = nghttp2_rcbuf_get_buf(nameBuffer)
-        let valueBytes = nghttp2_rcbuf_get_buf(valueBuffer)
-        nghttp2_rcbuf_incref(nameBuffer)
-        nghttp2_rcbuf_incref(valueBuffer)
-        let empty: StaticString = ""
-        let base = nameBytes.base.map { UnsafePointer($0) } ?? empty.utf8Start
-        let position = spans.count
-        spans.append(Span(nameBuffer: nameBuffer, valueBuffer: valueBuffer, name: base, nameLength: nameBytes.len,
-                          value: valueBytes.base.map { UnsafePointer($0) } ?? empty.utf8Start,
-                          valueLength: valueBytes.len, neverIndexed: neverIndexed))
-        guard nameBytes.len > 0 else {
-            irregular = true
-            return
-        }
-        let name = UnsafeBufferPointer(start: base, count: nameBytes.len)
+    /// Adds a field as received. When the field is `authorization` and its value equals
+    /// `sharedAuthorization` (the connection's copy, which outlives the request or is
+    /// copied in by ``unshare()`` first), the value is not copied: a provider token is a
+    /// few hundred bytes, the same on every request of a connection.
+    mutating func append(name: UnsafePointer<UInt8>?, nameLength: Int, value: UnsafePointer<UInt8>?, valueLength: Int,
+                         neverIndexed: Bool, sharedAuthorization: UnsafeBufferPointer<UInt8>?) {
+        let start = byteCount
+        if start + nameLength + valueLength > byteCapacity { growBytes(to: start + nameLength + valueLength) }
+        if let name { (bytes + start).update(from: name, count: nameLength) }
+        if count == spanCapacity { growSpans() }
+        let position = count
+        count += 1
+        let base = UnsafePointer(bytes + start)
+        var shares = false
         // By length first: most names are then told apart with one comparison.
-        switch name.count {
+        switch nameLength {
+        case 0: irregular = true
         case 5 where Self.equal(base, ":path"): path = noted(path, position)
         case 7:
-            if Self.equal(base, ":method") { method = noted(method, position) } else if Self.equal(base, "apns-id") {
+            if Self.equal(base, ":method") {
+                method = noted(method, position)
+            } else if Self.equal(base, "apns-id") {
                 apnsID = noted(apnsID, position)
-            } else { noteOther(base, count: 7, position: position) }
+            } else {
+                noteOther(base, count: 7, position: position)
+            }
         case 10 where Self.equal(base, "apns-topic"): topic = noted(topic, position)
         case 13:
-            if Self.equal(base, "authorization") { authorization = noted(authorization, position) } else if Self.equal(base, "apns-priority") {
+            if Self.equal(base, "authorization") {
+                authorization = noted(authorization, position)
+                if let sharedAuthorization, let value, sharedAuthorization.count == valueLength, valueLength > 0,
+                   memcmp(sharedAuthorization.baseAddress!, value, valueLength) == 0 {
+                    shares = true
+                    sharedValue = sharedAuthorization.baseAddress
+                }
+            } else if Self.equal(base, "apns-priority") {
                 priority = noted(priority, position)
-            } else { noteOther(base, count: 13, position: position) }
+            } else {
+                noteOther(base, count: 13, position: position)
+            }
         case 14 where Self.equal(base, "apns-push-type"): pushType = noted(pushType, position)
         case 15 where Self.equal(base, "apns-expiration"): expiration = noted(expiration, position)
         case 16 where Self.equal(base, "apns-collapse-id"): collapseID = noted(collapseID, position)
-        default: noteOther(base, count: name.count, position: position)
+        default: noteOther(base, count: nameLength, position: position)
         }
+        if shares {
+            byteCount = start + nameLength
+        } else {
+            if let value { (bytes + start + nameLength).update(from: value, count: valueLength) }
+            byteCount = start + nameLength + valueLength
+        }
+        (spans + position).initialize(to: Span(start: start, nameLength: nameLength, valueStart: shares ? nil : start + nameLength,
+                                               valueLength: valueLength, neverIndexed: neverIndexed))
+    }
+
+    /// Copies a shared value into the buffer: before the connection lets go of the bytes
+    /// it refers to.
+    mutating func unshare() {
+        guard let sharedValue else { return }
+        for position in 0..<count where spans[position].shared {
+            let length = spans[position].valueLength
+            if byteCount + length > byteCapacity { growBytes(to: byteCount + length) }
+            (bytes + byteCount).update(from: sharedValue, count: length)
+            spans[position].moveValue(to: byteCount)
+            byteCount += length
+        }
+        self.sharedValue = nil
+    }
+
+    private mutating func growBytes(to needed: Int) {
+        var capacity = byteCapacity * 2
+        while capacity < needed { capacity *= 2 }
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        grown.update(from: bytes, count: byteCount)
+        bytes.deallocate()
+        bytes = grown
+        byteCapacity = capacity
+    }
+
+    private mutating func growSpans() {
+        let grown = UnsafeMutablePointer<Span>.allocate(capacity: spanCapacity * 2)
+        grown.initialize(from: spans, count: count)
+        spans.deallocate()
+        spans = grown
+        spanCapacity *= 2
     }
 
     /// `position`, for a field first seen there; marks the list irregular when `field` was seen before.
@@ -110,10 +200,10 @@ struct RequestFields {
     }
 
     /// A name the rules do not read: irregular if it was seen before in this list.
-    private mutating func noteOther(_ name: UnsafePointer<UInt8>, count: Int, position: Int) {
+    private mutating func noteOther(_ name: UnsafePointer<UInt8>, count length: Int, position: Int) {
         guard !irregular else { return }
-        for earlier in spans[..<position] where earlier.nameLength == count {
-            if memcmp(earlier.name, name, count) == 0 {
+        for earlier in 0..<position where spans[earlier].nameLength == length {
+            if memcmp(bytes + spans[earlier].start, name, length) == 0 {
                 irregular = true
                 return
             }
@@ -125,11 +215,18 @@ struct RequestFields {
         memcmp(bytes, literal.utf8Start, literal.utf8CodeUnitCount) == 0
     }
 
-    /// Calls `body` with the value of the field at `position` (`position` ≥ 0).
+    /// The value of the field at `position` (`position` ≥ 0), valid until the next change.
     @inline(__always)
-    func withValue<Result>(at position: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    func value(at position: Int) -> UnsafeBufferPointer<UInt8> {
         let span = spans[position]
-        return body(UnsafeBufferPointer(start: span.value, count: span.valueLength))
+        if span.shared, let sharedValue { return UnsafeBufferPointer(start: sharedValue, count: span.valueLength) }
+        return UnsafeBufferPointer(start: bytes + span.valueStart, count: span.valueLength)
+    }
+
+    /// Whether the field at `position` is the shared authorization `shared` (then equal to it).
+    @inline(__always)
+    func value(at position: Int, isShared shared: UnsafePointer<UInt8>) -> Bool {
+        position >= 0 && spans[position].shared && sharedValue == shared
     }
 
     /// Whether the field at `position` (`-1`: absent) has exactly the value `expected`
@@ -137,27 +234,27 @@ struct RequestFields {
     func value(at position: Int, equals expected: [UInt8]?) -> Bool {
         guard let expected else { return position < 0 }
         guard position >= 0 else { return false }
-        return withValue(at: position) { value in
-            value.count == expected.count && expected.withUnsafeBufferPointer { expected in
-                value.isEmpty || memcmp(value.baseAddress!, expected.baseAddress!, value.count) == 0
-            }
+        let value = value(at: position)
+        return value.count == expected.count && expected.withUnsafeBufferPointer { expected in
+            value.isEmpty || memcmp(value.baseAddress!, expected.baseAddress!, value.count) == 0
         }
     }
 
     /// The value of the field at `position` as bytes (`nil` when `position` is `-1`).
     func valueBytes(at position: Int) -> [UInt8]? {
         guard position >= 0 else { return nil }
-        return withValue(at: position) { Array($0) }
+        return Array(value(at: position))
     }
 
     /// Every field as a ``RecordedRequest/Header``, the strings reused from `strings`
     /// where they repeat: for requests the fast path does not answer.
     func headers(using strings: inout HeaderStringCache, into headers: inout [RecordedRequest.Header]) {
         headers.removeAll(keepingCapacity: true)
-        for (position, span) in spans.enumerated() {
+        for position in 0..<count {
+            let span = spans[position]
             headers.append(RecordedRequest.Header(
-                name: strings.name(UnsafeBufferPointer(start: span.name, count: span.nameLength), at: position),
-                value: strings.value(UnsafeBufferPointer(start: span.value, count: span.valueLength), at: position),
+                name: strings.name(UnsafeBufferPointer(start: bytes + span.start, count: span.nameLength), at: position),
+                value: strings.value(value(at: position), at: position),
                 neverIndexed: span.neverIndexed))
         }
     }

@@ -73,8 +73,10 @@ extension ServerLoop {
                     }
                     // The bytes only: a `String` per field is made only for a request the fast
                     // path does not answer (see ``ServerConnection/requestComplete(streamID:)``).
-                    stream.fields.append(name: name, value: value,
-                                         neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0)
+                    stream.fields.append(name: nameBuffer.base.map { UnsafePointer($0) }, nameLength: nameBuffer.len,
+                                         value: valueBuffer.base.map { UnsafePointer($0) }, valueLength: valueBuffer.len,
+                                         neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0,
+                                         sharedAuthorization: connection.sharedAuthorization.map { UnsafeBufferPointer($0) })
                 }
             }
             return 0

@@ -59,7 +59,7 @@ final class ServerConnection {
         init() {}
 
         deinit {
-            fields.reset()
+            fields.deallocate()
         }
 
         /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
@@ -94,7 +94,10 @@ final class ServerConnection {
     /// Forgotten whenever a request takes the full path, and learnt again from its
     /// ``RequestHandler/Reply/acceptedPush``.
     @exclusivity(unchecked) private var fastShapeKnown = false
-    @exclusivity(unchecked) private var fastAuthorization: [UInt8]?
+    /// The shape's `authorization` value (`nil`: absent), kept by hand so that request
+    /// streams can refer to it instead of copying it (see ``RequestFields``); streams get
+    /// their own copy before it is freed.
+    @exclusivity(unchecked) private(set) var sharedAuthorization: UnsafeMutableBufferPointer<UInt8>?
     @exclusivity(unchecked) private var fastTopic: [UInt8]?
     @exclusivity(unchecked) private var fastPushType: [UInt8]?
     /// The provider token's `iat`, whose age is checked per request (token mode).
@@ -200,6 +203,7 @@ final class ServerConnection {
 
     deinit {
         close()
+        sharedAuthorization?.deallocate()
     }
 
     /// A DATA frame (type 0x0) with no payload and no flags on stream 0: RFC 9113 §6.1
@@ -520,15 +524,13 @@ final class ServerConnection {
     func close() {
         if case .closed = phase { return }
         phase = .closed
-        // Before the session: the streams hold references to nghttp2's header buffers,
-        // which point into the session's allocator.
-        lastStream = nil
-        streams.removeAll()
         if let session { nghttp2_session_del(session) }
         session = nil
         if let ssl { SSL_free(ssl) }
         ssl = nil
         Glibc.close(fd)
+        lastStream = nil
+        streams.removeAll()
         shaper = nil
         delayed.removeAll()
     }
@@ -592,9 +594,6 @@ final class ServerConnection {
 
     func requestComplete(streamID: Int32) {
         guard processesRequests, let stream = stream(streamID), let session else { return }
-        // The request is decided here: nghttp2's header buffers go back at once, so the
-        // ones it allocated per request (a Huffman-coded `:path`) are reused while hot.
-        defer { stream.fields.reset() }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
             // stream is reset with ENHANCE_YOUR_CALM, unprocessed.
@@ -649,7 +648,21 @@ final class ServerConnection {
     /// Remembers what an accepted device push carried (see ``fastShapeKnown``).
     private func learnFastShape(from stream: Stream, _ accepted: RequestHandler.AcceptedPush) {
         let fields = stream.fields
-        fastAuthorization = fields.valueBytes(at: fields.authorization)
+        let authorization = fields.valueBytes(at: fields.authorization)
+        let unchanged = authorization.map { new in sharedAuthorization.map { $0.elementsEqual(new) } ?? false }
+            ?? (sharedAuthorization == nil)
+        if !unchanged {
+            // Streams that refer to the old value copy it in before it goes.
+            if let old = sharedAuthorization {
+                streams.forEach { $0.fields.unshare() }
+                old.deallocate()
+            }
+            sharedAuthorization = authorization.map { bytes in
+                let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: bytes.count)
+                _ = copy.initialize(from: bytes)
+                return copy
+            }
+        }
         fastTopic = fields.valueBytes(at: fields.topic)
         fastPushType = fields.valueBytes(at: fields.pushType)
         fastIssuedAt = accepted.issuedAt
@@ -674,43 +687,46 @@ final class ServerConnection {
     private func answerQuickly(_ stream: Stream, streamID: Int32, session: OpaquePointer) -> Bool {
         guard fastShapeKnown, loop.fastPathOpen, requestState.streamLimitRaised || !tokenMode else { return false }
         let fields = stream.fields
-        guard !fields.irregular, fields.method >= 0, fields.path >= 0,
-              fields.value(at: fields.authorization, equals: fastAuthorization),
+        let sameAuthorization: Bool
+        if let sharedAuthorization {
+            // An empty value is never shared (see RequestFields.append): the full path decides.
+            guard let base = sharedAuthorization.baseAddress, !sharedAuthorization.isEmpty else { return false }
+            sameAuthorization = fields.value(at: fields.authorization, isShared: UnsafePointer(base))
+        } else {
+            sameAuthorization = fields.authorization < 0
+        }
+        guard sameAuthorization, !fields.irregular, fields.method >= 0, fields.path >= 0,
               fields.value(at: fields.topic, equals: fastTopic),
               fields.value(at: fields.pushType, equals: fastPushType)
         else { return false }
-        let methodAndPath = fields.withValue(at: fields.method) { method in
-            method.count == 4 && memcmp(method.baseAddress!, ("POST" as StaticString).utf8Start, 4) == 0
-        } && fields.withValue(at: fields.path) { path in
-            let prefix: StaticString = "/3/device/"
-            let token = path.count - prefix.utf8CodeUnitCount
-            guard token > 0, token % 2 == 0,
-                  memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
-            else { return false }
-            return UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]).allSatisfy(RequestValidator.isHexDigit)
-        }
-        guard methodAndPath else { return false }
+        let method = fields.value(at: fields.method)
+        guard method.count == 4, memcmp(method.baseAddress!, ("POST" as StaticString).utf8Start, 4) == 0 else { return false }
+        let path = fields.value(at: fields.path)
+        let prefix: StaticString = "/3/device/"
+        let tokenLength = path.count - prefix.utf8CodeUnitCount
+        guard tokenLength > 0, tokenLength % 2 == 0, memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0,
+              UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]).allSatisfy(RequestValidator.isHexDigit)
+        else { return false }
         if let issuedAt = fastIssuedAt,
            loop.configuration.now().timeIntervalSince1970 - Double(issuedAt) > 3600 { return false }
         if fields.priority >= 0 {
-            let valid = fields.withValue(at: fields.priority) { priority in
-                switch priority.count {
-                case 1: return priority[0] == UInt8(ascii: "5") || priority[0] == UInt8(ascii: "1")
-                case 2: return priority[0] == UInt8(ascii: "1") && priority[1] == UInt8(ascii: "0") && !fastBackground
-                default: return false
-                }
+            let priority = fields.value(at: fields.priority)
+            switch priority.count {
+            case 1: guard priority[0] == UInt8(ascii: "5") || priority[0] == UInt8(ascii: "1") else { return false }
+            case 2: guard priority[0] == UInt8(ascii: "1"), priority[1] == UInt8(ascii: "0"), !fastBackground else { return false }
+            default: return false
             }
-            guard valid else { return false }
         }
         if fields.expiration >= 0 {
-            let valid = fields.withValue(at: fields.expiration) { expiration in
-                !expiration.isEmpty && expiration.count <= 18 && expiration.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+            let expiration = fields.value(at: fields.expiration)
+            guard !expiration.isEmpty, expiration.count <= 18, expiration.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                return false
             }
-            guard valid else { return false }
         }
         if fields.collapseID >= 0 {
             // ASCII only: then the bytes are the UTF-8 the validator counts.
-            guard fields.withValue(at: fields.collapseID, { $0.count <= 64 && $0.allSatisfy { $0 < 0x80 } }) else { return false }
+            let collapseID = fields.value(at: fields.collapseID)
+            guard collapseID.count <= 64, collapseID.allSatisfy({ $0 < 0x80 }) else { return false }
         }
         let body = stream.body
         guard !body.isEmpty, body.count <= fastBodyLimit else { return false }
@@ -722,12 +738,9 @@ final class ServerConnection {
             fastBody = body
         }
         if fields.apnsID >= 0 {
-            let echoed = fields.withValue(at: fields.apnsID) { id -> Bool in
-                guard RequestValidator.isCanonicalUUID(bytes: id) else { return false }
-                answerID.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: id.baseAddress!, count: 36) }
-                return true
-            }
-            guard echoed else { return false }
+            let id = fields.value(at: fields.apnsID)
+            guard RequestValidator.isCanonicalUUID(bytes: id) else { return false }
+            answerID.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: id.baseAddress!, count: 36) }
         } else {
             answerID.withUnsafeMutableBufferPointer { loop.handler.makeAPNsID(into: $0.baseAddress!) }
         }

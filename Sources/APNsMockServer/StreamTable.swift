@@ -63,6 +63,12 @@ struct StreamTable {
         return stream
     }
 
+    /// Calls `body` with every open stream.
+    func forEach(_ body: (ServerConnection.Stream) -> Void) {
+        for stream in slots { if let stream { body(stream) } }
+        for stream in overflow.values { body(stream) }
+    }
+
     /// Forgets every stream.
     mutating func removeAll() {
         for index in slots.indices {
