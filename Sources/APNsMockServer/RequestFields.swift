@@ -199,9 +199,10 @@ struct RequestFields {
         return position
     }
 
-    /// A name the rules do not read: irregular if it was seen before in this list.
+    /// A name the rules do not read: irregular if it was seen before in this list. A
+    /// pseudo-header other than `:method` and `:path` is not looked at, as by the validator.
     private mutating func noteOther(_ name: UnsafePointer<UInt8>, count length: Int, position: Int) {
-        guard !irregular else { return }
+        guard !irregular, name[0] != UInt8(ascii: ":") else { return }
         for earlier in 0..<position where spans[earlier].nameLength == length {
             if memcmp(bytes + spans[earlier].start, name, length) == 0 {
                 irregular = true
