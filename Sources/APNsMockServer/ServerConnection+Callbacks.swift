@@ -81,13 +81,12 @@ extension ServerLoop {
             }
             return 0
         }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, flags, streamID, data, length, userData in
             guard let data else { return 0 }
+            let endsStream = flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             withConnection(userData) { connection in
                 connection.withStream(streamID) { stream in
-                    let keep = min(length, max(0, 64 * 1024 - stream.body.count))
-                    if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }
-                    stream.bodyLength += length
+                    connection.receiveBody(UnsafeBufferPointer(start: data, count: length), endsStream: endsStream, of: stream)
                 }
             }
             return 0
@@ -104,6 +103,8 @@ extension ServerLoop {
                         stream.headerBlockLength = connection.headerBlockBytes
                         // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
                         stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
+                        // The request's fields are all here, and still in the cache.
+                        connection.judgeHeaders(of: stream)
                     }
                 }
                 if type == Int(NGHTTP2_GOAWAY.rawValue) {

@@ -39,6 +39,14 @@ final class ServerConnection {
 
     /// A request being received.
     final class Stream {
+        /// ``ServerConnection/judgeHeaders(of:)`` found the header fields fit for the fast
+        /// path, against the shape of generation ``headersPassedGeneration``. First among
+        /// the properties: read when the request ends, its fields long out of the cache
+        /// when a client keeps a thousand streams open.
+        @exclusivity(unchecked) var headersPassed = false
+        @exclusivity(unchecked) var headersPassedGeneration = 0
+        @exclusivity(unchecked) var body: [UInt8] = []
+        @exclusivity(unchecked) var bodyLength = 0
         /// The header fields as received (bytes; see ``RequestFields``).
         @exclusivity(unchecked) var fields = RequestFields()
         /// The fields as strings, made only when the request leaves the fast path.
@@ -51,8 +59,6 @@ final class ServerConnection {
         @exclusivity(unchecked) var headerBlockLength = 0
         /// The inflater's dynamic table size once this stream's header block was decoded.
         @exclusivity(unchecked) var inflaterTableSize = 0
-        @exclusivity(unchecked) var body: [UInt8] = []
-        @exclusivity(unchecked) var bodyLength = 0
         @exclusivity(unchecked) var responseBody: [UInt8] = []
         @exclusivity(unchecked) var responseOffset = 0
 
@@ -64,6 +70,7 @@ final class ServerConnection {
 
         /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
         func reset() {
+            headersPassed = false
             fields.reset()
             headers.removeAll(keepingCapacity: true)
             headerListSize = 0
@@ -94,6 +101,9 @@ final class ServerConnection {
     /// Forgotten whenever a request takes the full path, and learnt again from its
     /// ``RequestHandler/Reply/acceptedPush``.
     @exclusivity(unchecked) private var fastShapeKnown = false
+    /// Changes whenever the shape is forgotten or learnt: a stream's header verdict
+    /// (``Stream/headersPassed``) holds only for the shape it was judged against.
+    @exclusivity(unchecked) private var fastShapeGeneration = 0
     /// The shape's `authorization` value (`nil`: absent), kept by hand so that request
     /// streams can refer to it instead of copying it (see ``RequestFields``); streams get
     /// their own copy before it is freed.
@@ -140,10 +150,50 @@ final class ServerConnection {
         return body(stream)
     }
 
+    /// A body that came whole in one DATA frame with END_STREAM, still where nghttp2 read it
+    /// (in ``ServerLoop/readBuffer``, valid until `nghttp2_session_mem_recv` returns): the
+    /// request is decided right after it (``requestComplete(streamID:)``), so the fast path
+    /// reads it in place and nothing is copied. Any other body, or this one if the request
+    /// was not decided before the read ends, is copied into ``Stream/body``
+    /// (``keepPendingBody()``). At most one at a time; the stream is held by ``streams``.
+    @exclusivity(unchecked) private var pendingBody: (stream: Unmanaged<Stream>, bytes: UnsafeBufferPointer<UInt8>)?
+
+    /// A chunk of `stream`'s request body (see ``pendingBody``).
+    func receiveBody(_ chunk: UnsafeBufferPointer<UInt8>, endsStream: Bool, of stream: Stream) {
+        keepPendingBody()
+        if endsStream, stream.bodyLength == 0, chunk.count <= 64 * 1024 {
+            pendingBody = (Unmanaged.passUnretained(stream), chunk)
+            stream.bodyLength = chunk.count
+            return
+        }
+        let keep = min(chunk.count, max(0, 64 * 1024 - stream.body.count))
+        if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<keep])) }
+        stream.bodyLength += chunk.count
+    }
+
+    /// Copies the ``pendingBody`` into its stream's ``Stream/body``, if there is one.
+    func keepPendingBody() {
+        guard let (stream, bytes) = pendingBody else { return }
+        pendingBody = nil
+        stream._withUnsafeGuaranteedRef { $0.body.append(contentsOf: bytes) }
+    }
+
+    /// `stream`'s body as received: the ``pendingBody`` in place, or ``Stream/body``.
+    @inline(__always)
+    private func withBody<Result>(of stream: Stream, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
+            return body(pending.bytes)
+        }
+        return stream.body.withUnsafeBufferPointer(body)
+    }
+
     /// Forgets a closed stream and keeps its record for the next one.
     func closeStream(_ streamID: Int32) {
         if streamID == lastStreamID { lastStream = nil }
         guard let stream = streams.remove(streamID) else { return }
+        if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
+            pendingBody = nil
+        }
         if spareStreams.count < 1024 {
             stream.reset()
             spareStreams.append(stream)
@@ -363,6 +413,8 @@ final class ServerConnection {
                     headerTap.feed(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)]))
                     return nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
                 }
+                // The read buffer is about to be reused.
+                keepPendingBody()
                 if consumed < 0 || dropRequested {
                     close()
                     return
@@ -529,6 +581,7 @@ final class ServerConnection {
         if let ssl { SSL_free(ssl) }
         ssl = nil
         Glibc.close(fd)
+        pendingBody = nil
         lastStream = nil
         streams.removeAll()
         shaper = nil
@@ -594,6 +647,12 @@ final class ServerConnection {
 
     func requestComplete(streamID: Int32) {
         guard processesRequests, let stream = stream(streamID), let session else { return }
+        defer {
+            // Decided: a body read in place is not needed any more (see pendingBody).
+            if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
+                pendingBody = nil
+            }
+        }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
             // stream is reset with ENHANCE_YOUR_CALM, unprocessed.
@@ -613,8 +672,10 @@ final class ServerConnection {
             return
         }
         // The full path: strings for every field, the handler's rules, the script and the record.
+        keepPendingBody()
         loop.countFastAnswers()
         fastShapeKnown = false
+        fastShapeGeneration &+= 1
         stream.fields.headers(using: &headerStrings, into: &stream.headers)
         let request = RequestHandler.Request(
             streamID: streamID, headers: stream.headers, body: stream.body, headerBlockLength: stream.headerBlockLength,
@@ -672,25 +733,26 @@ final class ServerConnection {
         fastBackground = pushType == "background"
         fastBody = stream.body
         fastShapeKnown = true
+        fastShapeGeneration &+= 1
     }
 
-    /// Answers a valid device push with `200` without strings, the handler or the lock,
-    /// when that answer is certain: the fast path is open (nothing scripted, delayed,
-    /// observed or recorded; see ``ServerState/countFastAnswers(_:)``), no field repeats,
-    /// and `authorization`, `apns-topic` and `apns-push-type` are those of the last push
-    /// accepted on the full path (``fastShapeKnown``), so the token (but for its age),
-    /// topic and push-type rules hold as they did. The rest of ``RequestValidator``'s rules
-    /// are checked here on the bytes: `POST`, the `/3/device/` path and its even run of hex
-    /// digits, the token's age, `apns-priority`, `apns-expiration`, `apns-id`,
-    /// `apns-collapse-id`, and the body's size and JSON. Returns `false`, having done
-    /// nothing, whenever any of it is not so: the full path then decides, with Apple's reason.
-    private func answerQuickly(_ stream: Stream, streamID: Int32, session: OpaquePointer) -> Bool {
-        guard fastShapeKnown, loop.fastPathOpen, requestState.streamLimitRaised || !tokenMode else { return false }
+    /// The fast path's checks of a request's header fields, made once its header block is
+    /// complete (while the fields are still in the processor's cache): whether no field
+    /// repeats, and `authorization`, `apns-topic` and `apns-push-type` are those of the
+    /// last push accepted on the full path (``fastShapeKnown``), so the token (but for its
+    /// age), topic and push-type rules hold as they did; and, on the bytes, the rest of
+    /// ``RequestValidator``'s header rules: `POST`, the `/3/device/` path and its even run
+    /// of hex digits, `apns-priority`, `apns-expiration`, `apns-id` and `apns-collapse-id`.
+    /// The verdict is kept in ``Stream/headersPassed``; ``answerQuickly(_:streamID:session:)``
+    /// does the rest when the request ends.
+    func judgeHeaders(of stream: Stream) {
+        stream.headersPassed = false
+        guard fastShapeKnown, !stream.headersTooLarge else { return }
         let fields = stream.fields
         let sameAuthorization: Bool
         if let sharedAuthorization {
             // An empty value is never shared (see RequestFields.append): the full path decides.
-            guard let base = sharedAuthorization.baseAddress, !sharedAuthorization.isEmpty else { return false }
+            guard let base = sharedAuthorization.baseAddress, !sharedAuthorization.isEmpty else { return }
             sameAuthorization = fields.value(at: fields.authorization, isShared: UnsafePointer(base))
         } else {
             sameAuthorization = fields.authorization < 0
@@ -698,48 +760,70 @@ final class ServerConnection {
         guard sameAuthorization, !fields.irregular, fields.method >= 0, fields.path >= 0,
               fields.value(at: fields.topic, equals: fastTopic),
               fields.value(at: fields.pushType, equals: fastPushType)
-        else { return false }
+        else { return }
         let method = fields.value(at: fields.method)
-        guard method.count == 4, memcmp(method.baseAddress!, ("POST" as StaticString).utf8Start, 4) == 0 else { return false }
+        guard method.count == 4, memcmp(method.baseAddress!, ("POST" as StaticString).utf8Start, 4) == 0 else { return }
         let path = fields.value(at: fields.path)
         let prefix: StaticString = "/3/device/"
         let tokenLength = path.count - prefix.utf8CodeUnitCount
         guard tokenLength > 0, tokenLength % 2 == 0, memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0,
               UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]).allSatisfy(RequestValidator.isHexDigit)
-        else { return false }
-        if let issuedAt = fastIssuedAt,
-           loop.configuration.now().timeIntervalSince1970 - Double(issuedAt) > 3600 { return false }
+        else { return }
         if fields.priority >= 0 {
             let priority = fields.value(at: fields.priority)
             switch priority.count {
-            case 1: guard priority[0] == UInt8(ascii: "5") || priority[0] == UInt8(ascii: "1") else { return false }
-            case 2: guard priority[0] == UInt8(ascii: "1"), priority[1] == UInt8(ascii: "0"), !fastBackground else { return false }
-            default: return false
+            case 1: guard priority[0] == UInt8(ascii: "5") || priority[0] == UInt8(ascii: "1") else { return }
+            case 2: guard priority[0] == UInt8(ascii: "1"), priority[1] == UInt8(ascii: "0"), !fastBackground else { return }
+            default: return
             }
         }
         if fields.expiration >= 0 {
             let expiration = fields.value(at: fields.expiration)
             guard !expiration.isEmpty, expiration.count <= 18, expiration.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                return false
+                return
             }
         }
         if fields.collapseID >= 0 {
             // ASCII only: then the bytes are the UTF-8 the validator counts.
             let collapseID = fields.value(at: fields.collapseID)
-            guard collapseID.count <= 64, collapseID.allSatisfy({ $0 < 0x80 }) else { return false }
-        }
-        let body = stream.body
-        guard !body.isEmpty, body.count <= fastBodyLimit else { return false }
-        let sameBody = body.count == fastBody.count && body.withUnsafeBufferPointer { body in
-            fastBody.withUnsafeBufferPointer { memcmp(body.baseAddress!, $0.baseAddress!, body.count) == 0 }
-        }
-        if !sameBody {
-            guard let hasAPS = JSONObjectScanner.object(body, hasTopLevelKey: "aps"), hasAPS || !fastNeedsAPS else { return false }
-            fastBody = body
+            guard collapseID.count <= 64, collapseID.allSatisfy({ $0 < 0x80 }) else { return }
         }
         if fields.apnsID >= 0 {
-            let id = fields.value(at: fields.apnsID)
-            guard RequestValidator.isCanonicalUUID(bytes: id) else { return false }
+            guard RequestValidator.isCanonicalUUID(bytes: fields.value(at: fields.apnsID)) else { return }
+        }
+        stream.headersPassed = true
+        stream.headersPassedGeneration = fastShapeGeneration
+    }
+
+    /// Answers a valid device push with `200` without strings, the handler or the lock,
+    /// when that answer is certain: its header fields passed ``judgeHeaders(of:)`` against
+    /// the shape still in force, the fast path is open (nothing scripted, delayed, observed
+    /// or recorded; see ``ServerState/countFastAnswers(_:)``), the provider token is under
+    /// an hour old, and the body is within the push type's size and one JSON object with
+    /// `aps` where the push type needs it. Returns `false`, having done nothing, whenever
+    /// any of it is not so: the full path then decides, with Apple's reason.
+    private func answerQuickly(_ stream: Stream, streamID: Int32, session: OpaquePointer) -> Bool {
+        guard stream.headersPassed, stream.headersPassedGeneration == fastShapeGeneration, fastShapeKnown,
+              loop.fastPathOpen, requestState.streamLimitRaised || !tokenMode
+        else { return false }
+        if let issuedAt = fastIssuedAt,
+           loop.configuration.now().timeIntervalSince1970 - Double(issuedAt) > 3600 { return false }
+        let bodyFits = withBody(of: stream) { body -> Bool in
+            guard !body.isEmpty, body.count <= fastBodyLimit else { return false }
+            let sameBody = body.count == fastBody.count
+                && fastBody.withUnsafeBufferPointer { memcmp(body.baseAddress!, $0.baseAddress!, body.count) == 0 }
+            if !sameBody {
+                let bytes = Array(body)
+                guard let hasAPS = JSONObjectScanner.object(bytes, hasTopLevelKey: "aps"), hasAPS || !fastNeedsAPS else { return false }
+                fastBody = bytes
+            }
+            return true
+        }
+        guard bodyFits else { return false }
+        let apnsIDPosition = stream.fields.apnsID
+        if apnsIDPosition >= 0 {
+            // Checked canonical (36 bytes) by judgeHeaders(of:).
+            let id = stream.fields.value(at: apnsIDPosition)
             answerID.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: id.baseAddress!, count: 36) }
         } else {
             answerID.withUnsafeMutableBufferPointer { loop.handler.makeAPNsID(into: $0.baseAddress!) }
