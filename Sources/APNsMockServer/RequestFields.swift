@@ -61,16 +61,26 @@ struct RequestFields {
     /// ``unshare()`` copies them in before the connection lets them go.
     private var sharedValue: UnsafePointer<UInt8>?
 
-    /// Positions of the fields the rules read, `-1` when absent.
-    private(set) var method = -1
-    private(set) var path = -1
-    private(set) var authorization = -1
-    private(set) var topic = -1
-    private(set) var pushType = -1
-    private(set) var priority = -1
-    private(set) var expiration = -1
-    private(set) var apnsID = -1
-    private(set) var collapseID = -1
+    /// Positions of the fields the rules read, `-1` when absent (16 bits each: a header
+    /// list holds at most 512 fields, and the stream's memory is read cold).
+    private var method16: Int16 = -1
+    private var path16: Int16 = -1
+    private var authorization16: Int16 = -1
+    private var topic16: Int16 = -1
+    private var pushType16: Int16 = -1
+    private var priority16: Int16 = -1
+    private var expiration16: Int16 = -1
+    private var apnsID16: Int16 = -1
+    private var collapseID16: Int16 = -1
+    var method: Int { Int(method16) }
+    var path: Int { Int(path16) }
+    var authorization: Int { Int(authorization16) }
+    var topic: Int { Int(topic16) }
+    var pushType: Int { Int(pushType16) }
+    var priority: Int { Int(priority16) }
+    var expiration: Int { Int(expiration16) }
+    var apnsID: Int { Int(apnsID16) }
+    var collapseID: Int { Int(collapseID16) }
     /// A field was repeated (a pseudo-header, a field the rules read, or any other name):
     /// only ``RequestValidator`` decides such a request (`DuplicateHeaders`, or the last
     /// pseudo-header's value).
@@ -94,15 +104,15 @@ struct RequestFields {
         byteCount = 0
         count = 0
         sharedValue = nil
-        method = -1
-        path = -1
-        authorization = -1
-        topic = -1
-        pushType = -1
-        priority = -1
-        expiration = -1
-        apnsID = -1
-        collapseID = -1
+        method16 = -1
+        path16 = -1
+        authorization16 = -1
+        topic16 = -1
+        pushType16 = -1
+        priority16 = -1
+        expiration16 = -1
+        apnsID16 = -1
+        collapseID16 = -1
         irregular = false
     }
 
@@ -123,32 +133,32 @@ struct RequestFields {
         // By length first: most names are then told apart with one comparison.
         switch nameLength {
         case 0: irregular = true
-        case 5 where Self.equal(base, ":path"): path = noted(path, position)
+        case 5 where Self.equal(base, ":path"): path16 = noted(path16, position)
         case 7:
             if Self.equal(base, ":method") {
-                method = noted(method, position)
+                method16 = noted(method16, position)
             } else if Self.equal(base, "apns-id") {
-                apnsID = noted(apnsID, position)
+                apnsID16 = noted(apnsID16, position)
             } else {
                 noteOther(base, count: 7, position: position)
             }
-        case 10 where Self.equal(base, "apns-topic"): topic = noted(topic, position)
+        case 10 where Self.equal(base, "apns-topic"): topic16 = noted(topic16, position)
         case 13:
             if Self.equal(base, "authorization") {
-                authorization = noted(authorization, position)
+                authorization16 = noted(authorization16, position)
                 if let sharedAuthorization, let value, sharedAuthorization.count == valueLength, valueLength > 0,
                    memcmp(sharedAuthorization.baseAddress!, value, valueLength) == 0 {
                     shares = true
                     sharedValue = sharedAuthorization.baseAddress
                 }
             } else if Self.equal(base, "apns-priority") {
-                priority = noted(priority, position)
+                priority16 = noted(priority16, position)
             } else {
                 noteOther(base, count: 13, position: position)
             }
-        case 14 where Self.equal(base, "apns-push-type"): pushType = noted(pushType, position)
-        case 15 where Self.equal(base, "apns-expiration"): expiration = noted(expiration, position)
-        case 16 where Self.equal(base, "apns-collapse-id"): collapseID = noted(collapseID, position)
+        case 14 where Self.equal(base, "apns-push-type"): pushType16 = noted(pushType16, position)
+        case 15 where Self.equal(base, "apns-expiration"): expiration16 = noted(expiration16, position)
+        case 16 where Self.equal(base, "apns-collapse-id"): collapseID16 = noted(collapseID16, position)
         default: noteOther(base, count: nameLength, position: position)
         }
         if shares {
@@ -194,9 +204,9 @@ struct RequestFields {
     }
 
     /// `position`, for a field first seen there; marks the list irregular when `field` was seen before.
-    private mutating func noted(_ field: Int, _ position: Int) -> Int {
+    private mutating func noted(_ field: Int16, _ position: Int) -> Int16 {
         if field >= 0 { irregular = true }
-        return position
+        return Int16(truncatingIfNeeded: position)
     }
 
     /// A name the rules do not read: irregular if it was seen before in this list. A

@@ -9,9 +9,14 @@ import Glibc
 /// One client connection: TLS on a non-blocking socket, an nghttp2 server session fed
 /// with `nghttp2_session_mem_recv` and drained with `nghttp2_session_mem_send`.
 ///
-/// It does the I/O and the HTTP/2 glue only: each complete request goes to the loop's
+/// It does the I/O and the HTTP/2 glue: each complete request goes to the loop's
 /// ``RequestHandler``, which decides the answer, and the connection performs the
-/// ``RequestHandler/Reply`` (answer now or later, GOAWAY, drop, break, go silent).
+/// ``RequestHandler/Reply`` (answer now or later, GOAWAY, drop, break, go silent). A valid
+/// device push like the last one the handler accepted on this connection is answered
+/// `200` on a fast path instead, from the bytes nghttp2 hands over (no `String` per
+/// field, no handler, no lock per request), when that answer is certain: see
+/// ``judgeHeaders(of:)`` and ``answerQuickly(_:streamID:session:)``. Anything else
+/// (an error, a script, an observer, recording) takes the handler's path unchanged.
 ///
 /// Lives on the server thread only. nghttp2 callbacks never close the connection or
 /// flush; they set state that ``handle(revents:)`` acts on once `mem_recv` returns.

@@ -7,8 +7,9 @@ import Glibc
 #endif
 
 /// The server thread: one `poll(2)` loop over the listeners, the wake-up eventfd and every
-/// connection. All TLS and HTTP/2 state lives on this thread, so the hot path takes no lock
-/// except the one per request in ``ServerState/decide(validation:deviceToken:apnsID:successStatus:broadcastChannel:record:)``.
+/// connection. All TLS and HTTP/2 state lives on this thread, so the hot path takes one
+/// lock per read (``ServerState/countFastAnswers(_:)``), and one per request only for the
+/// requests that take the full path (``ServerState/decide(validation:deviceToken:apnsID:successStatus:broadcastChannel:record:)``).
 ///
 /// One thread per server (rather than per connection) keeps a whole server on one core,
 /// which is what the throughput goal measures, and makes stopping a single join.

@@ -18,7 +18,8 @@ enum LoopCommand: Sendable {
 
 /// The part of a running server that test threads and the server thread share: the fault
 /// script, the recorded requests, the counters and the command queue, all behind one
-/// `Mutex`. The server thread takes the lock once per request.
+/// `Mutex`. The server thread takes the lock once per read, and once per request that
+/// takes the full path (see ``countFastAnswers(_:)``).
 final class ServerState: Sendable {
     struct Shared {
         var perToken: [String: ScriptedResponse] = [:]
@@ -115,7 +116,9 @@ final class ServerState: Sendable {
     }
 
     /// Applies the script to a request whose validation gave `validation`, records it and
-    /// returns what to answer: the one lock the server thread takes per request.
+    /// returns what to answer, under the lock: for a request on the full path (an error,
+    /// a script, a record; valid device pushes otherwise take the fast path, see
+    /// ``countFastAnswers(_:)``).
     /// `makeRecord` is called (under the lock) only when records are wanted, and what it
     /// returns is filled in with the final outcome.
     func decide(
