@@ -77,14 +77,15 @@ final class ServerConnection {
         func reset() {
             headersPassed = false
             fields.reset()
-            headers.removeAll(keepingCapacity: true)
+            // Only when not empty: emptying an empty array still asks for a buffer.
+            if !headers.isEmpty { headers.removeAll(keepingCapacity: true) }
             headerListSize = 0
             headersTooLarge = false
             headerBlockLength = 0
             inflaterTableSize = 0
-            body.removeAll(keepingCapacity: true)
+            if !body.isEmpty { body.removeAll(keepingCapacity: true) }
             bodyLength = 0
-            responseBody.removeAll(keepingCapacity: true)
+            if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
             responseOffset = 0
         }
     }
