@@ -687,7 +687,9 @@ final class ServerConnection {
             streamID: streamID, headers: stream.headers, body: stream.body, headerBlockLength: stream.headerBlockLength,
             inflaterTableSize: stream.inflaterTableSize, representations: headerTap.take(stream: streamID))
         let reply = loop.handler.handle(request, connection: &requestState)
-        if let accepted = reply.acceptedPush { learnFastShape(from: stream, accepted) }
+        // Only while the fast path is open: with a script, an observer or recording, every
+        // request takes the full path anyway, and learning would cost each one copies.
+        if let accepted = reply.acceptedPush, loop.fastPathOpen { learnFastShape(from: stream, accepted) }
         switch reply.action {
         case .drop:
             dropRequested = true
