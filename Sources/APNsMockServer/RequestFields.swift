@@ -30,14 +30,33 @@ struct RequestFields {
         private static let neverIndexedBit: UInt16 = 0x8000
         private static let sharedMark: UInt16 = 0xFFFF
 
-        init(start: Int, nameLength: Int, valueStart: Int?, valueLength: Int, neverIndexed: Bool) {
-            start16 = UInt16(start)
+        /// `start16` of a name the rules read: not in the buffer, ``knownName`` gives it.
+        private static let knownMark: UInt16 = 0xFF00
+
+        init(start: Int, known: Int?, nameLength: Int, valueStart: Int?, valueLength: Int, neverIndexed: Bool) {
+            start16 = known.map { Self.knownMark | UInt16($0) } ?? UInt16(start)
             nameBits = UInt16(nameLength) | (neverIndexed ? Self.neverIndexedBit : 0)
             valueStart16 = valueStart.map { UInt16($0) } ?? Self.sharedMark
             valueLength16 = UInt16(valueLength)
         }
 
         var start: Int { Int(start16) }
+        /// Whether the name is one the rules read, kept as ``knownName`` rather than bytes.
+        var isKnown: Bool { start16 & Self.knownMark == Self.knownMark }
+        /// The name, when ``isKnown``.
+        var knownName: StaticString {
+            switch start16 & 0xFF {
+            case 0: ":path"
+            case 1: ":method"
+            case 2: "apns-id"
+            case 3: "apns-topic"
+            case 4: "authorization"
+            case 5: "apns-priority"
+            case 6: "apns-push-type"
+            case 7: "apns-expiration"
+            default: "apns-collapse-id"
+            }
+        }
         var nameLength: Int { Int(nameBits & ~Self.neverIndexedBit) }
         var neverIndexed: Bool { nameBits & Self.neverIndexedBit != 0 }
         var valueLength: Int { Int(valueLength16) }
@@ -124,50 +143,66 @@ struct RequestFields {
                          neverIndexed: Bool, sharedAuthorization: UnsafeBufferPointer<UInt8>?) {
         let start = byteCount
         if start + nameLength + valueLength > byteCapacity { growBytes(to: start + nameLength + valueLength) }
-        if let name { (bytes + start).update(from: name, count: nameLength) }
         if count == spanCapacity { growSpans() }
         let position = count
         count += 1
-        let base = UnsafePointer(bytes + start)
         var shares = false
-        // By length first: most names are then told apart with one comparison.
-        switch nameLength {
-        case 0: irregular = true
-        case 5 where Self.equal(base, ":path"): path16 = noted(path16, position)
-        case 7:
-            if Self.equal(base, ":method") {
+        // A name the rules read is not copied: its span names it (see Span.knownName).
+        var known: Int?
+        if let name, nameLength > 0 {
+            // By length first: most names are then told apart with one comparison.
+            switch nameLength {
+            case 5 where Self.equal(name, ":path"):
+                path16 = noted(path16, position)
+                known = 0
+            case 7 where Self.equal(name, ":method"):
                 method16 = noted(method16, position)
-            } else if Self.equal(base, "apns-id") {
+                known = 1
+            case 7 where Self.equal(name, "apns-id"):
                 apnsID16 = noted(apnsID16, position)
-            } else {
-                noteOther(base, count: 7, position: position)
-            }
-        case 10 where Self.equal(base, "apns-topic"): topic16 = noted(topic16, position)
-        case 13:
-            if Self.equal(base, "authorization") {
+                known = 2
+            case 10 where Self.equal(name, "apns-topic"):
+                topic16 = noted(topic16, position)
+                known = 3
+            case 13 where Self.equal(name, "authorization"):
                 authorization16 = noted(authorization16, position)
+                known = 4
                 if let sharedAuthorization, let value, sharedAuthorization.count == valueLength, valueLength > 0,
                    memcmp(sharedAuthorization.baseAddress!, value, valueLength) == 0 {
                     shares = true
                     sharedValue = sharedAuthorization.baseAddress
                 }
-            } else if Self.equal(base, "apns-priority") {
+            case 13 where Self.equal(name, "apns-priority"):
                 priority16 = noted(priority16, position)
-            } else {
-                noteOther(base, count: 13, position: position)
+                known = 5
+            case 14 where Self.equal(name, "apns-push-type"):
+                pushType16 = noted(pushType16, position)
+                known = 6
+            case 15 where Self.equal(name, "apns-expiration"):
+                expiration16 = noted(expiration16, position)
+                known = 7
+            case 16 where Self.equal(name, "apns-collapse-id"):
+                collapseID16 = noted(collapseID16, position)
+                known = 8
+            default:
+                noteOther(name, count: nameLength, position: position)
             }
-        case 14 where Self.equal(base, "apns-push-type"): pushType16 = noted(pushType16, position)
-        case 15 where Self.equal(base, "apns-expiration"): expiration16 = noted(expiration16, position)
-        case 16 where Self.equal(base, "apns-collapse-id"): collapseID16 = noted(collapseID16, position)
-        default: noteOther(base, count: nameLength, position: position)
-        }
-        if shares {
-            byteCount = start + nameLength
         } else {
-            if let value { (bytes + start + nameLength).update(from: value, count: valueLength) }
-            byteCount = start + nameLength + valueLength
+            irregular = true
         }
-        (spans + position).initialize(to: Span(start: start, nameLength: nameLength, valueStart: shares ? nil : start + nameLength,
+        var end = start
+        if known == nil, let name {
+            (bytes + start).update(from: name, count: nameLength)
+            end += nameLength
+        }
+        let valueStart = end
+        if !shares {
+            if let value { (bytes + valueStart).update(from: value, count: valueLength) }
+            end += valueLength
+        }
+        byteCount = end
+        (spans + position).initialize(to: Span(start: start, known: known, nameLength: nameLength,
+                                               valueStart: shares ? nil : valueStart,
                                                valueLength: valueLength, neverIndexed: neverIndexed))
     }
 
@@ -213,7 +248,7 @@ struct RequestFields {
     /// pseudo-header other than `:method` and `:path` is not looked at, as by the validator.
     private mutating func noteOther(_ name: UnsafePointer<UInt8>, count length: Int, position: Int) {
         guard !irregular, name[0] != UInt8(ascii: ":") else { return }
-        for earlier in 0..<position where spans[earlier].nameLength == length {
+        for earlier in 0..<position where spans[earlier].nameLength == length && !spans[earlier].isKnown {
             if Self.equalBytes(bytes + spans[earlier].start, name, count: length) {
                 irregular = true
                 return
@@ -286,7 +321,9 @@ struct RequestFields {
         for position in 0..<count {
             let span = spans[position]
             headers.append(RecordedRequest.Header(
-                name: strings.name(UnsafeBufferPointer(start: bytes + span.start, count: span.nameLength), at: position),
+                name: span.isKnown
+                    ? strings.name(UnsafeBufferPointer(start: span.knownName.utf8Start, count: span.nameLength), at: position)
+                    : strings.name(UnsafeBufferPointer(start: bytes + span.start, count: span.nameLength), at: position),
                 value: strings.value(value(at: position), at: position),
                 neverIndexed: span.neverIndexed))
         }
