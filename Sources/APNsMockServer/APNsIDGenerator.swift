@@ -28,28 +28,36 @@ struct APNsIDGenerator {
         return z ^ (z >> 31)
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
     /// A new identifier.
     mutating func make() -> String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            write(into: buffer.baseAddress!)
+            return 36
+        }
+    }
+
+    /// Writes a new identifier's 36 bytes (ASCII) to `buffer`.
+    mutating func write(into buffer: UnsafeMutablePointer<UInt8>) {
         var high = next()
         var low = next()
         // Version 4 in the high nibble of byte 6; variant 0b10 in the top bits of byte 8.
         high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        return String(unsafeUninitializedCapacity: 36) { buffer in
-            var out = 0
-            for nibble in 0..<32 {
-                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
-                    buffer[out] = UInt8(ascii: "-")
-                    out += 1
-                }
-                let word = nibble < 16 ? high : low
-                let shift = UInt64(60 - 4 * (nibble % 16))
-                buffer[out] = Self.hexDigits[Int((word >> shift) & 0xF)]
-                out += 1
-            }
-            return out
+        // Sixteen hex digits per word, four bits at a time from the top; dashes after
+        // digits 8, 12, 16 and 20.
+        @inline(__always)
+        func hex(_ word: UInt64, _ nibble: Int) -> UInt8 {
+            let digit = UInt8(truncatingIfNeeded: (word >> UInt64(60 - 4 * nibble)) & 0xF)
+            return digit < 10 ? 0x30 + digit : 0x61 - 10 + digit
         }
+        for nibble in 0..<8 { buffer[nibble] = hex(high, nibble) }
+        buffer[8] = UInt8(ascii: "-")
+        for nibble in 8..<12 { buffer[nibble + 1] = hex(high, nibble) }
+        buffer[13] = UInt8(ascii: "-")
+        for nibble in 12..<16 { buffer[nibble + 2] = hex(high, nibble) }
+        buffer[18] = UInt8(ascii: "-")
+        for nibble in 0..<4 { buffer[19 + nibble] = hex(low, nibble) }
+        buffer[23] = UInt8(ascii: "-")
+        for nibble in 4..<16 { buffer[20 + nibble] = hex(low, nibble) }
     }
 }

@@ -44,6 +44,13 @@ struct HeaderBlockTap {
                 index += skip
                 continue
             }
+            if payloadRemaining == 0 && frameHeader.isEmpty && count - index >= 9 {
+                // The whole frame header is here (nearly always): read it in place.
+                beginFrame(bytes[index], bytes[index + 1], bytes[index + 2], bytes[index + 3], bytes[index + 4],
+                           bytes[index + 5], bytes[index + 6], bytes[index + 7], bytes[index + 8])
+                index += 9
+                continue
+            }
             if payloadRemaining == 0 && frameHeader.count < 9 {
                 frameHeader.append(bytes[index])
                 index += 1
@@ -61,12 +68,19 @@ struct HeaderBlockTap {
     private var isHeaderFrame: Bool { frameType == Self.headers || frameType == Self.continuation }
 
     private mutating func beginFrame() {
-        payloadRemaining = Int(frameHeader[0]) << 16 | Int(frameHeader[1]) << 8 | Int(frameHeader[2])
-        frameType = frameHeader[3]
-        frameFlags = frameHeader[4]
-        frameStream = (UInt32(frameHeader[5]) << 24 | UInt32(frameHeader[6]) << 16 | UInt32(frameHeader[7]) << 8
-            | UInt32(frameHeader[8])) & 0x7FFF_FFFF
+        beginFrame(frameHeader[0], frameHeader[1], frameHeader[2], frameHeader[3], frameHeader[4],
+                   frameHeader[5], frameHeader[6], frameHeader[7], frameHeader[8])
         frameHeader.removeAll(keepingCapacity: true)
+    }
+
+    /// Starts a frame from its 9-byte header (RFC 9113 §4.1).
+    @inline(__always)
+    private mutating func beginFrame(_ l0: UInt8, _ l1: UInt8, _ l2: UInt8, _ type: UInt8, _ flags: UInt8,
+                                     _ s0: UInt8, _ s1: UInt8, _ s2: UInt8, _ s3: UInt8) {
+        payloadRemaining = Int(l0) << 16 | Int(l1) << 8 | Int(l2)
+        frameType = type
+        frameFlags = flags
+        frameStream = (UInt32(s0) << 24 | UInt32(s1) << 16 | UInt32(s2) << 8 | UInt32(s3)) & 0x7FFF_FFFF
         payload.removeAll(keepingCapacity: true)
         if payloadRemaining == 0 { endFrame() }
     }

@@ -58,6 +58,17 @@ final class RequestHandler {
     struct Reply {
         var action: Action
         var streamLimits: [Int] = []
+        /// Set when the request was a device push that passed every rule and got the plain
+        /// `200` (no script answered instead): the connection may then answer requests with
+        /// the same `authorization`, `apns-topic` and `apns-push-type` on its fast path.
+        var acceptedPush: AcceptedPush?
+    }
+
+    /// What a device push was accepted with (see ``Reply/acceptedPush``).
+    struct AcceptedPush {
+        /// The `iat` of the connection's provider token, whose age is checked on every
+        /// request; `nil` when the connection does not authenticate with tokens.
+        var issuedAt: Int64?
     }
 
     let state: ServerState
@@ -81,6 +92,11 @@ final class RequestHandler {
 
     /// Whether connections authenticate with provider tokens (and so start at one stream).
     var tokenMode: Bool { verdicts != nil }
+
+    /// Writes a new `apns-id` (36 bytes) for an answer to a request that sent none.
+    func makeAPNsID(into buffer: UnsafeMutablePointer<UInt8>) {
+        idGenerator.write(into: buffer)
+    }
 
     /// The state of a new connection.
     func makeConnectionState(number: Int) -> ConnectionState {
@@ -180,6 +196,10 @@ final class RequestHandler {
         if tokenAccepted, tokenMode, !connection.streamLimitRaised {
             reply.streamLimits.append(state.shared.withLock { $0.maxConcurrentStreams })
             connection.streamLimitRaised = true
+        }
+        if deviceToken != nil, rejection == nil, channelOperation == nil, decision.response == nil,
+           connection.authorizer == nil || (tokenAccepted && claims != nil) {
+            reply.acceptedPush = AcceptedPush(issuedAt: connection.authorizer == nil ? nil : claims?.issuedAt)
         }
         if rejection != nil, let dropped = configuration.streamLimitAfterRejection {
             // APNs has been seen to lower a connection's stream limit after errors.

@@ -225,7 +225,12 @@ struct RequestValidator: Sendable {
 
     /// `8-4-4-4-12` hex digits, all lowercase or all uppercase.
     static func isCanonicalUUID(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { isCanonicalUUID(bytes: $0) }
+    }
+
+    /// ``isCanonicalUUID(_:)`` of UTF-8 bytes.
+    static func isCanonicalUUID(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard bytes.count == 36 else { return false }
         var sawLower = false
         var sawUpper = false

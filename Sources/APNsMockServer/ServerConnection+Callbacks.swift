@@ -9,6 +9,14 @@ fileprivate func connection(_ userData: UnsafeMutableRawPointer?) -> ServerConne
     userData.map { Unmanaged<ServerConnection>.fromOpaque($0).takeUnretainedValue() }
 }
 
+/// Calls `body` with the connection behind `user_data` without retaining it (the server
+/// loop holds every connection while nghttp2 runs); `nil` without one.
+@inline(__always)
+fileprivate func withConnection<Result>(_ userData: UnsafeMutableRawPointer?, _ body: (ServerConnection) -> Result) -> Result? {
+    guard let userData else { return nil }
+    return Unmanaged<ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef(body)
+}
+
 /// Hands nghttp2 a response body, from the stream's `responseBody`.
 let readResponseBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
     guard let connection = connection(userData), let stream = connection.stream(streamID), let buffer, let flags else {
@@ -32,70 +40,89 @@ extension ServerLoop {
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
         nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, userData in
-            guard let header, let connection = connection(userData) else { return 0 }
-            switch Int(header.pointee.type) {
-            case Int(NGHTTP2_HEADERS.rawValue): connection.headerBlockBytes = header.pointee.length
-            case Int(NGHTTP2_CONTINUATION.rawValue): connection.headerBlockBytes += header.pointee.length
-            default: break
+            guard let header else { return 0 }
+            let type = Int(header.pointee.type), length = header.pointee.length
+            withConnection(userData) { connection in
+                switch type {
+                case Int(NGHTTP2_HEADERS.rawValue): connection.headerBlockBytes = length
+                case Int(NGHTTP2_CONTINUATION.rawValue): connection.headerBlockBytes += length
+                default: break
+                }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
-            guard let frame, let connection = connection(userData) else { return 0 }
+            guard let frame else { return 0 }
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                connection.openStream(frame.pointee.hd.stream_id)
+                let streamID = frame.pointee.hd.stream_id
+                withConnection(userData) { $0.openStream(streamID) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback2(callbacks) { _, frame, name, value, flags, userData in
-            guard let frame, let name, let value, let connection = connection(userData),
-                  frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST,
-                  let stream = connection.stream(frame.pointee.hd.stream_id)
-            else { return 0 }
-            let nameBuffer = nghttp2_rcbuf_get_buf(name)
-            let valueBuffer = nghttp2_rcbuf_get_buf(value)
-            stream.headerListSize += nameBuffer.len + valueBuffer.len + 32
-            if stream.headersTooLarge || stream.headerListSize > ServerConnection.maxHeaderListSize {
-                stream.headersTooLarge = true
-                return 0
+            guard let frame, let name, let value, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
+            let streamID = frame.pointee.hd.stream_id
+            withConnection(userData) { connection in
+                connection.withStream(streamID) { stream in
+                    let nameBuffer = nghttp2_rcbuf_get_buf(name)
+                    let valueBuffer = nghttp2_rcbuf_get_buf(value)
+                    stream.headerListSize += nameBuffer.len + valueBuffer.len + 32
+                    if stream.headersTooLarge || stream.headerListSize > ServerConnection.maxHeaderListSize {
+                        stream.headersTooLarge = true
+                        return
+                    }
+                    // The bytes only: a `String` per field is made only for a request the fast
+                    // path does not answer (see ``ServerConnection/requestComplete(streamID:)``).
+                    stream.fields.append(name: nameBuffer.base.map { UnsafePointer($0) }, nameLength: nameBuffer.len,
+                                         value: valueBuffer.base.map { UnsafePointer($0) }, valueLength: valueBuffer.len,
+                                         neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0,
+                                         sharedAuthorization: connection.sharedAuthorization.map { UnsafeBufferPointer($0) })
+                }
             }
-            let position = stream.headers.count
-            stream.headers.append(RecordedRequest.Header(
-                name: connection.headerStrings.name(UnsafeBufferPointer(start: nameBuffer.base, count: nameBuffer.len), at: position),
-                value: connection.headerStrings.value(UnsafeBufferPointer(start: valueBuffer.base, count: valueBuffer.len), at: position),
-                neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
             return 0
         }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let connection = connection(userData), let stream = connection.stream(streamID) else { return 0 }
-            let keep = min(length, max(0, 64 * 1024 - stream.body.count))
-            if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }
-            stream.bodyLength += length
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, flags, streamID, data, length, userData in
+            guard let data else { return 0 }
+            let endsStream = flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            withConnection(userData) { connection in
+                connection.withStream(streamID) { stream in
+                    connection.receiveBody(UnsafeBufferPointer(start: data, count: length), endsStream: endsStream, of: stream)
+                }
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, userData in
-            guard let frame, let connection = connection(userData) else { return 0 }
+            guard let frame else { return 0 }
             let streamID = frame.pointee.hd.stream_id
             let type = Int(frame.pointee.hd.type)
-            if type == Int(NGHTTP2_HEADERS.rawValue), let stream = connection.stream(streamID), stream.headerBlockLength == 0 {
-                stream.headerBlockLength = connection.headerBlockBytes
-                // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
-                stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
-            }
-            if type == Int(NGHTTP2_GOAWAY.rawValue) {
-                let code = frame.pointee.goaway.error_code
-                connection.loop.state.shared.withLock { $0.statistics.goAwaysReceived[code, default: 0] += 1 }
-            }
-            if (type == Int(NGHTTP2_HEADERS.rawValue) || type == Int(NGHTTP2_DATA.rawValue)),
-               frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                connection.requestComplete(streamID: streamID)
+            let flags = frame.pointee.hd.flags
+            withConnection(userData) { connection in
+                if type == Int(NGHTTP2_HEADERS.rawValue) {
+                    connection.withStream(streamID) { stream in
+                        guard stream.headerBlockLength == 0 else { return }
+                        stream.headerBlockLength = connection.headerBlockBytes
+                        // The whole block (HEADERS and any CONTINUATION) has been inflated by now.
+                        stream.inflaterTableSize = session.map { Int(nghttp2_session_get_hd_inflate_dynamic_table_size($0)) } ?? 0
+                        // The request's fields are all here, and still in the cache.
+                        connection.judgeHeaders(of: stream)
+                    }
+                }
+                if type == Int(NGHTTP2_GOAWAY.rawValue) {
+                    let code = frame.pointee.goaway.error_code
+                    connection.loop.state.shared.withLock { $0.statistics.goAwaysReceived[code, default: 0] += 1 }
+                }
+                if type == Int(NGHTTP2_HEADERS.rawValue) || type == Int(NGHTTP2_DATA.rawValue),
+                   flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                    connection.requestComplete(streamID: streamID)
+                }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            guard let connection = connection(userData) else { return 0 }
-            connection.closeStream(streamID)
-            _ = connection.headerTap.take(stream: streamID)
+            withConnection(userData) { connection in
+                connection.closeStream(streamID)
+                _ = connection.headerTap.take(stream: streamID)
+            }
             return 0
         }
         return callbacks

@@ -9,9 +9,14 @@ import Glibc
 /// One client connection: TLS on a non-blocking socket, an nghttp2 server session fed
 /// with `nghttp2_session_mem_recv` and drained with `nghttp2_session_mem_send`.
 ///
-/// It does the I/O and the HTTP/2 glue only: each complete request goes to the loop's
+/// It does the I/O and the HTTP/2 glue: each complete request goes to the loop's
 /// ``RequestHandler``, which decides the answer, and the connection performs the
-/// ``RequestHandler/Reply`` (answer now or later, GOAWAY, drop, break, go silent).
+/// ``RequestHandler/Reply`` (answer now or later, GOAWAY, drop, break, go silent). A valid
+/// device push like the last one the handler accepted on this connection is answered
+/// `200` on a fast path instead, from the bytes nghttp2 hands over (no `String` per
+/// field, no handler, no lock per request), when that answer is certain: see
+/// ``judgeHeaders(of:)`` and ``answerQuickly(_:streamID:session:)``. Anything else
+/// (an error, a script, an observer, recording) takes the handler's path unchanged.
 ///
 /// Lives on the server thread only. nghttp2 callbacks never close the connection or
 /// flush; they set state that ``handle(revents:)`` acts on once `mem_recv` returns.
@@ -39,6 +44,17 @@ final class ServerConnection {
 
     /// A request being received.
     final class Stream {
+        /// ``ServerConnection/judgeHeaders(of:)`` found the header fields fit for the fast
+        /// path, against the shape of generation ``headersPassedGeneration``. First among
+        /// the properties: read when the request ends, its fields long out of the cache
+        /// when a client keeps a thousand streams open.
+        @exclusivity(unchecked) var headersPassed = false
+        @exclusivity(unchecked) var headersPassedGeneration = 0
+        @exclusivity(unchecked) var body: [UInt8] = []
+        @exclusivity(unchecked) var bodyLength = 0
+        /// The header fields as received (bytes; see ``RequestFields``).
+        @exclusivity(unchecked) var fields = RequestFields()
+        /// The fields as strings, made only when the request leaves the fast path.
         @exclusivity(unchecked) var headers: [RecordedRequest.Header] = []
         /// The request's header list size so far (RFC 9113 §6.5.2: name + value + 32 each).
         @exclusivity(unchecked) var headerListSize = 0
@@ -48,25 +64,28 @@ final class ServerConnection {
         @exclusivity(unchecked) var headerBlockLength = 0
         /// The inflater's dynamic table size once this stream's header block was decoded.
         @exclusivity(unchecked) var inflaterTableSize = 0
-        @exclusivity(unchecked) var body: [UInt8] = []
-        @exclusivity(unchecked) var bodyLength = 0
         @exclusivity(unchecked) var responseBody: [UInt8] = []
         @exclusivity(unchecked) var responseOffset = 0
 
-        init() {
-            headers.reserveCapacity(16)
+        init() {}
+
+        deinit {
+            fields.deallocate()
         }
 
         /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
         func reset() {
-            headers.removeAll(keepingCapacity: true)
+            headersPassed = false
+            fields.reset()
+            // Only when not empty: emptying an empty array still asks for a buffer.
+            if !headers.isEmpty { headers.removeAll(keepingCapacity: true) }
             headerListSize = 0
             headersTooLarge = false
             headerBlockLength = 0
             inflaterTableSize = 0
-            body.removeAll(keepingCapacity: true)
+            if !body.isEmpty { body.removeAll(keepingCapacity: true) }
             bodyLength = 0
-            responseBody.removeAll(keepingCapacity: true)
+            if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
             responseOffset = 0
         }
     }
@@ -81,29 +100,106 @@ final class ServerConnection {
     @exclusivity(unchecked) private var responseFieldLengths: [(name: Int, value: Int)] = []
     @exclusivity(unchecked) private var responseFields: [nghttp2_nv] = []
 
+    /// What the last device push that passed every rule on the full path carried: a
+    /// request with the same `authorization`, `apns-topic` and `apns-push-type` values
+    /// (byte for byte) meets the token, topic and push-type rules as that one did, so
+    /// ``answerQuickly(_:streamID:session:)`` checks only what can differ (see there).
+    /// Forgotten whenever a request takes the full path, and learnt again from its
+    /// ``RequestHandler/Reply/acceptedPush``.
+    @exclusivity(unchecked) private var fastShapeKnown = false
+    /// Changes whenever the shape is forgotten or learnt: a stream's header verdict
+    /// (``Stream/headersPassed``) holds only for the shape it was judged against.
+    @exclusivity(unchecked) private var fastShapeGeneration = 0
+    /// The shape's `authorization` value (`nil`: absent), kept by hand so that request
+    /// streams can refer to it instead of copying it (see ``RequestFields``); streams get
+    /// their own copy before it is freed.
+    @exclusivity(unchecked) private(set) var sharedAuthorization: UnsafeMutableBufferPointer<UInt8>?
+    @exclusivity(unchecked) private var fastTopic: [UInt8]?
+    @exclusivity(unchecked) private var fastPushType: [UInt8]?
+    /// The provider token's `iat`, whose age is checked per request (token mode).
+    @exclusivity(unchecked) private var fastIssuedAt: Int64?
+    @exclusivity(unchecked) private var fastBodyLimit = 4096
+    @exclusivity(unchecked) private var fastNeedsAPS = true
+    @exclusivity(unchecked) private var fastBackground = false
+    /// The last body that passed the JSON check with that push type: the same bytes
+    /// again need no scan.
+    @exclusivity(unchecked) private var fastBody: [UInt8] = []
+    /// The `apns-id` of a fast answer, written here before nghttp2 copies it.
+    @exclusivity(unchecked) private var answerID = [UInt8](repeating: 0, count: 36)
+
     /// The stream opened last: its header fields, body and end arrive one after the other,
-    /// so most look-ups need no hashing.
+    /// so most look-ups need no hashing. Unretained: ``streams`` holds it, and it is
+    /// cleared whenever it leaves ``streams``.
     @exclusivity(unchecked) private var lastStreamID: Int32 = 0
-    @exclusivity(unchecked) private var lastStream: Stream?
+    @exclusivity(unchecked) private var lastStream: Unmanaged<Stream>?
 
     /// A new request stream's record, reused from a closed one when there is one.
     func openStream(_ streamID: Int32) {
         let stream = spareStreams.popLast() ?? Stream()
-        streams[streamID] = stream
+        streams.insert(stream, as: streamID)
         lastStreamID = streamID
-        lastStream = stream
+        lastStream = Unmanaged.passUnretained(stream)
     }
 
     /// The record of an open request stream.
     func stream(_ streamID: Int32) -> Stream? {
-        if streamID == lastStreamID, let lastStream { return lastStream }
+        if streamID == lastStreamID, let lastStream { return lastStream.takeUnretainedValue() }
         return streams[streamID]
+    }
+
+    /// Calls `body` with the record of an open request stream (`nil` if there is none),
+    /// without retaining it: for nghttp2's per-field and per-chunk callbacks.
+    @inline(__always)
+    func withStream<Result>(_ streamID: Int32, _ body: (Stream) -> Result) -> Result? {
+        if streamID == lastStreamID, let lastStream { return lastStream._withUnsafeGuaranteedRef(body) }
+        guard let stream = streams[streamID] else { return nil }
+        return body(stream)
+    }
+
+    /// A body that came whole in one DATA frame with END_STREAM, still where nghttp2 read it
+    /// (in ``ServerLoop/readBuffer``, valid until `nghttp2_session_mem_recv` returns): the
+    /// request is decided right after it (``requestComplete(streamID:)``), so the fast path
+    /// reads it in place and nothing is copied. Any other body, or this one if the request
+    /// was not decided before the read ends, is copied into ``Stream/body``
+    /// (``keepPendingBody()``). At most one at a time; the stream is held by ``streams``.
+    @exclusivity(unchecked) private var pendingBody: (stream: Unmanaged<Stream>, bytes: UnsafeBufferPointer<UInt8>)?
+
+    /// A chunk of `stream`'s request body (see ``pendingBody``).
+    func receiveBody(_ chunk: UnsafeBufferPointer<UInt8>, endsStream: Bool, of stream: Stream) {
+        keepPendingBody()
+        if endsStream, stream.bodyLength == 0, chunk.count <= 64 * 1024 {
+            pendingBody = (Unmanaged.passUnretained(stream), chunk)
+            stream.bodyLength = chunk.count
+            return
+        }
+        let keep = min(chunk.count, max(0, 64 * 1024 - stream.body.count))
+        if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<keep])) }
+        stream.bodyLength += chunk.count
+    }
+
+    /// Copies the ``pendingBody`` into its stream's ``Stream/body``, if there is one.
+    func keepPendingBody() {
+        guard let (stream, bytes) = pendingBody else { return }
+        pendingBody = nil
+        stream._withUnsafeGuaranteedRef { $0.body.append(contentsOf: bytes) }
+    }
+
+    /// `stream`'s body as received: the ``pendingBody`` in place, or ``Stream/body``.
+    @inline(__always)
+    private func withBody<Result>(of stream: Stream, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
+            return body(pending.bytes)
+        }
+        return stream.body.withUnsafeBufferPointer(body)
     }
 
     /// Forgets a closed stream and keeps its record for the next one.
     func closeStream(_ streamID: Int32) {
         if streamID == lastStreamID { lastStream = nil }
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        guard let stream = streams.remove(streamID) else { return }
+        if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
+            pendingBody = nil
+        }
         if spareStreams.count < 1024 {
             stream.reset()
             spareStreams.append(stream)
@@ -131,7 +227,7 @@ final class ServerConnection {
     /// ``MockAPNsServer/breakProtocol(atRequest:)`` fired: ``flush()`` writes the invalid
     /// frame once nghttp2's queued output is out (never from inside an nghttp2 callback).
     @exclusivity(unchecked) private var breakRequested = false
-    @exclusivity(unchecked) var streams: [Int32: Stream] = [:]
+    @exclusivity(unchecked) var streams = StreamTable()
     @exclusivity(unchecked) private var delayed: [Delayed] = []
     @exclusivity(unchecked) var headerBlockBytes = 0
     /// What the request handler keeps for this connection (token rules, certificate topics).
@@ -163,6 +259,7 @@ final class ServerConnection {
 
     deinit {
         close()
+        sharedAuthorization?.deallocate()
     }
 
     /// A DATA frame (type 0x0) with no payload and no flags on stream 0: RFC 9113 §6.1
@@ -314,16 +411,24 @@ final class ServerConnection {
                 SSL_read(ssl, $0.baseAddress, Int32($0.count))
             }
             if count > 0 {
+                // After the read, before its requests: a script set before the client sent
+                // them is seen (one lock per read).
+                loop.refreshFastPath()
                 headerTap.keepsBlocks = loop.recordsRequests
                 let consumed = loop.readBuffer.withUnsafeBytes {
                     headerTap.feed(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)]))
                     return nghttp2_session_mem_recv(session, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int(count))
                 }
+                // The read buffer is about to be reused.
+                keepPendingBody()
                 if consumed < 0 || dropRequested {
                     close()
                     return
                 }
                 if case .silent = phase { return }
+                // Nothing left in OpenSSL's buffer: what else arrives, poll(2) reports;
+                // reading on now would mostly end in EAGAIN, a system call for nothing.
+                if SSL_has_pending(ssl) == 0 { return }
                 continue
             }
             switch SSL_get_error(ssl, count) {
@@ -341,6 +446,8 @@ final class ServerConnection {
     }
 
     func flush() {
+        // Fast answers are counted before any answer leaves.
+        loop.countFastAnswers()
         if case .silent = phase { return }
         while let ssl, let session {
             if outputStart < output.count {
@@ -480,8 +587,9 @@ final class ServerConnection {
         if let ssl { SSL_free(ssl) }
         ssl = nil
         Glibc.close(fd)
-        streams.removeAll()
+        pendingBody = nil
         lastStream = nil
+        streams.removeAll()
         shaper = nil
         delayed.removeAll()
     }
@@ -545,6 +653,12 @@ final class ServerConnection {
 
     func requestComplete(streamID: Int32) {
         guard processesRequests, let stream = stream(streamID), let session else { return }
+        defer {
+            // Decided: a body read in place is not needed any more (see pendingBody).
+            if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
+                pendingBody = nil
+            }
+        }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
             // stream is reset with ENHANCE_YOUR_CALM, unprocessed.
@@ -559,10 +673,23 @@ final class ServerConnection {
                                           NGHTTP2_REFUSED_STREAM.rawValue)
             return
         }
+        if answerQuickly(stream, streamID: streamID, session: session) {
+            loop.uncountedFastAnswers += 1
+            return
+        }
+        // The full path: strings for every field, the handler's rules, the script and the record.
+        keepPendingBody()
+        loop.countFastAnswers()
+        fastShapeKnown = false
+        fastShapeGeneration &+= 1
+        stream.fields.headers(using: &headerStrings, into: &stream.headers)
         let request = RequestHandler.Request(
             streamID: streamID, headers: stream.headers, body: stream.body, headerBlockLength: stream.headerBlockLength,
             inflaterTableSize: stream.inflaterTableSize, representations: headerTap.take(stream: streamID))
         let reply = loop.handler.handle(request, connection: &requestState)
+        // Only while the fast path is open: with a script, an observer or recording, every
+        // request takes the full path anyway, and learning would cost each one copies.
+        if let accepted = reply.acceptedPush, loop.fastPathOpen { learnFastShape(from: stream, accepted) }
         switch reply.action {
         case .drop:
             dropRequested = true
@@ -585,6 +712,145 @@ final class ServerConnection {
             }
         }
         for limit in reply.streamLimits { submitStreamLimit(limit) }
+    }
+
+    /// Remembers what an accepted device push carried (see ``fastShapeKnown``).
+    private func learnFastShape(from stream: Stream, _ accepted: RequestHandler.AcceptedPush) {
+        let fields = stream.fields
+        let authorization = fields.valueBytes(at: fields.authorization)
+        let unchanged = authorization.map { new in sharedAuthorization.map { $0.elementsEqual(new) } ?? false }
+            ?? (sharedAuthorization == nil)
+        if !unchanged {
+            // Streams that refer to the old value copy it in before it goes.
+            if let old = sharedAuthorization {
+                streams.forEach { $0.fields.unshare() }
+                old.deallocate()
+            }
+            sharedAuthorization = authorization.map { bytes in
+                let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: bytes.count)
+                _ = copy.initialize(from: bytes)
+                return copy
+            }
+        }
+        fastTopic = fields.valueBytes(at: fields.topic)
+        fastPushType = fields.valueBytes(at: fields.pushType)
+        fastIssuedAt = accepted.issuedAt
+        let pushType = fastPushType.map { String(decoding: $0, as: UTF8.self) } ?? "alert"
+        fastBodyLimit = pushType == "voip" ? 5120 : 4096
+        fastNeedsAPS = !RequestValidator.typesWithoutAPS.contains(pushType)
+        fastBackground = pushType == "background"
+        fastBody = stream.body
+        fastShapeKnown = true
+        fastShapeGeneration &+= 1
+    }
+
+    /// The fast path's checks of a request's header fields, made once its header block is
+    /// complete (while the fields are still in the processor's cache): whether no field
+    /// repeats, and `authorization`, `apns-topic` and `apns-push-type` are those of the
+    /// last push accepted on the full path (``fastShapeKnown``), so the token (but for its
+    /// age), topic and push-type rules hold as they did; and, on the bytes, the rest of
+    /// ``RequestValidator``'s header rules: `POST`, the `/3/device/` path and its even run
+    /// of hex digits, `apns-priority`, `apns-expiration`, `apns-id` and `apns-collapse-id`.
+    /// The verdict is kept in ``Stream/headersPassed``; ``answerQuickly(_:streamID:session:)``
+    /// does the rest when the request ends.
+    func judgeHeaders(of stream: Stream) {
+        stream.headersPassed = false
+        guard fastShapeKnown, !stream.headersTooLarge else { return }
+        let fields = stream.fields
+        let sameAuthorization: Bool
+        if let sharedAuthorization {
+            // An empty value is never shared (see RequestFields.append): the full path decides.
+            guard let base = sharedAuthorization.baseAddress, !sharedAuthorization.isEmpty else { return }
+            sameAuthorization = fields.value(at: fields.authorization, isShared: UnsafePointer(base))
+        } else {
+            sameAuthorization = fields.authorization < 0
+        }
+        guard sameAuthorization, !fields.irregular, fields.method >= 0, fields.path >= 0,
+              fields.value(at: fields.topic, equals: fastTopic),
+              fields.value(at: fields.pushType, equals: fastPushType)
+        else { return }
+        let method = fields.value(at: fields.method)
+        guard method.count == 4, memcmp(method.baseAddress!, ("POST" as StaticString).utf8Start, 4) == 0 else { return }
+        let path = fields.value(at: fields.path)
+        let prefix: StaticString = "/3/device/"
+        let tokenLength = path.count - prefix.utf8CodeUnitCount
+        guard tokenLength > 0, tokenLength % 2 == 0, memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0,
+              UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]).allSatisfy(RequestValidator.isHexDigit)
+        else { return }
+        if fields.priority >= 0 {
+            let priority = fields.value(at: fields.priority)
+            switch priority.count {
+            case 1: guard priority[0] == UInt8(ascii: "5") || priority[0] == UInt8(ascii: "1") else { return }
+            case 2: guard priority[0] == UInt8(ascii: "1"), priority[1] == UInt8(ascii: "0"), !fastBackground else { return }
+            default: return
+            }
+        }
+        if fields.expiration >= 0 {
+            let expiration = fields.value(at: fields.expiration)
+            guard !expiration.isEmpty, expiration.count <= 18, expiration.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                return
+            }
+        }
+        if fields.collapseID >= 0 {
+            // ASCII only: then the bytes are the UTF-8 the validator counts.
+            let collapseID = fields.value(at: fields.collapseID)
+            guard collapseID.count <= 64, collapseID.allSatisfy({ $0 < 0x80 }) else { return }
+        }
+        if fields.apnsID >= 0 {
+            guard RequestValidator.isCanonicalUUID(bytes: fields.value(at: fields.apnsID)) else { return }
+        }
+        stream.headersPassed = true
+        stream.headersPassedGeneration = fastShapeGeneration
+    }
+
+    /// Answers a valid device push with `200` without strings, the handler or the lock,
+    /// when that answer is certain: its header fields passed ``judgeHeaders(of:)`` against
+    /// the shape still in force, the fast path is open (nothing scripted, delayed, observed
+    /// or recorded; see ``ServerState/countFastAnswers(_:)``), the provider token is under
+    /// an hour old, and the body is within the push type's size and one JSON object with
+    /// `aps` where the push type needs it. Returns `false`, having done nothing, whenever
+    /// any of it is not so: the full path then decides, with Apple's reason.
+    private func answerQuickly(_ stream: Stream, streamID: Int32, session: OpaquePointer) -> Bool {
+        guard stream.headersPassed, stream.headersPassedGeneration == fastShapeGeneration, fastShapeKnown,
+              loop.fastPathOpen, requestState.streamLimitRaised || !tokenMode
+        else { return false }
+        if let issuedAt = fastIssuedAt,
+           loop.configuration.now().timeIntervalSince1970 - Double(issuedAt) > 3600 { return false }
+        let bodyFits = withBody(of: stream) { body -> Bool in
+            guard !body.isEmpty, body.count <= fastBodyLimit else { return false }
+            let sameBody = body.count == fastBody.count
+                && fastBody.withUnsafeBufferPointer { memcmp(body.baseAddress!, $0.baseAddress!, body.count) == 0 }
+            if !sameBody {
+                let bytes = Array(body)
+                guard let hasAPS = JSONObjectScanner.object(bytes, hasTopLevelKey: "aps"), hasAPS || !fastNeedsAPS else { return false }
+                fastBody = bytes
+            }
+            return true
+        }
+        guard bodyFits else { return false }
+        let apnsIDPosition = stream.fields.apnsID
+        if apnsIDPosition >= 0 {
+            // Checked canonical (36 bytes) by judgeHeaders(of:).
+            let id = stream.fields.value(at: apnsIDPosition)
+            answerID.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: id.baseAddress!, count: 36) }
+        } else {
+            answerID.withUnsafeMutableBufferPointer { loop.handler.makeAPNsID(into: $0.baseAddress!) }
+        }
+        let status: StaticString = "200", statusName: StaticString = ":status", idName: StaticString = "apns-id"
+        answerID.withUnsafeMutableBufferPointer { id in
+            var answer = (
+                nghttp2_nv(name: UnsafeMutablePointer(mutating: statusName.utf8Start),
+                           value: UnsafeMutablePointer(mutating: status.utf8Start), namelen: 7, valuelen: 3,
+                           flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)),
+                nghttp2_nv(name: UnsafeMutablePointer(mutating: idName.utf8Start), value: id.baseAddress!,
+                           namelen: 7, valuelen: 36, flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
+            withUnsafeMutablePointer(to: &answer) {
+                $0.withMemoryRebound(to: nghttp2_nv.self, capacity: 2) {
+                    _ = nghttp2_submit_response(session, streamID, $0, 2, nil)
+                }
+            }
+        }
+        return true
     }
 
     /// Answers `streamID`: `:status`, then `apns-id` (or `apns-request-id` and what a

@@ -7,8 +7,9 @@ import Glibc
 #endif
 
 /// The server thread: one `poll(2)` loop over the listeners, the wake-up eventfd and every
-/// connection. All TLS and HTTP/2 state lives on this thread, so the hot path takes no lock
-/// except the one per request in ``ServerState/decide(validation:deviceToken:apnsID:successStatus:broadcastChannel:record:)``.
+/// connection. All TLS and HTTP/2 state lives on this thread, so the hot path takes one
+/// lock per read (``ServerState/countFastAnswers(_:)``), and one per request only for the
+/// requests that take the full path (``ServerState/decide(validation:deviceToken:apnsID:successStatus:broadcastChannel:record:)``).
 ///
 /// One thread per server (rather than per connection) keeps a whole server on one core,
 /// which is what the throughput goal measures, and makes stopping a single join.
@@ -27,6 +28,28 @@ final class ServerLoop {
     private var running = true
     /// Scratch buffer for `SSL_read`, shared by all connections of this thread.
     @exclusivity(unchecked) var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// Whether the fast path may answer valid device pushes (see
+    /// ``ServerState/countFastAnswers(_:)``), as of the last read.
+    @exclusivity(unchecked) private(set) var fastPathOpen = false
+    /// Requests answered on the fast path and not yet counted in the statistics.
+    @exclusivity(unchecked) var uncountedFastAnswers = 0
+
+    /// Publishes the fast answers not yet counted, and learns whether the fast path stays
+    /// open: one lock per read, not per request.
+    func refreshFastPath() {
+        fastPathOpen = state.countFastAnswers(uncountedFastAnswers)
+        uncountedFastAnswers = 0
+    }
+
+    /// Publishes the fast answers not yet counted: before any answer is written, and
+    /// before a request takes the full path (so sequence numbers stay in order).
+    @inline(__always)
+    func countFastAnswers() {
+        guard uncountedFastAnswers > 0 else { return }
+        fastPathOpen = state.countFastAnswers(uncountedFastAnswers)
+        uncountedFastAnswers = 0
+    }
 
     /// Whether requests may be recorded (a record limit, or someone iterating
     /// ``MockAPNsServer/requests()``): only then do connections keep raw header blocks.

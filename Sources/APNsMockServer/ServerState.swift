@@ -18,7 +18,8 @@ enum LoopCommand: Sendable {
 
 /// The part of a running server that test threads and the server thread share: the fault
 /// script, the recorded requests, the counters and the command queue, all behind one
-/// `Mutex`. The server thread takes the lock once per request.
+/// `Mutex`. The server thread takes the lock once per read, and once per request that
+/// takes the full path (see ``countFastAnswers(_:)``).
 final class ServerState: Sendable {
     struct Shared {
         var perToken: [String: ScriptedResponse] = [:]
@@ -115,7 +116,9 @@ final class ServerState: Sendable {
     }
 
     /// Applies the script to a request whose validation gave `validation`, records it and
-    /// returns what to answer: the one lock the server thread takes per request.
+    /// returns what to answer, under the lock: for a request on the full path (an error,
+    /// a script, a record; valid device pushes otherwise take the fast path, see
+    /// ``countFastAnswers(_:)``).
     /// `makeRecord` is called (under the lock) only when records are wanted, and what it
     /// returns is filled in with the final outcome.
     func decide(
@@ -170,6 +173,26 @@ final class ServerState: Sendable {
             return Decision(response: response, delay: shared.delay, goAwayReason: goAwayReason, drop: drop,
                             breakProtocol: breakProtocol, blackHole: blackHole,
                             sequenceNumber: sequenceNumber, observer: shared.observer)
+        }
+    }
+
+    /// Counts `accepted` requests the server thread answered on its fast path (each
+    /// accepted, none scripted or recorded), and returns whether the fast path may go on:
+    /// nothing is scripted, delayed, observed or recorded, so a valid device push gets
+    /// exactly the plain `200` that ``decide(validation:deviceToken:apnsID:successStatus:broadcastChannel:record:)``
+    /// would give it, and the sequence numbers it would take only need counting.
+    ///
+    /// The server thread calls it after each read that returned bytes and before it
+    /// processes them, so a script set before a client sent a request is always seen.
+    func countFastAnswers(_ accepted: Int) -> Bool {
+        shared.withLock { shared in
+            if accepted > 0 {
+                shared.statistics.requests += accepted
+                shared.statistics.accepted += accepted
+            }
+            return shared.perToken.isEmpty && shared.failures.isEmpty && shared.goAwayAfter == nil
+                && shared.dropAfter == nil && shared.breakProtocolAfter == nil && shared.blackHoleAfter == nil
+                && shared.delay == .zero && shared.recordLimit == 0 && shared.subscribers.isEmpty && shared.observer == nil
         }
     }
 

@@ -47,6 +47,8 @@ final class TLSServerContext {
         // HTTP/2 forbids renegotiation and compression (RFC 9113 §9.2.1).
         _ = SSL_CTX_set_options(context, capns_SSL_OP_NO_RENEGOTIATION() | capns_SSL_OP_NO_COMPRESSION())
         _ = capns_SSL_CTX_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
+        // Fewer read(2) calls under load: one read takes many records (see ServerConnection.readAvailable()).
+        capns_SSL_CTX_set_read_ahead(context, 1)
         guard leaf.withUnsafeHandle({ SSL_CTX_use_certificate(context, $0) }) == 1 else { throw openSSLError("using the certificate") }
         for certificate in chain {
             // add1: the context takes its own reference; `certificate` keeps ours.

@@ -163,6 +163,12 @@ static inline long capns_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);
 }
 
+/// SSL_CTX_set_read_ahead (a macro over SSL_CTX_ctrl): with `yes` 1, a read from the
+/// socket takes as much as the record buffer holds, not one record at a time.
+static inline void capns_SSL_CTX_set_read_ahead(SSL_CTX *ctx, int yes) {
+    SSL_CTX_set_read_ahead(ctx, yes);
+}
+
 
 /// SSL_CTX_add_extra_chain_cert (a macro over SSL_CTX_ctrl); takes ownership of `x509`.
 static inline long capns_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *x509) {

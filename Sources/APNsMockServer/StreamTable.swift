@@ -1,0 +1,99 @@
+/// A connection's open request streams by stream identifier: a direct-mapped table
+/// (a client's stream identifiers are odd and rise by two, so the open ones rarely share a
+/// slot) with a dictionary for those that do. A request then costs no hashing to open and
+/// close its stream. The table starts small and doubles, up to 4,096 slots, when streams
+/// start to share slots.
+///
+/// Lives on the server thread only; one per connection.
+struct StreamTable {
+    private var ids: [Int32]
+    private var slots: [ServerConnection.Stream?]
+    private var overflow: [Int32: ServerConnection.Stream] = [:]
+    /// How many streams are open.
+    private(set) var count = 0
+
+    init() {
+        ids = Array(repeating: 0, count: 64)
+        slots = Array(repeating: nil, count: 64)
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    @inline(__always)
+    private func slot(_ id: Int32) -> Int {
+        Int(truncatingIfNeeded: id >> 1) & (slots.count - 1)
+    }
+
+    /// The open stream `id`, if any.
+    subscript(id: Int32) -> ServerConnection.Stream? {
+        let slot = slot(id)
+        if ids[slot] == id, let stream = slots[slot] { return stream }
+        return overflow.isEmpty ? nil : overflow[id]
+    }
+
+    /// Records `stream` as stream `id`, replacing any stream recorded as `id`.
+    mutating func insert(_ stream: ServerConnection.Stream, as id: Int32) {
+        if remove(id) != nil {}
+        var slot = slot(id)
+        if slots[slot] != nil, count >= slots.count / 4, slots.count < 4096 {
+            grow()
+            slot = self.slot(id)
+        }
+        if slots[slot] == nil {
+            ids[slot] = id
+            slots[slot] = stream
+        } else {
+            overflow[id] = stream
+        }
+        count += 1
+    }
+
+    /// Removes and returns stream `id`, if open.
+    @discardableResult
+    mutating func remove(_ id: Int32) -> ServerConnection.Stream? {
+        let slot = slot(id)
+        if ids[slot] == id, let stream = slots[slot] {
+            slots[slot] = nil
+            ids[slot] = 0
+            count -= 1
+            return stream
+        }
+        guard !overflow.isEmpty, let stream = overflow.removeValue(forKey: id) else { return nil }
+        count -= 1
+        return stream
+    }
+
+    /// Calls `body` with every open stream.
+    func forEach(_ body: (ServerConnection.Stream) -> Void) {
+        for stream in slots { if let stream { body(stream) } }
+        for stream in overflow.values { body(stream) }
+    }
+
+    /// Forgets every stream.
+    mutating func removeAll() {
+        for index in slots.indices {
+            slots[index] = nil
+            ids[index] = 0
+        }
+        overflow.removeAll()
+        count = 0
+    }
+
+    /// Doubles the slots and places every stream again.
+    private mutating func grow() {
+        var entries: [(Int32, ServerConnection.Stream)] = Array(overflow)
+        for index in slots.indices { if let stream = slots[index] { entries.append((ids[index], stream)) } }
+        ids = Array(repeating: 0, count: slots.count * 2)
+        slots = Array(repeating: nil, count: slots.count * 2)
+        overflow.removeAll()
+        for (id, stream) in entries {
+            let slot = slot(id)
+            if slots[slot] == nil {
+                ids[slot] = id
+                slots[slot] = stream
+            } else {
+                overflow[id] = stream
+            }
+        }
+    }
+}
