@@ -30,7 +30,7 @@ struct StreamTableTests {
     @Test("a connection's pattern: odd increasing IDs opened, answered out of order", arguments: [1, 2, 3])
     func connectionPattern(seed: UInt64) {
         var generator = SplitMix64(state: seed)
-        var table = StreamTable<Int>(capacity: 8)
+        var table = StreamTable<Int>(capacity: 16)
         var model: [Int32: Int] = [:]
         var nextID: Int32 = 1
         for step in 0..<20_000 {
@@ -59,29 +59,32 @@ struct StreamTableTests {
         expectSame(table, model)
     }
 
-    @Test("IDs that all want the same slot wrap around the end and shift back on removal")
+    @Test("IDs that all want the same slot overflow beside the table, grow it, and stay reachable as entries leave")
     func collidingIDs() {
-        var table = StreamTable<Int>(capacity: 8)  // 16 slots until it grows
+        var table = StreamTable<Int>(capacity: 16)
         var model: [Int32: Int] = [:]
-        // Stream IDs 29, 61, 93, …: (id >> 1) mod 16 is 14 for all of them, so the run
-        // starts near the end of the table and wraps to its start.
-        let ids: [Int32] = (0..<7).map { Int32(29 + 32 * $0) }
+        // Stream IDs 29, 61, 93, …: (id >> 1) mod 16 is 14 for all of them, and mod 32 it
+        // is 14 or 30, so they collide in the table at its first sizes.
+        let ids: [Int32] = (0..<12).map { Int32(29 + 32 * $0) }
         for (value, id) in ids.enumerated() {
             table[id] = value
             model[id] = value
+            for other in ids { #expect(table[other] == model[other]) }
         }
         expectSame(table, model)
-        // Remove from the middle of the run, then the front: every other ID stays reachable.
-        for id in [ids[3], ids[0], ids[5]] {
+        // Remove from the slots and from the overflow: every other ID stays reachable.
+        for id in [ids[3], ids[0], ids[5], ids[11]] {
             #expect(table.removeValue(forKey: id) == model.removeValue(forKey: id))
             for other in ids { #expect(table[other] == model[other]) }
         }
         expectSame(table, model)
-        // Setting nil removes; setting again replaces.
+        // Setting nil removes; setting again replaces, in the slots and in the overflow.
         table[ids[1]] = nil
         model[ids[1]] = nil
-        table[ids[2]] = 99
-        model[ids[2]] = 99
+        for id in [ids[2], ids[9]] {
+            table[id] = 99
+            model[id] = 99
+        }
         expectSame(table, model)
     }
 
