@@ -111,11 +111,13 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     public static func shutdown(_ detail: String? = nil) -> Self {
         Self(code: .shutdown, mayHaveReachedAPNs: false, detail: detail)
     }
-    /// The deadline passed; `mayHaveReachedAPNs` is `false` only if the request was never written.
+    /// The deadline passed; `mayHaveReachedAPNs` is `false` only if the request was never
+    /// written whole (its END_STREAM never went out).
     public static func timeout(mayHaveReachedAPNs: Bool = true, _ detail: String? = nil) -> Self {
         Self(code: .timeout, mayHaveReachedAPNs: mayHaveReachedAPNs, detail: detail)
     }
-    /// The task was cancelled; `mayHaveReachedAPNs` is `false` only if the request was never written.
+    /// The task was cancelled; `mayHaveReachedAPNs` is `false` only if the request was never
+    /// written whole (its END_STREAM never went out).
     public static func cancelled(mayHaveReachedAPNs: Bool, _ detail: String? = nil) -> Self {
         Self(code: .cancelled, mayHaveReachedAPNs: mayHaveReachedAPNs, detail: detail)
     }

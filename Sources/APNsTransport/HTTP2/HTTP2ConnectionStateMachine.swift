@@ -163,11 +163,13 @@ final class HTTP2ConnectionStateMachine {
         nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
     }
 
-    /// Whether `streamID` is certainly unsent: its stream is still open and its HEADERS
-    /// have not been serialized. A stream that has closed (its record is gone) may have
-    /// reached the server, so it is not unsent.
+    /// Whether `streamID` is certainly unprocessed: its stream is still open and the frame
+    /// ending the request (END_STREAM) has not been serialized, so the server never had the
+    /// whole request (its HEADERS may have gone out while its body waited for the window).
+    /// A stream that has closed (its record is gone) may have reached the server, so it is
+    /// not unsent.
     func isUnsent(_ streamID: Int32) -> Bool {
-        sink.records[streamID].map { !$0.headersSent } ?? false
+        sink.records[streamID].map { !$0.endStreamSent } ?? false
     }
 
     // MARK: Input

@@ -122,9 +122,15 @@ final class HTTP2SessionSink {
         switch Int(frame.pointee.hd.type) {
         case Int(NGHTTP2_HEADERS.rawValue):
             sink.framesSent.headers += 1
-            record(session, frame.pointee.hd.stream_id)?.headersSent = true
+            if let record = record(session, frame.pointee.hd.stream_id) {
+                record.headersSent = true
+                if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { record.endStreamSent = true }
+            }
         case Int(NGHTTP2_DATA.rawValue):
             sink.framesSent.data += 1
+            if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                record(session, frame.pointee.hd.stream_id)?.endStreamSent = true
+            }
         case Int(NGHTTP2_GOAWAY.rawValue):
             sink.framesSent.other += 1
             let code = frame.pointee.goaway.error_code
@@ -274,7 +280,9 @@ final class HTTP2SessionSink {
         // A stream closed before its body went out (a reset, a GOAWAY) waits for no window.
         sink.unsentBodyBytes -= record.body.count - record.bodyOffset
         if record.responded || record.cancelled { return 0 }
-        let unprocessed = !record.headersSent
+        // A request whose END_STREAM never went out was never whole at the server: it
+        // cannot have been processed (its body may be waiting for the server's window).
+        let unprocessed = !record.endStreamSent
             || errorCode == NGHTTP2_REFUSED_STREAM.rawValue
             || (sink.goAwayReceived && streamID > sink.goAwayLastStreamID)
         sink.events.append(.streamClosed(streamID: streamID, errorCode: errorCode, unprocessed: unprocessed))

@@ -8,6 +8,10 @@ final class HTTP2StreamRecord {
     private(set) var body: [UInt8]
     var bodyOffset = 0
     var headersSent = false
+    /// The frame that ends the request (END_STREAM: the body's last DATA frame, or the
+    /// HEADERS of a request without a body) was serialized. Until then the server cannot
+    /// have processed the request, whatever it received of it.
+    var endStreamSent = false
     var cancelled = false
     var responded = false
     var status = 0
@@ -44,6 +48,7 @@ final class HTTP2StreamRecord {
         streamID = 0
         bodyOffset = 0
         headersSent = false
+        endStreamSent = false
         cancelled = false
         responded = false
         status = 0

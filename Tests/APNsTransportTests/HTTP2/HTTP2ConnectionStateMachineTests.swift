@@ -333,6 +333,29 @@ struct FlowControlWindowTests {
         #expect(ids.allSatisfy { server.bodies[$0] == body })
     }
 
+    @Test("a request whose body waits for the window is unsent until its END_STREAM goes out, whatever of it the server has")
+    func unsentUntilTheBodyEnds() throws {
+        let client = try HTTP2ConnectionStateMachine()
+        let server = InMemoryHTTP2Server(maxConcurrentStreams: 200)
+        try exchange(client, server)
+        let body = [UInt8](repeating: UInt8(ascii: "z"), count: 1_000)
+        var ids: [Int32] = []
+        for token in 0..<100 { ids.append(try client.submit(devicePush(token: token, body: body))) }
+        var bytes: [UInt8] = []
+        try client.collectOutput(into: &bytes)
+        #expect(server.receive(bytes) >= 0)
+        // Every HEADERS went out, but the 65,535-byte window (RFC 9113 §6.9.2) holds 65
+        // bodies whole and part of the 66th: the server (nghttp2) has 65 complete requests.
+        #expect(server.frames(ofType: NGHTTP2_HEADERS).count == 100)
+        let complete = Set(server.completedStreams)
+        #expect(complete.count == 65)
+        // The client counts as possibly processed exactly the requests the server has whole;
+        // the rest, their HEADERS sent and their bodies waiting, are unsent (safe to send again).
+        for id in ids {
+            #expect(client.isUnsent(id) == !complete.contains(id), "stream \(id)")
+        }
+    }
+
     @Test("once waiting bodies fill the server's window and one window more, the connection takes no new request; a WINDOW_UPDATE frees it")
     func noNewStreamWhileTheWindowIsFull() throws {
         let client = try HTTP2ConnectionStateMachine()
