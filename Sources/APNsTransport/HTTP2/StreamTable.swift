@@ -60,7 +60,7 @@ struct StreamTable<Value> {
     /// Sets the value for `id` (not 0), replacing an earlier one.
     mutating func insert(_ value: Value, for id: Int32) {
         precondition(id != 0, "stream 0 is the connection, not a stream of the table")
-        var slot = slot(id)
+        let slot = slot(id)
         if ids[slot] == id {
             values[slot] = value
             return
@@ -69,17 +69,8 @@ struct StreamTable<Value> {
             overflow[id] = value
             return
         }
-        if ids[slot] != 0, count >= ids.count / 4, ids.count < Self.maxSlots {
-            grow()
-            slot = self.slot(id)
-        }
-        if ids[slot] == 0 {
-            ids[slot] = id
-            values[slot] = value
-        } else {
-            overflow[id] = value
-        }
-        count += 1
+        if ids[slot] != 0, count >= ids.count / 4, ids.count < Self.maxSlots { grow() }
+        place(value, for: id)
     }
 
     /// Removes and returns the value for `id`.
