@@ -50,7 +50,7 @@ func swiftBlocks(of markdown: String) -> [String] {
     return blocks
 }
 
-@Suite("SwiftAPNs landing page")
+@Suite("SwiftAPNs landing page", .blockingIO)
 struct FirstPushArticleTests {
     @Test("every Swift block of SwiftAPNs.md is quoted from this compiled file")
     func landingPageCodeIsCompiled() throws {

@@ -62,7 +62,7 @@ func containsLines(of block: String, in source: String) -> Bool {
     return (0...(have.count - wanted.count)).contains { Array(have[$0..<$0 + wanted.count]) == wanted }
 }
 
-@Suite("MigratingFromAPNSwift article")
+@Suite("MigratingFromAPNSwift article", .blockingIO)
 struct MigrationArticleTests {
     static let token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
 

@@ -15,7 +15,7 @@ import Testing
 /// The private key comes from the `openssl` command-line tool, the JWTs from a recording
 /// token source, the device tokens from the test: none of the searched strings is derived
 /// from what is logged.
-@Suite("No secret in logs or error texts")
+@Suite("No secret in logs or error texts", .blockingIO)
 struct SecretsInLogsTests {
     /// Hands out the cache's tokens and remembers every one.
     final class RecordingTokenSource: ProviderTokenSource {

@@ -14,7 +14,7 @@ import Testing
 /// handshake (`handshake_failure`, 40). Either way the server processed no request, so every
 /// request fails with `tlsFailure` and `mayHaveReachedAPNs == false`, and the detail names
 /// the missing client certificate.
-@Suite("Token credentials against a server that requires a client certificate")
+@Suite("Token credentials against a server that requires a client certificate", .blockingIO)
 struct CertificateRequiredTests {
     enum Server: String, CaseIterable, CustomTestStringConvertible {
         case openSSL = "openssl s_server -Verify 1"

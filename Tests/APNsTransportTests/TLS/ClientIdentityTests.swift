@@ -4,6 +4,7 @@ import Testing
 
 /// Loading client identities made by the `openssl` tool, and the typed errors for the
 /// mistakes people make with them.
+@Suite(.blockingIO)
 struct ClientIdentityTests {
     @Test func pemAndPKCS12LoadTheSameIdentity() throws {
         let pki = try TestPKI.get()

@@ -6,6 +6,7 @@ import Glibc
 #endif
 
 /// TCP connect failures: refused, timed out, unresolvable.
+@Suite(.blockingIO)
 struct ConnectTests {
     @Test func refusedPortIsAConnectionFailure() throws {
         let port = try unusedLoopbackPort()

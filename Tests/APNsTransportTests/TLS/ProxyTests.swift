@@ -6,7 +6,7 @@ import Testing
 /// on a free loopback port with a temporary configuration and stopped by each test.
 private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/tinyproxy")
 
-@Suite(.serialized) struct ProxyTests {
+@Suite(.serialized, .blockingIO) struct ProxyTests {
     static let user = "alice"
     static let password = "s3cret-pass"
 

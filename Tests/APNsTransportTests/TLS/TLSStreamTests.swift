@@ -4,7 +4,7 @@ import Testing
 
 /// TLSStream against `openssl s_server`: OpenSSL's own server decides what a correct
 /// client is, and reverses lines (`-rev`) so that a round trip proves both directions.
-@Suite(.serialized) struct TLSStreamTests {
+@Suite(.serialized, .blockingIO) struct TLSStreamTests {
     /// s_server traces the handshake (`-trace`): the ClientHello's `server_name` extension
     /// is printed with a hex and text dump of the name it carries. A host name must arrive
     /// as SNI; an IP literal must send none (RFC 6066 §3).
