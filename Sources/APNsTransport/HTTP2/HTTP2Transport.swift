@@ -219,15 +219,16 @@ public final class HTTP2Transport: PushTransport {
         onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
     ) async {
         guard count > 0 else { return }
+        let route = BatchRoute(self)
         let batch = BatchSend(
             count: count,
             window: maxConcurrency,
-            statistics: { [self] request in (try? pool(for: request))?.statistics ?? statisticsBox },
+            statistics: { [self] request in (try? route.pool(for: request))?.statistics ?? statisticsBox },
             makeRequest: makeRequest,
             onResult: onResult,
-            enqueue: { [self] pending in
+            enqueue: { pending in
                 do throws(APNsTransportError) {
-                    try pool(for: pending.request).enqueue(pending)
+                    try route.pool(for: pending.request).enqueue(pending)
                 } catch {
                     pending.finish(.failure(error))
                 }
