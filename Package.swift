@@ -128,7 +128,8 @@ let package = Package(
         .executableTarget(
             name: "APNsBench",
             dependencies: ["APNsTransport"],
-            path: "Benchmarks/APNsBench"
+            path: "Benchmarks/APNsBench",
+            exclude: ["count-allocations.sh"]
         ),
         .executableTarget(
             name: "TransportBenchmark",
