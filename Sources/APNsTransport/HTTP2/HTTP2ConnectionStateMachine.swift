@@ -231,6 +231,46 @@ final class HTTP2ConnectionStateMachine {
         if sink.goAwayReceived || sink.goAwaySent {
             throw .streamRefused("the connection is closing (GOAWAY)")
         }
+        let record = sink.makeRecord(
+            body: request.body,
+            maxBodySize: request.isChannelManagement ? sink.configuration.maxChannelBodySize : sink.configuration.maxBodySize
+        )
+        let userData = Unmanaged.passUnretained(record).toOpaque()
+        let streamID: Int32
+        if let template = sink.headerTemplates.template(for: request) {
+            // The notification's block was written before: only the token's digits and
+            // the apns-id change, in place, and nghttp2 reads the same list again.
+            request.writeTemplateValues(tokenDigits: template.tokenDigits, apnsID: template.apnsID)
+            if let apnsID = request.apnsID, let text = template.apnsID {
+                record.sentAPNsID = apnsID
+                withUnsafeMutableBytes(of: &record.sentAPNsIDText) { $0.copyMemory(from: UnsafeRawBufferPointer(text)) }
+            }
+            streamID = submit(list: UnsafeBufferPointer(template.list), hasBody: !request.body.isEmpty, userData: userData)
+        } else {
+            streamID = submitWritten(request, record: record, userData: userData)
+        }
+        guard streamID > 0 else {
+            if streamID == Int32(NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue) {
+                // 2^30 requests on one connection: close it gracefully; a new one takes over.
+                submitGoAway()
+                throw .streamRefused("no stream id left on this connection")
+            }
+            // The header policy has already counted these headers into its model of
+            // the server's table, and nghttp2 encoded none of them: close gracefully, so
+            // no later request on this connection relies on a model that is now wrong.
+            submitGoAway()
+            throw .protocolError("nghttp2 refused the request: \(Self.describe(streamID))")
+        }
+        record.streamID = streamID
+        sink.records[streamID] = record
+        sink.unsentBodyBytes += record.body.count - record.bodyOffset
+        sink.streamsOpened += 1
+        return streamID
+    }
+
+    /// Writes `request`'s whole header block, submits it, and keeps it as a template
+    /// when it is a device push (see ``HeaderTemplates``).
+    private func submitWritten(_ request: APNsRequest, record: HTTP2StreamRecord, userData: UnsafeMutableRawPointer) -> Int32 {
         // The scratch buffers are moved out of the sink (not copied): a copy would share
         // the storage, and `removeAll(keepingCapacity:)` would then allocate afresh.
         // The request writes every name and value once into one buffer, which nghttp2
@@ -244,10 +284,6 @@ final class HTTP2ConnectionStateMachine {
         var decisions = sink.decisionScratch
         sink.decisionScratch = []
         sink.headerPolicy.decisions(for: fields, into: &decisions)
-        let record = sink.makeRecord(
-            body: request.body,
-            maxBodySize: request.isChannelManagement ? sink.configuration.maxChannelBodySize : sink.configuration.maxBodySize
-        )
         if let apnsID = request.apnsID, let last = fields.last, last.name == "apns-id", last.valueLength == APNsID.textLength {
             // Keep the text as sent: APNs echoes it, and the echo is then one comparison.
             record.sentAPNsID = apnsID
@@ -258,7 +294,6 @@ final class HTTP2ConnectionStateMachine {
             }
         }
         let hasBody = !request.body.isEmpty
-        let userData = Unmanaged.passUnretained(record).toOpaque()
         var nva = sink.nvScratch
         sink.nvScratch = []
         nva.removeAll(keepingCapacity: true)
@@ -277,40 +312,37 @@ final class HTTP2ConnectionStateMachine {
                     )
                 )
             }
-            return nva.withUnsafeBufferPointer { list -> Int32 in
-                guard let listBase = list.baseAddress else { return Int32(NGHTTP2_ERR_INVALID_ARGUMENT.rawValue) }
-                if hasBody {
-                    var provider = nghttp2_data_provider(
-                        source: nghttp2_data_source(ptr: nil),
-                        read_callback: HTTP2SessionSink.readBody
-                    )
-                    return nghttp2_submit_request(session, nil, listBase, list.count, &provider, userData)
-                } else {
-                    return nghttp2_submit_request(session, nil, listBase, list.count, nil, userData)
-                }
+            return nva.withUnsafeBufferPointer { submit(list: $0, hasBody: hasBody, userData: userData) }
+        }
+        if streamID > 0, let key = request.headerTemplateKey {
+            // The policy's decisions for the next request of this notification: a name
+            // introduced by this request is not indexed again (`decisions` may differ).
+            var steady: [HPACKIndexing] = []
+            sink.headerPolicy.decisions(for: fields, into: &steady)
+            if let template = HeaderTemplates.Template(key: key, written: scratch, fields: fields, decisions: steady) {
+                sink.headerTemplates.keep(template)
             }
         }
         sink.nvScratch = nva
         sink.headerScratch = scratch
         sink.fieldScratch = fields
         sink.decisionScratch = decisions
-        guard streamID > 0 else {
-            if streamID == Int32(NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue) {
-                // 2^30 requests on one connection: close it gracefully; a new one takes over.
-                submitGoAway()
-                throw .streamRefused("no stream id left on this connection")
-            }
-            // The header policy has already counted these headers into its model of
-            // the server's table, and nghttp2 encoded none of them: close gracefully, so
-            // no later request on this connection relies on a model that is now wrong.
-            submitGoAway()
-            throw .protocolError("nghttp2 refused the request: \(Self.describe(streamID))")
-        }
-        record.streamID = streamID
-        sink.records[streamID] = record
-        sink.unsentBodyBytes += record.body.count - record.bodyOffset
-        sink.streamsOpened += 1
         return streamID
+    }
+
+    /// `nghttp2_submit_request` with `list`, and the record's body as its data source
+    /// when it has one.
+    private func submit(list: UnsafeBufferPointer<nghttp2_nv>, hasBody: Bool, userData: UnsafeMutableRawPointer) -> Int32 {
+        guard let listBase = list.baseAddress else { return Int32(NGHTTP2_ERR_INVALID_ARGUMENT.rawValue) }
+        if hasBody {
+            var provider = nghttp2_data_provider(
+                source: nghttp2_data_source(ptr: nil),
+                read_callback: HTTP2SessionSink.readBody
+            )
+            return nghttp2_submit_request(session, nil, listBase, list.count, &provider, userData)
+        } else {
+            return nghttp2_submit_request(session, nil, listBase, list.count, nil, userData)
+        }
     }
 
     /// Resets `streamID` with CANCEL (RFC 9113 §8.4); its close produces no event.

@@ -36,6 +36,8 @@ final class HTTP2SessionSink {
     @exclusivity(unchecked) var fieldScratch: [WrittenHeader] = []
     @exclusivity(unchecked) var nvScratch: [nghttp2_nv] = []
     @exclusivity(unchecked) var decisionScratch: [HPACKIndexing] = []
+    /// The header blocks of the last notifications sent, for their next requests.
+    @exclusivity(unchecked) var headerTemplates = HeaderTemplates()
     /// The error code of a GOAWAY nghttp2 sent because the peer broke the protocol.
     @exclusivity(unchecked) var connectionErrorCode: UInt32?
 
@@ -298,6 +300,8 @@ final class HTTP2SessionSink {
         if tableSize != headerTableSize {
             headerTableSize = tableSize
             headerPolicy.setPeerHeaderTableSize(tableSize)
+            // The policy's decisions depend on the table's size.
+            headerTemplates.removeAll()
         }
         streamLimit = newLimit
         events.append(.settingsChanged(maxConcurrentStreams: newLimit, headerTableSize: tableSize))
