@@ -64,3 +64,13 @@ extension APNsRequest {
     /// The length of `/3/device/`, which precedes the token's digits in `:path`.
     package static var devicePathPrefixLength: Int { devicePathPrefix.utf8CodeUnitCount }
 }
+
+extension APNsRequest {
+    /// Whether the request carries `token` (the same JWT, key ID and team ID), compared
+    /// where it is stored, without copying the request's token out.
+    package func carries(_ token: ProviderToken) -> Bool {
+        storage.providerToken?.jwt == token.jwt
+            && storage.providerToken?.keyID == token.keyID
+            && storage.providerToken?.teamID == token.teamID
+    }
+}

@@ -140,15 +140,38 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
 
     /// Writes the lowercase hexadecimal digits into `buffer` (at least two bytes per
     /// token byte) and returns how many were written.
+    ///
+    /// Two digits per byte from a table, stored as one 16-bit word: the transport writes
+    /// a token's digits once per request.
     @discardableResult
     func writeHex(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        var offset = 0
-        forEachByte { byte in
-            buffer[offset] = Self.hexDigit(byte >> 4)
-            buffer[offset + 1] = Self.hexDigit(byte & 0x0F)
-            offset += 2
+        Self.hexPairs.withUnsafeBufferPointer { pairs -> Int in
+            switch storage {
+            case .inline(let w0, let w1, let w2, let w3, let count):
+                let count = Int(count)
+                precondition(buffer.count >= 2 * count, "a token of \(count) bytes needs \(2 * count) digits")
+                // The words hold the bytes big-endian: in memory, in the token's order.
+                var words = (w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian)
+                return withUnsafeBytes(of: &words) { bytes in
+                    for index in 0..<count {
+                        buffer.storeBytes(of: pairs[Int(bytes[index])], toByteOffset: 2 * index, as: UInt16.self)
+                    }
+                    return 2 * count
+                }
+            case .heap(let bytes):
+                precondition(buffer.count >= 2 * bytes.count, "a token of \(bytes.count) bytes needs \(2 * bytes.count) digits")
+                for (index, byte) in bytes.enumerated() {
+                    buffer.storeBytes(of: pairs[Int(byte)], toByteOffset: 2 * index, as: UInt16.self)
+                }
+                return 2 * bytes.count
+            }
         }
-        return offset
+    }
+
+    /// For each byte value, its two lowercase digits as a 16-bit word that, stored, puts
+    /// the high digit first.
+    private static let hexPairs: [UInt16] = (0..<256).map { byte in
+        (UInt16(hexDigit(UInt8(byte & 0x0F))) << 8 | UInt16(hexDigit(UInt8(byte >> 4)))).littleEndian
     }
 
     /// Calls `body` with each byte, in order.

@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// A remembered pool that has closed since sends what it is given on to its credential's
 /// next pool (see ``HTTP2ConnectionPool/enqueue(_:now:)``), so remembering it is safe.
-/// Requests with a client certificate, or with an `authorization` header but no provider
-/// token, take the transport's lookup every time.
+/// Requests without a provider token (a client certificate, or an `authorization` header
+/// written by hand) take the transport's lookup every time.
 final class BatchRoute: Sendable {
     private struct Last {
         let authority: String
@@ -29,16 +29,14 @@ final class BatchRoute: Sendable {
 
     /// The pool `request` goes to: the transport's ``HTTP2Transport/pool(for:)``.
     func pool(for request: APNsRequest) throws(APNsTransportError) -> HTTP2ConnectionPool {
-        guard request.clientCertificate == nil, let token = request.providerToken else {
-            return try transport.pool(for: request)
-        }
+        // A pool's key is the authority and the provider token's team and key IDs when
+        // the request has a token (a client certificate then plays no part in it).
         let remembered: HTTP2ConnectionPool? = last.withLock { last in
-            guard let last, last.token.jwt == token.jwt, last.token.keyID == token.keyID,
-                  last.token.teamID == token.teamID, last.authority == request.authority
-            else { return nil }
+            guard let last, request.carries(last.token), last.authority == request.authority else { return nil }
             return last.pool
         }
         if let remembered { return remembered }
+        guard let token = request.providerToken else { return try transport.pool(for: request) }
         let pool = try transport.pool(for: request)
         last.withLock { $0 = Last(authority: request.authority, token: token, pool: pool) }
         return pool
