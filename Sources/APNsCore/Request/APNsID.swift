@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Synchronization
 
@@ -144,9 +145,10 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
     /// A new random (version 4, RFC 9562 §5.4) apns-id.
     public static func random() -> APNsID {
         #if canImport(Glibc)
-        // The kernel's generator, read 256 octets at a time (see `RandomWords`): two
-        // SystemRandomNumberGenerator draws would be two getrandom(2) calls per id.
-        var generator = PooledRandomGenerator()
+        // Two words from the process's pool of random words (see `RandomWords`), taken
+        // together under one lock: two SystemRandomNumberGenerator draws would be two
+        // getrandom(2) calls per id.
+        var generator = PairedRandomGenerator(randomWords.withLock { $0.takePair() })
         #else
         var generator = SystemRandomNumberGenerator()
         #endif
@@ -186,26 +188,32 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
 }
 
 #if canImport(Glibc)
-/// Random words from getentropy(3) (getrandom(2): the kernel's CSPRNG, the source of
-/// `SystemRandomNumberGenerator` on Linux), fetched 32 words (its 256-octet maximum)
-/// per system call and each handed out once.
+/// Random words from OpenSSL's `RAND_bytes` (its DRBG, seeded and reseeded from the
+/// kernel's CSPRNG), fetched 512 words (4 KiB) at a time and each handed out once; from
+/// getentropy(3) if OpenSSL fails.
 ///
 /// A process that forks after drawing ids shares the unread words with its child; Swift
 /// servers do not fork without exec, and `APNsID.random(using:)` takes any generator.
 private struct RandomWords: ~Copyable {
-    private var words = [UInt64](repeating: 0, count: 32)
-    private var next = 32
+    private var words = [UInt64](repeating: 0, count: 512)
+    private var next = 512
 
-    mutating func take() -> UInt64 {
-        if next >= words.count { refill() }
-        defer { next += 1 }
-        return words[next]
+    /// Two words, for one id.
+    mutating func takePair() -> (UInt64, UInt64) {
+        if next + 2 > words.count { refill() }
+        defer { next += 2 }
+        return (words[next], words[next + 1])
     }
 
     private mutating func refill() {
         let filled = words.withUnsafeMutableBytes { bytes -> Bool in
             guard let base = bytes.baseAddress else { return false }
-            return getentropy(base, bytes.count) == 0
+            if RAND_bytes(base.assumingMemoryBound(to: UInt8.self), Int32(bytes.count)) == 1 { return true }
+            // getentropy(3) gives at most 256 octets per call.
+            for offset in stride(from: 0, to: bytes.count, by: 256) {
+                guard getentropy(base + offset, min(256, bytes.count - offset)) == 0 else { return false }
+            }
+            return true
         }
         if !filled {
             var system = SystemRandomNumberGenerator()
@@ -218,10 +226,25 @@ private struct RandomWords: ~Copyable {
 /// The process's pool of random words, shared by every thread under a lock.
 private let randomWords = Mutex(RandomWords())
 
-/// Draws from `randomWords`.
-private struct PooledRandomGenerator: RandomNumberGenerator {
+/// Hands out the two words it was made with, in order (an id draws exactly two).
+private struct PairedRandomGenerator: RandomNumberGenerator {
+    private var pair: (UInt64, UInt64)
+    private var drawn = 0
+
+    init(_ pair: (UInt64, UInt64)) {
+        self.pair = pair
+    }
+
     mutating func next() -> UInt64 {
-        randomWords.withLock { $0.take() }
+        defer { drawn += 1 }
+        switch drawn {
+        case 0: return pair.0
+        case 1: return pair.1
+        default:
+            // Not reached by `APNsID.random(using:)`; a further draw is still random.
+            var system = SystemRandomNumberGenerator()
+            return system.next()
+        }
     }
 }
 #endif
