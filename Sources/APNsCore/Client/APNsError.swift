@@ -10,7 +10,7 @@
 /// | ``invalid(_:)`` | a value or the payload was invalid, or no provider token could be had | never |
 public enum APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     /// APNs refused the notification; ``APNsRejection/remedy`` says what to do.
-    case rejected(APNsRejection)
+    indirect case rejected(APNsRejection)
     /// No answer from APNs (after any retries the ``RetryPolicy`` allows).
     case failed(APNsTransportError)
     /// The notification was never sent because something in it (or the credentials) was invalid.
