@@ -156,27 +156,61 @@ public final class APNsClient: Sendable {
         _ notification: PushNotification,
         to deviceToken: DeviceToken
     ) async throws(APNsError) -> APNsAccepted {
+        // The work before and after the delivery is synchronous and kept out of this
+        // async frame (see `perform`): the frame holds the started send and the result.
+        let started = start(notification)
+        let result: Result<APNsAccepted, APNsError>
+        switch started.prepared {
+        case .success(let prepared):
+            do throws(APNsError) {
+                result = .success(try await deliver(prepared, apnsID: started.apnsID, to: deviceToken, attempts: started.attempts))
+            } catch {
+                result = .failure(error)
+            }
+        case .failure(let error):
+            result = .failure(error)
+        }
+        finish(started, result)
+        return try result.get()
+    }
+
+    /// A send under way: its `apns-id`, span and attempt counter, and the notification
+    /// checked and encoded (or why it is invalid).
+    struct StartedSend {
+        let pushType: PushType
+        let apnsID: APNsID
+        let span: (any Span)?
+        let attempts: AttemptCounter?
+        let prepared: Result<PushNotification.Prepared, APNsError>
+    }
+
+    /// Counts the send, opens its span and prepares the notification.
+    @inline(never)
+    private func start(_ notification: PushNotification) -> StartedSend {
         metrics.sent(notification.pushType)
         let apnsID = notification.apnsID ?? .random()
         let span = tracing.startNotification(notification.pushType, apnsID: apnsID)
-        let attempts = span == nil ? nil : AttemptCounter()
-        do throws(APNsError) {
-            let prepared: PushNotification.Prepared
-            do {
-                prepared = try notification.prepared()
-            } catch {
-                logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
-                throw .invalid(error)
-            }
-            let accepted = try await deliver(prepared, apnsID: apnsID, to: deviceToken, attempts: attempts)
-            metrics.finished(notification.pushType, .success(accepted))
-            tracing.end(span, .success(accepted), attempts: attempts?.value)
-            return accepted
+        let prepared: Result<PushNotification.Prepared, APNsError>
+        do {
+            prepared = .success(try notification.prepared())
         } catch {
-            metrics.finished(notification.pushType, .failure(error))
-            tracing.end(span, .failure(error), attempts: attempts?.value)
-            throw error
+            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
+            prepared = .failure(.invalid(error))
         }
+        return StartedSend(
+            pushType: notification.pushType,
+            apnsID: apnsID,
+            span: span,
+            attempts: span == nil ? nil : AttemptCounter(),
+            prepared: prepared
+        )
+    }
+
+    /// Counts the send's result and ends its span.
+    @inline(never)
+    private func finish(_ started: StartedSend, _ result: Result<APNsAccepted, APNsError>) {
+        metrics.finished(started.pushType, result)
+        tracing.end(started.span, result, attempts: started.attempts?.value)
     }
 
     /// Shuts the transport down: new sends fail with ``APNsTransportError/Code/shutdown``;
