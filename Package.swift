@@ -129,7 +129,7 @@ let package = Package(
             name: "APNsBench",
             dependencies: ["APNsTransport"],
             path: "Benchmarks/APNsBench",
-            exclude: ["count-allocations.sh", "task-frames.sh"]
+            exclude: ["count-allocations.sh", "fastmock-common.sh", "task-frames.sh"]
         ),
         .executableTarget(
             name: "TransportBenchmark",

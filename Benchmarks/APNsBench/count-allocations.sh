@@ -23,21 +23,10 @@ bench=${1:-$here/../../.build-release/release/APNsBench}
 PERF_WORK=${PERF_WORK:-${TMPDIR:-/tmp}/apns-perf}
 SMALL=${SMALL:-5000} LARGE=${LARGE:-25000} CONC=${CONC:-100}
 read -r -a modes <<<"${MODES:-batch stream tasks}"
-certs=$PERF_WORK/certs
-[ -x "$PERF_WORK/fastmock" ] && [ -f "$certs/AuthKey.p8" ] || { echo "run ../shared/perf/run-bench.sh once first (fastmock, certificates in $PERF_WORK)" >&2; exit 2; }
-[ -x "$bench" ] || { echo "no APNsBench at $bench: swift build -c release --product APNsBench --scratch-path .build-release" >&2; exit 2; }
 
-work=$(mktemp -d)
-timeout 3600 "$PERF_WORK/fastmock" --cert "$certs/server.pem" --key "$certs/server.key" --port 0 --max-seconds 3000 >"$work/mock.out" 2>"$work/mock.err" &
-mock_pid=$!
+source "$here/fastmock-common.sh"
 trap 'kill "$mock_pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-port=
-for _ in $(seq 200); do
-  port=$(awk '/^PORT /{print $2; exit}' "$work/mock.out")
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || { echo "fastmock did not start" >&2; exit 1; }
+wait_for_fastmock
 
 # The counter, and a check that it counts what a program asks for.
 cc -O2 -shared -fPIC -o "$work/alloc_counter.so" "$here/../AllocationCounter/alloc_counter.c" -ldl

@@ -21,24 +21,13 @@ bench=${1:-$here/../../.build-release/release/APNsBench}
 PERF_WORK=${PERF_WORK:-${TMPDIR:-/tmp}/apns-perf}
 N=${N:-2000} CONC=${CONC:-100}
 read -r -a modes <<<"${MODES:-tasks}"
-certs=$PERF_WORK/certs
-[ -x "$PERF_WORK/fastmock" ] && [ -f "$certs/AuthKey.p8" ] || { echo "run ../shared/perf/run-bench.sh once first (fastmock, certificates in $PERF_WORK)" >&2; exit 2; }
-[ -x "$bench" ] || { echo "no APNsBench at $bench: swift build -c release --product APNsBench --scratch-path .build-release" >&2; exit 2; }
 command -v perf >/dev/null || { echo "needs perf (linux-perf)" >&2; exit 2; }
+
+source "$here/fastmock-common.sh"
+trap 'kill "$mock_pid" 2>/dev/null || true; perf probe -q -d "probe_libswift_Concurrency:apns_task_alloc" 2>/dev/null || true; rm -rf "$work"' EXIT
+wait_for_fastmock
 library=$(ldd "$bench" | awk '/libswift_Concurrency/ {print $3}')
 [ -n "$library" ] || { echo "APNsBench does not link libswift_Concurrency.so" >&2; exit 2; }
-
-work=$(mktemp -d)
-timeout 3600 "$PERF_WORK/fastmock" --cert "$certs/server.pem" --key "$certs/server.key" --port 0 --max-seconds 3000 >"$work/mock.out" 2>"$work/mock.err" &
-mock_pid=$!
-trap 'kill "$mock_pid" 2>/dev/null || true; perf probe -q -d "probe_libswift_Concurrency:apns_task_alloc" 2>/dev/null || true; rm -rf "$work"' EXIT
-port=
-for _ in $(seq 200); do
-  port=$(awk '/^PORT /{print $2; exit}' "$work/mock.out")
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || { echo "fastmock did not start" >&2; exit 1; }
 perf probe -q -x "$library" --add "apns_task_alloc=swift_task_alloc size=%di:u64"
 
 for mode in "${modes[@]}"; do
