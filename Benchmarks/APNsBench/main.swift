@@ -21,16 +21,22 @@
 // notification.
 // One warm-up notification opens the connection first; it is not counted.
 import APNsTransport
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
+/// Writes `message` and a line break to standard error.
+func printError(_ message: String) {
+    let bytes = Array((message + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count == 9, let port = Int(arguments[2]), let count = Int(arguments[7]), let window = Int(arguments[8]) else {
-    FileHandle.standardError.write(Data("usage: APNsBench HOST PORT KEY.p8 KEYID TEAMID TOPIC N CONC\n".utf8))
+    printError("usage: APNsBench HOST PORT KEY.p8 KEYID TEAMID TOPIC N CONC")
     exit(2)
 }
 let host = arguments[1]
@@ -44,6 +50,18 @@ func cpuSeconds() -> Double {
     getrusage(RUSAGE_SELF.rawValue, &usage)
     return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+}
+
+/// `value` with `digits` digits after the point (`String(format:)` is in Foundation, which
+/// this program does not load: see <doc:SendingAtScale>).
+func fixed(_ value: Double, _ digits: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = Int((abs(value) * scale).rounded())
+    let whole = scaled / Int(scale), fraction = String(scaled % Int(scale))
+    let sign = value < 0 && scaled != 0 ? "-" : ""
+    if digits == 0 { return "\(sign)\(whole)" }
+    return "\(sign)\(whole)." + String(repeating: "0", count: digits - fraction.count) + fraction
 }
 
 /// VmRSS now, in MiB: what the process holds before the send (the device tokens included).
@@ -106,7 +124,7 @@ for index in 0..<count {
 do {
     _ = try await client.send(notification, to: deviceTokens[0])
 } catch {
-    FileHandle.standardError.write(Data("warm-up failed: \(error)\n".utf8))
+    printError("warm-up failed: \(error)")
 }
 
 let rssBeforeSend = currentRSSMegabytes()
@@ -167,5 +185,5 @@ let elapsed = start.duration(to: .now)
 let cpu = cpuSeconds() - cpuBefore
 await client.shutdown()
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-print("ok=\(ok) failed=\(count - ok) seconds=\(String(format: "%.3f", seconds))")
-print(String(format: "mode=%@ cpu_us_per_notification=%.2f peak_rss_mib=%.1f rss_before_send_mib=%.1f", mode, cpu / Double(count) * 1e6, peakRSSMegabytes(), rssBeforeSend))
+print("ok=\(ok) failed=\(count - ok) seconds=\(fixed(seconds, 3))")
+print("mode=\(mode) cpu_us_per_notification=\(fixed(cpu / Double(count) * 1e6, 2)) peak_rss_mib=\(fixed(peakRSSMegabytes(), 1)) rss_before_send_mib=\(fixed(rssBeforeSend, 1))")

@@ -1,5 +1,9 @@
 import APNsCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// An in-memory ``APNsCore/PushTransport`` for unit tests: it records every request and answers
@@ -237,7 +241,9 @@ public final class MockTransport: PushTransport {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
-            case "\u{00}"..."\u{1F}": out += String(format: "\\u%04x", scalar.value)
+            case "\u{00}"..."\u{1F}":
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What an `ExpiredProviderToken` answer for a young token means, in words: the text the
 /// client puts in the rejection's ``APNsRejection/detail`` and the cache in its warning.
@@ -31,8 +35,6 @@ enum ClockSkew {
 
     /// `2026-11-26T03:40:00Z`.
     static func format(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
+        date.formatted(.iso8601)
     }
 }

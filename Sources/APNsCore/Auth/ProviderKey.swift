@@ -1,5 +1,9 @@
 import APNsOpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The private key that signs provider tokens: the `.p8` file Apple lets you download
 /// once when you create an APNs key in your developer account.

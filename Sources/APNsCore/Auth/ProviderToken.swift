@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A provider token: the signed JWT that goes in the `authorization` header of every
 /// request on a token-based connection, and when it was issued.
@@ -54,9 +58,30 @@ public struct ProviderToken: Sendable, Hashable {
     package static func stringMember(_ name: String, ofPart part: Int, of jwt: String) -> String? {
         let parts = jwt.utf8.split(separator: UInt8(ascii: "."), maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count > part, let json = Base64.decode(parts[part]),
-            let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any]
+            let members = try? JSONDecoder().decode(StringMembers.self, from: Data(json))
         else { return nil }
-        return object[name] as? String
+        return members.values[name]
+    }
+
+    /// The members of a JSON object whose values are strings (the others are skipped).
+    private struct StringMembers: Decodable {
+        struct Key: CodingKey {
+            let stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        let values: [String: String]
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Key.self)
+            var values: [String: String] = [:]
+            for key in container.allKeys {
+                if let value = try? container.decode(String.self, forKey: key) { values[key.stringValue] = value }
+            }
+            self.values = values
+        }
     }
 
     /// Equal when the JWT, the issue time and the key id are.

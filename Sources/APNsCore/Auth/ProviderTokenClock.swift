@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where ``ProviderTokenCache`` reads the time: the `iat` of new tokens and the age of the
 /// current one.

@@ -1,5 +1,9 @@
 import APNsOpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Checks provider tokens the way APNs does: an ES256 JWT whose `kid` names a registered
 /// public key, with an `iss` string and an integer `iat`; when the key was registered with

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What ``ProviderTokenVerifier`` read from a token whose signature it checked.
 ///

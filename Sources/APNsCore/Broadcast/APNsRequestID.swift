@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The `apns-request-id` of a broadcast or channel management request: a UUID in
 /// canonical lowercase `8-4-4-4-12` form.
@@ -23,7 +27,7 @@ public struct APNsRequestID: Sendable, Hashable, CustomStringConvertible {
                 .invalidHeaderValue,
                 header: "apns-request-id",
                 position: error.position,
-                error.description.replacingOccurrences(of: "apns-id", with: "apns-request-id")
+                error.description.replacing("apns-id", with: "apns-request-id")
             )
         }
     }

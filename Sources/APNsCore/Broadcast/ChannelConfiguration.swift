@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A channel's configuration as APNs reports it: the JSON body of a `200` answer to
 /// `GET /1/apps/<bundle ID>/channels`, `{"message-storage-policy": 0|1, "push-type": "LiveActivity"}`.
@@ -19,11 +23,22 @@ public struct ChannelConfiguration: Sendable, Hashable {
     /// The configuration in a response body, or `nil` if `body` is not a JSON object with
     /// an integer `message-storage-policy` of 0 or 1 and a string `push-type`.
     public init?(json body: [UInt8]) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-            let number = object["message-storage-policy"] as? Int,
-            let policy = MessageStoragePolicy(rawValue: number),
-            let pushType = object["push-type"] as? String
+        guard let members = try? JSONDecoder().decode(Members.self, from: Data(body)),
+            let policy = MessageStoragePolicy(rawValue: members.storagePolicy)
         else { return nil }
-        self.init(storagePolicy: policy, pushType: pushType)
+        self.init(storagePolicy: policy, pushType: members.pushType)
+    }
+}
+
+extension ChannelConfiguration {
+    /// The two members of a configuration's JSON body.
+    private struct Members: Decodable {
+        let storagePolicy: Int
+        let pushType: String
+
+        enum CodingKeys: String, CodingKey {
+            case storagePolicy = "message-storage-policy"
+            case pushType = "push-type"
+        }
     }
 }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 
 // Broadcast pushes and channel management (iOS 18 Live Activities), through the same
@@ -163,9 +167,7 @@ extension APNsClient {
     ) async throws(APNsError) -> ChannelResponse<[ChannelID]> {
         try await manageChannels(.list, bundleID: bundleID, requestID: requestID) { response in
             guard response.status == 200 else { return nil }
-            guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
-                let list = object["channels"] as? [Any]
-            else {
+            guard let list = try? JSONDecoder().decode(ChannelListBody.self, from: Data(response.body)).channels else {
                 return .failure(
                     .failed(.protocolError("APNs answered 200 with a body that is not {\"channels\": [...]}"))
                 )
@@ -173,7 +175,7 @@ extension APNsClient {
             var channels: [ChannelID] = []
             channels.reserveCapacity(list.count)
             for (index, entry) in list.enumerated() {
-                guard let text = entry as? String, let channel = try? ChannelID(text) else {
+                guard let text = entry.string, let channel = try? ChannelID(text) else {
                     return .failure(
                         .failed(.protocolError("entry \(index) of the channel list is not a base64 channel ID"))
                     )
@@ -257,4 +259,19 @@ extension ChannelRequest {
         case .delete: "delete"
         }
     }
+}
+
+/// The body of APNs's answer to a channel list: `{"channels": [...]}`. An entry that is not
+/// a string is kept (as `nil`) so that the error can say which entry it was.
+private struct ChannelListBody: Decodable {
+    /// One entry of the list: its string, or `nil` if it is another JSON value.
+    struct Entry: Decodable {
+        let string: String?
+
+        init(from decoder: any Decoder) throws {
+            string = try? decoder.singleValueContainer().decode(String.self)
+        }
+    }
+
+    let channels: [Entry]
 }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Which failures ``APNsClient`` sends again, how often and after what delay.
 ///
@@ -70,7 +74,7 @@ public struct RetryPolicy: Sendable, Hashable {
     public func delay(beforeRetry retry: Int, jitter: Double) -> Duration {
         let exponent = Double(max(0, min(retry - 1, 62)))
         let base = Self.seconds(baseDelay)
-        let bound = min(Self.seconds(maxDelay), base * Foundation.pow(2, exponent))
+        let bound = min(Self.seconds(maxDelay), base * Double(sign: .plus, exponent: Int(exponent), significand: 1))
         let fraction = 0.5 + 0.5 * min(1, max(0, jitter.isNaN ? 0 : jitter))
         let seconds = min(max(0, bound * fraction), 9e9)
         return .nanoseconds(Int64((seconds * 1e9).rounded(.down)))

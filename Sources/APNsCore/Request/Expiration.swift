@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The `apns-expiration` of a notification: until when APNs stores it for an offline device.
 ///

@@ -1,5 +1,9 @@
 import APNsCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 
 /// Where to send and how to authenticate, read from environment variables: the usual way
@@ -70,13 +74,21 @@ public struct APNsSettings: Sendable {
     /// Reads every setting from `source`: the one parser behind
     /// ``init(environmentVariables:)`` and the `APNsConfiguration` module's `ConfigReader`
     /// initializer, so both accept the same values and report the same problems.
+    /// `text` without the white space and line breaks at either end.
+    static func trimmingWhitespace(_ text: String) -> String {
+        guard let first = text.firstIndex(where: { !$0.isWhitespace }),
+            let last = text.lastIndex(where: { !$0.isWhitespace })
+        else { return "" }
+        return String(text[first...last])
+    }
+
     package init(source: Source) throws(APNsSettingsError) {
         func value(_ setting: Setting) throws(APNsSettingsError) -> String? {
             switch source.lookup(setting) {
             case .absent:
                 return nil
             case .value(let raw):
-                let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+                let trimmed = Self.trimmingWhitespace(raw)
                 return trimmed.isEmpty ? nil : trimmed
             case .notText(let found):
                 throw APNsSettingsError(.malformed, setting: source.name(setting), "is \(found), not text")

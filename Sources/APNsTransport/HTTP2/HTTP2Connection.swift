@@ -1,7 +1,11 @@
 import APNsCore
 import CNGHTTP2
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import Synchronization
 

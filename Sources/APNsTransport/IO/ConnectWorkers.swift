@@ -1,5 +1,9 @@
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// A few threads that open connections: name resolution, TCP connect, a proxy's CONNECT
@@ -27,8 +31,8 @@ final class ConnectWorkers: Sendable {
     /// How long a worker waits for work before it ends.
     let idleLifetime: Duration
     private let state = Mutex(State())
-    /// Signalled when a job is queued (NSCondition is thread-safe).
-    private let condition = NSCondition()
+    /// Signalled when a job is queued.
+    private let condition = ThreadCondition()
 
     init(maxThreads: Int, idleLifetime: Duration) {
         self.maxThreads = max(1, maxThreads)
@@ -49,29 +53,37 @@ final class ConnectWorkers: Sendable {
         condition.signal()
         condition.unlock()
         if start {
-            let thread = Thread { [self] in
+            let started = OSThread.start(name: "apns-connect") { [self] in
                 capns_block_sigpipe_on_this_thread()
-                EventLoop.nameKernelThread("apns-connect")
                 self.work()
             }
-            thread.name = "apns-connect"
-            thread.stackSize = 512 * 1024
-            thread.start()
+            if !started { workWithoutThread() }
         }
     }
 
     /// How many worker threads exist now.
     var runningThreads: Int { state.withLock { $0.threads } }
 
+    /// No thread could be started: give the count back, and if no worker is left to take
+    /// the queued jobs, run them on the calling thread (slower, but none is lost).
+    private func workWithoutThread() {
+        condition.lock()
+        let alone = state.withLock { state -> Bool in
+            state.threads -= 1
+            return state.threads == 0
+        }
+        condition.unlock()
+        guard alone else { return }
+        while let job = state.withLock({ $0.jobs.popFirst() }) { job() }
+    }
+
     private func work() {
-        let (seconds, attoseconds) = idleLifetime.components
-        let lifetime = Double(seconds) + Double(attoseconds) / 1e18
         while true {
             condition.lock()
             var job = state.withLock { $0.jobs.popFirst() }
             if job == nil {
                 state.withLock { $0.idle += 1 }
-                _ = condition.wait(until: Date(timeIntervalSinceNow: lifetime))
+                condition.wait(timeout: idleLifetime)
                 job = state.withLock { state -> (@Sendable () -> Void)? in
                     state.idle -= 1
                     if let next = state.jobs.popFirst() { return next }

@@ -1,5 +1,9 @@
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 #if canImport(Glibc)
@@ -80,15 +84,15 @@ final class EventLoop: @unchecked Sendable {
         self.poller = poller
         self.wakeup = wakeup
         self.readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-        let thread = Thread { [self] in
+        let started = OSThread.start(name: name) { [self] in
             // A peer that closes mid-write must fail the write with EPIPE, not end the process.
             capns_block_sigpipe_on_this_thread()
-            Self.nameKernelThread(name)
             self.run()
         }
-        thread.name = name
-        thread.stackSize = 512 * 1024
-        thread.start()
+        guard started else {
+            readBuffer.deallocate()
+            return nil
+        }
     }
 
     /// How many handlers were assigned to this loop and not yet detached.
@@ -265,20 +269,6 @@ final class EventLoop: @unchecked Sendable {
             entry.handler.handleEvent(readable: false, writable: false)
         }
     }
-
-    #if os(Linux)
-    /// Foundation does not pass `Thread.name` to the kernel on Linux: name the thread for
-    /// top, perf and /proc (at most 15 bytes) through its comm file.
-    static func nameKernelThread(_ name: String) {
-        let fd = open("/proc/thread-self/comm", O_WRONLY)
-        guard fd >= 0 else { return }
-        var bytes = Array(name.utf8.prefix(15))
-        _ = write(fd, &bytes, bytes.count)
-        close(fd)
-    }
-    #else
-    static func nameKernelThread(_ name: String) {}
-    #endif
 }
 
 /// The process's I/O threads: one ``EventLoop`` per core, started on first use and kept

@@ -1,6 +1,10 @@
 import APNsOpenSSL
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A client certificate and its private key, for certificate-based connections to APNs.
 ///
@@ -248,9 +252,7 @@ public struct ClientIdentity: Sendable {
     }
 
     static func format(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
+        date.formatted(.iso8601)
     }
 }
 

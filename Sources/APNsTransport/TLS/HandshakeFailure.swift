@@ -1,7 +1,11 @@
 import APNsCore
 import APNsOpenSSL
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Turns a failed TLS handshake into a detail that says what happened and what to fix.
 enum HandshakeFailure {

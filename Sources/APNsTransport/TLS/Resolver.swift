@@ -1,6 +1,10 @@
 import APNsCore
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -34,11 +38,10 @@ enum Resolver {
             return try lookUp(name, port: port, displayName: host).get()
         }
         let pending = PendingResolution()
-        let thread = Thread {
+        let started = OSThread.start(name: "apns-dns", stackSize: 0) {
             pending.finish(lookUp(name, port: port, displayName: host))
         }
-        thread.name = "APNs DNS \(host)"
-        thread.start()
+        if !started { return try lookUp(name, port: port, displayName: host).get() }
         let remaining = ContinuousClock.now.duration(to: deadline)
         let (seconds, attoseconds) = max(remaining, .zero).components
         let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)

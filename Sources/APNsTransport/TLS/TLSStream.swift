@@ -1,7 +1,11 @@
 import APNsCore
 import APNsOpenSSL
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -63,7 +67,7 @@ final class TLSStream: @unchecked Sendable {
     }
 
     private var state: State
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     /// The negotiated protocol version, for example `TLSv1.3`.
     let protocolVersion: String
     /// For error details: the server's name and `host:port`, and the configuration.
