@@ -234,6 +234,14 @@ final class EventLoop: @unchecked Sendable {
             ready.removeAll(keepingCapacity: true)
             _ = poller.wait(milliseconds: sleeping ? timeout : 0, into: &ready)
             if sleeping { inbox.withLock { $0.sleeping = false } }
+            if sleeping, ready.count == 1, ready[0].token == Self.wakeupToken {
+                // Only another thread woke the loop (it queued a request). Those threads
+                // usually have more to queue: let them run first, so that one turn of the
+                // loop writes many requests instead of one per wake (on a shared core,
+                // the woken loop would otherwise preempt them after every request).
+                // With a core to itself, nothing else is runnable and this returns at once.
+                sched_yield()
+            }
             for event in ready {
                 if event.token == Self.wakeupToken {
                     wakeup.drain()
