@@ -23,35 +23,70 @@ public struct PushNotification: Sendable {
 
     /// What the notification carries.
     public var body: Body {
-        didSet { preparedCache = PreparedCache() }
+        get { values.fields.body }
+        set { change { $0.body = newValue } }
     }
     /// The `apns-push-type`; it must match the payload.
     public var pushType: PushType {
-        didSet { preparedCache = PreparedCache() }
+        get { values.fields.pushType }
+        set { change { $0.pushType = newValue } }
     }
     /// The `apns-topic`: your bundle ID (a suffix is added per push type) or an explicit topic.
     public var topic: Topic {
-        didSet { preparedCache = PreparedCache() }
+        get { values.fields.topic }
+        set { change { $0.topic = newValue } }
     }
     /// The `apns-priority`; `nil` means 10, or 5 for `background`.
     public var priority: Priority? {
-        didSet { preparedCache = PreparedCache() }
+        get { values.fields.priority }
+        set { change { $0.priority = newValue } }
     }
     /// The `apns-expiration`.
     public var expiration: Expiration {
-        didSet { preparedCache = PreparedCache() }
+        get { values.fields.expiration }
+        set { change { $0.expiration = newValue } }
     }
     /// The `apns-collapse-id`: notifications with the same one replace each other on the
     /// device. At most 64 bytes of UTF-8.
     public var collapseID: String? {
-        didSet { preparedCache = PreparedCache() }
+        get { values.fields.collapseID }
+        set { change { $0.collapseID = newValue } }
     }
     /// The `apns-id`; `nil` means a new random one for each device token.
     public var apnsID: APNsID?
 
-    /// The checked, encoded form of the values above (not of ``apnsID``, which it does not
-    /// include), made on the first send.
-    private var preparedCache = PreparedCache()
+    /// The values above but ``apnsID``, with their checked, encoded form once made: shared
+    /// by the notification's copies, and replaced (with an empty cache) when one changes.
+    /// The notification is therefore two words and an `apns-id`, not the payload's
+    /// hundreds of bytes: cheap to pass to an `async` function and to keep in its frame.
+    private var values: Values
+
+    /// The values a change replaces together.
+    private struct Fields: Sendable {
+        var body: Body
+        var pushType: PushType
+        var topic: Topic
+        var priority: Priority?
+        var expiration: Expiration
+        var collapseID: String?
+    }
+
+    /// One set of ``Fields`` and its ``Prepared`` form, made on the first send.
+    private final class Values: Sendable {
+        let fields: Fields
+        let prepared = Mutex<Prepared?>(nil)
+
+        init(_ fields: Fields) {
+            self.fields = fields
+        }
+    }
+
+    /// Replaces the values with changed ones (and so forgets their prepared form).
+    private mutating func change(_ body: (inout Fields) -> Void) {
+        var fields = values.fields
+        body(&fields)
+        values = Values(fields)
+    }
 
     /// A notification with a payload.
     ///
@@ -95,12 +130,16 @@ public struct PushNotification: Sendable {
         collapseID: String? = nil,
         apnsID: APNsID? = nil
     ) {
-        self.body = body
-        self.pushType = pushType
-        self.topic = topic
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
+        self.values = Values(
+            Fields(
+                body: body,
+                pushType: pushType,
+                topic: topic,
+                priority: priority,
+                expiration: expiration,
+                collapseID: collapseID
+            )
+        )
         self.apnsID = apnsID
     }
 
@@ -138,9 +177,10 @@ public struct PushNotification: Sendable {
     /// changes, so a notification sent many times, one `send` at a time, is encoded and
     /// checked once.
     func prepared() throws(APNsRequestError) -> Prepared {
-        if let cached = preparedCache.prepared.withLock({ $0 }) { return cached }
+        let values = self.values
+        if let cached = values.prepared.withLock({ $0 }) { return cached }
         let made = try makePrepared()
-        preparedCache.prepared.withLock { $0 = made }
+        values.prepared.withLock { $0 = made }
         return made
     }
 
@@ -180,12 +220,6 @@ public struct PushNotification: Sendable {
         if let collapseID { fixed.append(HeaderField(name: "apns-collapse-id", value: collapseID)) }
         for field in fixed { try APNsRequest.checkHeader(field) }
         return Prepared(pushType: pushType, fixedHeaders: fixed, body: bytes)
-    }
-
-    /// The ``Prepared`` form of one set of values, shared by copies of the notification;
-    /// a change to any value (`didSet`) puts a new, empty cache in its place.
-    final class PreparedCache: Sendable {
-        let prepared = Mutex<Prepared?>(nil)
     }
 
     /// A notification whose values are checked and whose body is encoded.

@@ -80,6 +80,32 @@ import Testing
         )
     }
 
+    @Test("a notification is a value: a changed copy sends its own headers and body, the original its old ones, also after both were sent")
+    func copiesAreIndependentAfterSending() throws {
+        let token = try DeviceToken(hex: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
+        let original = try Self.appleNotification()
+        // Sent once first, so that its checked and encoded form is made and kept.
+        _ = try original.request(to: token, environment: .production)
+        var copy = original
+        copy.collapseID = "score-update"
+        copy.priority = .powerConsiderate
+        copy.body = .raw(Array(#"{"aps":{"alert":"Bye"}}"#.utf8))
+        let changed = try copy.request(to: token, environment: .production)
+        let unchanged = try original.request(to: token, environment: .production)
+        #expect(Self.pairs(changed).contains("apns-collapse-id: score-update"))
+        #expect(Self.pairs(changed).contains("apns-priority: 5"))
+        #expect(changed.body == Array(#"{"aps":{"alert":"Bye"}}"#.utf8))
+        #expect(!Self.pairs(unchanged).contains { $0.hasPrefix("apns-collapse-id") })
+        #expect(Self.pairs(unchanged).contains("apns-priority: 10"))
+        #expect(unchanged.body == Array(Self.body.utf8))
+        // A value set back to what it was still sends it.
+        copy.collapseID = nil
+        #expect(!Self.pairs(try copy.request(to: token, environment: .production)).contains { $0.hasPrefix("apns-collapse-id") })
+        // An invalid change is caught by the next send, though the old form was valid.
+        copy.collapseID = ""
+        #expect(throws: APNsRequestError.self) { try copy.request(to: token, environment: .production) }
+    }
+
     @Test func collapseIDGoesBetweenExpirationAndID() throws {
         var notification = try Self.appleNotification()
         notification.collapseID = "score-update"
