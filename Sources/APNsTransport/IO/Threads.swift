@@ -9,8 +9,8 @@ import Darwin
 /// The client modules (`APNsPayload`, `APNsCore`, `APNsTransport`) use only
 /// `FoundationEssentials`, not `Foundation`: a server that does not import `Foundation`
 /// itself then does not load it and its internationalization libraries (about 6 MiB of
-/// resident memory, and ICU's data in a statically linked binary). `Thread`, `NSLock` and
-/// `NSCondition` live in `Foundation`, so the few places that need them use these instead.
+/// resident memory). `Thread`, `NSLock` and `NSCondition` live in `Foundation`, so the
+/// few places that need them use these instead.
 enum OSThread {
     /// Starts a detached thread named `name` (the kernel keeps its first 15 bytes, for
     /// top, perf and /proc) that runs `body` and ends.
