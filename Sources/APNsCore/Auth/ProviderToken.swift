@@ -13,19 +13,51 @@ public struct ProviderToken: Sendable, Hashable {
     /// The compact JWS ([RFC 7515 §7.1](https://www.rfc-editor.org/rfc/rfc7515#section-7.1)):
     /// `header.claims.signature`, each part base64url without padding. A credential: do not
     /// log it.
-    public let jwt: String
+    public var jwt: String { storage.jwt }
     /// The `iat` claim: whole seconds since 1970-01-01 UTC.
-    public let issuedAt: Date
+    public var issuedAt: Date { storage.issuedAt }
     /// The `kid` header: the 10-character id of the key that signed the token, or `nil`
     /// when the ``ProviderTokenSource`` that made the token did not say.
-    public let keyID: String?
+    public var keyID: String? { storage.keyID }
     /// The `iss` claim: the team id the token was issued for, or `nil` when the
     /// ``ProviderTokenSource`` did not say and the JWT's claims do not carry a string `iss`.
     ///
     /// With ``keyID`` it names the key a connection is pinned to: APNs answers
     /// `UnrelatedKeyIdInToken` for a token of an unrelated key on the same connection, so
     /// a transport keeps connections per team and key.
-    public let teamID: String?
+    public var teamID: String? { storage.teamID }
+
+    /// `bearer <jwt>`, the value of the `authorization` header: made once per token, not
+    /// once per request.
+    public var authorizationValue: String { storage.authorizationValue }
+
+    /// Whether ``authorizationValue`` is a valid header value (checked once, here, so that
+    /// the requests that carry it need not scan it again).
+    var authorizationValueIsValid: Bool { storage.authorizationValueIsValid }
+
+    /// The token's values, made once per token and shared by its copies: a token travels
+    /// with every request and every attempt, and copying it is then one reference, not
+    /// four strings.
+    private final class Storage: Sendable {
+        let jwt: String
+        let issuedAt: Date
+        let keyID: String?
+        let teamID: String?
+        let authorizationValue: String
+        let authorizationValueIsValid: Bool
+
+        init(jwt: String, issuedAt: Date, keyID: String?, teamID: String?) {
+            self.jwt = jwt
+            self.issuedAt = issuedAt
+            self.keyID = keyID
+            self.teamID = teamID
+            authorizationValue = "bearer " + jwt
+            authorizationValueIsValid =
+                (try? APNsRequest.checkHeader(HeaderField(name: "authorization", value: authorizationValue))) != nil
+        }
+    }
+
+    private let storage: Storage
 
     /// Wraps an already signed JWT, for ``ProviderTokenSource`` implementations that obtain
     /// tokens elsewhere.
@@ -37,21 +69,19 @@ public struct ProviderToken: Sendable, Hashable {
     ///   - teamID: Its `iss` claim, if known; `nil` reads it from the JWT's claims.
     ///   Both choose the connections the token travels on (one set per key).
     public init(jwt: String, issuedAt: Date, keyID: String? = nil, teamID: String? = nil) {
-        self.jwt = jwt
-        self.issuedAt = issuedAt
-        self.keyID = keyID ?? Self.stringMember("kid", ofPart: 0, of: jwt)
-        self.teamID = teamID ?? Self.stringMember("iss", ofPart: 1, of: jwt)
-        self.authorizationValue = "bearer " + jwt
-        self.authorizationValueIsValid = (try? APNsRequest.checkHeader(HeaderField(name: "authorization", value: authorizationValue))) != nil
+        storage = Storage(
+            jwt: jwt,
+            issuedAt: issuedAt,
+            keyID: keyID ?? Self.stringMember("kid", ofPart: 0, of: jwt),
+            teamID: teamID ?? Self.stringMember("iss", ofPart: 1, of: jwt)
+        )
     }
 
-    /// `bearer <jwt>`, the value of the `authorization` header: made once per token, not
-    /// once per request.
-    public let authorizationValue: String
-
-    /// Whether ``authorizationValue`` is a valid header value (checked once, here, so that
-    /// the requests that carry it need not scan it again).
-    let authorizationValueIsValid: Bool
+    /// Whether `other` has the same JWT, key ID and team ID: at once when it is a copy of
+    /// this token (the case of every request a batch makes with one token).
+    func isSameCredential(as other: ProviderToken) -> Bool {
+        storage === other.storage || (jwt == other.jwt && keyID == other.keyID && teamID == other.teamID)
+    }
 
     /// The string value of `name` in the JSON object of the base64url `part` of `jwt`
     /// (0: header, 1: claims), or `nil`; read once per token, never per request.
@@ -86,7 +116,8 @@ public struct ProviderToken: Sendable, Hashable {
 
     /// Equal when the JWT, the issue time and the key id are.
     public static func == (lhs: ProviderToken, rhs: ProviderToken) -> Bool {
-        lhs.jwt == rhs.jwt && lhs.issuedAt == rhs.issuedAt && lhs.keyID == rhs.keyID
+        lhs.storage === rhs.storage
+            || (lhs.jwt == rhs.jwt && lhs.issuedAt == rhs.issuedAt && lhs.keyID == rhs.keyID)
     }
 
     /// Hashes the JWT, the issue time and the key id.

@@ -69,8 +69,6 @@ extension APNsRequest {
     /// Whether the request carries `token` (the same JWT, key ID and team ID), compared
     /// where it is stored, without copying the request's token out.
     package func carries(_ token: ProviderToken) -> Bool {
-        storage.providerToken?.jwt == token.jwt
-            && storage.providerToken?.keyID == token.keyID
-            && storage.providerToken?.teamID == token.teamID
+        storage.providerToken?.isSameCredential(as: token) ?? false
     }
 }

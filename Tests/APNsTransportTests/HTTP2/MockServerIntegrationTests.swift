@@ -202,7 +202,10 @@ struct MockServerIntegrationTests {
             #expect(Set(outcomes.map(\.index)) == Set(0..<1_000))
             let failures = outcomes.compactMap(\.result.failure)
             #expect(!failures.isEmpty)
-            #expect(failures.allSatisfy { $0.code == .connectionClosed && $0.mayHaveReachedAPNs })
+            #expect(
+                failures.allSatisfy { $0.code == .connectionClosed && $0.mayHaveReachedAPNs },
+                "\(Set(failures.map { "\($0.code), mayHaveReachedAPNs \($0.mayHaveReachedAPNs): \($0.detail ?? "")" }))"
+            )
             // Nothing is sent twice: the failed requests may have reached the server, and
             // the transport left the retry decision to the caller. Each success is the
             // answer to its own request (its apns-id), which the server processed once.
