@@ -136,9 +136,9 @@ final class ServerConnection {
     /// A new request stream's record, reused from a closed one when there is one.
     func openStream(_ streamID: Int32) {
         let stream = spareStreams.popLast() ?? Stream()
-        streams.insert(stream, as: streamID)
         lastStreamID = streamID
         lastStream = Unmanaged.passUnretained(stream)
+        streams.insert(stream, as: streamID)
     }
 
     /// The record of an open request stream.
@@ -152,8 +152,7 @@ final class ServerConnection {
     @inline(__always)
     func withStream<Result>(_ streamID: Int32, _ body: (Stream) -> Result) -> Result? {
         if streamID == lastStreamID, let lastStream { return lastStream._withUnsafeGuaranteedRef(body) }
-        guard let stream = streams[streamID] else { return nil }
-        return body(stream)
+        return streams.withStream(streamID, body)
     }
 
     /// A body that came whole in one DATA frame with END_STREAM, still where nghttp2 read it

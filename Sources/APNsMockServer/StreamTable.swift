@@ -7,7 +7,11 @@
 /// Lives on the server thread only; one per connection.
 struct StreamTable {
     private var ids: [Int32]
+    /// The streams, owned here.
     private var slots: [ServerConnection.Stream?]
+    /// The same streams unretained, for ``withStream(_:_:)``: nghttp2's per-field and
+    /// per-chunk callbacks then reach a stream without a retain and a release.
+    private var views: [Unmanaged<ServerConnection.Stream>?]
     private var overflow: [Int32: ServerConnection.Stream] = [:]
     /// How many streams are open.
     private(set) var count = 0
@@ -15,6 +19,7 @@ struct StreamTable {
     init() {
         ids = Array(repeating: 0, count: 64)
         slots = Array(repeating: nil, count: 64)
+        views = Array(repeating: nil, count: 64)
     }
 
     var isEmpty: Bool { count == 0 }
@@ -31,8 +36,17 @@ struct StreamTable {
         return overflow.isEmpty ? nil : overflow[id]
     }
 
+    /// Calls `body` with open stream `id` (borrowed, not retained), or returns `nil`.
+    @inline(__always)
+    func withStream<Result>(_ id: Int32, _ body: (ServerConnection.Stream) -> Result) -> Result? {
+        let slot = slot(id)
+        if ids[slot] == id, let view = views[slot] { return view._withUnsafeGuaranteedRef(body) }
+        guard !overflow.isEmpty, let stream = overflow[id] else { return nil }
+        return body(stream)
+    }
+
     /// Records `stream` as stream `id`, replacing any stream recorded as `id`.
-    mutating func insert(_ stream: ServerConnection.Stream, as id: Int32) {
+    mutating func insert(_ stream: consuming ServerConnection.Stream, as id: Int32) {
         if remove(id) != nil {}
         var slot = slot(id)
         if slots[slot] != nil, count >= slots.count / 4, slots.count < 4096 {
@@ -41,6 +55,7 @@ struct StreamTable {
         }
         if slots[slot] == nil {
             ids[slot] = id
+            views[slot] = Unmanaged.passUnretained(stream)
             slots[slot] = stream
         } else {
             overflow[id] = stream
@@ -54,6 +69,7 @@ struct StreamTable {
         let slot = slot(id)
         if ids[slot] == id, let stream = slots[slot] {
             slots[slot] = nil
+            views[slot] = nil
             ids[slot] = 0
             count -= 1
             return stream
@@ -73,6 +89,7 @@ struct StreamTable {
     mutating func removeAll() {
         for index in slots.indices {
             slots[index] = nil
+            views[index] = nil
             ids[index] = 0
         }
         overflow.removeAll()
@@ -85,11 +102,13 @@ struct StreamTable {
         for index in slots.indices { if let stream = slots[index] { entries.append((ids[index], stream)) } }
         ids = Array(repeating: 0, count: slots.count * 2)
         slots = Array(repeating: nil, count: slots.count * 2)
+        views = Array(repeating: nil, count: slots.count)
         overflow.removeAll()
         for (id, stream) in entries {
             let slot = slot(id)
             if slots[slot] == nil {
                 ids[slot] = id
+                views[slot] = Unmanaged.passUnretained(stream)
                 slots[slot] = stream
             } else {
                 overflow[id] = stream
