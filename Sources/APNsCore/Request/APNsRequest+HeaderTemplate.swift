@@ -8,7 +8,10 @@
 /// (``APNsRequest/writeTemplateValues(tokenDigits:apnsID:)``): the batch of one
 /// notification to many devices then writes about 100 octets per request instead of its
 /// whole header list.
-package struct HeaderTemplateKey: Sendable {
+///
+/// An object, made once per template: a connection compares each request with its
+/// templates' keys, which is then a reference, not four strings and an array, to copy.
+package final class HeaderTemplateKey: Sendable {
     let method: APNsRequest.Method
     let authority: String
     let authorization: String?
@@ -17,6 +20,22 @@ package struct HeaderTemplateKey: Sendable {
     package let tokenByteCount: Int
     /// Whether the block ends with an `apns-id`.
     package let hasAPNsID: Bool
+
+    init(
+        method: APNsRequest.Method,
+        authority: String,
+        authorization: String?,
+        fixedHeaders: [HeaderField],
+        tokenByteCount: Int,
+        hasAPNsID: Bool
+    ) {
+        self.method = method
+        self.authority = authority
+        self.authorization = authorization
+        self.fixedHeaders = fixedHeaders
+        self.tokenByteCount = tokenByteCount
+        self.hasAPNsID = hasAPNsID
+    }
 }
 
 extension APNsRequest {

@@ -72,14 +72,22 @@ final class HTTP2SessionSink {
     /// `apns-id` as bytes.
     static let apnsIDName: [UInt8] = Array("apns-id".utf8)
 
-    static func from(_ userData: UnsafeMutableRawPointer?) -> HTTP2SessionSink? {
+    /// Calls `body` with the sink of nghttp2's `userData`, borrowed: the session's owner
+    /// keeps the sink alive for as long as nghttp2 can call back, so the callbacks (several
+    /// per request) need no retain and release of it.
+    @inline(__always)
+    static func withSink<Result>(_ userData: UnsafeMutableRawPointer?, _ body: (HTTP2SessionSink) -> Result) -> Result? {
         guard let userData else { return nil }
-        return Unmanaged<HTTP2SessionSink>.fromOpaque(userData).takeUnretainedValue()
+        return Unmanaged<HTTP2SessionSink>.fromOpaque(userData)._withUnsafeGuaranteedRef(body)
     }
 
-    static func record(_ session: OpaquePointer?, _ streamID: Int32) -> HTTP2StreamRecord? {
+    /// Calls `body` with stream `streamID`'s record, borrowed: ``records`` holds it until
+    /// the stream closes (``onStreamClose``, the one callback that lets it go, takes it out
+    /// of ``records`` instead).
+    @inline(__always)
+    static func withRecord<Result>(_ session: OpaquePointer?, _ streamID: Int32, _ body: (HTTP2StreamRecord) -> Result) -> Result? {
         guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
-        return Unmanaged<HTTP2StreamRecord>.fromOpaque(pointer).takeUnretainedValue()
+        return Unmanaged<HTTP2StreamRecord>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 
     static func install(on callbacks: OpaquePointer) {
@@ -93,127 +101,136 @@ final class HTTP2SessionSink {
     // MARK: Callbacks (C entry points)
 
     static let readBody: nghttp2_data_source_read_callback = { session, streamID, buffer, length, flags, _, userData in
-        guard let record = HTTP2SessionSink.record(session, streamID), let buffer, let flags else {
-            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
-        }
-        let remaining = record.body.count - record.bodyOffset
-        // Whatever the flow-control window allows now, even part of a body: the window
-        // is then used to its last byte. Holding a body back whole until it fits leaves
-        // a remainder smaller than one body unsent, so a server that grants more window
-        // once half of it is consumed (nghttp2's rule, and the usual one) grants only half
-        // per round trip, which halves throughput whenever the window, not the stream
-        // limit, is what holds requests back (any round trip longer than a LAN's).
-        let count = min(length, remaining)
-        if count > 0 {
-            record.body.withUnsafeBufferPointer { body in
-                if let base = body.baseAddress {
-                    buffer.update(from: base + record.bodyOffset, count: count)
+        guard let buffer, let flags else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        return withRecord(session, streamID) { record -> Int in
+            let remaining = record.body.count - record.bodyOffset
+            // Whatever the flow-control window allows now, even part of a body: the window
+            // is then used to its last byte. Holding a body back whole until it fits leaves
+            // a remainder smaller than one body unsent, so a server that grants more window
+            // once half of it is consumed (nghttp2's rule, and the usual one) grants only half
+            // per round trip, which halves throughput whenever the window, not the stream
+            // limit, is what holds requests back (any round trip longer than a LAN's).
+            let count = min(length, remaining)
+            if count > 0 {
+                record.body.withUnsafeBufferPointer { body in
+                    if let base = body.baseAddress {
+                        buffer.update(from: base + record.bodyOffset, count: count)
+                    }
                 }
+                record.bodyOffset += count
+                withSink(userData) { $0.unsentBodyBytes -= count }
             }
-            record.bodyOffset += count
-            if let sink = from(userData) { sink.unsentBodyBytes -= count }
-        }
-        if record.bodyOffset >= record.body.count {
-            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-        }
-        return count
+            if record.bodyOffset >= record.body.count {
+                flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            }
+            return count
+        } ?? Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
     }
 
     static let onFrameSend: nghttp2_on_frame_send_callback = { session, frame, userData in
-        guard let sink = from(userData), let frame else { return 0 }
-        switch Int(frame.pointee.hd.type) {
-        case Int(NGHTTP2_HEADERS.rawValue):
-            sink.framesSent.headers += 1
-            if let record = record(session, frame.pointee.hd.stream_id) {
-                record.headersSent = true
-                if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { record.endStreamSent = true }
+        guard let frame else { return 0 }
+        return withSink(userData) { sink -> Int32 in
+            switch Int(frame.pointee.hd.type) {
+            case Int(NGHTTP2_HEADERS.rawValue):
+                sink.framesSent.headers += 1
+                withRecord(session, frame.pointee.hd.stream_id) { record in
+                    record.headersSent = true
+                    if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { record.endStreamSent = true }
+                }
+            case Int(NGHTTP2_DATA.rawValue):
+                sink.framesSent.data += 1
+                if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                    withRecord(session, frame.pointee.hd.stream_id) { $0.endStreamSent = true }
+                }
+            case Int(NGHTTP2_GOAWAY.rawValue):
+                sink.framesSent.other += 1
+                let code = frame.pointee.goaway.error_code
+                if code != NGHTTP2_NO_ERROR.rawValue { sink.connectionErrorCode = code }
+            default:
+                sink.framesSent.other += 1
             }
-        case Int(NGHTTP2_DATA.rawValue):
-            sink.framesSent.data += 1
-            if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                record(session, frame.pointee.hd.stream_id)?.endStreamSent = true
-            }
-        case Int(NGHTTP2_GOAWAY.rawValue):
-            sink.framesSent.other += 1
-            let code = frame.pointee.goaway.error_code
-            if code != NGHTTP2_NO_ERROR.rawValue { sink.connectionErrorCode = code }
-        default:
-            sink.framesSent.other += 1
-        }
-        return 0
+            return 0
+        } ?? 0
     }
 
     static let onHeader: nghttp2_on_header_callback = { session, frame, name, nameLength, value, valueLength, _, userData in
-        guard let frame, let name, let value,
-            frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
-            let record = record(session, frame.pointee.hd.stream_id), !record.responded, !record.cancelled
-        else { return 0 }
-        // RFC 9113 §6.5.2: a field counts its name and value plus 32 octets. The limit is
-        // checked before anything is kept, so indexed references to one large table entry
-        // (HPACK amplification) cost a counter, not memory.
-        record.headerListSize += nameLength + valueLength + 32
-        // The limit sits in the record: no look-up of the sink per header field.
-        if record.headerListSize > record.maxHeaderListSize, let sink = from(userData) {
-            sink.refuse(
-                record,
-                session: session,
-                detail: "the response's header list passed \(sink.configuration.maxHeaderListSize) octets "
-                    + "(maxResponseHeaderListSize)",
-                resetStream: false
-            )
-            // nghttp2 resets the stream (INTERNAL_ERROR) and calls no callback for the rest
-            // of the block: an amplified block costs its decoding, not a call per field.
-            return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
-        }
-        let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
-        let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
-        if nameLength == 7, memcmp(name, HTTP2SessionSink.statusName, 7) == 0 {
-            var status = 0
-            for byte in valueBytes.prefix(4) where byte >= 0x30 && byte <= 0x39 {
-                status = status * 10 + Int(byte - 0x30)
+        guard let frame, let name, let value, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+        return withRecord(session, frame.pointee.hd.stream_id) { record -> Int32 in
+            guard !record.responded, !record.cancelled else { return 0 }
+            // RFC 9113 §6.5.2: a field counts its name and value plus 32 octets. The limit is
+            // checked before anything is kept, so indexed references to one large table entry
+            // (HPACK amplification) cost a counter, not memory.
+            record.headerListSize += nameLength + valueLength + 32
+            // The limit sits in the record: no look-up of the sink per header field.
+            if record.headerListSize > record.maxHeaderListSize, let refused = withSink(userData, { sink -> Int32 in
+                sink.refuse(
+                    record,
+                    session: session,
+                    detail: "the response's header list passed \(sink.configuration.maxHeaderListSize) octets "
+                        + "(maxResponseHeaderListSize)",
+                    resetStream: false
+                )
+                // nghttp2 resets the stream (INTERNAL_ERROR) and calls no callback for the rest
+                // of the block: an amplified block costs its decoding, not a call per field.
+                return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+            }) {
+                return refused
             }
-            // An interim 1xx answer is followed by the final one.
-            record.status = status
-            return 0
-        }
-        // The apns-id stays 128 bits (no String) when it is a canonical lowercase UUID,
-        // which is what `APNsResponse.headers` writes back.
-        if nameLength == 7, record.apnsID == nil, memcmp(name, HTTP2SessionSink.apnsIDName, 7) == 0 {
-            // Usually the echo of the request's own id, as it was sent: one comparison.
-            var id: APNsID?
-            if let sent = record.sentAPNsID, valueLength == APNsID.textLength,
-                withUnsafeBytes(of: record.sentAPNsIDText, { text in text.baseAddress.map { memcmp($0, value, valueLength) } ?? 1 }) == 0
-            {
-                id = sent
-            } else {
-                id = APNsID.parse(valueBytes, lowercaseOnly: true)
-            }
-            if let id {
-                record.apnsID = id
-                record.apnsIDIndex = record.headers.count
+            let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
+            let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
+            if nameLength == 7, memcmp(name, HTTP2SessionSink.statusName, 7) == 0 {
+                var status = 0
+                for byte in valueBytes.prefix(4) where byte >= 0x30 && byte <= 0x39 {
+                    status = status * 10 + Int(byte - 0x30)
+                }
+                // An interim 1xx answer is followed by the final one.
+                record.status = status
                 return 0
             }
-        }
-        record.headers.append(
-            HeaderField(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
-        )
-        return 0
+            // The apns-id stays 128 bits (no String) when it is a canonical lowercase UUID,
+            // which is what `APNsResponse.headers` writes back.
+            if nameLength == 7, record.apnsID == nil, memcmp(name, HTTP2SessionSink.apnsIDName, 7) == 0 {
+                // Usually the echo of the request's own id, as it was sent: one comparison.
+                var id: APNsID?
+                if let sent = record.sentAPNsID, valueLength == APNsID.textLength,
+                    withUnsafeBytes(of: record.sentAPNsIDText, { text in text.baseAddress.map { memcmp($0, value, valueLength) } ?? 1 }) == 0
+                {
+                    id = sent
+                } else {
+                    id = APNsID.parse(valueBytes, lowercaseOnly: true)
+                }
+                if let id {
+                    record.apnsID = id
+                    record.apnsIDIndex = record.headers.count
+                    return 0
+                }
+            }
+            record.headers.append(
+                HeaderField(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
+            )
+            return 0
+        } ?? 0
     }
 
     static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { session, _, streamID, data, length, userData in
-        guard let record = record(session, streamID), let data, !record.responded, !record.cancelled else { return 0 }
-        if record.responseBody.count + length > record.maxBodySize, let sink = from(userData) {
-            sink.refuse(
-                record,
-                session: session,
-                detail: "the response body passed \(record.maxBodySize) bytes "
-                    + (record.maxBodySize == sink.configuration.maxBodySize
-                        ? "(maxResponseBodySize)" : "(maxChannelResponseBodySize)")
-            )
+        guard let data else { return 0 }
+        return withRecord(session, streamID) { record -> Int32 in
+            guard !record.responded, !record.cancelled else { return 0 }
+            if record.responseBody.count + length > record.maxBodySize {
+                withSink(userData) { sink in
+                    sink.refuse(
+                        record,
+                        session: session,
+                        detail: "the response body passed \(record.maxBodySize) bytes "
+                            + (record.maxBodySize == sink.configuration.maxBodySize
+                                ? "(maxResponseBodySize)" : "(maxChannelResponseBodySize)")
+                    )
+                }
+                return 0
+            }
+            record.responseBody.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
             return 0
-        }
-        record.responseBody.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
-        return 0
+        } ?? 0
     }
 
     /// Ends `record`'s response early: resets the stream with CANCEL (RFC 9113 §8.4; what
@@ -232,63 +249,70 @@ final class HTTP2SessionSink {
     }
 
     static let onFrameRecv: nghttp2_on_frame_recv_callback = { session, frame, userData in
-        guard let sink = from(userData), let frame else { return 0 }
-        let header = frame.pointee.hd
-        let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-        switch Int(header.type) {
-        case Int(NGHTTP2_HEADERS.rawValue), Int(NGHTTP2_DATA.rawValue):
-            guard endStream, let record = record(session, header.stream_id), !record.responded, !record.cancelled
-            else { return 0 }
-            record.responded = true
-            sink.events.append(
-                .response(
-                    streamID: header.stream_id,
-                    APNsResponse(
-                        status: record.status,
-                        apnsID: record.apnsID,
-                        apnsIDIndex: record.apnsIDIndex,
-                        otherHeaders: record.headers,
-                        body: record.responseBody
+        guard let frame else { return 0 }
+        return withSink(userData) { sink -> Int32 in
+            let header = frame.pointee.hd
+            let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            switch Int(header.type) {
+            case Int(NGHTTP2_HEADERS.rawValue), Int(NGHTTP2_DATA.rawValue):
+                guard endStream else { return 0 }
+                withRecord(session, header.stream_id) { record in
+                    guard !record.responded, !record.cancelled else { return }
+                    record.responded = true
+                    sink.events.append(
+                        .response(
+                            streamID: header.stream_id,
+                            APNsResponse(
+                                status: record.status,
+                                apnsID: record.apnsID,
+                                apnsIDIndex: record.apnsIDIndex,
+                                otherHeaders: record.headers,
+                                body: record.responseBody
+                            )
+                        )
                     )
-                )
-            )
-        case Int(NGHTTP2_SETTINGS.rawValue):
-            guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 else { return 0 }
-            sink.settingsReceived = true
-            sink.applySettings(session)
-        case Int(NGHTTP2_GOAWAY.rawValue):
-            let goaway = frame.pointee.goaway
-            var debug: [UInt8] = []
-            if let opaque = goaway.opaque_data, goaway.opaque_data_len > 0 {
-                debug = Array(UnsafeBufferPointer(start: opaque, count: goaway.opaque_data_len))
+                }
+            case Int(NGHTTP2_SETTINGS.rawValue):
+                guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 else { return 0 }
+                sink.settingsReceived = true
+                sink.applySettings(session)
+            case Int(NGHTTP2_GOAWAY.rawValue):
+                let goaway = frame.pointee.goaway
+                var debug: [UInt8] = []
+                if let opaque = goaway.opaque_data, goaway.opaque_data_len > 0 {
+                    debug = Array(UnsafeBufferPointer(start: opaque, count: goaway.opaque_data_len))
+                }
+                sink.goAwayReceived = true
+                sink.goAwayLastStreamID = min(sink.goAwayLastStreamID, goaway.last_stream_id)
+                sink.events.append(.goAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code, debugData: debug))
+            case Int(NGHTTP2_PING.rawValue):
+                if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                    sink.events.append(.pingAcknowledged)
+                }
+            default:
+                break
             }
-            sink.goAwayReceived = true
-            sink.goAwayLastStreamID = min(sink.goAwayLastStreamID, goaway.last_stream_id)
-            sink.events.append(.goAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code, debugData: debug))
-        case Int(NGHTTP2_PING.rawValue):
-            if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
-                sink.events.append(.pingAcknowledged)
-            }
-        default:
-            break
-        }
-        return 0
+            return 0
+        } ?? 0
     }
 
     static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
-        guard let sink = from(userData), let record = sink.records.removeValue(forKey: streamID) else { return 0 }
-        // nghttp2 forgets the stream's user data once this returns; nothing else holds the record.
-        defer { sink.recycle(record) }
-        // A stream closed before its body went out (a reset, a GOAWAY) waits for no window.
-        sink.unsentBodyBytes -= record.body.count - record.bodyOffset
-        if record.responded || record.cancelled { return 0 }
-        // A request whose END_STREAM never went out was never whole at the server: it
-        // cannot have been processed (its body may be waiting for the server's window).
-        let unprocessed = !record.endStreamSent
-            || errorCode == NGHTTP2_REFUSED_STREAM.rawValue
-            || (sink.goAwayReceived && streamID > sink.goAwayLastStreamID)
-        sink.events.append(.streamClosed(streamID: streamID, errorCode: errorCode, unprocessed: unprocessed))
-        return 0
+        withSink(userData) { sink -> Int32 in
+            // Taken out of `records` (owned here, not borrowed): the stream ends.
+            guard let record = sink.records.removeValue(forKey: streamID) else { return 0 }
+            // nghttp2 forgets the stream's user data once this returns; nothing else holds the record.
+            defer { sink.recycle(record) }
+            // A stream closed before its body went out (a reset, a GOAWAY) waits for no window.
+            sink.unsentBodyBytes -= record.body.count - record.bodyOffset
+            if record.responded || record.cancelled { return 0 }
+            // A request whose END_STREAM never went out was never whole at the server: it
+            // cannot have been processed (its body may be waiting for the server's window).
+            let unprocessed = !record.endStreamSent
+                || errorCode == NGHTTP2_REFUSED_STREAM.rawValue
+                || (sink.goAwayReceived && streamID > sink.goAwayLastStreamID)
+            sink.events.append(.streamClosed(streamID: streamID, errorCode: errorCode, unprocessed: unprocessed))
+            return 0
+        } ?? 0
     }
 
     /// Reads the server's settings as nghttp2 applied them and reports a change.

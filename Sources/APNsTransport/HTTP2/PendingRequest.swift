@@ -95,8 +95,28 @@ final class PendingRequest: Sendable {
     ///
     /// - Returns: `false` if the request had already finished (nothing happens).
     @discardableResult
-    func finish(_ outcome: Outcome) -> Bool {
-        finish { _ in outcome } != nil
+    func finish(_ outcome: consuming Outcome) -> Bool {
+        // The outcome is copied only in the rare case that it arrives before the caller's
+        // continuation (then it waits in `early`); otherwise it is moved to the caller.
+        let isBatch = batch != nil
+        let taken: (finished: Bool, continuation: UnsafeContinuation<Outcome, Never>?) = state.withLock { state in
+            if case .finished = state.phase { return (false, nil) }
+            state.phase = .finished
+            if let continuation = state.continuation {
+                state.continuation = nil
+                return (true, continuation)
+            }
+            if !isBatch { state.early = outcome }
+            return (true, nil)
+        }
+        guard taken.finished else { return false }
+        statistics.recordCompletion(outcome, startedAt: startedAt)
+        if let batch {
+            batch.complete(batchIndex, slot: batchSlot, request: request, outcome: outcome)
+        } else {
+            taken.continuation?.resume(returning: outcome)
+        }
+        return true
     }
 
     /// Decides the outcome from the phase, under the lock, and resumes the caller.
