@@ -430,7 +430,7 @@ public final class APNsClient: Sendable {
     }
 
     /// The loop's state for a new call, or for the `resumption` of a delivery a batch
-    /// began. Its temporaries (a resumption is 280 bytes) stay out of the async frame.
+    /// began. Its temporaries (a `Delivery` is about 200 bytes) stay out of the async frame.
     /// - Throws: ``APNsError/invalid(_:)`` when the credentials' environment and the
     ///   client's disagree.
     @inline(never)
