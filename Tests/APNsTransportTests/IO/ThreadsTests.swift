@@ -78,6 +78,31 @@ struct ThreadsTests {
 /// The client modules import `FoundationEssentials`, never all of `Foundation`, so that a
 /// server that does not use `Foundation` does not load it (and ICU with it).
 struct FoundationEssentialsOnlyTests {
+    /// `APNsBench`, built beside this test bundle by `swift build --build-tests` (the test
+    /// script's build): a program that imports `APNsTransport` and `FoundationEssentials`
+    /// only, as a server that does not use `Foundation` would.
+    private static let bench: URL? = {
+        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
+        let candidate = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("APNsBench")
+        return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
+    }()
+
+    @Test(
+        "a program on APNsTransport alone does not link Foundation or ICU, as the dynamic linker sees it",
+        .enabled(if: bench != nil, "APNsBench is built by `swift build --build-tests`, not by `swift test` alone")
+    )
+    func benchLinksEssentialsOnly() throws {
+        let bench = try #require(Self.bench)
+        let libraries = try run("ldd", [bench.path])
+        // ldd lists what the loader maps: FoundationEssentials, which the modules use…
+        #expect(libraries.contains("libFoundationEssentials.so"))
+        #expect(libraries.contains("libswiftCore.so"))
+        // …and none of Foundation proper or its internationalization (ICU).
+        for name in ["libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so", "libFoundationNetworking.so"] {
+            #expect(!libraries.contains(name), "APNsBench links \(name):\n\(libraries)")
+        }
+    }
+
     /// The package's `Sources` folder, found from this file's path.
     private static let sources = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
