@@ -18,32 +18,24 @@ import Darwin
 /// It lives in APNsOpenSSL, the lowest module that locks; APNsCore re-exports it by name.
 package final class TSanVisibleMutex<Value: ~Copyable>: @unchecked Sendable {
     private var value: Value
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    private let lock = POSIXMutex()
 
     /// A lock guarding `initialValue`.
     package init(_ initialValue: consuming sending Value) {
         value = initialValue
-        lock = .allocate(capacity: 1)
-        lock.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(lock, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(lock)
-        lock.deallocate()
     }
 
     /// Runs `body` with exclusive access to the value.
     package func withLock<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
+        lock.lock()
+        defer { lock.unlock() }
         return try body(&value)
     }
 
     /// Runs `body` with exclusive access to the value if the lock is free; `nil` otherwise.
     package func withLockIfAvailable<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result? {
-        guard pthread_mutex_trylock(lock) == 0 else { return nil }
-        defer { pthread_mutex_unlock(lock) }
+        guard lock.tryLock() else { return nil }
+        defer { lock.unlock() }
         return try body(&value)
     }
 }

@@ -1,3 +1,4 @@
+import APNsOpenSSL
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -68,63 +69,23 @@ private final class ThreadStart: @unchecked Sendable {
     }
 }
 
-/// A mutual-exclusion lock on `pthread_mutex_t`, for code that locks and unlocks in
-/// separate statements (``Mutex`` suits the rest). ThreadSanitizer sees it.
-final class ThreadLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    /// An unlocked lock.
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    /// Waits for the lock and takes it.
-    func lock() { pthread_mutex_lock(mutex) }
-
-    /// Gives the lock back.
-    func unlock() { pthread_mutex_unlock(mutex) }
-
-    /// Runs `body` holding the lock.
-    func withLock<Result, E: Error>(_ body: () throws(E) -> Result) throws(E) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-
-    /// Waits on `condition`, releasing the lock while it waits, for at most `timeout`.
-    /// - Returns: `false` if the time ran out.
-    fileprivate func wait(on condition: UnsafeMutablePointer<pthread_cond_t>, timeout: Duration) -> Bool {
-        var now = timespec()
-        clock_gettime(ThreadCondition.clock, &now)
-        let (seconds, attoseconds) = max(timeout, .zero).components
-        let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        var deadline = timespec()
-        deadline.tv_sec = now.tv_sec + Int(clamping: min(seconds, 1 << 40)) + nanoseconds / 1_000_000_000
-        deadline.tv_nsec = nanoseconds % 1_000_000_000
-        return pthread_cond_timedwait(condition, mutex, &deadline) == 0
-    }
-}
+/// A lock taken and given back in separate statements (``Mutex`` suits the rest): the
+/// package's one `pthread_mutex_t` wrapper. ThreadSanitizer sees it.
+typealias ThreadLock = POSIXMutex
 
 /// A condition variable with its own lock (the pair `NSCondition` is): take the lock,
 /// check the state, ``wait(timeout:)``; ``signal()`` wakes one waiter.
 final class ThreadCondition: @unchecked Sendable {
     /// The lock the waits release.
-    private let mutex = ThreadLock()
+    private let mutex = POSIXMutex()
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
     #if canImport(Glibc)
     /// The clock deadlines are measured on: monotonic, so a change of the wall clock does
     /// not cut a wait short or stretch it.
-    fileprivate static let clock = CLOCK_MONOTONIC
+    private static let clock = CLOCK_MONOTONIC
     #else
-    fileprivate static let clock = CLOCK_REALTIME
+    private static let clock = CLOCK_REALTIME
     #endif
 
     /// A condition nobody waits on.
@@ -160,5 +121,14 @@ final class ThreadCondition: @unchecked Sendable {
     /// Call it holding the lock.
     /// - Returns: `false` if the time ran out (a wake-up may also be spurious: re-check the state).
     @discardableResult
-    func wait(timeout: Duration) -> Bool { mutex.wait(on: condition, timeout: timeout) }
+    func wait(timeout: Duration) -> Bool {
+        var now = timespec()
+        clock_gettime(Self.clock, &now)
+        let (seconds, attoseconds) = max(timeout, .zero).components
+        let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        var deadline = timespec()
+        deadline.tv_sec = now.tv_sec + Int(clamping: min(seconds, 1 << 40)) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        return pthread_cond_timedwait(condition, mutex.handle, &deadline) == 0
+    }
 }
