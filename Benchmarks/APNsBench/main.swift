@@ -12,13 +12,15 @@
 // `APNS_BENCH_MODE` chooses how it sends:
 //   batch  (default) one `client.send(_:to:maxConcurrency:)` call, outcomes collected
 //   stream one `client.send(_:to:maxConcurrency:onOutcome:)` call, outcomes counted
+//   workers one `client.send(_:to:)` per notification from CONC long-lived tasks, each
+//          sending its next notification when the last one's outcome is in (the issue's
+//          "one send per notification from 100 tasks"; `MODE=single` means this mode)
 //   tasks  one `client.send(_:to:)` per notification, each in a child task of its own,
-//          CONC at a time
-//   workers one `client.send(_:to:)` per notification from CONC long-lived tasks
+//          CONC at a time (the caller also pays one task per notification)
 // `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
 // `APNS_BENCH_CA` names a CA certificate (PEM) to trust besides the system's store.
-// `count-allocations.sh` runs it under valgrind's DHAT to count heap allocations per
-// notification.
+// `count-allocations.sh` runs it with an LD_PRELOAD allocation counter to count heap
+// allocations per notification.
 // One warm-up notification opens the connection first; it is not counted.
 import APNsTransport
 import FoundationEssentials
@@ -41,8 +43,9 @@ guard arguments.count == 9, let port = Int(arguments[2]), let count = Int(argume
 }
 let host = arguments[1]
 let benchEnvironment = ProcessInfo.processInfo.environment
-// `run-wan.sh` names the modes MODE=batch|single and the connections CONNS.
-let mode = benchEnvironment["APNS_BENCH_MODE"] ?? benchEnvironment["MODE"].map { $0 == "single" ? "tasks" : $0 } ?? "batch"
+// `run-bench.sh` and `run-wan.sh` name the modes MODE=batch|single and the connections
+// CONNS; `single` is one send per notification from CONC tasks (`workers`).
+let mode = benchEnvironment["APNS_BENCH_MODE"] ?? benchEnvironment["MODE"].map { $0 == "single" ? "workers" : $0 } ?? "batch"
 let connections = max(1, Int(benchEnvironment["APNS_BENCH_CONNECTIONS"] ?? benchEnvironment["CONNS"] ?? "") ?? 1)
 
 func cpuSeconds() -> Double {
