@@ -17,6 +17,9 @@
 //          "one send per notification from 100 tasks"; `MODE=single` means this mode)
 //   tasks  one `client.send(_:to:)` per notification, each in a child task of its own,
 //          CONC at a time (the caller also pays one task per notification)
+//   floor  the workers pattern with no SDK and no I/O: CONC tasks await N continuations
+//          that one other thread resumes in turns (Floor.swift); what an awaited send
+//          costs before any transport work
 // `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
 // `APNS_BENCH_CA` names a CA certificate (PEM) to trust besides the system's store.
 // `count-allocations.sh` runs it with an LD_PRELOAD allocation counter to count heap
@@ -177,6 +180,8 @@ case "workers":
         for await accepted in group { total += accepted }
         return total
     }
+case "floor":
+    ok = await runFloor(count: count, tasks: window)
 case "stream":
     let summary = await client.send(notification, to: deviceTokens, maxConcurrency: window) { _, _ in }
     ok = summary.accepted
