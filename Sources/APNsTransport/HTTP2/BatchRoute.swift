@@ -14,10 +14,18 @@ import Synchronization
 /// Requests without a provider token (a client certificate, or an `authorization` header
 /// written by hand) take the transport's lookup every time.
 final class BatchRoute: Sendable {
-    private struct Last {
+    /// The last route found; immutable, so it is read outside the lock (taking it is one
+    /// reference, where a struct of three would be three).
+    private final class Last: Sendable {
         let authority: String
         let token: ProviderToken
         let pool: HTTP2ConnectionPool
+
+        init(authority: String, token: ProviderToken, pool: HTTP2ConnectionPool) {
+            self.authority = authority
+            self.token = token
+            self.pool = pool
+        }
     }
 
     private let transport: HTTP2Transport
@@ -31,14 +39,13 @@ final class BatchRoute: Sendable {
     func pool(for request: APNsRequest) throws(APNsTransportError) -> HTTP2ConnectionPool {
         // A pool's key is the authority and the provider token's team and key IDs when
         // the request has a token (a client certificate then plays no part in it).
-        let remembered: HTTP2ConnectionPool? = last.withLock { last in
-            guard let last, request.carries(last.token), last.authority == request.authority else { return nil }
-            return last.pool
+        if let remembered = last.withLock({ $0 }), request.carries(remembered.token), remembered.authority == request.authority {
+            return remembered.pool
         }
-        if let remembered { return remembered }
         guard let token = request.providerToken else { return try transport.pool(for: request) }
         let pool = try transport.pool(for: request)
-        last.withLock { $0 = Last(authority: request.authority, token: token, pool: pool) }
+        let found = Last(authority: request.authority, token: token, pool: pool)
+        last.withLock { $0 = found }
         return pool
     }
 }

@@ -499,8 +499,11 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             publishedFree = takingStreams(machine)
             pool.publishFreeStreams(self, freeStreams: publishedFree)
         }
-        for event in events {
-            switch event {
+        // Each event is moved out of the array (reversed, then popped from the end,
+        // which keeps its capacity), so its response reaches `finish` without copies.
+        events.reverse()
+        while let event = events.popLast() {
+            switch consume event {
             case .response(let streamID, let response):
                 if response.status == 403 { pool.checkKeyBinding(self, response: response) }
                 if let pending = inFlight.removeValue(forKey: streamID) {

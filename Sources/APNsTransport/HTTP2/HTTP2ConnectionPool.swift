@@ -131,15 +131,15 @@ final class HTTP2ConnectionPool: Sendable {
     /// after it is released.
     private struct Wakeups {
         var wake: HTTP2Connection?
-        /// Further connections to signal (rare: no allocation otherwise).
-        var wakeMore: [HTTP2Connection] = []
+        /// Further connections to signal (rare: `nil`, no array, otherwise).
+        var wakeMore: [HTTP2Connection]?
         var wakeIdle: HTTP2Connection?
         var start: HTTP2Connection?
 
         /// Resolves `ids`, creating the connection object of a new slot.
         init(_ ids: Machine.Wakeups, _ locked: inout Locked, pool: HTTP2ConnectionPool) {
             wake = ids.wake.map { locked.connections[$0] }
-            for id in ids.wakeMore { wakeMore.append(locked.connections[id]) }
+            if !ids.wakeMore.isEmpty { wakeMore = ids.wakeMore.map { locked.connections[$0] } }
             wakeIdle = ids.wakeIdle.map { locked.connections[$0] }
             if let id = ids.start {
                 let connection = HTTP2Connection(index: id, pool: pool)
@@ -150,7 +150,7 @@ final class HTTP2ConnectionPool: Sendable {
 
         func run() {
             wake?.wake()
-            for connection in wakeMore { connection.wake() }
+            if let wakeMore { for connection in wakeMore { connection.wake() } }
             wakeIdle?.wake()
             start?.start()
         }
