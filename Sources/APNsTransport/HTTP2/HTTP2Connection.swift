@@ -73,6 +73,9 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     @exclusivity(unchecked) private var output: [UInt8] = []
     @exclusivity(unchecked) private var outputOffset = 0
     @exclusivity(unchecked) private var events: [HTTP2ConnectionEvent] = []
+    /// Answers read this round, handed to their requests once the round's writes are out
+    /// (see ``finishAnswered()``).
+    @exclusivity(unchecked) private var answered: [(PendingRequest, APNsResponse)] = []
     @exclusivity(unchecked) private var taken: [PendingRequest] = []
     @exclusivity(unchecked) private var expired: [(Int32, PendingRequest)] = []
     /// The PING, preface and probe timers (a pure value; see its rules).
@@ -270,6 +273,8 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         writable: Bool
     ) {
         guard let loop else { return }
+        // Whatever ends the turn (an error, the session's end), the answers read go out.
+        defer { finishAnswered() }
         var read = readable || writable
         let turnStarted = MonotonicTime.now()
         for round in 0..<Self.roundsPerTurn {
@@ -317,6 +322,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                 // reading produced (SETTINGS and PING acknowledgements, WINDOW_UPDATE)
                 // or the timers asked for (a PING).
                 try flush(machine, stream: stream)
+                finishAnswered()
                 if let failure = machine.connectionError { throw failure }
                 if !draining, !machine.isClosing, takingStreams(machine) != publishedFree {
                     // Writing closed streams (a reset, say): publish the free streams
@@ -507,7 +513,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             case .response(let streamID, let response):
                 if response.status == 403 { pool.checkKeyBinding(self, response: response) }
                 if let pending = inFlight.removeValue(forKey: streamID) {
-                    pending.finish(.success(response))
+                    answered.append((pending, response))
                 }
                 if !hadResponse {
                     hadResponse = true
@@ -566,6 +572,26 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                     logger.debug("APNs connection answered the probe PING; taking requests again")
                 }
             }
+        }
+    }
+
+    /// Hands the answers read this round to their requests, in the order they arrived.
+    ///
+    /// Done after the round's writes, in one burst, rather than as each answer is read:
+    /// each hand-over resumes a task, and on a core shared with the caller's tasks the
+    /// first resumption tends to wake a worker thread that preempts this loop. Handed over
+    /// one at a time between reads and writes, the loop and that worker would then take
+    /// turns after every few answers; handed over together, after the writes, the worker
+    /// finds them all queued (1 × 100 streams, 100 sending tasks, client on one core:
+    /// 5,000 to 11,000 context switches per 100,000 notifications instead of 5,000 to
+    /// 49,000). Failures are still handed over as they are read.
+    private func finishAnswered() {
+        guard !answered.isEmpty else { return }
+        // Moved out one by one (reversed, popped from the end; the capacity stays), so a
+        // response reaches `finish` without a copy.
+        answered.reverse()
+        while let (pending, response) = answered.popLast() {
+            pending.finish(.success(response))
         }
     }
 
@@ -651,6 +677,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         // first. An answer that arrived is the request's outcome; its stream has closed and
         // its record is gone, so it must not be mistaken below for a request never sent.
         try? handleEvents(machine)
+        finishAnswered()
         pool.connectionUnavailable(self, closed: true)
         let refused = reason.flatMap(Self.refusal(closingWith:))
         let now = MonotonicTime.now()
