@@ -21,7 +21,8 @@
 //          that one other thread resumes in turns (Floor.swift); what an awaited send
 //          costs before any transport work
 // `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
-// `APNS_BENCH_CA` names a CA certificate (PEM) to trust besides the system's store.
+// `APNS_BENCH_CA` (or `APNS_PERF_CA`, which `run-bench.sh` exports for the clients it
+// runs) names the CA certificate (PEM) to trust instead of the system's store.
 // `count-allocations.sh` runs it with an LD_PRELOAD allocation counter to count heap
 // allocations per notification.
 // One warm-up notification opens the connection first; it is not counted.
@@ -89,7 +90,7 @@ func peakRSSMegabytes() -> Double {
 
 let environment = APNsEnvironment.custom(host: host, port: port)
 var trust = TrustRoots.system
-if let caPath = ProcessInfo.processInfo.environment["APNS_BENCH_CA"] {
+if let caPath = benchEnvironment["APNS_BENCH_CA"] ?? benchEnvironment["APNS_PERF_CA"] {
     trust = .certificates(try String(contentsOfFile: caPath, encoding: .utf8))
 }
 let transport = HTTP2Transport(
