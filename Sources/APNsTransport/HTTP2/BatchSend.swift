@@ -43,26 +43,26 @@ final class BatchSend: Sendable {
     private let window: Int
     private let makeRequest: @Sendable (Int) -> APNsRequest?
     private let onResult: @Sendable (Int, APNsRequest, Result) -> Void
-    /// Queues a request of the batch on its pool (or fails it).
-    private let enqueue: @Sendable (PendingRequest) -> Void
-    /// The statistics a request counts in (its credential's pool's, which count into the transport's).
-    private let statistics: @Sendable (APNsRequest) -> StatisticsBox
+    /// The pool a request goes to (its credential's), or why it has none.
+    private let route: @Sendable (APNsRequest) -> Swift.Result<HTTP2ConnectionPool, APNsTransportError>
+    /// The statistics a request without a pool counts in (the transport's).
+    private let fallbackStatistics: StatisticsBox
     private let state: Mutex<State>
 
     init(
         count: Int,
         window: Int,
-        statistics: @escaping @Sendable (APNsRequest) -> StatisticsBox,
+        route: @escaping @Sendable (APNsRequest) -> Swift.Result<HTTP2ConnectionPool, APNsTransportError>,
+        fallbackStatistics: StatisticsBox,
         makeRequest: @escaping @Sendable (Int) -> APNsRequest?,
-        onResult: @escaping @Sendable (Int, APNsRequest, Result) -> Void,
-        enqueue: @escaping @Sendable (PendingRequest) -> Void
+        onResult: @escaping @Sendable (Int, APNsRequest, Result) -> Void
     ) {
         self.count = count
         self.window = max(1, min(window, count))
         self.makeRequest = makeRequest
         self.onResult = onResult
-        self.enqueue = enqueue
-        self.statistics = statistics
+        self.route = route
+        self.fallbackStatistics = fallbackStatistics
         let window = self.window
         self.state = Mutex(State(slots: Array(repeating: nil, count: window), freeSlots: Array((0..<window).reversed())))
     }
@@ -119,29 +119,26 @@ final class BatchSend: Sendable {
     /// window and refills it. Called once per request, by ``PendingRequest/finish(_:)``.
     func complete(_ index: Int, slot: Int, request: APNsRequest, outcome: Result) {
         onResult(index, request, outcome)
-        release(slot)
-        pump()
-    }
-
-    /// Frees `slot` after its request finished (or was skipped); resumes the caller when
-    /// it was the batch's last.
-    private func release(_ slot: Int) {
-        let continuation: UnsafeContinuation<Void, Never>? = state.withLock { state in
-            state.slots[slot] = nil
-            state.freeSlots.append(slot)
-            state.running -= 1
-            return Self.takeContinuationIfDone(&state, count: count)
-        }
-        continuation?.resume()
+        pump(releasing: slot)
     }
 
     /// Makes and queues requests while the window has room; see the type's documentation.
-    private func pump() {
+    /// `released`, a slot whose request finished (or was skipped), is freed under the same
+    /// lock as the first turn is taken; the caller is resumed when it was the batch's last.
+    private func pump(releasing released: Int? = nil) {
         var owner = false
+        var releasing = released
         while true {
             var finished: UnsafeContinuation<Void, Never>?
             let turn: (index: Int, slot: Int)? = state.withLock { state in
+                if let slot = releasing {
+                    state.slots[slot] = nil
+                    state.freeSlots.append(slot)
+                    state.running -= 1
+                }
                 if !owner {
+                    // Another thread pumps: it takes this slot, and resumes the caller if
+                    // this was the last request (it checks when it stops).
                     if state.pumping { return nil }
                     state.pumping = true
                     owner = true
@@ -155,15 +152,18 @@ final class BatchSend: Sendable {
                 state.running += 1
                 return (state.next, slot)
             }
+            releasing = nil
             guard let (index, slot) = turn else {
                 finished?.resume()
                 return
             }
             guard let request = makeRequest(index) else {
-                release(slot)
+                releasing = slot
                 continue
             }
-            let statistics = statistics(request)
+            // One lookup per request: the pool gives the statistics and takes the request.
+            let pool = route(request)
+            let statistics = (try? pool.get())?.statistics ?? fallbackStatistics
             let pending = PendingRequest(
                 request: request,
                 deadline: MonotonicTime.deadline(after: request.timeout),
@@ -180,7 +180,10 @@ final class BatchSend: Sendable {
             if cancelled {
                 pending.finish(.failure(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent")))
             } else {
-                enqueue(pending)
+                switch consume pool {
+                case .success(let pool): pool.enqueue(pending)
+                case .failure(let error): pending.finish(.failure(error))
+                }
             }
         }
     }

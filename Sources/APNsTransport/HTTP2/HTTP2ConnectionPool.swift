@@ -186,7 +186,8 @@ final class HTTP2ConnectionPool: Sendable {
             return
         }
         if metrics.isEnabled { metrics.waiting.set(waiting) }
-        switch outcome {
+        // Consumed, so the wake-ups are not copied out of the result (four retains).
+        switch consume outcome {
         case .failure(let error): pending.finish(.failure(error))
         case .success(let wakeups): wakeups.run()
         }

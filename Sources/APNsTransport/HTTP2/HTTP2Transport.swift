@@ -223,16 +223,16 @@ public final class HTTP2Transport: PushTransport {
         let batch = BatchSend(
             count: count,
             window: maxConcurrency,
-            statistics: { [self] request in (try? route.pool(for: request))?.statistics ?? statisticsBox },
-            makeRequest: makeRequest,
-            onResult: onResult,
-            enqueue: { pending in
+            route: { request in
                 do throws(APNsTransportError) {
-                    try route.pool(for: pending.request).enqueue(pending)
+                    return .success(try route.pool(for: request))
                 } catch {
-                    pending.finish(.failure(error))
+                    return .failure(error)
                 }
-            }
+            },
+            fallbackStatistics: statisticsBox,
+            makeRequest: makeRequest,
+            onResult: onResult
         )
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
