@@ -18,6 +18,10 @@ public struct TrustRoots: Sendable, Hashable {
 
     /// The system trust store (OpenSSL's default verify paths: on Debian,
     /// `/etc/ssl/certs`), which holds the roots APNs chains to.
+    ///
+    /// It is made once per process. A hashed certificate directory (OpenSSL's default or
+    /// `SSL_CERT_DIR`) is searched when a handshake needs a root; the CA bundle is parsed
+    /// up front only when `SSL_CERT_FILE` names it or no directory is hashed.
     public static let system = TrustRoots(.system)
 
     /// Trusts only the CA certificates in `pem` (one or more
