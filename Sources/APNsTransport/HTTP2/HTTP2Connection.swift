@@ -513,7 +513,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             case .response(let streamID, let response):
                 if response.status == 403 { pool.checkKeyBinding(self, response: response) }
                 if let pending = inFlight.removeValue(forKey: streamID) {
-                    answered.append((pending, response))
+                    answered.append((pending, consume response))
                 }
                 if !hadResponse {
                     hadResponse = true

@@ -196,8 +196,14 @@ final class HTTP2ConnectionStateMachine {
 
     /// Moves the events produced so far into `events` (appended).
     func takeEvents(into events: inout [HTTP2ConnectionEvent]) {
-        events.append(contentsOf: sink.events)
-        sink.events.removeAll(keepingCapacity: true)
+        if events.isEmpty {
+            // The usual case: the buffers trade places (the sink keeps an empty one with
+            // capacity), so no event is copied and released.
+            swap(&events, &sink.events)
+        } else {
+            events.append(contentsOf: sink.events)
+            sink.events.removeAll(keepingCapacity: true)
+        }
     }
 
     // MARK: Output
