@@ -36,8 +36,9 @@ package final class X509Store: Sendable {
 
     /// A store of the roots at `locations`: each hashed directory is searched when a
     /// handshake needs a root; the bundle file is read now only when it was named
-    /// explicitly (`SSL_CERT_FILE`) or no directory holds hashed certificates (a system
-    /// with a bundle only, such as Red Hat's), as `X509_STORE_set_default_paths` would.
+    /// explicitly (`SSL_CERT_FILE`, another bundle than the default) or no directory holds
+    /// hashed certificates (a system with a bundle only, such as Red Hat's), as
+    /// `X509_STORE_set_default_paths` would.
     package static func loading(_ locations: SystemTrustLocations) -> Result<X509Store, LibCryptoError> {
         ERR_clear_error()
         guard let store = X509_STORE_new() else {
@@ -112,18 +113,34 @@ package struct SystemTrustLocations: Sendable, Equatable {
     }
 
     /// The locations for `environment` (the process's own by default): `SSL_CERT_FILE` and
-    /// `SSL_CERT_DIR` when set and not empty, OpenSSL's compiled-in defaults otherwise.
-    package static func current(environment: (String) -> String? = { name in getenv(name).map { String(cString: $0) } }) -> SystemTrustLocations {
+    /// `SSL_CERT_DIR` when set and not empty, OpenSSL's compiled-in defaults
+    /// (`defaultFile`, `defaultDirectory`) otherwise.
+    ///
+    /// An `SSL_CERT_FILE` that is the default bundle under another name (Debian's
+    /// `/etc/ssl/certs/ca-certificates.crt`, which `/usr/lib/ssl/cert.pem` links to, as
+    /// some images set it) adds nothing to the defaults, so it does not count as explicit.
+    package static func current(
+        environment: (String) -> String? = { name in getenv(name).map { String(cString: $0) } },
+        defaultFile: String = String(cString: X509_get_default_cert_file()),
+        defaultDirectory: String = String(cString: X509_get_default_cert_dir())
+    ) -> SystemTrustLocations {
         let fileVariable = String(cString: X509_get_default_cert_file_env())
         let directoryVariable = String(cString: X509_get_default_cert_dir_env())
-        let explicitFile = environment(fileVariable).flatMap { $0.isEmpty ? nil : $0 }
-        let directoryList = environment(directoryVariable).flatMap { $0.isEmpty ? nil : $0 }
-            ?? String(cString: X509_get_default_cert_dir())
+        let namedFile = environment(fileVariable).flatMap { $0.isEmpty ? nil : $0 }
+        let explicitFile = namedFile.flatMap { named in sameFile(named, defaultFile) ? nil : named }
+        let directoryList = environment(directoryVariable).flatMap { $0.isEmpty ? nil : $0 } ?? defaultDirectory
         return SystemTrustLocations(
-            file: explicitFile ?? String(cString: X509_get_default_cert_file()),
+            file: explicitFile ?? defaultFile,
             fileIsExplicit: explicitFile != nil,
             directories: directoryList.split(separator: ":").map(String.init)
         )
+    }
+
+    /// Whether `a` and `b` name one existing file (links resolved: same device and inode).
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat(), second = stat()
+        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
     /// Whether `directory` holds at least one certificate named as OpenSSL looks it up:

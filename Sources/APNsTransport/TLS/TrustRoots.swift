@@ -21,7 +21,8 @@ public struct TrustRoots: Sendable, Hashable {
     ///
     /// It is made once per process. A hashed certificate directory (OpenSSL's default or
     /// `SSL_CERT_DIR`) is searched when a handshake needs a root; the CA bundle is parsed
-    /// up front only when `SSL_CERT_FILE` names it or no directory is hashed.
+    /// up front only when `SSL_CERT_FILE` names another bundle than the default one, or no
+    /// directory is hashed.
     public static let system = TrustRoots(.system)
 
     /// Trusts only the CA certificates in `pem` (one or more

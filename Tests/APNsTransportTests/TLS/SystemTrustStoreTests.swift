@@ -103,4 +103,29 @@ struct SystemTrustStoreTests {
         let empty = SystemTrustLocations.current(environment: { _ in "" })
         #expect(empty == defaults)
     }
+
+    @Test("SSL_CERT_FILE naming the default bundle under another name is not explicit")
+    func defaultBundleByAnotherName() throws {
+        let pki = try TestPKI.get()
+        let folder = try directory("names", holding: [], pki: pki)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let bundle = folder + "/ca-certificates.crt"
+        try FileManager.default.copyItem(atPath: pki.path("ca.pem"), toPath: bundle)
+        let link = folder + "/cert.pem"  // as /usr/lib/ssl/cert.pem links to the bundle
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: bundle)
+        let copy = folder + "/copy.pem"  // the same bytes, another file
+        try FileManager.default.copyItem(atPath: bundle, toPath: copy)
+
+        func locations(_ named: String) -> SystemTrustLocations {
+            SystemTrustLocations.current(
+                environment: { $0 == "SSL_CERT_FILE" ? named : nil },
+                defaultFile: link,
+                defaultDirectory: folder
+            )
+        }
+        #expect(locations(bundle) == SystemTrustLocations(file: link, fileIsExplicit: false, directories: [folder]))
+        #expect(locations(link) == SystemTrustLocations(file: link, fileIsExplicit: false, directories: [folder]))
+        #expect(locations(copy) == SystemTrustLocations(file: copy, fileIsExplicit: true, directories: [folder]))
+        #expect(locations(folder + "/missing.pem").fileIsExplicit)
+    }
 }
