@@ -46,6 +46,11 @@ public final class MockAPNsServer: Sendable {
         public var openConnections = 0
         /// The most connections that were open at once.
         public var peakOpenConnections = 0
+        /// Of ``accepted``, the requests answered on the fast path: a valid device push like
+        /// the last one accepted on its connection (same `authorization`, `apns-topic` and
+        /// `apns-push-type`), while nothing is scripted, delayed, observed or recorded. It
+        /// gets the answer the full path would give, without its strings and lock.
+        public var fastAnswers = 0
     }
 
     /// What the server did with one request, as ``MockAPNsServer/observeRequests(_:)``

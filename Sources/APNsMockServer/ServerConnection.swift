@@ -100,30 +100,12 @@ final class ServerConnection {
     @exclusivity(unchecked) private var responseFieldLengths: [(name: Int, value: Int)] = []
     @exclusivity(unchecked) private var responseFields: [nghttp2_nv] = []
 
-    /// What the last device push that passed every rule on the full path carried: a
-    /// request with the same `authorization`, `apns-topic` and `apns-push-type` values
-    /// (byte for byte) meets the token, topic and push-type rules as that one did, so
-    /// ``answerQuickly(_:streamID:session:)`` checks only what can differ (see there).
-    /// Forgotten whenever a request takes the full path, and learnt again from its
-    /// ``RequestHandler/Reply/acceptedPush``.
-    @exclusivity(unchecked) private var fastShapeKnown = false
-    /// Changes whenever the shape is forgotten or learnt: a stream's header verdict
-    /// (``Stream/headersPassed``) holds only for the shape it was judged against.
-    @exclusivity(unchecked) private var fastShapeGeneration = 0
-    /// The shape's `authorization` value (`nil`: absent), kept by hand so that request
-    /// streams can refer to it instead of copying it (see ``RequestFields``); streams get
-    /// their own copy before it is freed.
-    @exclusivity(unchecked) private(set) var sharedAuthorization: UnsafeMutableBufferPointer<UInt8>?
-    @exclusivity(unchecked) private var fastTopic: [UInt8]?
-    @exclusivity(unchecked) private var fastPushType: [UInt8]?
-    /// The provider token's `iat`, whose age is checked per request (token mode).
-    @exclusivity(unchecked) private var fastIssuedAt: Int64?
-    @exclusivity(unchecked) private var fastBodyLimit = 4096
-    @exclusivity(unchecked) private var fastNeedsAPS = true
-    @exclusivity(unchecked) private var fastBackground = false
-    /// The last body that passed the JSON check with that push type: the same bytes
-    /// again need no scan.
-    @exclusivity(unchecked) private var fastBody: [UInt8] = []
+    /// What the last device push accepted on the full path carried, and the checks that
+    /// let a request like it be answered without the full path (see ``FastAnswers``).
+    @exclusivity(unchecked) var fast = FastAnswers()
+    /// The shape's `authorization` bytes, which request streams refer to instead of
+    /// copying them (see ``RequestFields``).
+    var sharedAuthorization: UnsafeMutableBufferPointer<UInt8>? { fast.sharedAuthorization }
     /// The `apns-id` of a fast answer, written here before nghttp2 copies it.
     @exclusivity(unchecked) private var answerID = [UInt8](repeating: 0, count: 36)
 
@@ -258,7 +240,7 @@ final class ServerConnection {
 
     deinit {
         close()
-        sharedAuthorization?.deallocate()
+        fast.releaseSharedAuthorization()
     }
 
     /// A DATA frame (type 0x0) with no payload and no flags on stream 0: RFC 9113 §6.1
@@ -679,8 +661,7 @@ final class ServerConnection {
         // The full path: strings for every field, the handler's rules, the script and the record.
         keepPendingBody()
         loop.countFastAnswers()
-        fastShapeKnown = false
-        fastShapeGeneration &+= 1
+        fast.forget()
         stream.fields.headers(using: &headerStrings, into: &stream.headers)
         let request = RequestHandler.Request(
             streamID: streamID, headers: stream.headers, body: stream.body, headerBlockLength: stream.headerBlockLength,
@@ -688,7 +669,12 @@ final class ServerConnection {
         let reply = loop.handler.handle(request, connection: &requestState)
         // Only while the fast path is open: with a script, an observer or recording, every
         // request takes the full path anyway, and learning would cost each one copies.
-        if let accepted = reply.acceptedPush, loop.fastPathOpen { learnFastShape(from: stream, accepted) }
+        if let accepted = reply.acceptedPush, loop.fastPathOpen {
+            fast.learn(from: stream.fields, body: stream.body, issuedAt: accepted.issuedAt) {
+                // Streams that refer to the old `authorization` copy it in before it goes.
+                streams.forEach { $0.fields.unshare() }
+            }
+        }
         switch reply.action {
         case .drop:
             dropRequested = true
@@ -713,93 +699,13 @@ final class ServerConnection {
         for limit in reply.streamLimits { submitStreamLimit(limit) }
     }
 
-    /// Remembers what an accepted device push carried (see ``fastShapeKnown``).
-    private func learnFastShape(from stream: Stream, _ accepted: RequestHandler.AcceptedPush) {
-        let fields = stream.fields
-        let authorization = fields.valueBytes(at: fields.authorization)
-        let unchanged = authorization.map { new in sharedAuthorization.map { $0.elementsEqual(new) } ?? false }
-            ?? (sharedAuthorization == nil)
-        if !unchanged {
-            // Streams that refer to the old value copy it in before it goes.
-            if let old = sharedAuthorization {
-                streams.forEach { $0.fields.unshare() }
-                old.deallocate()
-            }
-            sharedAuthorization = authorization.map { bytes in
-                let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: bytes.count)
-                _ = copy.initialize(from: bytes)
-                return copy
-            }
-        }
-        fastTopic = fields.valueBytes(at: fields.topic)
-        fastPushType = fields.valueBytes(at: fields.pushType)
-        fastIssuedAt = accepted.issuedAt
-        let pushType = fastPushType.map { String(decoding: $0, as: UTF8.self) } ?? "alert"
-        fastBodyLimit = pushType == "voip" ? 5120 : 4096
-        fastNeedsAPS = !RequestValidator.typesWithoutAPS.contains(pushType)
-        fastBackground = pushType == "background"
-        fastBody = stream.body
-        fastShapeKnown = true
-        fastShapeGeneration &+= 1
-    }
-
-    /// The fast path's checks of a request's header fields, made once its header block is
-    /// complete (while the fields are still in the processor's cache): whether no field
-    /// repeats, and `authorization`, `apns-topic` and `apns-push-type` are those of the
-    /// last push accepted on the full path (``fastShapeKnown``), so the token (but for its
-    /// age), topic and push-type rules hold as they did; and, on the bytes, the rest of
-    /// ``RequestValidator``'s header rules: `POST`, the `/3/device/` path and its even run
-    /// of hex digits, `apns-priority`, `apns-expiration`, `apns-id` and `apns-collapse-id`.
-    /// The verdict is kept in ``Stream/headersPassed``; ``answerQuickly(_:streamID:session:)``
-    /// does the rest when the request ends.
+    /// The fast path's verdict on a request's header fields (see
+    /// ``FastAnswers/judge(_:)``), made once its header block is complete while the fields
+    /// are still in the processor's cache, and kept in ``Stream/headersPassed``;
+    /// ``answerQuickly(_:streamID:session:)`` does the rest when the request ends.
     func judgeHeaders(of stream: Stream) {
-        stream.headersPassed = false
-        guard fastShapeKnown, !stream.headersTooLarge else { return }
-        let fields = stream.fields
-        let sameAuthorization: Bool
-        if let sharedAuthorization {
-            // An empty value is never shared (see RequestFields.append): the full path decides.
-            guard let base = sharedAuthorization.baseAddress, !sharedAuthorization.isEmpty else { return }
-            sameAuthorization = fields.value(at: fields.authorization, isShared: UnsafePointer(base))
-        } else {
-            sameAuthorization = fields.authorization < 0
-        }
-        guard sameAuthorization, !fields.irregular, fields.method >= 0, fields.path >= 0,
-              fields.value(at: fields.topic, equals: fastTopic),
-              fields.value(at: fields.pushType, equals: fastPushType)
-        else { return }
-        let method = fields.value(at: fields.method)
-        guard method.count == 4, memcmp(method.baseAddress!, ("POST" as StaticString).utf8Start, 4) == 0 else { return }
-        let path = fields.value(at: fields.path)
-        let prefix: StaticString = "/3/device/"
-        let tokenLength = path.count - prefix.utf8CodeUnitCount
-        guard tokenLength > 0, tokenLength % 2 == 0, memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0,
-              UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]).allSatisfy(RequestValidator.isHexDigit)
-        else { return }
-        if fields.priority >= 0 {
-            let priority = fields.value(at: fields.priority)
-            switch priority.count {
-            case 1: guard priority[0] == UInt8(ascii: "5") || priority[0] == UInt8(ascii: "1") else { return }
-            case 2: guard priority[0] == UInt8(ascii: "1"), priority[1] == UInt8(ascii: "0"), !fastBackground else { return }
-            default: return
-            }
-        }
-        if fields.expiration >= 0 {
-            let expiration = fields.value(at: fields.expiration)
-            guard !expiration.isEmpty, expiration.count <= 18, expiration.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                return
-            }
-        }
-        if fields.collapseID >= 0 {
-            // ASCII only: then the bytes are the UTF-8 the validator counts.
-            let collapseID = fields.value(at: fields.collapseID)
-            guard collapseID.count <= 64, collapseID.allSatisfy({ $0 < 0x80 }) else { return }
-        }
-        if fields.apnsID >= 0 {
-            guard RequestValidator.isCanonicalUUID(bytes: fields.value(at: fields.apnsID)) else { return }
-        }
-        stream.headersPassed = true
-        stream.headersPassedGeneration = fastShapeGeneration
+        stream.headersPassed = !stream.headersTooLarge && fast.judge(stream.fields)
+        stream.headersPassedGeneration = fast.generation
     }
 
     /// Answers a valid device push with `200` without strings, the handler or the lock,
@@ -810,23 +716,12 @@ final class ServerConnection {
     /// `aps` where the push type needs it. Returns `false`, having done nothing, whenever
     /// any of it is not so: the full path then decides, with Apple's reason.
     private func answerQuickly(_ stream: Stream, streamID: Int32, session: OpaquePointer) -> Bool {
-        guard stream.headersPassed, stream.headersPassedGeneration == fastShapeGeneration, fastShapeKnown,
+        guard stream.headersPassed, stream.headersPassedGeneration == fast.generation, fast.known,
               loop.fastPathOpen, requestState.streamLimitRaised || !tokenMode
         else { return false }
-        if let issuedAt = fastIssuedAt,
+        if let issuedAt = fast.issuedAt,
            loop.configuration.now().timeIntervalSince1970 - Double(issuedAt) > 3600 { return false }
-        let bodyFits = withBody(of: stream) { body -> Bool in
-            guard !body.isEmpty, body.count <= fastBodyLimit else { return false }
-            let sameBody = body.count == fastBody.count
-                && fastBody.withUnsafeBufferPointer { memcmp(body.baseAddress!, $0.baseAddress!, body.count) == 0 }
-            if !sameBody {
-                let bytes = Array(body)
-                guard let hasAPS = JSONObjectScanner.object(bytes, hasTopLevelKey: "aps"), hasAPS || !fastNeedsAPS else { return false }
-                fastBody = bytes
-            }
-            return true
-        }
-        guard bodyFits else { return false }
+        guard withBody(of: stream, { fast.admits(body: $0) }) else { return false }
         let apnsIDPosition = stream.fields.apnsID
         if apnsIDPosition >= 0 {
             // Checked canonical (36 bytes) by judgeHeaders(of:).

@@ -189,6 +189,7 @@ final class ServerState: Sendable {
             if accepted > 0 {
                 shared.statistics.requests += accepted
                 shared.statistics.accepted += accepted
+                shared.statistics.fastAnswers += accepted
             }
             return shared.perToken.isEmpty && shared.failures.isEmpty && shared.goAwayAfter == nil
                 && shared.dropAfter == nil && shared.breakProtocolAfter == nil && shared.blackHoleAfter == nil
