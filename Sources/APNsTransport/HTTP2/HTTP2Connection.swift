@@ -420,11 +420,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                     submittedAny = true
                 }
             } catch {
-                if error.code == .streamRefused {
-                    requeue(pending, failure: error)
-                } else {
-                    pending.finish(.failure(error))
-                }
+                perform(.submitFailed(error), on: pending)
             }
         }
         taken.removeAll(keepingCapacity: true)
@@ -532,14 +528,9 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                 }
             case .streamClosed(let streamID, let errorCode, let unprocessed):
                 guard let pending = inFlight.removeValue(forKey: streamID) else { continue }
-                let name = Self.errorName(errorCode)
-                if unprocessed {
-                    let failure: APNsTransportError = goAwayDetail.map { .goAway($0) }
-                        ?? .streamRefused("RST_STREAM \(name): the server did not process the request")
-                    requeue(pending, failure: failure)
-                } else {
-                    pending.finish(.failure(.streamReset("RST_STREAM \(name) on stream \(streamID)")))
-                }
+                let fate = RequestFate.streamClosed(
+                    streamID: streamID, errorName: Self.errorName(errorCode), unprocessed: unprocessed, goAwayDetail: goAwayDetail)
+                perform(fate, on: pending)
             case .goAway(let lastStreamID, let errorCode, let debugData):
                 let reason = APNsReason(errorBody: debugData)
                 let detail = "GOAWAY \(Self.errorName(errorCode)), last-stream-id \(lastStreamID)"
@@ -642,12 +633,21 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         expired.removeAll(keepingCapacity: true)
     }
 
-    private func requeue(_ pending: PendingRequest, failure: APNsTransportError) {
-        guard let count = pending.markRequeued() else { return }
-        if count > pool.settings.maxRequeues {
-            pending.finish(.failure(failure))
-        } else {
-            pool.requeue(pending)
+    /// Does what ``RequestFate`` decided for `pending`.
+    private func perform(_ fate: RequestFate, on pending: PendingRequest) {
+        switch fate {
+        case .fail(let error):
+            pending.finish(.failure(error))
+        case .expire:
+            pending.expire()
+        case .requeue(let failure):
+            // Marked first: a request that finished meanwhile (cancelled, say) is left alone.
+            guard let count = pending.markRequeued() else { return }
+            switch RequestFate.requeued(count, maxRequeues: pool.settings.maxRequeues, failure: failure) {
+            case .requeue: pool.requeue(pending)
+            case .fail(let error): pending.finish(.failure(error))
+            case .expire: pending.expire()
+            }
         }
     }
 
@@ -679,28 +679,11 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         try? handleEvents(machine)
         finishAnswered()
         pool.connectionUnavailable(self, closed: true)
-        let refused = reason.flatMap(Self.refusal(closingWith:))
+        let refused = reason.flatMap(RequestFate.refusal(closingWith:))
         let now = MonotonicTime.now()
         for (streamID, pending) in inFlight {
-            if pending.deadline <= now {
-                // Its deadline passed before the connection ended (the loop scans deadlines
-                // every 10 ms; a PING timeout can close it first): the outcome is the timeout.
-                if machine.isUnsent(streamID) {
-                    pending.finish(.failure(.timeout(mayHaveReachedAPNs: false, "the request timed out before it was written")))
-                } else {
-                    pending.expire()
-                }
-                continue
-            }
-            if let refused {
-                // Nothing was processed, but re-sending would meet the same refusal: fail
-                // now with the TLS error, `mayHaveReachedAPNs == false` (see `refusal`).
-                pending.finish(.failure(refused))
-            } else if machine.isUnsent(streamID) {
-                requeue(pending, failure: Self.writtenRequestFailure(closingWith: reason))
-            } else {
-                pending.finish(.failure(Self.writtenRequestFailure(closingWith: reason)))
-            }
+            let fate = RequestFate.sessionEnded(reason: reason, unsent: machine.isUnsent(streamID), deadlinePassed: pending.deadline <= now)
+            perform(fate, on: pending)
         }
         inFlight.removeAll()
         stream.close()
@@ -735,36 +718,6 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         } else {
             logger.debug("APNs connection closed")
         }
-    }
-
-    /// The error for the requests in flight when a session ends with `reason`, if `reason`
-    /// means the server processed none of them; `nil` otherwise.
-    ///
-    /// ``TLSStream`` throws ``APNsCore/APNsTransportError/Code/tlsFailure`` after the
-    /// handshake only when nothing can have been processed: the server refused the client
-    /// certificate (an alert; it never reads the requests of a client it did not accept),
-    /// or a TLS error ended the session before the server sent any data (an HTTP/2 server
-    /// sends SETTINGS before any response, so no HTTP/2 frame has arrived).
-    ///
-    /// Such requests fail with that error and `mayHaveReachedAPNs == false`; they are not
-    /// re-queued. Re-queuing is for refusals that another connection may not repeat
-    /// (GOAWAY, REFUSED_STREAM); a refused certificate is refused again on every connection,
-    /// so re-queuing would only reconnect in a loop and delay the answer. The caller (or
-    /// ``APNsCore/APNsClient``'s retry policy) may send again: nothing was delivered.
-    static func refusal(closingWith reason: APNsTransportError) -> APNsTransportError? {
-        guard reason.code == .tlsFailure else { return nil }
-        return APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: false, detail: reason.detail)
-    }
-
-    /// The error for a request written before the session ended with `reason` (or closed
-    /// without one), when the server may have processed it: a broken HTTP/2 session stays
-    /// ``APNsCore/APNsTransportError/Code/protocolError``; anything else is
-    /// ``APNsCore/APNsTransportError/Code/connectionClosed``. Both say
-    /// `mayHaveReachedAPNs == true`: the connection had been up and the request sent.
-    static func writtenRequestFailure(closingWith reason: APNsTransportError?) -> APNsTransportError {
-        let detail = reason?.detail ?? "the connection closed"
-        if reason?.code == .protocolError { return .protocolError(detail) }
-        return .connectionClosed(detail)
     }
 
     static func errorName(_ code: UInt32) -> String {

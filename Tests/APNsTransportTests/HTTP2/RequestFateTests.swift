@@ -1,0 +1,88 @@
+import APNsCore
+import Testing
+@testable import APNsTransport
+
+/// The fate of a request its connection cannot finish, as tables: it goes again only when
+/// HTTP/2 says the server did not process it (RFC 9113 §8.7: REFUSED_STREAM, and streams
+/// above a GOAWAY's last-stream-id, §6.8) or it was never written, and every failure says
+/// whether it may have reached APNs.
+@Suite("What becomes of a request its connection cannot finish")
+struct RequestFateTests {
+    @Test("a refused submission goes again; any other submission error is the outcome")
+    func submission() {
+        let refused = APNsTransportError.streamRefused("the session can open no more streams")
+        #expect(RequestFate.submitFailed(refused) == .requeue(failure: refused))
+        let broken = APNsTransportError.protocolError("nghttp2_submit_request failed")
+        #expect(RequestFate.submitFailed(broken) == .fail(broken))
+        let tooLarge = APNsTransportError.shutdown("the transport is shut down")
+        #expect(RequestFate.submitFailed(tooLarge) == .fail(tooLarge))
+    }
+
+    @Test("a stream the server did not process goes again; a reset it may have processed fails")
+    func streamClosed() {
+        // REFUSED_STREAM (RFC 9113 §8.7): not processed, safe to send again.
+        let refused = RequestFate.streamClosed(streamID: 7, errorName: "REFUSED_STREAM", unprocessed: true, goAwayDetail: nil)
+        #expect(refused == .requeue(failure: .streamRefused("RST_STREAM REFUSED_STREAM: the server did not process the request")))
+        // Above a GOAWAY's last-stream-id (§6.8): not processed, and the error names the GOAWAY.
+        let detail = "GOAWAY NO_ERROR, last-stream-id 5"
+        let aboveGoAway = RequestFate.streamClosed(streamID: 7, errorName: "REFUSED_STREAM", unprocessed: true, goAwayDetail: detail)
+        #expect(aboveGoAway == .requeue(failure: .goAway(detail)))
+        // Any other reset (CANCEL, INTERNAL_ERROR): the server may have processed it.
+        let reset = RequestFate.streamClosed(streamID: 9, errorName: "INTERNAL_ERROR", unprocessed: false, goAwayDetail: detail)
+        #expect(reset == .fail(.streamReset("RST_STREAM INTERNAL_ERROR on stream 9")))
+        guard case .fail(let error) = reset else { return }
+        #expect(error.mayHaveReachedAPNs)
+        guard case .requeue(let failure) = refused else { return }
+        #expect(!failure.mayHaveReachedAPNs)
+    }
+
+    @Test("at the session's end: timeouts, refusals, unsent requests and written ones")
+    func sessionEnded() {
+        let lost = APNsTransportError.connectionClosed("TLS read failed: Connection reset by peer")
+        let broken = APNsTransportError.protocolError("nghttp2_session_mem_recv: invalid frame")
+        let refusedCertificate = APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: true, detail: "alert certificate revoked")
+        // (reason, unsent, deadline passed) → fate
+        let table: [(APNsTransportError?, Bool, Bool, RequestFate)] = [
+            // The deadline passed first: a timeout, which reached APNs only if written.
+            (lost, true, true, .fail(.timeout(mayHaveReachedAPNs: false, "the request timed out before it was written"))),
+            (lost, false, true, .expire),
+            (nil, false, true, .expire),
+            // A refused TLS session: nothing was processed, and going again meets the same refusal.
+            (refusedCertificate, true, false, .fail(APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: false, detail: "alert certificate revoked"))),
+            (refusedCertificate, false, false, .fail(APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: false, detail: "alert certificate revoked"))),
+            // Never written: goes again.
+            (lost, true, false, .requeue(failure: .connectionClosed("TLS read failed: Connection reset by peer"))),
+            (nil, true, false, .requeue(failure: .connectionClosed("the connection closed"))),
+            // Written: fails, and may have reached APNs.
+            (lost, false, false, .fail(.connectionClosed("TLS read failed: Connection reset by peer"))),
+            (broken, false, false, .fail(.protocolError("nghttp2_session_mem_recv: invalid frame"))),
+            (nil, false, false, .fail(.connectionClosed("the connection closed"))),
+        ]
+        for (reason, unsent, deadlinePassed, expected) in table {
+            let fate = RequestFate.sessionEnded(reason: reason, unsent: unsent, deadlinePassed: deadlinePassed)
+            #expect(fate == expected, "reason \(String(describing: reason)), unsent \(unsent), deadline passed \(deadlinePassed)")
+            switch fate {
+            case .fail(let error):
+                // Unsent or refused: cannot have reached APNs; written: may have.
+                let reached = !unsent && reason?.code != .tlsFailure
+                #expect(error.mayHaveReachedAPNs == reached, "\(error)")
+            case .requeue(let failure):
+                #expect(unsent)
+                #expect(failure.code == .connectionClosed || failure.code == .protocolError)
+            case .expire:
+                #expect(!unsent && deadlinePassed)
+            }
+        }
+    }
+
+    @Test("a request goes again at most maxRequeues times, then fails with the last reason")
+    func requeueLimit() {
+        let failure = APNsTransportError.goAway("GOAWAY NO_ERROR, last-stream-id 1")
+        for maxRequeues in 0...3 {
+            for requeues in 1...(maxRequeues + 2) {
+                let fate = RequestFate.requeued(requeues, maxRequeues: maxRequeues, failure: failure)
+                #expect(fate == (requeues <= maxRequeues ? .requeue(failure: failure) : .fail(failure)), "\(requeues) of \(maxRequeues)")
+            }
+        }
+    }
+}
