@@ -151,8 +151,11 @@ package struct SystemTrustLocations: Sendable, Equatable {
         guard let stream = opendir(directory) else { return false }
         defer { closedir(stream) }
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            // The name is read in place, up to its NUL: a `dirent` from readdir(3) is only as
+            // long as its name, so copying the whole 256-byte `d_name` field could read past
+            // the end of the directory buffer.
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { field in
+                field.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
             }
             if isHashedCertificateName(name) { return true }
         }
