@@ -31,7 +31,27 @@ reap() {
     kill -KILL -- "-$pid" 2>/dev/null || true
 }
 deadline=$((SECONDS + limit))
+reported_at=
 while kill -0 "$pid" 2>/dev/null; do
+    # Swift Testing reported the run's result, but the process did not exit: a thread a
+    # test left running (a test server whose peer was never closed, say) keeps it alive
+    # once `main` has returned. The result stands; the threads are shown, and the process
+    # is ended so that the run is not held until the deadline.
+    if [[ -z "$reported_at" ]] && grep -Eq '^(✔|✘) Test run with' "$log"; then reported_at=$SECONDS; fi
+    if [[ -n "$reported_at" ]] && ((SECONDS - reported_at >= 60)); then
+        echo "watchdog: the test process reported its result but had not exited 60 s later; threads left:"
+        for test_pid in $(pgrep -g "$pid" -f 'PackageTests\.xctest' || true); do
+            if command -v gdb >/dev/null 2>&1; then
+                gdb -batch -nx -p "$test_pid" -ex 'thread apply all bt 12' 2>/dev/null |
+                    grep -E '^(Thread|#)' | grep -v -E 'futex|sem_wait|epoll_wait|__poll|ppoll|select' | cut -c1-200
+            fi
+            kill -KILL "$test_pid" 2>/dev/null || true
+        done
+        reap "$@"
+        wait "$pid" 2>/dev/null
+        if grep -Eq '^✔ Test run with' "$log"; then exit 0; fi
+        exit 1
+    fi
     if ((SECONDS >= deadline)); then
         sleep 1
         echo

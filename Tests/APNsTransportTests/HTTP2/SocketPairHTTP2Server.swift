@@ -144,8 +144,12 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
         var requestsHere = 0
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
+        // A connection nobody has written to for a minute belongs to a test that ended
+        // without stopping this server or closing the transport's end: its thread ends
+        // rather than keeping the test process alive after the run.
+        var idleUntil = ContinuousClock.now + .seconds(60)
         while true {
-            if state.withLock({ $0.stopping }) { return }
+            if state.withLock({ $0.stopping }) || ContinuousClock.now > idleUntil { return }
             // Write what the server has.
             pending += server.output()
             while !pending.isEmpty {
@@ -160,6 +164,7 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
                 if errno == EAGAIN || errno == EWOULDBLOCK { continue }
                 return
             }
+            idleUntil = ContinuousClock.now + .seconds(60)
             if server.receive(Array(buffer[0..<n])) < 0 { return }
             while handledFrames < server.frames.count {
                 let frame = server.frames[handledFrames]
