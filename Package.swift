@@ -232,6 +232,7 @@ let package = Package(
             dependencies: [
                 "APNsMockServer",
                 "APNsCore",
+                "APNsOpenSSL",
                 "CNGHTTP2",
                 "COpenSSL",
             ]

@@ -1,3 +1,4 @@
+import APNsOpenSSL
 import CNGHTTP2
 import COpenSSL
 import Foundation
@@ -198,7 +199,8 @@ final class ServerConnection {
     let fd: Int32
     let number: Int
     unowned let loop: ServerLoop
-    @exclusivity(unchecked) private var ssl: OpaquePointer?
+    /// The connection's TLS state (APNsOpenSSL owns the `SSL *`); `nil` once closed.
+    @exclusivity(unchecked) private var tls: SSLSession?
     @exclusivity(unchecked) private var session: OpaquePointer?
     @exclusivity(unchecked) private var phase = Phase.handshaking
     @exclusivity(unchecked) private var output: [UInt8] = []
@@ -225,13 +227,9 @@ final class ServerConnection {
     private var tokenMode: Bool { loop.handler.tokenMode }
 
     init?(fd: Int32, number: Int, loop: ServerLoop) {
-        guard let ssl = SSL_new(loop.tls.context) else { return nil }
-        guard SSL_set_fd(ssl, fd) == 1 else {
-            SSL_free(ssl)
-            return nil
-        }
-        SSL_set_accept_state(ssl)
-        self.ssl = ssl
+        guard let tls = try? loop.tls.sslContext.makeSession(), tls.attach(to: fd) else { return nil }
+        tls.acceptHandshakes()
+        self.tls = tls
         self.fd = fd
         self.number = number
         self.loop = loop
@@ -328,13 +326,10 @@ final class ServerConnection {
     }
 
     private func handshake() {
-        guard let ssl else { return }
-        let result = SSL_do_handshake(ssl)
+        guard let tls else { return }
+        let result = tls.handshake()
         if result == 1 {
-            var protocolName: UnsafePointer<UInt8>?
-            var length: UInt32 = 0
-            SSL_get0_alpn_selected(ssl, &protocolName, &length)
-            guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2") else {
+            guard tls.selectedH2 else {
                 loop.logger.debug("refusing a client that did not offer ALPN h2", metadata: ["connection": "\(number)"])
                 close()
                 return
@@ -342,12 +337,11 @@ final class ServerConnection {
             sslWantsWrite = false
             if case .certificate = loop.configuration.authentication {
                 // The handshake required and verified a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
-                guard let certificate = SSL_get1_peer_certificate(ssl) else {
+                guard let certificate = tls.peerCertificate() else {
                     close()
                     return
                 }
                 requestState.certificateTopics = CertificateTopics.topics(of: certificate)
-                X509_free(certificate)
             }
             guard startSession() else {
                 close()
@@ -358,7 +352,7 @@ final class ServerConnection {
             flush()
             return
         }
-        switch SSL_get_error(ssl, result) {
+        switch tls.error(for: result) {
         case SSL_ERROR_WANT_READ: sslWantsWrite = false
         case SSL_ERROR_WANT_WRITE: sslWantsWrite = true
         default:
@@ -387,10 +381,8 @@ final class ServerConnection {
     }
 
     private func readAvailable() {
-        while let ssl, let session {
-            let count = loop.readBuffer.withUnsafeMutableBytes {
-                SSL_read(ssl, $0.baseAddress, Int32($0.count))
-            }
+        while let tls, let session {
+            let count = loop.readBuffer.withUnsafeMutableBytes { tls.read(into: $0) }
             if count > 0 {
                 // After the read, before its requests: a script set before the client sent
                 // them is seen (one lock per read).
@@ -409,10 +401,10 @@ final class ServerConnection {
                 if case .silent = phase { return }
                 // Nothing left in OpenSSL's buffer: what else arrives, poll(2) reports;
                 // reading on now would mostly end in EAGAIN, a system call for nothing.
-                if SSL_has_pending(ssl) == 0 { return }
+                if !tls.hasPendingBytes { return }
                 continue
             }
-            switch SSL_get_error(ssl, count) {
+            switch tls.error(for: count) {
             case SSL_ERROR_WANT_READ:
                 return
             case SSL_ERROR_WANT_WRITE:
@@ -430,11 +422,10 @@ final class ServerConnection {
         // Fast answers are counted before any answer leaves.
         loop.countFastAnswers()
         if case .silent = phase { return }
-        while let ssl, let session {
+        while let tls, let session {
             if outputStart < output.count {
                 let written = output.withUnsafeBytes { bytes -> Int32 in
-                    guard let base = bytes.baseAddress else { return 0 }
-                    return SSL_write(ssl, base + outputStart, Int32(clamping: bytes.count - outputStart))
+                    tls.write(UnsafeRawBufferPointer(rebasing: bytes[outputStart...]))
                 }
                 if written > 0 {
                     outputStart += Int(written)
@@ -444,7 +435,7 @@ final class ServerConnection {
                     }
                     continue
                 }
-                switch SSL_get_error(ssl, written) {
+                switch tls.error(for: written) {
                 case SSL_ERROR_WANT_WRITE:
                     sslWantsWrite = true
                     return
@@ -538,19 +529,19 @@ final class ServerConnection {
     }
 
     private func startDraining() {
-        guard let ssl else { return }
-        _ = SSL_shutdown(ssl)
+        guard let tls else { return }
+        tls.sendCloseNotify()
         ERR_clear_error()
         shutdown(fd, Int32(SHUT_WR))
         phase = .draining(deadline: .now + .seconds(1))
     }
 
     private func discardInput() {
-        guard let ssl else { return }
+        guard let tls else { return }
         while true {
-            let count = loop.readBuffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+            let count = loop.readBuffer.withUnsafeMutableBytes { tls.read(into: $0) }
             if count > 0 { continue }
-            let error = SSL_get_error(ssl, count)
+            let error = tls.error(for: count)
             if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { return }
             ERR_clear_error()
             close()
@@ -565,8 +556,8 @@ final class ServerConnection {
         phase = .closed
         if let session { nghttp2_session_del(session) }
         session = nil
-        if let ssl { SSL_free(ssl) }
-        ssl = nil
+        // SSL_free (and the BIOs on the socket) as the last reference goes; the socket next.
+        tls = nil
         Glibc.close(fd)
         pendingBody = nil
         lastStream = nil

@@ -9,11 +9,6 @@ import COpenSSL
 final class TLSServerContext {
     /// The configured context; connections make their sessions from it.
     let sslContext: SSLContext
-    /// The raw `SSL_CTX *` of ``sslContext``, valid as long as this object lives.
-    ///
-    /// Transitional: `ServerConnection` still calls `SSL_new` on it and frees its own
-    /// `SSL *`; once it takes an ``SSLSession`` from `sslContext.makeSession()` this goes.
-    let context: OpaquePointer
 
     /// - Parameter clientCAPEM: When given, clients must present a certificate issued by
     ///   one of these PEM certificates (certificate-based authentication).
@@ -28,14 +23,9 @@ final class TLSServerContext {
         let clientCAs = clientCAPEM.map { X509Certificate.all(pem: $0) }
         if let clientCAs, clientCAs.isEmpty { throw openSSLError("reading the client CA PEM (no certificate in it)") }
         let key = try Self.readKey(privateKeyPEM)
-        var raw: OpaquePointer?
         try sslContext.withUnsafeHandle { (context: OpaquePointer) throws in
             try Self.configure(context, leaf: leaf, chain: certificates.dropFirst(), key: key, clientCAs: clientCAs)
-            // Escapes only into `self.context`, which lives no longer than `sslContext`.
-            raw = context
         }
-        guard let raw else { throw openSSLError("configuring the TLS context") }
-        context = raw
     }
 
     private static func configure(

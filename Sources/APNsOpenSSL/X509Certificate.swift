@@ -52,6 +52,18 @@ package final class X509Certificate: Sendable {
         return certificates ?? []
     }
 
+    /// Takes the certificates of `stack` (a `STACK_OF(X509) *`, such as `PKCS12_parse`'s
+    /// chain), in order, and frees the stack: each certificate's reference moves into its
+    /// wrapper, so the caller owns neither the stack nor the certificates afterwards.
+    package static func adoptingStack(_ stack: OpaquePointer?) -> [X509Certificate] {
+        var certificates: [X509Certificate] = []
+        while let next = capns_sk_X509_shift(stack) {
+            certificates.append(X509Certificate(taking: next))
+        }
+        capns_sk_X509_free_all(stack)
+        return certificates
+    }
+
     /// Every certificate in the PEM text `pem`, in order, or `[]` when it holds none.
     package static func all(pem: String) -> [X509Certificate] {
         var bytes = Array(pem.utf8)
@@ -70,6 +82,19 @@ package final class X509Certificate: Sendable {
         withUnsafeHandle { x509 -> String? in
             guard let name = X509_get_subject_name(x509) else { return nil }
             let index = X509_NAME_get_index_by_NID(name, NID_commonName, -1)
+            guard index >= 0, let entry = X509_NAME_get_entry(name, index),
+                  let data = X509_NAME_ENTRY_get_data(entry)
+            else { return nil }
+            return Self.string(data)
+        }
+    }
+
+    /// The subject's user ID (`UID`, OID 0.9.2342.19200300.100.1.1, RFC 4519 §2.39), if it
+    /// has one: where Apple's older single-topic push certificates name their bundle id.
+    package var subjectUserID: String? {
+        withUnsafeHandle { x509 -> String? in
+            guard let name = X509_get_subject_name(x509) else { return nil }
+            let index = X509_NAME_get_index_by_NID(name, NID_userId, -1)
             guard index >= 0, let entry = X509_NAME_get_entry(name, index),
                   let data = X509_NAME_ENTRY_get_data(entry)
             else { return nil }

@@ -1,5 +1,5 @@
 import Foundation
-import COpenSSL
+import APNsOpenSSL
 import Testing
 @testable import APNsMockServer
 
@@ -71,18 +71,12 @@ struct CertificateModeTests {
         let certificates = try await ClientCertificates.make()
         defer { certificates.remove() }
         let pem = try String(contentsOfFile: certificates.path("multi.pem"), encoding: .utf8)
-        // A memory BIO does not copy its bytes: they must outlive it, so the certificate is
-        // read inside withUnsafeBytes (passing `pem` directly hands OpenSSL a temporary C
-        // string that is freed when the call returns; AddressSanitizer caught the read).
-        let bytes = Array(pem.utf8)
-        let parsed = bytes.withUnsafeBytes { raw -> OpaquePointer? in
-            let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count))
-            defer { BIO_free(bio) }
-            return PEM_read_bio_X509(bio, nil, nil, nil)
-        }
-        let certificate = try #require(parsed)
-        defer { X509_free(certificate) }
+        let certificate = try #require(X509Certificate.all(pem: pem).first)
         #expect(CertificateTopics.topics(of: certificate) == ["com.example.app", "com.example.app.voip"])
+        // The older kind has no extension: its one topic is the subject's UID (openssl -subj "/UID=…").
+        let singlePEM = try String(contentsOfFile: certificates.path("single.pem"), encoding: .utf8)
+        let single = try #require(X509Certificate.all(pem: singlePEM).first)
+        #expect(CertificateTopics.topics(of: single) == ["com.example.app"])
     }
 
     @Test("requests are checked against the certificate's topics")

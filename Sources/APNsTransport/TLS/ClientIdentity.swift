@@ -173,12 +173,7 @@ public struct ClientIdentity: Sendable {
         var others: OpaquePointer?
         let ok = withCleansedCString(password) { PKCS12_parse(archive, $0, &key, &x509, &others) == 1 }
         guard ok else { return nil }
-        var chain: [X509Certificate] = []
-        while let next = capns_sk_X509_shift(others) {
-            chain.append(X509Certificate(taking: next))
-        }
-        capns_sk_X509_free_all(others)
-        return (key.map { EVPKey(adopting: $0) }, x509.map { X509Certificate(taking: $0) }, chain)
+        return (key.map { EVPKey(adopting: $0) }, x509.map { X509Certificate(taking: $0) }, X509Certificate.adoptingStack(others))
     }
 
     private static func parsePrivateKeyPEM(_ pem: String, password: String?) throws(ClientIdentityError) -> EVPKey {
