@@ -14,6 +14,14 @@ final class HTTP2SessionSink {
     // another, and the runtime's dynamic checks were measurable per notification.
     let configuration: HTTP2ConnectionStateMachine.Configuration
     @exclusivity(unchecked) var records = StreamTable<HTTP2StreamRecord>()
+    /// The stream whose record a callback looked up last, and that record (unretained:
+    /// ``records`` holds it until ``onStreamClose`` takes it out, which clears these). The
+    /// callbacks of one frame ask for the same stream in a row (a response's header fields,
+    /// then its end; a request's HEADERS, its body, its DATA), and nghttp2's own look-up
+    /// hashes the id into a table of every open stream: with a thousand streams open, a
+    /// cache miss each time.
+    @exclusivity(unchecked) var lastLookupID: Int32 = 0
+    @exclusivity(unchecked) var lastLookupRecord: UnsafeMutableRawPointer?
     /// Body bytes of open streams not yet handed to nghttp2's DATA frames: what waits for
     /// the server's flow-control window.
     @exclusivity(unchecked) var unsentBodyBytes = 0
@@ -84,9 +92,23 @@ final class HTTP2SessionSink {
     /// Calls `body` with stream `streamID`'s record, borrowed: ``records`` holds it until
     /// the stream closes (``onStreamClose``, the one callback that lets it go, takes it out
     /// of ``records`` instead).
+    /// `userData` is the sink, whose last look-up is tried first.
     @inline(__always)
-    static func withRecord<Result>(_ session: OpaquePointer?, _ streamID: Int32, _ body: (HTTP2StreamRecord) -> Result) -> Result? {
-        guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
+    static func withRecord<Result>(
+        _ session: OpaquePointer?,
+        _ streamID: Int32,
+        _ userData: UnsafeMutableRawPointer?,
+        _ body: (HTTP2StreamRecord) -> Result
+    ) -> Result? {
+        guard let userData else { return nil }
+        let pointer: UnsafeMutableRawPointer? = Unmanaged<HTTP2SessionSink>.fromOpaque(userData)._withUnsafeGuaranteedRef { sink in
+            if streamID == sink.lastLookupID, let cached = sink.lastLookupRecord { return cached }
+            guard let found = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
+            sink.lastLookupID = streamID
+            sink.lastLookupRecord = found
+            return found
+        }
+        guard let pointer else { return nil }
         return Unmanaged<HTTP2StreamRecord>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 
@@ -102,7 +124,7 @@ final class HTTP2SessionSink {
 
     static let readBody: nghttp2_data_source_read_callback = { session, streamID, buffer, length, flags, _, userData in
         guard let buffer, let flags else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-        return withRecord(session, streamID) { record -> Int in
+        return withRecord(session, streamID, userData) { record -> Int in
             let remaining = record.body.count - record.bodyOffset
             // Whatever the flow-control window allows now, even part of a body: the window
             // is then used to its last byte. Holding a body back whole until it fits leaves
@@ -133,14 +155,14 @@ final class HTTP2SessionSink {
             switch Int(frame.pointee.hd.type) {
             case Int(NGHTTP2_HEADERS.rawValue):
                 sink.framesSent.headers += 1
-                withRecord(session, frame.pointee.hd.stream_id) { record in
+                withRecord(session, frame.pointee.hd.stream_id, userData) { record in
                     record.headersSent = true
                     if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { record.endStreamSent = true }
                 }
             case Int(NGHTTP2_DATA.rawValue):
                 sink.framesSent.data += 1
                 if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                    withRecord(session, frame.pointee.hd.stream_id) { $0.endStreamSent = true }
+                    withRecord(session, frame.pointee.hd.stream_id, userData) { $0.endStreamSent = true }
                 }
             case Int(NGHTTP2_GOAWAY.rawValue):
                 sink.framesSent.other += 1
@@ -155,7 +177,7 @@ final class HTTP2SessionSink {
 
     static let onHeader: nghttp2_on_header_callback = { session, frame, name, nameLength, value, valueLength, _, userData in
         guard let frame, let name, let value, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
-        return withRecord(session, frame.pointee.hd.stream_id) { record -> Int32 in
+        return withRecord(session, frame.pointee.hd.stream_id, userData) { record -> Int32 in
             guard !record.responded, !record.cancelled else { return 0 }
             // RFC 9113 §6.5.2: a field counts its name and value plus 32 octets. The limit is
             // checked before anything is kept, so indexed references to one large table entry
@@ -214,7 +236,7 @@ final class HTTP2SessionSink {
 
     static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { session, _, streamID, data, length, userData in
         guard let data else { return 0 }
-        return withRecord(session, streamID) { record -> Int32 in
+        return withRecord(session, streamID, userData) { record -> Int32 in
             guard !record.responded, !record.cancelled else { return 0 }
             if record.responseBody.count + length > record.maxBodySize {
                 withSink(userData) { sink in
@@ -256,7 +278,7 @@ final class HTTP2SessionSink {
             switch Int(header.type) {
             case Int(NGHTTP2_HEADERS.rawValue), Int(NGHTTP2_DATA.rawValue):
                 guard endStream else { return 0 }
-                withRecord(session, header.stream_id) { record in
+                withRecord(session, header.stream_id, userData) { record in
                     guard !record.responded, !record.cancelled else { return }
                     record.responded = true
                     sink.events.append(
@@ -299,6 +321,10 @@ final class HTTP2SessionSink {
     static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
         withSink(userData) { sink -> Int32 in
             // Taken out of `records` (owned here, not borrowed): the stream ends.
+            if streamID == sink.lastLookupID {
+                sink.lastLookupID = 0
+                sink.lastLookupRecord = nil
+            }
             guard let record = sink.records.removeValue(forKey: streamID) else { return 0 }
             // nghttp2 forgets the stream's user data once this returns; nothing else holds the record.
             defer { sink.recycle(record) }
