@@ -75,7 +75,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     @exclusivity(unchecked) private var events: [HTTP2ConnectionEvent] = []
     /// Answers read this round, handed to their requests once the round's writes are out
     /// (see ``finishAnswered()``).
-    @exclusivity(unchecked) private var answered: [(PendingRequest, APNsResponse)] = []
+    @exclusivity(unchecked) private var answered: [(PendingRequest, APNsResponse)?] = []
     @exclusivity(unchecked) private var taken: [PendingRequest] = []
     @exclusivity(unchecked) private var expired: [(Int32, PendingRequest)] = []
     /// The PING, preface and probe timers (a pure value; see its rules).
@@ -501,10 +501,15 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             publishedFree = takingStreams(machine)
             pool.publishFreeStreams(self, freeStreams: publishedFree)
         }
-        // Each event is moved out of the array (reversed, then popped from the end,
-        // which keeps its capacity), so its response reaches `finish` without copies.
-        events.reverse()
-        while let event = events.popLast() {
+        // Each event is moved out of the array (swapped with a payload-free one), so its
+        // response reaches `finish` without a copy and the array keeps its capacity. (The
+        // standard library's reverse() swaps by copying: two retains per response.) The
+        // bound is re-read: whatever a handler does, an element is taken once.
+        var index = 0
+        while index < events.count {
+            var event = HTTP2ConnectionEvent.pingAcknowledged
+            swap(&event, &events[index])
+            index += 1
             switch consume event {
             case .response(let streamID, let response):
                 if response.status == 403 { pool.checkKeyBinding(self, response: response) }
@@ -578,12 +583,19 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     /// 49,000). Failures are still handed over as they are read.
     private func finishAnswered() {
         guard !answered.isEmpty else { return }
-        // Moved out one by one (reversed, popped from the end; the capacity stays), so a
-        // response reaches `finish` without a copy.
-        answered.reverse()
-        while let (pending, response) = answered.popLast() {
-            pending.finish(.success(response))
+        // Moved out one by one (swapped with `nil`; the capacity stays), so a response
+        // reaches `finish` without a copy. A finish that comes back here (a batch that
+        // sends its next request) finds the taken ones empty.
+        var index = 0
+        while index < answered.count {
+            var answer: (PendingRequest, APNsResponse)?
+            swap(&answer, &answered[index])
+            index += 1
+            if case .some((let pending, let response)) = consume answer {
+                pending.finish(.success(response))
+            }
         }
+        answered.removeAll(keepingCapacity: true)
     }
 
     /// The streams this connection offers the queue: none while a probe PING is out.
