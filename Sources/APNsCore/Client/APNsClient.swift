@@ -376,29 +376,48 @@ public final class APNsClient: Sendable {
         // reference and the request in flight. Written as one async function, the loop's
         // frame (allocated per call from the task's allocator, and by malloc past its
         // first slab of 984 bytes) was 16.7 KB, and making and freeing it cost a third of
-        // the CPU of a send from a task of its own.
-        let loop = try startLoop(resuming: resumption)
+        // the CPU of a send from a task of its own. The state object is made only once a
+        // first attempt is not accepted (or when a batch resumes a delivery): most calls
+        // end with their first answer and never need it.
+        var loop = try startLoop(resuming: resumption)
         while true {
-            switch try nextStep(loop, what, logger: logger, metadata: metadata, request: build, attempts: attempts) {
+            let step: AttemptStep
+            if let loop {
+                step = try nextStep(loop, what, logger: logger, metadata: metadata, request: build, attempts: attempts)
+            } else {
+                step = try firstStep(what, logger: logger, metadata: metadata, request: build, attempts: attempts)
+            }
+            switch step {
             case .wait(let delay):
+                // Only a decision of the loop's state waits: `loop` exists.
                 do {
                     try await sleep(delay)
                 } catch {
                     throw cancelledWhileWaiting(loop)
                 }
                 retried(loop)
-            case .send(let request):
+            case .send(let request, let providerToken):
                 let answer: Result<APNsResponse, APNsTransportError>
                 do throws(APNsTransportError) {
                     answer = .success(try await transport.send(request))
                 } catch {
                     answer = .failure(error)
                 }
-                if let success = attemptEnded(loop, answer, request: request, what, logger: logger, metadata: metadata, interpret: interpret) {
+                switch attemptEnded(loop, answer, request: request, sentToken: providerToken, what, logger: logger, metadata: metadata, interpret: interpret) {
+                case .accepted(let success):
                     return success
+                case .next(let state):
+                    loop = state
                 }
             }
         }
+    }
+
+    /// How an attempt ended: the call's result, or the loop's state with the decision
+    /// the answer led to.
+    enum AttemptEnd<Success> {
+        case accepted(Success)
+        case next(AttemptLoop)
     }
 
     /// The state of one call's attempt loop: one object per call, so that the loop's
@@ -409,8 +428,6 @@ public final class APNsClient: Sendable {
         var decision: Delivery.Decision?
         /// The token the source gave after an ExpiredProviderToken, for the next attempt.
         var replacementToken: ProviderToken?
-        /// The provider token the request in flight carries (`nil` with certificates).
-        var sentToken: ProviderToken?
         /// The error whose retry the loop waits for.
         var retrying: APNsError?
 
@@ -425,33 +442,31 @@ public final class APNsClient: Sendable {
         /// Wait `delay` (a retry's backoff; the error is in ``AttemptLoop/retrying``),
         /// then make the next attempt.
         case wait(Duration)
-        /// Send `request` (its provider token is in ``AttemptLoop/sentToken``).
-        case send(APNsRequest)
+        /// Send `request`, which carries `providerToken` (`nil` with certificates).
+        case send(APNsRequest, providerToken: ProviderToken?)
     }
 
-    /// The loop's state for a new call, or for the `resumption` of a delivery a batch
-    /// began. Its temporaries (a `Delivery` is about 200 bytes) stay out of the async frame.
+    /// The loop's state for the `resumption` of a delivery a batch began; `nil` for a new
+    /// call, whose first attempt needs none. Its temporaries (a `Delivery` is about 200
+    /// bytes) stay out of the async frame.
     /// - Throws: ``APNsError/invalid(_:)`` when the credentials' environment and the
     ///   client's disagree.
     @inline(never)
-    private func startLoop(resuming resumption: Resumption?) throws(APNsError) -> AttemptLoop {
+    private func startLoop(resuming resumption: Resumption?) throws(APNsError) -> AttemptLoop? {
         if let environmentMismatch { throw .invalid(environmentMismatch) }
-        return AttemptLoop(
-            delivery: resumption?.delivery ?? Delivery(retryPolicy: retryPolicy),
-            decision: resumption?.decision
-        )
+        return resumption.map { AttemptLoop(delivery: $0.delivery, decision: $0.decision) }
     }
 
     /// The error of a call cancelled during a retry's wait.
     @inline(never)
-    private func cancelledWhileWaiting(_ loop: AttemptLoop) -> APNsError {
-        loop.delivery.cancelled("cancelled while waiting to retry")
+    private func cancelledWhileWaiting(_ loop: AttemptLoop?) -> APNsError {
+        (loop?.delivery ?? Delivery(retryPolicy: retryPolicy)).cancelled("cancelled while waiting to retry")
     }
 
     /// Counts the retry the loop waited for.
     @inline(never)
-    private func retried(_ loop: AttemptLoop) {
-        guard let error = loop.retrying else { return }
+    private func retried(_ loop: AttemptLoop?) {
+        guard let loop, let error = loop.retrying else { return }
         loop.retrying = nil
         retryCounts.withLock { $0.recordRetry(after: error) }
         metrics.retried(after: error)
@@ -524,14 +539,43 @@ public final class APNsClient: Sendable {
             break
         }
 
-        // One attempt.
+        let replacement = loop.replacementToken
+        loop.replacementToken = nil
+        return try attempt(
+            loop.delivery, replacementToken: replacement, what, logger: logger, metadata: metadata, request: build, attempts: attempts)
+    }
+
+    /// The first attempt of a new call: no decision to carry out, no state yet.
+    @inline(never)  // its temporaries stay on the thread's stack, out of the async frame
+    private func firstStep(
+        _ what: String,
+        logger: Logger,
+        metadata: () -> Logger.Metadata,
+        request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
+        attempts: AttemptCounter?
+    ) throws(APNsError) -> AttemptStep {
+        try attempt(
+            Delivery(retryPolicy: retryPolicy), replacementToken: nil, what, logger: logger, metadata: metadata, request: build,
+            attempts: attempts)
+    }
+
+    /// Prepares one attempt of `delivery`: the provider token (`replacementToken` after
+    /// an ExpiredProviderToken, else the source's) and the request built with it.
+    private func attempt(
+        _ delivery: borrowing Delivery,
+        replacementToken: ProviderToken?,
+        _ what: String,
+        logger: Logger,
+        metadata: () -> Logger.Metadata,
+        request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
+        attempts: AttemptCounter?
+    ) throws(APNsError) -> AttemptStep {
         if Task.isCancelled {
-            throw loop.delivery.cancelled("cancelled before attempt \(loop.delivery.attempt)")
+            throw delivery.cancelled("cancelled before attempt \(delivery.attempt)")
         }
         let providerToken: ProviderToken?
-        if let replacement = loop.replacementToken {
-            providerToken = replacement
-            loop.replacementToken = nil
+        if let replacementToken {
+            providerToken = replacementToken
         } else {
             providerToken = try currentProviderToken(log: { failure in
                 let level: Logger.Level = conditions.begins("provider-token") ? .warning : .debug
@@ -545,41 +589,41 @@ public final class APNsClient: Sendable {
             log(.debug, "request is invalid", logger: logger, metadata: metadata, extra: ["apns.error": "\(error)"])
             throw .invalid(error)
         }
-        log(.trace, "sending \(what)", logger: logger, metadata: metadata, extra: ["apns.attempt": "\(loop.delivery.attempt)"])
+        log(.trace, "sending \(what)", logger: logger, metadata: metadata, extra: ["apns.attempt": "\(delivery.attempt)"])
         attempts?.value += 1
-        loop.sentToken = providerToken
-        return .send(request)
+        return .send(request, providerToken: providerToken)
     }
 
-    /// Reads one attempt's answer: the call's result when it is accepted, else `nil`
-    /// with the decision it leads to in `loop`.
+    /// Reads one attempt's answer (to `request`, which carried `sentToken`): the call's
+    /// result when it is accepted, else the loop's state (made now for a first attempt)
+    /// with the decision the answer leads to.
     @inline(never)  // its temporaries stay on the thread's stack, out of the async frame
     private func attemptEnded<Success: Sendable>(
-        _ loop: AttemptLoop,
+        _ loop: AttemptLoop?,
         _ answer: Result<APNsResponse, APNsTransportError>,
         request: APNsRequest,
+        sentToken: ProviderToken?,
         _ what: String,
         logger: Logger,
         metadata: () -> Logger.Metadata,
         interpret: (_ response: APNsResponse, _ request: APNsRequest) -> Result<Success, APNsError>
-    ) -> Success? {
+    ) -> AttemptEnd<Success> {
         let ended: APNsError
         switch answer {
         case .success(let response):
             switch interpret(response, request) {
             case .success(let success):
                 conditions.endAll()
-                log(.debug, "\(what) accepted", logger: logger, metadata: metadata, extra: ["apns.attempt": "\(loop.delivery.attempt)"])
-                return success
+                log(.debug, "\(what) accepted", logger: logger, metadata: metadata, extra: ["apns.attempt": "\(loop?.delivery.attempt ?? 1)"])
+                return .accepted(success)
             case .failure(let failure):
                 ended = failure
             }
         case .failure(let error):
             ended = .failed(error)
         }
-        let providerToken = loop.sentToken
-        loop.sentToken = nil
-        loop.decision = loop.delivery.attemptEnded(with: ended, providerToken: providerToken, jitter: jitter())
-        return nil
+        let state = loop ?? AttemptLoop(delivery: Delivery(retryPolicy: retryPolicy), decision: nil)
+        state.decision = state.delivery.attemptEnded(with: ended, providerToken: sentToken, jitter: jitter())
+        return .next(state)
     }
 }
