@@ -17,6 +17,8 @@
 //          "one send per notification from 100 tasks"; `MODE=single` means this mode)
 //   tasks  one `client.send(_:to:)` per notification, each in a child task of its own,
 //          CONC at a time (the caller also pays one task per notification)
+//   main   the workers pattern from CONC tasks isolated to the main actor (`Task { }` in
+//          top-level or @MainActor code): every send begins and ends on the main thread
 //   floor  the workers pattern with no SDK and no I/O: CONC tasks await N continuations
 //          that one other thread resumes in turns (Floor.swift); what an awaited send
 //          costs before any transport work
@@ -181,6 +183,27 @@ case "workers":
         for await accepted in group { total += accepted }
         return total
     }
+case "main":
+    // The workers pattern from tasks isolated to the main actor, as `Task { }` in
+    // top-level code (or in any @MainActor code) makes them: each send starts and ends on
+    // the main thread.
+    final class MainNextIndex: Sendable {
+        let value = Atomic<Int>(0)
+    }
+    let next = MainNextIndex()
+    let tokens = deviceTokens
+    var workers: [Task<Int, Never>] = []
+    for _ in 0..<min(window, count) {
+        workers.append(Task { @MainActor in
+            var accepted = 0
+            while true {
+                let index = next.value.add(1, ordering: .relaxed).oldValue
+                if index >= tokens.count { return accepted }
+                if (try? await client.send(notification, to: tokens[index])) != nil { accepted += 1 }
+            }
+        })
+    }
+    for worker in workers { ok += await worker.value }
 case "floor":
     ok = await runFloor(count: count, tasks: window)
 case "stream":
