@@ -116,3 +116,64 @@ func runFloor(count: Int, tasks: Int) async -> Int {
         return total
     }
 }
+
+/// Writes to `bytes` so that the optimizer keeps the values in a frame.
+@inline(never)
+func floorTouch(_ bytes: UnsafeMutableRawBufferPointer) {
+    if bytes.count == 7 { print(bytes[0]) }
+    bytes[0] = 1
+}
+
+/// An awaited call whose async frame is about 350 bytes (32 words live across the await).
+@inline(never)
+func floorSmallFrame(_ resumer: FloorResumer) async -> Int {
+    var words = SIMD32<UInt64>(repeating: 1)
+    withUnsafeMutableBytes(of: &words) { floorTouch($0) }
+    await withUnsafeContinuation { resumer.enqueue($0) }
+    withUnsafeMutableBytes(of: &words) { floorTouch($0) }
+    return Int(words[0])
+}
+
+/// The same with a frame of about 1,100 bytes: past the first slab of the task
+/// allocator (984 bytes), which a task of its own then allocates with malloc.
+@inline(never)
+func floorLargeFrame(_ resumer: FloorResumer) async -> Int {
+    var first = SIMD64<UInt64>(repeating: 1), second = SIMD64<UInt64>(repeating: 2)
+    withUnsafeMutableBytes(of: &first) { floorTouch($0) }
+    withUnsafeMutableBytes(of: &second) { floorTouch($0) }
+    await withUnsafeContinuation { resumer.enqueue($0) }
+    withUnsafeMutableBytes(of: &first) { floorTouch($0) }
+    withUnsafeMutableBytes(of: &second) { floorTouch($0) }
+    return Int(first[0] &+ second[0])
+}
+
+/// The `tasks` pattern with no SDK and no I/O (`APNS_BENCH_MODE=floortasks`): a child task
+/// per await, `tasks` at a time, each awaiting a call whose frame is small (`largeFrame`
+/// false) or past the task allocator's first slab; one other thread resumes them in turns.
+/// The difference between the two is what a task of its own pays for the frames of an
+/// awaited call that do not fit its first slab.
+func runFloorTasks(count: Int, tasks: Int, largeFrame: Bool) async -> Int {
+    let resumer = FloorResumer()
+    guard resumer.start() else {
+        printError("floor: could not start the resuming thread")
+        return 0
+    }
+    defer { resumer.stop() }
+    return await withTaskGroup(of: Bool.self) { group in
+        var started = 0
+        var done = 0
+        func startOne() {
+            group.addTask {
+                _ = largeFrame ? await floorLargeFrame(resumer) : await floorSmallFrame(resumer)
+                return true
+            }
+            started += 1
+        }
+        while started < min(max(1, tasks), count) { startOne() }
+        while let finished = await group.next() {
+            if finished { done += 1 }
+            if started < count { startOne() }
+        }
+        return done
+    }
+}

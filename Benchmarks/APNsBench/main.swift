@@ -22,6 +22,9 @@
 //   floor  the workers pattern with no SDK and no I/O: CONC tasks await N continuations
 //          that one other thread resumes in turns (Floor.swift); what an awaited send
 //          costs before any transport work
+//   floortasks  the tasks pattern with no SDK and no I/O: a child task per await, each
+//          awaiting a call with a small frame, or with APNS_BENCH_FRAME=large one past the
+//          task allocator's first slab (Floor.swift)
 // `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
 // `APNS_BENCH_CA` (or `APNS_PERF_CA`, which `run-bench.sh` exports for the clients it
 // runs) names the CA certificate (PEM) to trust instead of the system's store.
@@ -206,6 +209,8 @@ case "main":
     for worker in workers { ok += await worker.value }
 case "floor":
     ok = await runFloor(count: count, tasks: window)
+case "floortasks":
+    ok = await runFloorTasks(count: count, tasks: window, largeFrame: benchEnvironment["APNS_BENCH_FRAME"] == "large")
 case "stream":
     let summary = await client.send(notification, to: deviceTokens, maxConcurrency: window) { _, _ in }
     ok = summary.accepted
