@@ -381,13 +381,7 @@ public final class APNsClient: Sendable {
         // end with their first answer and never need it.
         var loop = try startLoop(resuming: resumption)
         while true {
-            let step: AttemptStep
-            if let loop {
-                step = try nextStep(loop, what, logger: logger, metadata: metadata, request: build, attempts: attempts)
-            } else {
-                step = try firstStep(what, logger: logger, metadata: metadata, request: build, attempts: attempts)
-            }
-            switch step {
+            switch try nextStep(loop, what, logger: logger, metadata: metadata, request: build, attempts: attempts) {
             case .wait(let delay):
                 // Only a decision of the loop's state waits: `loop` exists.
                 do {
@@ -491,85 +485,66 @@ public final class APNsClient: Sendable {
 
     /// Carries out the pending decision (a new provider token at once, a failure, or a
     /// retry's wait) and, unless the loop must wait, prepares the next attempt's request.
+    /// Without a state (`loop` is `nil`: the first attempt of a new call) there is no
+    /// decision to carry out, and the attempt is prepared from a fresh ``Delivery``.
     @inline(never)  // its temporaries stay on the thread's stack, out of the async frame
     private func nextStep(
-        _ loop: AttemptLoop,
+        _ loop: AttemptLoop?,
         _ what: String,
         logger: Logger,
         metadata: () -> Logger.Metadata,
         request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
         attempts: AttemptCounter?
     ) throws(APNsError) -> AttemptStep {
-        while let pending = loop.decision {
-            loop.decision = nil
-            switch pending {
-            case .deliver, .sendAgain:
-                break  // .deliver is returned where it is decided; .sendAgain sends below.
-            case .refreshProviderToken(let expired):
-                var next: ProviderToken?
-                if case .providerToken(let source) = credentials {
-                    source.invalidate(expired)
-                    next = try? source.token()
+        let delivery: Delivery
+        var replacementToken: ProviderToken?
+        if let loop {
+            while let pending = loop.decision {
+                loop.decision = nil
+                switch pending {
+                case .deliver, .sendAgain:
+                    break  // .deliver is returned where it is decided; .sendAgain sends below.
+                case .refreshProviderToken(let expired):
+                    var next: ProviderToken?
+                    if case .providerToken(let source) = credentials {
+                        source.invalidate(expired)
+                        next = try? source.token()
+                    }
+                    let changed = next.map { $0 != expired } ?? false
+                    if changed {
+                        loop.replacementToken = next
+                        retryCounts.withLock { $0.providerTokenRefreshes += 1 }
+                        metrics.retried(after: nil)
+                        log(.debug, "provider token expired; retrying once with a new one", logger: logger, metadata: metadata)
+                    } else {
+                        log(.debug, "provider token expired and the source kept it; not retrying", logger: logger, metadata: metadata)
+                    }
+                    loop.decision = loop.delivery.providerTokenRefreshed(changed: changed, jitter: jitter())
+                    continue
+                case .retry(let delay, let error):
+                    log(
+                        .debug,
+                        "retrying \(what)",
+                        logger: logger,
+                        metadata: metadata,
+                        extra: ["apns.error": "\(error)", "apns.attempt": "\(loop.delivery.attempt - 1)", "apns.delay": "\(delay)"]
+                    )
+                    loop.retrying = error
+                    return .wait(delay)
+                case .fail(let error):
+                    logEnding(error, of: what, attempt: loop.delivery.attempt, logger: logger, metadata: metadata)
+                    throw error
                 }
-                let changed = next.map { $0 != expired } ?? false
-                if changed {
-                    loop.replacementToken = next
-                    retryCounts.withLock { $0.providerTokenRefreshes += 1 }
-                    metrics.retried(after: nil)
-                    log(.debug, "provider token expired; retrying once with a new one", logger: logger, metadata: metadata)
-                } else {
-                    log(.debug, "provider token expired and the source kept it; not retrying", logger: logger, metadata: metadata)
-                }
-                loop.decision = loop.delivery.providerTokenRefreshed(changed: changed, jitter: jitter())
-                continue
-            case .retry(let delay, let error):
-                log(
-                    .debug,
-                    "retrying \(what)",
-                    logger: logger,
-                    metadata: metadata,
-                    extra: ["apns.error": "\(error)", "apns.attempt": "\(loop.delivery.attempt - 1)", "apns.delay": "\(delay)"]
-                )
-                loop.retrying = error
-                return .wait(delay)
-            case .fail(let error):
-                logEnding(error, of: what, attempt: loop.delivery.attempt, logger: logger, metadata: metadata)
-                throw error
+                break
             }
-            break
+            replacementToken = loop.replacementToken
+            loop.replacementToken = nil
+            delivery = loop.delivery
+        } else {
+            delivery = Delivery(retryPolicy: retryPolicy)
         }
 
-        let replacement = loop.replacementToken
-        loop.replacementToken = nil
-        return try attempt(
-            loop.delivery, replacementToken: replacement, what, logger: logger, metadata: metadata, request: build, attempts: attempts)
-    }
-
-    /// The first attempt of a new call: no decision to carry out, no state yet.
-    @inline(never)  // its temporaries stay on the thread's stack, out of the async frame
-    private func firstStep(
-        _ what: String,
-        logger: Logger,
-        metadata: () -> Logger.Metadata,
-        request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
-        attempts: AttemptCounter?
-    ) throws(APNsError) -> AttemptStep {
-        try attempt(
-            Delivery(retryPolicy: retryPolicy), replacementToken: nil, what, logger: logger, metadata: metadata, request: build,
-            attempts: attempts)
-    }
-
-    /// Prepares one attempt of `delivery`: the provider token (`replacementToken` after
-    /// an ExpiredProviderToken, else the source's) and the request built with it.
-    private func attempt(
-        _ delivery: borrowing Delivery,
-        replacementToken: ProviderToken?,
-        _ what: String,
-        logger: Logger,
-        metadata: () -> Logger.Metadata,
-        request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
-        attempts: AttemptCounter?
-    ) throws(APNsError) -> AttemptStep {
+        // One attempt.
         if Task.isCancelled {
             throw delivery.cancelled("cancelled before attempt \(delivery.attempt)")
         }

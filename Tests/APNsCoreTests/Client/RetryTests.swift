@@ -104,6 +104,41 @@ import Testing
         #expect(mock.requests.count == 3)
     }
 
+    @Test("cancelled as a retry's wait ends: the error keeps that an earlier attempt may have reached APNs")
+    func cancellationBeforeARetryRemembersTheEarlierAttempt() async throws {
+        // The first attempt times out after it was sent (it may have reached APNs) and the
+        // policy retries it; the task is cancelled as the retry's wait ends, so the call ends
+        // before attempt 2 is sent. The error must say what attempt 1 may have done.
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.failure(.timeout()), .accepted])
+        let client = APNsClient(
+            environment: .sandbox,
+            credentials: .certificate,
+            transport: mock,
+            retryPolicy: RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true),
+            requestTimeout: .seconds(120),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+            sleep: { _ in withUnsafeCurrentTask { $0?.cancel() } },
+            jitter: { 1 }
+        )
+        let result = await Task { try await client.send(sampleAlert, to: Self.device) }.result
+        Self.expectCancelledAfterOneRequest(result, mock)
+    }
+
+    /// `result` is a cancellation that says the notification may have reached APNs, after
+    /// exactly one request.
+    static func expectCancelledAfterOneRequest(
+        _ result: Result<APNsAccepted, any Error>, _ mock: MockTransport, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        guard case .failure(let failure) = result, let error = failure as? APNsError else {
+            Issue.record("accepted after cancellation", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(error.transportError?.code == .cancelled, sourceLocation: sourceLocation)
+        #expect(error.transportError?.mayHaveReachedAPNs == true, sourceLocation: sourceLocation)
+        #expect(mock.requests.count == 1, sourceLocation: sourceLocation)
+    }
+
     @Test func expiredProviderTokenIsRefreshedOnce() async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: [.rejected(.expiredProviderToken), .accepted])
@@ -253,14 +288,7 @@ import Testing
         let task = Task { try await client.send(sampleAlert, to: Self.device) }
         while mock.requests.isEmpty { await Task.yield() }
         task.cancel()
-        let result = await task.result
-        guard case .failure(let failure) = result, let error = failure as? APNsError else {
-            Issue.record("accepted after cancellation")
-            return
-        }
-        #expect(error.transportError?.code == .cancelled)
-        #expect(error.transportError?.mayHaveReachedAPNs == true)
-        #expect(mock.requests.count == 1)
+        Self.expectCancelledAfterOneRequest(await task.result, mock)
     }
 
     @Test func logsNeverContainTheJWTOrWholeDeviceToken() async throws {
