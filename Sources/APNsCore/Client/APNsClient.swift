@@ -414,8 +414,9 @@ public final class APNsClient: Sendable {
         case next(AttemptLoop)
     }
 
-    /// The state of one call's attempt loop: one object per call, so that the loop's
-    /// async frame stays small (see ``perform(_:logger:metadata:request:interpret:resuming:attempts:)``).
+    /// The state of one call's attempt loop, made when its first attempt is not accepted
+    /// (or when a batch resumes a delivery): one object, so that the loop's async frame
+    /// stays small (see ``perform(_:logger:metadata:request:interpret:resuming:attempts:)``).
     final class AttemptLoop {
         var delivery: Delivery
         /// What the last attempt (or the caller's resumption) led to, not yet carried out.
