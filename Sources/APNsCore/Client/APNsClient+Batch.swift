@@ -281,7 +281,7 @@ extension APNsClient {
                         }
                         pass.finish(index, .failure(final))
                     default:
-                        if case .refreshProviderToken(let expired) = decision, case .providerToken(let source) = self.credentials {
+                        if case .refreshProviderToken(let expired) = decision, let source = self.tokenSource {
                             // At once, not in the second pass: the requests made from now on
                             // carry a new token instead of meeting the same refusal.
                             source.invalidate(expired)

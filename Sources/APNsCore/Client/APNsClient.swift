@@ -45,6 +45,11 @@ public final class APNsClient: Sendable {
     }
 
     let transport: any PushTransport
+    /// The provider token source of ``credentials``, if any: read per request without
+    /// copying the enum (and the existential in it) out of the client.
+    let tokenSource: (any ProviderTokenSource)?
+    /// The certificate of ``APNsCredentials/clientCertificate(_:)`` credentials, if any.
+    let clientCertificate: APNsClientCertificate?
     /// Set when the client's environment is not its transport's: every call fails with it.
     let environmentMismatch: APNsRequestError?
     /// Counters of outcomes and retries (see ``ClientMetrics``).
@@ -139,6 +144,17 @@ public final class APNsClient: Sendable {
             environmentMismatch = nil
         }
         self.credentials = credentials
+        switch credentials {
+        case .providerToken(let source):
+            tokenSource = source
+            clientCertificate = nil
+        case .clientCertificate(let certificate):
+            tokenSource = nil
+            clientCertificate = certificate
+        case .certificate:
+            tokenSource = nil
+            clientCertificate = nil
+        }
         self.transport = transport
         self.retryPolicy = retryPolicy
         self.requestTimeout = requestTimeout
@@ -318,7 +334,7 @@ public final class APNsClient: Sendable {
     /// `request`, asking the transport for this client's certificate when the credentials
     /// are ``APNsCredentials/clientCertificate(_:)``.
     func presentingClientCertificate(_ request: APNsRequest) -> APNsRequest {
-        guard case .clientCertificate(let certificate) = credentials else { return request }
+        guard let certificate = clientCertificate else { return request }
         return request.presenting(certificate)
     }
 
@@ -327,9 +343,9 @@ public final class APNsClient: Sendable {
     /// - Throws: ``APNsError/invalid(_:)`` with ``APNsRequestError/Code/providerTokenUnavailable``
     ///   when the source fails; `log` is told first.
     func currentProviderToken(log: (APNsRequestError) -> Void) throws(APNsError) -> ProviderToken? {
-        guard case .providerToken(let source) = credentials else { return nil }
+        guard let tokenSource else { return nil }
         do {
-            return try source.token()
+            return try tokenSource.token()
         } catch {
             let failure = APNsRequestError(
                 .providerTokenUnavailable,
@@ -507,9 +523,9 @@ public final class APNsClient: Sendable {
                     break  // .deliver is returned where it is decided; .sendAgain sends below.
                 case .refreshProviderToken(let expired):
                     var next: ProviderToken?
-                    if case .providerToken(let source) = credentials {
-                        source.invalidate(expired)
-                        next = try? source.token()
+                    if let tokenSource {
+                        tokenSource.invalidate(expired)
+                        next = try? tokenSource.token()
                     }
                     let changed = next.map { $0 != expired } ?? false
                     if changed {

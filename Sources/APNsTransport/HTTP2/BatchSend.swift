@@ -164,9 +164,10 @@ final class BatchSend: Sendable {
             // One lookup per request: the pool gives the statistics and takes the request.
             let pool = route(request)
             let statistics = (try? pool.get())?.statistics ?? fallbackStatistics
+            let now = MonotonicTime.now()
             let pending = PendingRequest(
                 request: request,
-                deadline: MonotonicTime.deadline(after: request.timeout),
+                deadline: MonotonicTime.deadline(after: request.timeout, from: now),
                 statistics: statistics,
                 batch: self,
                 index: index,
@@ -181,7 +182,7 @@ final class BatchSend: Sendable {
                 pending.finish(.failure(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent")))
             } else {
                 switch consume pool {
-                case .success(let pool): pool.enqueue(pending)
+                case .success(let pool): pool.enqueue(pending, now: now)
                 case .failure(let error): pending.finish(.failure(error))
                 }
             }

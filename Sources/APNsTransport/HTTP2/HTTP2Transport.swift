@@ -102,11 +102,20 @@ public final class HTTP2Transport: PushTransport {
 
     struct Pools: Sendable {
         var pools: [PoolKey: HTTP2ConnectionPool] = [:] {
-            didSet { recent = nil }
+            didSet {
+                recent = nil
+                recentToken = nil
+            }
         }
         /// The pool found last, with its key: most requests go where the one before went,
         /// and comparing two keys costs less than hashing one (three strings).
         private var recent: (key: PoolKey, pool: HTTP2ConnectionPool)?
+        /// The provider token and authority of the pool found last: a request carrying that
+        /// token to that authority goes to that pool, without making its key. Requests
+        /// carry copies of one token, which share their storage, so the comparison is by
+        /// reference (the token is held, so that its identity is not reused), and the
+        /// authorities compare by identity too.
+        private var recentToken: RecentRoute?
         var shutDown = false
 
         /// The pool for `key`, if there is one.
@@ -115,6 +124,34 @@ public final class HTTP2Transport: PushTransport {
             guard let pool = pools[key] else { return nil }
             recent = (key, pool)
             return pool
+        }
+
+        /// The pool of the last request looked up by its token, if `request` carries that
+        /// token to that authority.
+        func recentPool(for request: APNsRequest) -> HTTP2ConnectionPool? {
+            guard let recentToken, request.carries(recentToken.token), recentToken.authority == request.authority else { return nil }
+            return recentToken.pool
+        }
+
+        /// Remembers `pool` as the one for `token` and `authority`, if it is still the pool
+        /// found last by key (no pool was added or closed since: either clears that).
+        mutating func remember(_ pool: HTTP2ConnectionPool, carrying token: ProviderToken, to authority: String) {
+            guard let recent, recent.pool === pool else { return }
+            recentToken = RecentRoute(token: token, authority: authority, pool: pool)
+        }
+    }
+
+    /// A pool with the provider token and authority of the request that found it last:
+    /// immutable and one object, so that reading it is one reference, not three.
+    final class RecentRoute: Sendable {
+        let token: ProviderToken
+        let authority: String
+        let pool: HTTP2ConnectionPool
+
+        init(token: ProviderToken, authority: String, pool: HTTP2ConnectionPool) {
+            self.token = token
+            self.authority = authority
+            self.pool = pool
         }
     }
 
@@ -219,13 +256,12 @@ public final class HTTP2Transport: PushTransport {
         onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
     ) async {
         guard count > 0 else { return }
-        let route = BatchRoute(self)
         let batch = BatchSend(
             count: count,
             window: maxConcurrency,
             route: { request in
                 do throws(APNsTransportError) {
-                    return .success(try route.pool(for: request))
+                    return .success(try self.pool(for: request))
                 } catch {
                     return .failure(error)
                 }
@@ -283,6 +319,17 @@ public final class HTTP2Transport: PushTransport {
 
     /// The pool of `request`'s authority and credential, created on first use.
     func pool(for request: APNsRequest) throws(APNsTransportError) -> HTTP2ConnectionPool {
+        // Most requests carry the token the one before carried, to the same place.
+        if let pool = pools.withLock({ $0.shutDown ? nil : $0.recentPool(for: request) }) { return pool }
+        let pool = try lookUpPool(for: request)
+        if let token = request.providerToken {
+            pools.withLock { $0.remember(pool, carrying: token, to: request.authority) }
+        }
+        return pool
+    }
+
+    /// The pool of `request`'s authority and credential, by its key; created on first use.
+    private func lookUpPool(for request: APNsRequest) throws(APNsTransportError) -> HTTP2ConnectionPool {
         let key = PoolKey(authority: request.authority, credential: credential(of: request))
         if let pool = pools.withLock({ $0.shutDown ? nil : $0.pool(for: key) }) { return pool }
         guard let endpoint = Self.endpoint(authority: key.authority) else {
