@@ -214,9 +214,6 @@ public final class HTTP2Transport: PushTransport {
     ///   ``APNsCore/APNsTransportError/mayHaveReachedAPNs`` for whether a retry could duplicate.
     public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
         let pool = try pool(for: request)
-        if Task.isCancelled {
-            throw .cancelled(mayHaveReachedAPNs: false, "the task was cancelled before the request was sent")
-        }
         let now = MonotonicTime.now()
         let pending = PendingRequest(
             request: request,
@@ -226,10 +223,11 @@ public final class HTTP2Transport: PushTransport {
         pool.statistics.recordAccepted()
         let outcome = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<PendingRequest.Outcome, Never>) in
-                pending.install(continuation)
-                pool.enqueue(pending, now: now)
+                if pending.install(continuation) { pool.enqueue(pending, now: now) }
             }
         } onCancel: {
+            // A task cancelled already runs this first: the request fails before it is
+            // queued, with `mayHaveReachedAPNs` false.
             pending.cancel()
         }
         return try outcome.get()

@@ -74,7 +74,12 @@ final class PendingRequest: Sendable {
     var isBatched: Bool { batch != nil }
 
     /// Installs the caller's continuation; resumes it at once if the outcome is known.
-    func install(_ continuation: UnsafeContinuation<Outcome, Never>) {
+    ///
+    /// - Returns: `true` if the request waits for its outcome (queue it), `false` if its
+    ///   outcome was known (the caller's task was cancelled first) and the continuation
+    ///   has been resumed.
+    @discardableResult
+    func install(_ continuation: UnsafeContinuation<Outcome, Never>) -> Bool {
         let early: Outcome? = state.withLock { state in
             if let early = state.early {
                 state.early = nil
@@ -83,7 +88,9 @@ final class PendingRequest: Sendable {
             state.continuation = continuation
             return nil
         }
-        if let early { continuation.resume(returning: early) }
+        guard let early else { return true }
+        continuation.resume(returning: early)
+        return false
     }
 
     /// Whether the outcome is decided.

@@ -231,4 +231,17 @@ struct ProviderTokenCacheTests {
         let b = try cache.token()
         #expect(a == b)
     }
+
+    @Test("the system clock is the wall clock Foundation reads, to within a kernel tick")
+    func systemClockIsTheWallClock() throws {
+        // Foundation's Date() reads CLOCK_REALTIME precisely; the coarse clock lags it by
+        // at most a tick (10 ms at HZ=100), never leads it by more than rounding.
+        for _ in 0..<100 {
+            let before = Date()
+            let system = ProviderTokenClock.system.now()
+            let after = Date()
+            #expect(system.timeIntervalSince(after) <= 0.001)
+            #expect(before.timeIntervalSince(system) < 0.050)
+        }
+    }
 }

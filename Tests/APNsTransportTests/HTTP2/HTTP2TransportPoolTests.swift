@@ -313,6 +313,32 @@ struct HTTP2TransportPoolTests {
         await server.stop()
     }
 
+    @Test("a task cancelled before it sends: cancelled, not sent, nothing queued, no connection opened")
+    func cancelledBeforeSending() async throws {
+        let server = SocketPairHTTP2Server(SocketPairHTTP2Server.Behaviour())
+        let transport = makeTransport(server)
+        let request = try devicePush()
+        let task = Task { () -> APNsTransportError? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(APNsTransportError) {
+                _ = try await transport.send(request)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let error = await task.value
+        #expect(error?.code == .cancelled)
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(transport.waitingRequests == 0)
+        // Time for a connection attempt to show, had the request been queued.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(server.snapshot.connectAttempts.isEmpty)
+        #expect(transport.statistics.requestsSent == 0)
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test("a server refusing connections: attempts back off and requests fail fast, never sent")
     func refusedConnections() async throws {
         var behaviour = SocketPairHTTP2Server.Behaviour()
