@@ -50,6 +50,9 @@ public final class APNsClient: Sendable {
     let tokenSource: (any ProviderTokenSource)?
     /// The certificate of ``APNsCredentials/clientCertificate(_:)`` credentials, if any.
     let clientCertificate: APNsClientCertificate?
+    /// Whether ``clientCertificate`` is set: tested per request without copying the
+    /// optional (two strings and an existential) out of the client.
+    let presentsClientCertificate: Bool
     /// Set when the client's environment is not its transport's: every call fails with it.
     let environmentMismatch: APNsRequestError?
     /// Counters of outcomes and retries (see ``ClientMetrics``).
@@ -155,6 +158,7 @@ public final class APNsClient: Sendable {
             tokenSource = nil
             clientCertificate = nil
         }
+        presentsClientCertificate = clientCertificate != nil
         self.transport = transport
         self.retryPolicy = retryPolicy
         self.requestTimeout = requestTimeout
@@ -334,7 +338,7 @@ public final class APNsClient: Sendable {
     /// `request`, asking the transport for this client's certificate when the credentials
     /// are ``APNsCredentials/clientCertificate(_:)``.
     func presentingClientCertificate(_ request: APNsRequest) -> APNsRequest {
-        guard let certificate = clientCertificate else { return request }
+        guard presentsClientCertificate, let certificate = clientCertificate else { return request }
         return request.presenting(certificate)
     }
 

@@ -27,6 +27,9 @@ final class BatchPass: @unchecked Sendable {
     private let pushType: @Sendable (Int) -> PushType
     /// The spans of the notifications in flight, by index, when tracing is on.
     private let tracing: ClientTracing?
+    /// Whether ``tracing`` is set: tested per notification without copying the optional
+    /// (an existential and a flag) out of the pass.
+    private let isTracing: Bool
     private let spans = Mutex<[Int: any Span]>([:])
     /// The batch's span, the parent of its notifications' spans.
     let batchSpan: (any Span)?
@@ -43,6 +46,7 @@ final class BatchPass: @unchecked Sendable {
         self.deviceTokens = deviceTokens
         self.metrics = metrics
         self.tracing = tracing.isEnabled ? tracing : nil
+        self.isTracing = tracing.isEnabled
         self.batchSpan = deviceTokens.isEmpty ? nil : tracing.startBatch(count: deviceTokens.count)
         self.pushType = pushType
         self.onOutcome = onOutcome
@@ -67,7 +71,7 @@ final class BatchPass: @unchecked Sendable {
     /// Records the final outcome of `index`, or hands it to `onOutcome`.
     func finish(_ index: Int, _ outcome: Result<APNsAccepted, APNsError>) {
         metrics.finished(pushType(index), outcome)
-        if let tracing {
+        if isTracing, let tracing {
             let span = spans.withLock { $0.removeValue(forKey: index) }
                 ?? tracing.startNotification(pushType(index), apnsID: nil, parent: batchSpan?.context)
             tracing.end(span, outcome, attempts: nil)
@@ -86,7 +90,7 @@ final class BatchPass: @unchecked Sendable {
 
     /// Starts the span of `index`'s notification (tracing on), under the batch's span.
     func started(_ index: Int, apnsID: APNsID?) {
-        guard let tracing else { return }
+        guard isTracing, let tracing else { return }
         if let span = tracing.startNotification(pushType(index), apnsID: apnsID, parent: batchSpan?.context) {
             spans.withLock { $0[index] = span }
         }
