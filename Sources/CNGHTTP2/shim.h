@@ -3,6 +3,9 @@
 #ifndef CNGHTTP2_SHIM_H
 #define CNGHTTP2_SHIM_H
 #include <nghttp2/nghttp2.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /// The id of SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218 §2.1), which tells the server
 /// that this client never uses RFC 7540 priorities; -1 when this nghttp2 (before 1.49)
@@ -13,5 +16,118 @@ static inline int32_t capns_settings_no_rfc7540_priorities(void) {
 #else
     return -1;
 #endif
+}
+
+// MARK: A session's memory
+//
+// nghttp2 allocates several small blocks per request (the stream, the outbound item, the
+// header copies) and frees them when the stream ends. With hundreds of streams in flight
+// those blocks overflow glibc's per-thread cache (7 blocks per size) and every malloc and
+// free takes its slow path. A session of the transport is used by one thread at a time,
+// so it gets free lists of its own: blocks of 32 to 4,096 bytes (powers of two) are kept
+// for reuse, up to `max_cached_bytes`; larger ones go to malloc. Each block starts with a
+// 16-byte header (its size class, or -1, and its capacity); a cached block's first word
+// links the list.
+
+/// The number of size classes: 32, 64, ..., 4,096 bytes, header included.
+#define CAPNS_MEM_CLASSES 8
+/// The bytes before each block nghttp2 gets (keeps its 16-byte alignment).
+#define CAPNS_MEM_HEADER 16
+
+/// One session's free lists.
+typedef struct capns_mem_pool {
+    void *free_list[CAPNS_MEM_CLASSES];
+    size_t cached_bytes;
+    size_t max_cached_bytes;
+} capns_mem_pool;
+
+/// The class of a block of `total` bytes (header included), or -1 when larger than 4,096.
+static inline int capns_mem_class(size_t total) {
+    if (total <= 32) return 0;
+    int c = 64 - __builtin_clzll((unsigned long long)(total - 1)) - 5;
+    return c < CAPNS_MEM_CLASSES ? c : -1;
+}
+
+static inline size_t capns_mem_class_bytes(int c) { return (size_t)32 << c; }
+
+static inline void *capns_mem_malloc(size_t size, void *user) {
+    capns_mem_pool *pool = (capns_mem_pool *)user;
+    if (size > SIZE_MAX - CAPNS_MEM_HEADER) return NULL;
+    size_t total = size + CAPNS_MEM_HEADER;
+    int c = capns_mem_class(total);
+    char *block = NULL;
+    if (c >= 0 && pool->free_list[c] != NULL) {
+        block = (char *)pool->free_list[c];
+        pool->free_list[c] = *(void **)block;
+        pool->cached_bytes -= capns_mem_class_bytes(c);
+    } else {
+        total = c >= 0 ? capns_mem_class_bytes(c) : total;
+        block = (char *)malloc(total);
+        if (block == NULL) return NULL;
+    }
+    ((int64_t *)block)[0] = c;
+    ((size_t *)block)[1] = (c >= 0 ? capns_mem_class_bytes(c) : total) - CAPNS_MEM_HEADER;
+    return block + CAPNS_MEM_HEADER;
+}
+
+static inline void capns_mem_free(void *ptr, void *user) {
+    if (ptr == NULL) return;
+    capns_mem_pool *pool = (capns_mem_pool *)user;
+    char *block = (char *)ptr - CAPNS_MEM_HEADER;
+    int64_t c = ((int64_t *)block)[0];
+    if (c >= 0 && pool->cached_bytes + capns_mem_class_bytes((int)c) <= pool->max_cached_bytes) {
+        *(void **)block = pool->free_list[c];
+        pool->free_list[c] = block;
+        pool->cached_bytes += capns_mem_class_bytes((int)c);
+    } else {
+        free(block);
+    }
+}
+
+static inline void *capns_mem_calloc(size_t count, size_t size, void *user) {
+    if (size != 0 && count > SIZE_MAX / size) return NULL;
+    void *ptr = capns_mem_malloc(count * size, user);
+    if (ptr != NULL) memset(ptr, 0, count * size);
+    return ptr;
+}
+
+static inline void *capns_mem_realloc(void *ptr, size_t size, void *user) {
+    if (ptr == NULL) return capns_mem_malloc(size, user);
+    size_t capacity = ((size_t *)((char *)ptr - CAPNS_MEM_HEADER))[1];
+    if (size <= capacity && size != 0) return ptr;
+    if (size == 0) {
+        capns_mem_free(ptr, user);
+        return NULL;
+    }
+    void *moved = capns_mem_malloc(size, user);
+    if (moved == NULL) return NULL;
+    memcpy(moved, ptr, capacity);
+    capns_mem_free(ptr, user);
+    return moved;
+}
+
+/// Frees every cached block (the blocks nghttp2 holds stay its own).
+static inline void capns_mem_trim(capns_mem_pool *pool) {
+    for (int c = 0; c < CAPNS_MEM_CLASSES; c++) {
+        void *block = pool->free_list[c];
+        while (block != NULL) {
+            void *next = *(void **)block;
+            free(block);
+            block = next;
+        }
+        pool->free_list[c] = NULL;
+    }
+    pool->cached_bytes = 0;
+}
+
+/// The nghttp2 allocator over `pool`.
+static inline nghttp2_mem capns_mem_allocator(capns_mem_pool *pool) {
+    nghttp2_mem mem;
+    mem.mem_user_data = pool;
+    mem.malloc = capns_mem_malloc;
+    mem.free = capns_mem_free;
+    mem.calloc = capns_mem_calloc;
+    mem.realloc = capns_mem_realloc;
+    return mem;
 }
 #endif

@@ -165,6 +165,21 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         }
     }
 
+    /// The bytes its session's allocator keeps cached for reuse, read on the loop's
+    /// thread; `nil` without a session (for tests).
+    func sessionCachedMemory() async -> Int? {
+        guard let loop else { return nil }
+        return await withCheckedContinuation { continuation in
+            loop.execute {
+                if case .session(_, let machine) = self.phase {
+                    continuation.resume(returning: machine.cachedMemoryBytes)
+                } else {
+                    continuation.resume(returning: nil)
+                }
+            }
+        }
+    }
+
     // MARK: Disconnected
 
     /// Acts on the pool's answer to "may I connect?".
@@ -347,10 +362,14 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                 var timeout = UInt64.max
                 if !inFlight.isEmpty || queueNonEmpty || draining {
                     timeout = 10_000_000
-                } else if output.capacity > 64 * 1024, outputOffset >= output.count {
-                    // Idle after a burst, everything written: give the burst's buffer back.
-                    output = []
-                    outputOffset = 0
+                } else {
+                    // Idle: give back what a burst left cached for reuse.
+                    machine.releaseCachedMemory()
+                    if output.capacity > 64 * 1024, outputOffset >= output.count {
+                        // Everything written: the burst's output buffer too.
+                        output = []
+                        outputOffset = 0
+                    }
                 }
                 timeout = min(timeout, liveness.nextDue(now: now))
                 loop.setWriteInterest(token, pollForWrite)

@@ -193,6 +193,11 @@ final class HTTP2ConnectionPool: Sendable {
         }
     }
 
+    /// The pool's connection objects, open or not (for tests).
+    var connectionObjects: [HTTP2Connection] {
+        state.withLock { $0.connections }
+    }
+
     /// How many queued requests count as waiting for a stream against
     /// `maxQueuedRequests` (for tests and diagnostics).
     var waitingRequests: Int {

@@ -39,6 +39,8 @@ final class HTTP2ConnectionStateMachine {
 
     private let session: OpaquePointer
     private let sink: HTTP2SessionSink
+    /// The session's allocator's free lists; released after the session (see `deinit`).
+    private let memory: HTTP2SessionMemory
 
     /// Creates the session and queues the client preface's SETTINGS and WINDOW_UPDATE.
     ///
@@ -60,13 +62,16 @@ final class HTTP2ConnectionStateMachine {
         nghttp2_option_set_peer_max_concurrent_streams(option, UInt32(max(1, configuration.initialStreamLimit)))
         nghttp2_option_set_no_closed_streams(option, 1)
 
+        let memory = HTTP2SessionMemory()
+        var allocator = memory.allocator
         var created: OpaquePointer?
-        let rc = nghttp2_session_client_new2(&created, callbacks, Unmanaged.passUnretained(sink).toOpaque(), option)
+        let rc = nghttp2_session_client_new3(&created, callbacks, Unmanaged.passUnretained(sink).toOpaque(), option, &allocator)
         guard rc == 0, let created else {
-            throw .protocolError("nghttp2_session_client_new2 failed: \(HTTP2ConnectionStateMachine.describe(rc))")
+            throw .protocolError("nghttp2_session_client_new3 failed: \(HTTP2ConnectionStateMachine.describe(rc))")
         }
         self.session = created
         self.sink = sink
+        self.memory = memory
 
         var settings = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
@@ -97,8 +102,18 @@ final class HTTP2ConnectionStateMachine {
     }
 
     deinit {
+        // The session frees its blocks into `memory`, which is released after this body.
         nghttp2_session_del(session)
     }
+
+    /// Gives back the blocks the session's allocator keeps for reuse: for an idle
+    /// connection, which may stay open for hours with nothing in flight.
+    func releaseCachedMemory() {
+        memory.releaseCached()
+    }
+
+    /// The bytes the session's allocator keeps for reuse (for tests).
+    var cachedMemoryBytes: Int { memory.cachedBytes }
 
     // MARK: State
 
