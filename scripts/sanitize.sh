@@ -32,7 +32,9 @@ for sanitizer in "${sanitizers[@]}"; do
         # futex calls in an uninstrumented library); SWIFT_APNS_TSAN_LOCKS swaps in a
         # pthread lock it can see (Sources/APNsCore/TSanVisibleMutex.swift).
         thread) scratch=.build-tsan; flags=(-Xswiftc -DSWIFT_APNS_TSAN_LOCKS) ;;
-        address) scratch=.build-asan; flags=() ;;
+        # -fsanitize for the C shims too: they are compiled by the Swift compiler's Clang,
+        # and the nghttp2 allocator poisons its cached blocks only when it sees ASan.
+        address) scratch=.build-asan; flags=(-Xswiftc -Xcc -Xswiftc -fsanitize=address) ;;
     esac
     if [[ "${SANITIZE_CLEAN:-0}" == 1 ]]; then rm -rf "$scratch"; fi
 

@@ -3,6 +3,7 @@
 #ifndef CNGHTTP2_SHIM_H
 #define CNGHTTP2_SHIM_H
 #include <nghttp2/nghttp2.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,49 @@ static inline int32_t capns_settings_no_rfc7540_priorities(void) {
 // 16-byte header (its size class, or -1, and its capacity); a cached block's first word
 // links the list.
 
+// Under AddressSanitizer a cached block is poisoned until it is handed out again, so a
+// use after nghttp2 freed it is still reported.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CAPNS_MEM_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define CAPNS_MEM_ASAN 1
+#endif
+#ifdef CAPNS_MEM_ASAN
+void __asan_poison_memory_region(void const volatile *addr, size_t size);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#define CAPNS_MEM_POISON(addr, size) __asan_poison_memory_region((addr), (size))
+#define CAPNS_MEM_UNPOISON(addr, size) __asan_unpoison_memory_region((addr), (size))
+#else
+#define CAPNS_MEM_POISON(addr, size) ((void)(addr), (void)(size))
+#define CAPNS_MEM_UNPOISON(addr, size) ((void)(addr), (void)(size))
+#endif
+
+/// 1 when this shim was compiled under AddressSanitizer (cached blocks are poisoned).
+static inline int capns_mem_poisons(void) {
+#ifdef CAPNS_MEM_ASAN
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+#ifdef CAPNS_MEM_ASAN
+int __asan_address_is_poisoned(void const volatile *addr);
+#endif
+
+/// Whether AddressSanitizer holds `address` poisoned: 1 or 0, or -1 without ASan.
+static inline int capns_mem_is_poisoned(const void *address) {
+#ifdef CAPNS_MEM_ASAN
+    return __asan_address_is_poisoned(address);
+#else
+    (void)address;
+    return -1;
+#endif
+}
+
 /// The number of size classes: 32, 64, ..., 4,096 bytes, header included.
 #define CAPNS_MEM_CLASSES 8
 /// The bytes before each block nghttp2 gets (keeps its 16-byte alignment).
@@ -52,12 +96,14 @@ static inline size_t capns_mem_class_bytes(int c) { return (size_t)32 << c; }
 
 static inline void *capns_mem_malloc(size_t size, void *user) {
     capns_mem_pool *pool = (capns_mem_pool *)user;
-    if (size > SIZE_MAX - CAPNS_MEM_HEADER) return NULL;
+    // As glibc: no object larger than PTRDIFF_MAX.
+    if (size > (size_t)PTRDIFF_MAX - CAPNS_MEM_HEADER) return NULL;
     size_t total = size + CAPNS_MEM_HEADER;
     int c = capns_mem_class(total);
     char *block = NULL;
     if (c >= 0 && pool->free_list[c] != NULL) {
         block = (char *)pool->free_list[c];
+        CAPNS_MEM_UNPOISON(block, capns_mem_class_bytes(c));
         pool->free_list[c] = *(void **)block;
         pool->cached_bytes -= capns_mem_class_bytes(c);
     } else {
@@ -79,6 +125,8 @@ static inline void capns_mem_free(void *ptr, void *user) {
         *(void **)block = pool->free_list[c];
         pool->free_list[c] = block;
         pool->cached_bytes += capns_mem_class_bytes((int)c);
+        // The link stays readable; the rest waits poisoned for its next use.
+        CAPNS_MEM_POISON(block + sizeof(void *), capns_mem_class_bytes((int)c) - sizeof(void *));
     } else {
         free(block);
     }
@@ -112,6 +160,7 @@ static inline void capns_mem_trim(capns_mem_pool *pool) {
         void *block = pool->free_list[c];
         while (block != NULL) {
             void *next = *(void **)block;
+            CAPNS_MEM_UNPOISON(block, capns_mem_class_bytes(c));
             free(block);
             block = next;
         }

@@ -1,4 +1,7 @@
 import CNGHTTP2
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import APNsTransport
 
@@ -132,5 +135,31 @@ struct IdleConnectionMemoryTests {
         #expect(cached == 0)
         await transport.shutdown()
         await server.stop()
+    }
+}
+
+@Suite("nghttp2 session memory under AddressSanitizer")
+struct HTTP2SessionMemorySanitizerTests {
+    @Test("built with AddressSanitizer, and only then, the shim poisons cached blocks (a use after free is still reported)")
+    func poisonsUnderAddressSanitizer() {
+        // scripts/sanitize.sh says which sanitizer the tests run under.
+        let sanitizer = getenv("SWIFT_APNS_SANITIZER").map { String(cString: $0) }
+        #expect(capns_mem_poisons() == (sanitizer == "address" ? 1 : 0))
+        guard capns_mem_poisons() == 1 else { return }
+        let memory = HTTP2SessionMemory()
+        let mem = memory.allocator
+        guard let block = mem.malloc(100, mem.mem_user_data) else {
+            Issue.record("no block")
+            return
+        }
+        #expect(capns_mem_is_poisoned(block) == 0)
+        mem.free(block, mem.mem_user_data)
+        // Cached: what nghttp2 was given is poisoned until the block is handed out again.
+        #expect(capns_mem_is_poisoned(block) == 1)
+        #expect(capns_mem_is_poisoned(block + 99) == 1)
+        let again = mem.malloc(100, mem.mem_user_data)
+        #expect(again == block)
+        #expect(capns_mem_is_poisoned(block) == 0 && capns_mem_is_poisoned(block + 99) == 0)
+        mem.free(again, mem.mem_user_data)
     }
 }
