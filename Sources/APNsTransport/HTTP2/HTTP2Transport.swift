@@ -105,17 +105,22 @@ public final class HTTP2Transport: PushTransport {
             didSet {
                 recent = nil
                 recentToken = nil
+                recentTokenPool = nil
             }
         }
         /// The pool found last, with its key: most requests go where the one before went,
         /// and comparing two keys costs less than hashing one (three strings).
         private var recent: (key: PoolKey, pool: HTTP2ConnectionPool)?
-        /// The provider token and authority of the pool found last: a request carrying that
-        /// token to that authority goes to that pool, without making its key. Requests
-        /// carry copies of one token, which share their storage, so the comparison is by
-        /// reference (the token is held, so that its identity is not reused), and the
-        /// authorities compare by identity too.
-        private var recentToken: RecentRoute?
+        /// The provider token and authority of the pool found last by token: a request
+        /// carrying that token to that authority goes to that pool, without making its
+        /// key. Requests carry copies of one token, which share their storage, so the
+        /// comparison is by reference (the token is held, so that its identity is not
+        /// reused), and equal authorities are usually one string, which compares at once.
+        /// Three fields, not one object, so that a miss (tenants taking turns) allocates
+        /// nothing.
+        private var recentToken: ProviderToken?
+        private var recentAuthority = ""
+        private var recentTokenPool: HTTP2ConnectionPool?
         var shutDown = false
 
         /// The pool for `key`, if there is one.
@@ -129,29 +134,17 @@ public final class HTTP2Transport: PushTransport {
         /// The pool of the last request looked up by its token, if `request` carries that
         /// token to that authority.
         func recentPool(for request: APNsRequest) -> HTTP2ConnectionPool? {
-            guard let recentToken, request.carries(recentToken.token), recentToken.authority == request.authority else { return nil }
-            return recentToken.pool
+            guard let recentToken, request.carries(recentToken), recentAuthority == request.authority else { return nil }
+            return recentTokenPool
         }
 
         /// Remembers `pool` as the one for `token` and `authority`, if it is still the pool
         /// found last by key (no pool was added or closed since: either clears that).
         mutating func remember(_ pool: HTTP2ConnectionPool, carrying token: ProviderToken, to authority: String) {
             guard let recent, recent.pool === pool else { return }
-            recentToken = RecentRoute(token: token, authority: authority, pool: pool)
-        }
-    }
-
-    /// A pool with the provider token and authority of the request that found it last:
-    /// immutable and one object, so that reading it is one reference, not three.
-    final class RecentRoute: Sendable {
-        let token: ProviderToken
-        let authority: String
-        let pool: HTTP2ConnectionPool
-
-        init(token: ProviderToken, authority: String, pool: HTTP2ConnectionPool) {
-            self.token = token
-            self.authority = authority
-            self.pool = pool
+            recentToken = token
+            recentAuthority = authority
+            recentTokenPool = pool
         }
     }
 
