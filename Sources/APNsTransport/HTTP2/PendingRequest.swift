@@ -78,7 +78,6 @@ final class PendingRequest: Sendable {
     /// - Returns: `true` if the request waits for its outcome (queue it), `false` if its
     ///   outcome was known (the caller's task was cancelled first) and the continuation
     ///   has been resumed.
-    @discardableResult
     func install(_ continuation: UnsafeContinuation<Outcome, Never>) -> Bool {
         let early: Outcome? = state.withLock { state in
             if let early = state.early {
