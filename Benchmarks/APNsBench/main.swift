@@ -25,6 +25,9 @@
 //   floortasks  the tasks pattern with no SDK and no I/O: a child task per await, each
 //          awaiting a call with a small frame, or with APNS_BENCH_FRAME=large one past the
 //          task allocator's first slab (Floor.swift)
+// `APNS_BENCH_EXECUTOR=1` runs the tasks of `workers` and `tasks` on the transport's I/O
+// thread (`withTaskExecutorPreference(client.taskExecutor)`), with every connection on
+// that thread (`threadPlacement = .taskExecutorThread`).
 // `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
 // `APNS_BENCH_CA` (or `APNS_PERF_CA`, which `run-bench.sh` exports for the clients it
 // runs) names the CA certificate (PEM) to trust instead of the system's store.
@@ -98,14 +101,15 @@ var trust = TrustRoots.system
 if let caPath = benchEnvironment["APNS_BENCH_CA"] ?? benchEnvironment["APNS_PERF_CA"] {
     trust = .certificates(try String(contentsOfFile: caPath, encoding: .utf8))
 }
-let transport = HTTP2Transport(
-    configuration: .init(
-        environment: environment,
-        tls: TLSConfiguration(trustRoots: trust),
-        connectionCount: connections,
-        maxQueuedRequests: max(10_000, window)
-    )
+let onIOThread = benchEnvironment["APNS_BENCH_EXECUTOR"].map { $0 != "0" && !$0.isEmpty } ?? false
+var transportConfiguration = HTTP2Transport.Configuration(
+    environment: environment,
+    tls: TLSConfiguration(trustRoots: trust),
+    connectionCount: connections,
+    maxQueuedRequests: max(10_000, window)
 )
+if onIOThread { transportConfiguration.threadPlacement = .taskExecutorThread }
+let transport = HTTP2Transport(configuration: transportConfiguration)
 let tokens = try ProviderTokenCache(
     key: ProviderKey(contentsOfFile: arguments[3]),
     keyID: arguments[4],
@@ -150,7 +154,7 @@ let start = ContinuousClock.now
 var ok = 0
 switch mode {
 case "tasks":
-    ok = await withTaskGroup(of: Bool.self) { group in
+    ok = await withTaskExecutorPreference(onIOThread ? client.taskExecutor : nil) { await withTaskGroup(of: Bool.self) { group in
         var next = 0
         var accepted = 0
         while next < min(window, count) {
@@ -167,7 +171,7 @@ case "tasks":
             }
         }
         return accepted
-    }
+    } }
 case "workers":
     // CONC long-lived tasks, each sending one notification at a time: the caller's own
     // cost is one task for the whole run instead of one per notification.
@@ -176,7 +180,7 @@ case "workers":
     }
     let next = NextIndex()
     let tokens = deviceTokens
-    ok = await withTaskGroup(of: Int.self) { group in
+    ok = await withTaskExecutorPreference(onIOThread ? client.taskExecutor : nil) { await withTaskGroup(of: Int.self) { group in
         for _ in 0..<min(window, count) {
             group.addTask {
                 var accepted = 0
@@ -190,7 +194,7 @@ case "workers":
         var total = 0
         for await accepted in group { total += accepted }
         return total
-    }
+    } }
 case "main":
     // The workers pattern from tasks isolated to the main actor, as `Task { }` in
     // top-level code (or in any @MainActor code) makes them: each send starts and ends on

@@ -45,6 +45,12 @@ public final class APNsClient: Sendable {
     }
 
     let transport: any PushTransport
+
+    /// The transport's executor for sending tasks (an HTTP/2 transport's I/O thread), or
+    /// `nil`: tasks that prefer it (`withTaskExecutorPreference(client.taskExecutor)`)
+    /// send and are resumed with fewer thread switches. See ``PushTransport/taskExecutor``.
+    public var taskExecutor: (any TaskExecutor)? { transport.taskExecutor }
+
     /// The provider token source of ``credentials``, if any: read per request without
     /// copying the enum (and the existential in it) out of the client.
     let tokenSource: (any ProviderTokenSource)?

@@ -74,11 +74,19 @@ public protocol PushTransport: Sendable {
     /// transport is); `nil` for a transport that sends anywhere (the mock transport).
     /// ``APNsClient`` takes its environment from here, so it is stated once.
     var environment: APNsEnvironment? { get }
+
+    /// An executor for the tasks that send through this transport, on which a send costs
+    /// the fewest thread switches (an HTTP/2 transport's I/O thread); `nil` when the
+    /// transport has none. Pass it to `withTaskExecutorPreference`, which accepts `nil`.
+    var taskExecutor: (any TaskExecutor)? { get }
 }
 
 extension PushTransport {
     /// Not bound to an endpoint: `nil`.
     public var environment: APNsEnvironment? { nil }
+
+    /// No executor of its own: `nil` (tasks run where they would anyway).
+    public var taskExecutor: (any TaskExecutor)? { nil }
 
     /// The default batch: a sliding window of at most `maxConcurrency` child tasks, each
     /// calling ``send(_:)``; see the requirement for the contract it keeps.

@@ -110,10 +110,11 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     /// The most queued requests submitted per round, for the same reason.
     private static let submitsPerRound = 128
 
-    init(index: Int, pool: HTTP2ConnectionPool, group: EventLoopGroup = .shared) {
+    /// A connection of `pool` driven by `loop` (counted in its load by whoever chose it;
+    /// `nil` when no loop could be made: the connection then fails what waits).
+    init(index: Int, pool: HTTP2ConnectionPool, loop: EventLoop?) {
         self.index = index
         self.pool = pool
-        let loop = group.next()
         self.loop = loop
         self.token = loop?.makeToken() ?? 0
         var logger = pool.settings.logger

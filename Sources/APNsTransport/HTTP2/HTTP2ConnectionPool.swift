@@ -52,6 +52,8 @@ final class HTTP2ConnectionPool: Sendable {
         var connectStagger: Duration = .zero
         /// How many connections open at once before the stagger applies.
         var unstaggeredConnections: Int = 1
+        /// The I/O thread of each new connection (shared by the transport's pools).
+        var threads = ConnectionThreads(placement: .spread)
     }
 
     typealias Machine = HTTP2PoolStateMachine<PendingRequest>
@@ -142,7 +144,7 @@ final class HTTP2ConnectionPool: Sendable {
             if !ids.wakeMore.isEmpty { wakeMore = ids.wakeMore.map { locked.connections[$0] } }
             wakeIdle = ids.wakeIdle.map { locked.connections[$0] }
             if let id = ids.start {
-                let connection = HTTP2Connection(index: id, pool: pool)
+                let connection = HTTP2Connection(index: id, pool: pool, loop: pool.settings.threads.loopForNewConnection())
                 locked.connections.append(connection)
                 start = connection
             }

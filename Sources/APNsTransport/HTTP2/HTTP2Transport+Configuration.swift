@@ -115,6 +115,24 @@ extension HTTP2Transport {
         /// is not held to one connection's rate for the first second; a pool of 64 opens 4,
         /// then one every stagger.
         public var unstaggeredConnections: Int = 4
+        /// Which of the process's I/O threads drive the transport's connections:
+        /// ``ThreadPlacement/spread`` (the default) or, for senders that run on
+        /// ``HTTP2Transport/taskExecutor``, ``ThreadPlacement/taskExecutorThread``.
+        public var threadPlacement: ThreadPlacement = .spread
+
+        /// Which of the process's I/O threads (one per core) drive a transport's connections.
+        public enum ThreadPlacement: Sendable, Hashable {
+            /// Each new connection on the least loaded I/O thread, so that a transport's
+            /// connections use every core. The default.
+            case spread
+            /// Every connection of the transport on one I/O thread: the one
+            /// ``HTTP2Transport/taskExecutor`` runs tasks on. A task that prefers that
+            /// executor (`withTaskExecutorPreference`) queues its request, and is resumed
+            /// with the answer, on the thread that writes and reads the connection: no other
+            /// thread is woken per notification. One thread then does the transport's I/O
+            /// and those tasks' work; see <doc:SendingAtScale>.
+            case taskExecutorThread
+        }
 
         /// Creates a configuration.
         ///

@@ -79,6 +79,36 @@ public final class HTTP2Transport: PushTransport {
     /// ``APNsCore/APNsClient`` reads its environment from.
     public var environment: APNsEnvironment? { configuration.environment }
 
+    /// The I/O thread of this transport as a task executor (SE-0417), for the tasks that
+    /// send: `nil` only when the process has no descriptors left for an I/O thread.
+    ///
+    /// With ``Configuration/threadPlacement`` set to
+    /// ``Configuration/ThreadPlacement/taskExecutorThread``, every connection of the
+    /// transport runs on this thread. A task that prefers it then queues its request, and
+    /// is resumed with the answer, on the thread that writes and reads the connection:
+    /// no thread is woken per notification.
+    ///
+    /// ```swift
+    /// await withTaskExecutorPreference(transport.taskExecutor) {
+    ///     await withTaskGroup(of: Void.self) { group in
+    ///         for worker in 0..<100 {
+    ///             group.addTask { /* one `client.send` after another */ }
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The thread runs those tasks' nonisolated code between its I/O, so that code must
+    /// not block (no synchronous file or database calls, no long computation): while it
+    /// runs, the transport's connections on the thread are neither read nor written. With
+    /// ``Configuration/ThreadPlacement/spread`` (the default) the executor works too, but
+    /// a connection on another thread costs the same thread switches as any task.
+    /// See <doc:SendingAtScale>.
+    public var taskExecutor: (any TaskExecutor)? { threads.homeLoop() }
+
+    /// The I/O thread of each new connection, and the home of ``taskExecutor``.
+    let threads: ConnectionThreads
+
     private let statisticsBox: StatisticsBox
     private let connector: HTTP2Connector
     /// The TLS settings of the connector, when it is the TLS one (per-certificate pools
@@ -185,6 +215,7 @@ public final class HTTP2Transport: PushTransport {
         self.makeConnector = makeConnector
         self.statisticsBox = StatisticsBox(metrics: TransportMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory))
         self.budget = SharedConnectionBudget(limit: max(1, configuration.maxConnections))
+        self.threads = ConnectionThreads(placement: configuration.threadPlacement)
     }
 
     /// The counters so far: requests in flight, sent, responses by status, rejections by
@@ -331,6 +362,7 @@ public final class HTTP2Transport: PushTransport {
             if state.shutDown { return nil }
             if let pool = state.pools[key] { return pool }
             var settings = Self.poolSettings(configuration, endpoint: endpoint)
+            settings.threads = threads
             settings.logger[metadataKey: "apns.credential"] = "\(key.credential)"
             let pool = HTTP2ConnectionPool(
                 settings: settings,

@@ -28,18 +28,28 @@ protocol EventLoopHandler: AnyObject {
 /// connections with a thread per core rather than a thread per connection (SwiftNIO's
 /// event loops work the same way).
 ///
-/// Thread safety (why `@unchecked Sendable` is sound): ``execute(_:)`` and ``wake(_:)``
-/// may be called from any thread and go through ``inbox`` (a `Mutex`) and the wake-up
-/// descriptor; everything else (``attach(_:)``, ``watch(_:token:)``, the handler table,
-/// the poller and the timer heap) is touched only on the loop's own thread, which the
-/// methods document and check in debug builds.
-final class EventLoop: @unchecked Sendable {
+/// The loop is also a `TaskExecutor` (SE-0417): a task that prefers it runs its
+/// nonisolated code on the loop's thread, between the loop's turns. A send from such a
+/// task to a connection of the same loop is queued, written, answered and resumed on
+/// one thread, with no other thread woken (see ``HTTP2Transport/taskExecutor``).
+///
+/// Thread safety (why `@unchecked Sendable` is sound): ``execute(_:)``, ``wake(_:)`` and
+/// ``enqueue(_:)`` may be called from any thread and go through ``inbox`` (a `Mutex`) and
+/// the wake-up descriptor (``enqueue(_:)`` on the loop's own thread appends to
+/// ``localTasks``, which only that thread touches); everything else (``attach(_:)``,
+/// ``watch(_:token:)``, the handler table, the poller and the timer heap) is touched only
+/// on the loop's own thread, which the methods document and check in debug builds.
+final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// A registration's handle, chosen by the loop; never reused.
     typealias Token = UInt64
 
     private struct Inbox {
         var jobs: [@Sendable () -> Void] = []
         var woken: [Token] = []
+        /// Jobs of tasks that prefer this loop as their executor, from other threads.
+        var tasks: [UnownedJob] = []
+        /// The loop's thread has ended: a task job runs on a thread of its own.
+        var stopped = false
         /// The loop is (about to be) blocked in the poller: a new item must signal it.
         var sleeping = false
     }
@@ -59,6 +69,9 @@ final class EventLoop: @unchecked Sendable {
     private let attachedCount = Atomic<Int>(0)
     /// The last token handed out (0 is the wake-up descriptor's).
     private let tokenCounter = Atomic<UInt64>(0)
+    /// The loop thread's ``OSThread/currentID()`` (0 until it runs): a task job enqueued
+    /// on that thread skips the inbox.
+    private let threadID = Atomic<UInt>(0)
 
     // MARK: Loop thread only
     private let poller: IOPoller
@@ -68,6 +81,11 @@ final class EventLoop: @unchecked Sendable {
     private var jobs: [@Sendable () -> Void] = []
     private var running = true
     private var woken: [Token] = []
+    private var tasks: [UnownedJob] = []
+    /// Task jobs enqueued on the loop's own thread (a continuation the loop resumed, for
+    /// a task that prefers the loop): run at the start of the next turn.
+    private var localTasks: [UnownedJob] = []
+    private var runningTasks: [UnownedJob] = []
     /// Scratch space for reads, shared by every connection of the loop (one read at a
     /// time); freed when the loop's thread ends.
     let readBuffer: UnsafeMutableRawBufferPointer
@@ -114,6 +132,45 @@ final class EventLoop: @unchecked Sendable {
             return inbox.sleeping
         }
         if signal { wakeup.signal() }
+    }
+
+    /// Runs `job` on the loop's thread, soon: the job of a task that prefers this loop as
+    /// its executor (`withTaskExecutorPreference`). Any thread; on the loop's own thread
+    /// (the loop resumed the task) it costs no lock and wakes nothing.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if threadID.load(ordering: .relaxed) == OSThread.currentID() {
+            localTasks.append(job)
+            return
+        }
+        let (signal, stopped) = inbox.withLock { inbox -> (Bool, Bool) in
+            if inbox.stopped { return (false, true) }
+            inbox.tasks.append(job)
+            defer { inbox.sleeping = false }
+            return (inbox.sleeping, false)
+        }
+        if stopped {
+            Self.runLate([job], on: asUnownedTaskExecutor())
+        } else if signal {
+            wakeup.signal()
+        }
+    }
+
+    /// Whether the loop's thread has ended (after ``stop()``).
+    var hasStopped: Bool { inbox.withLock { $0.stopped } }
+
+    /// Runs task jobs that reach a loop whose thread has ended (only a group a test made
+    /// stops its loops) on a thread of their own, so that no task waits forever.
+    private static func runLate(_ jobs: [UnownedJob], on executor: UnownedTaskExecutor) {
+        guard !jobs.isEmpty else { return }
+        struct Late: @unchecked Sendable {
+            let jobs: [UnownedJob]
+            let executor: UnownedTaskExecutor
+        }
+        let late = Late(jobs: jobs, executor: executor)
+        OSThread.start(name: "apns-late-task") {
+            for job in late.jobs { job.runSynchronously(on: late.executor) }
+        }
     }
 
     /// Calls the handler registered as `token` soon, on the loop's thread. Callers
@@ -210,9 +267,19 @@ final class EventLoop: @unchecked Sendable {
     // MARK: The loop
 
     private func run() {
+        threadID.store(OSThread.currentID(), ordering: .relaxed)
         defer {
+            // Thread ids are reused: no later thread may pass for this one.
+            threadID.store(0, ordering: .relaxed)
             entries.removeAll()
             readBuffer.deallocate()
+            let queued = inbox.withLock { inbox -> [UnownedJob] in
+                inbox.stopped = true
+                defer { inbox.tasks = [] }
+                return inbox.tasks
+            }
+            Self.runLate(queued + localTasks, on: asUnownedTaskExecutor())
+            localTasks = []
         }
         while running {
             runJobsAndWakes()
@@ -224,8 +291,9 @@ final class EventLoop: @unchecked Sendable {
                 let now = MonotonicTime.now()
                 timeout = next <= now ? 0 : Int32(clamping: (next - now + 999_999) / 1_000_000)
             }
+            let hasLocalTasks = !localTasks.isEmpty
             let sleeping = inbox.withLock { inbox -> Bool in
-                if inbox.jobs.isEmpty, inbox.woken.isEmpty {
+                if inbox.jobs.isEmpty, inbox.woken.isEmpty, inbox.tasks.isEmpty, !hasLocalTasks {
                     inbox.sleeping = true
                     return true
                 }
@@ -254,19 +322,39 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Runs the queued jobs, then the tasks' jobs, then calls the woken handlers: a task
+    /// that sends queues its request and wakes its connection, which then writes it in
+    /// the same turn.
     private func runJobsAndWakes() {
         inbox.withLock { inbox in
-            if inbox.jobs.isEmpty, inbox.woken.isEmpty { return }
+            if inbox.jobs.isEmpty, inbox.tasks.isEmpty { return }
             swap(&jobs, &inbox.jobs)
-            swap(&woken, &inbox.woken)
+            swap(&tasks, &inbox.tasks)
         }
         for job in jobs { job() }
         jobs.removeAll(keepingCapacity: true)
         guard running else { return }
+        runTasks()
+        inbox.withLock { inbox in
+            if inbox.woken.isEmpty { return }
+            swap(&woken, &inbox.woken)
+        }
         for token in woken {
             entries[token]?.handler.handleEvent(readable: false, writable: false)
         }
         woken.removeAll(keepingCapacity: true)
+    }
+
+    /// Runs the task jobs queued so far: from other threads first, then the loop's own
+    /// (those a job queues now run in the next turn).
+    private func runTasks() {
+        guard !tasks.isEmpty || !localTasks.isEmpty else { return }
+        let executor = asUnownedTaskExecutor()
+        for job in tasks { job.runSynchronously(on: executor) }
+        tasks.removeAll(keepingCapacity: true)
+        swap(&runningTasks, &localTasks)
+        for job in runningTasks { job.runSynchronously(on: executor) }
+        runningTasks.removeAll(keepingCapacity: true)
     }
 
     private func runDueTimers(now: UInt64) {
@@ -333,6 +421,18 @@ final class EventLoopGroup: Sendable {
             }
             best.reserve()
             return best
+        }
+    }
+
+    /// The least loaded loop, without counting anything on it (it starts the first loop
+    /// if none runs): the home of a transport's ``HTTP2Transport/taskExecutor``. `nil` only
+    /// when the system has no descriptors for a loop at all.
+    func leastLoaded() -> EventLoop? {
+        loops.withLock { loops -> EventLoop? in
+            if loops.isEmpty, let loop = EventLoop(name: "apns-io-0", poller: kind) {
+                loops.append(loop)
+            }
+            return loops.min { $0.load < $1.load }
         }
     }
 

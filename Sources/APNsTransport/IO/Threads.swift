@@ -41,6 +41,15 @@ enum OSThread {
         }
         return true
     }
+
+    /// A number that identifies the calling thread while it runs (never 0).
+    static func currentID() -> UInt {
+        #if canImport(Glibc)
+        UInt(pthread_self())
+        #else
+        UInt(bitPattern: pthread_self())
+        #endif
+    }
 }
 
 /// What a new thread runs: its name, then its body.

@@ -1,0 +1,178 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import APNsTransport
+
+/// The loop's thread, as `OSThread.currentID()` reports it there.
+private func threadID(of loop: EventLoop) async -> UInt {
+    await withCheckedContinuation { continuation in
+        loop.execute { continuation.resume(returning: OSThread.currentID()) }
+    }
+}
+
+/// The calling thread's name (Linux: /proc/thread-self/comm), or `nil`.
+private func currentThreadName() -> String? {
+    #if os(Linux)
+    guard let text = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) else { return nil }
+    return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    #else
+    return nil
+    #endif
+}
+
+/// A counter tasks share.
+private final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func add() { value.add(1, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
+}
+
+/// Waits (bounded: up to 5 s in 1 ms steps) until `condition` holds.
+private func eventually(_ condition: () -> Bool) async -> Bool {
+    for _ in 0..<5_000 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
+}
+
+@Suite("Event loop as a task executor", .timeLimit(.minutes(1)))
+struct LoopTaskExecutorTests {
+    @Test("a task that prefers a loop runs on its thread, and comes back to it after the loop resumes it")
+    func runsOnTheLoop() async throws {
+        let loop = try #require(EventLoop(name: "apns-io-test"))
+        defer { loop.stop() }
+        let loopThread = await threadID(of: loop)
+        let seen = await withTaskExecutorPreference(loop) { () async -> [UInt] in
+            var threads = [OSThread.currentID()]
+            for _ in 0..<3 {
+                // As the transport finishes a send: the loop's thread resumes the task.
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                    loop.execute { continuation.resume() }
+                }
+                threads.append(OSThread.currentID())
+            }
+            return threads
+        }
+        #expect(seen == Array(repeating: loopThread, count: 4))
+        #expect(OSThread.currentID() != loopThread)
+    }
+
+    @Test("100 tasks, each resumed 50 times by the loop's thread: every step runs there, in every task")
+    func manyTasks() async throws {
+        let loop = try #require(EventLoop(name: "apns-io-test"))
+        defer { loop.stop() }
+        let loopThread = await threadID(of: loop)
+        let elsewhere = Counter()
+        let steps = Counter()
+        await withTaskExecutorPreference(loop) {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<100 {
+                    group.addTask {
+                        for _ in 0..<50 {
+                            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                                loop.execute { continuation.resume() }
+                            }
+                            if OSThread.currentID() != loopThread { elsewhere.add() }
+                            steps.add()
+                        }
+                    }
+                }
+            }
+        }
+        #expect(steps.count == 5_000)
+        #expect(elsewhere.count == 0)
+    }
+
+    @Test("a task resumed from another thread is queued for the loop and runs there")
+    func resumedFromElsewhere() async throws {
+        let loop = try #require(EventLoop(name: "apns-io-test"))
+        defer { loop.stop() }
+        let loopThread = await threadID(of: loop)
+        let seen = await withTaskExecutorPreference(loop) { () async -> UInt in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                OSThread.start(name: "apns-test-resume") { continuation.resume() }
+            }
+            return OSThread.currentID()
+        }
+        #expect(seen == loopThread)
+    }
+
+    @Test("a loop whose thread has ended still runs the tasks that prefer it (on a thread of their own)")
+    func stoppedLoop() async throws {
+        let loop = try #require(EventLoop(name: "apns-io-test"))
+        let loopThread = await threadID(of: loop)
+        loop.stop()
+        #expect(await eventually { loop.hasStopped })
+        let answer = await withTaskExecutorPreference(loop) { () async -> (Int, String?) in
+            (42, currentThreadName())
+        }
+        #expect(answer.0 == 42)
+        #if os(Linux)
+        // Thread ids are reused, so the name tells the threads apart.
+        #expect(answer.1 == "apns-late-task")
+        #endif
+        _ = loopThread
+    }
+}
+
+@Suite("HTTP2Transport's task executor over socket pairs", .timeLimit(.minutes(1)))
+struct TransportTaskExecutorTests {
+    @Test("taskExecutorThread: every connection runs on the executor's thread, and a send from a task preferring it starts and ends there")
+    func connectionsOnTheExecutorThread() async throws {
+        let server = SocketPairHTTP2Server()
+        let transport = makeTransport(server) {
+            $0.connectionCount = 3
+            $0.threadPlacement = .taskExecutorThread
+        }
+        let executor = try #require(transport.taskExecutor)
+        let loop = try #require(executor as? EventLoop)
+        let loopThread = await threadID(of: loop)
+        let requests = try (0..<300).map { try devicePush(token: $0) }
+        let elsewhere = Counter()
+        let statuses = await withTaskExecutorPreference(executor) {
+            await withTaskGroup(of: Int.self) { group in
+                for request in requests {
+                    group.addTask {
+                        if OSThread.currentID() != loopThread { elsewhere.add() }
+                        let status = (try? await transport.send(request))?.status ?? 0
+                        if OSThread.currentID() != loopThread { elsewhere.add() }
+                        return status
+                    }
+                }
+                var statuses: [Int] = []
+                for await status in group { statuses.append(status) }
+                return statuses
+            }
+        }
+        let connections = transport.pools.withLock { $0.pools.values.flatMap(\.connectionObjects) }
+        await transport.shutdown()
+        await server.stop()
+
+        #expect(statuses.count == 300 && statuses.allSatisfy { $0 == 200 })
+        #expect(elsewhere.count == 0)
+        #expect(!connections.isEmpty)
+        #expect(connections.allSatisfy { $0.loop === loop })
+    }
+
+    @Test("the executor is the transport's own for its life; the client and a transport without one pass it on")
+    func stable() throws {
+        let server = SocketPairHTTP2Server()
+        let transport = makeTransport(server)
+        let first = try #require(transport.taskExecutor as? EventLoop)
+        #expect(transport.taskExecutor as? EventLoop === first)
+        let client = APNsClient(environment: .production, credentials: .certificate, transport: transport)
+        #expect(client.taskExecutor as? EventLoop === first)
+        #expect(APNsClient(environment: .production, credentials: .certificate, transport: NoExecutorTransport()).taskExecutor == nil)
+    }
+}
+
+/// A transport that keeps `PushTransport`'s default: no executor.
+private struct NoExecutorTransport: PushTransport {
+    func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
+        APNsResponse(status: 200)
+    }
+
+    func shutdown() async {}
+}
