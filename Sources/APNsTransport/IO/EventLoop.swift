@@ -159,6 +159,9 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Whether the loop's thread has ended (after ``stop()``).
     var hasStopped: Bool { inbox.withLock { $0.stopped } }
 
+    /// How many task jobs from other threads wait for the loop's next turn (for tests).
+    var queuedTasks: Int { inbox.withLock { $0.tasks.count } }
+
     /// Runs task jobs that reach a loop whose thread has ended (only a group a test made
     /// stops its loops) on a thread of their own, so that no task waits forever.
     private static func runLate(_ jobs: [UnownedJob], on executor: UnownedTaskExecutor) {
@@ -278,7 +281,10 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                 defer { inbox.tasks = [] }
                 return inbox.tasks
             }
-            Self.runLate(queued + localTasks, on: asUnownedTaskExecutor())
+            // Task jobs taken from the inbox in the turn that stopped the loop, queued
+            // by this thread, or queued since: none may be dropped.
+            Self.runLate(tasks + localTasks + queued, on: asUnownedTaskExecutor())
+            tasks = []
             localTasks = []
         }
         while running {

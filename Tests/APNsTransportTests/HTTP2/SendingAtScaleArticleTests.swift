@@ -105,4 +105,56 @@ struct SendingAtScaleArticleTests {
             #expect(recorded.withLock { $0 } == Dictionary(uniqueKeysWithValues: (0..<200).map { ($0, 200) }))
         }
     }
+
+    @Test("the article's senders on the transport's thread: 100 queues, every notification accepted once")
+    func taskExecutorExample() async throws {
+        try await withMockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"])) { server in
+            let mock = try mockTransport(server)
+            // The article's configuration, pointed at the mock server.
+            var configuration = mock.configuration
+            await mock.shutdown()
+            let credentials = APNsCredentials.certificate
+            let notification = PushNotification(payload: .alert(body: "Hello"), topic: "com.example.app")
+            let queues = try (0..<100).map { queue in
+                try SendQueue((0..<5).map { index in
+                    let hex = String(queue * 5 + index, radix: 16)
+                    return (notification, try DeviceToken(hex: String(repeating: "0", count: 64 - hex.count) + hex))
+                })
+            }
+
+            configuration.threadPlacement = .taskExecutorThread  // an HTTP2Transport.Configuration
+            let transport = HTTP2Transport(configuration: configuration)
+            let client = APNsClient(credentials: credentials, transport: transport)
+
+            await withTaskExecutorPreference(client.taskExecutor) {
+                await withTaskGroup(of: Void.self) { group in
+                    for queue in queues {  // say 100: each sends its notifications one after another
+                        group.addTask {
+                            while let (notification, deviceToken) = queue.next() {
+                                _ = try? await client.send(notification, to: deviceToken)
+                            }
+                        }
+                    }
+                }
+            }
+
+            await transport.shutdown()
+            #expect(transport.statistics.responsesByStatus == [200: 500])
+            #expect(Set(server.recordedRequests.map(\.deviceToken)).count == 500)
+        }
+    }
+}
+
+/// What the article's senders take their notifications from: one queue per task.
+private final class SendQueue: Sendable {
+    private let items: Mutex<[(PushNotification, DeviceToken)]>
+
+    init(_ items: [(PushNotification, DeviceToken)]) {
+        self.items = Mutex(items.reversed())
+    }
+
+    /// The next notification and device token, or `nil` when the queue is empty.
+    func next() -> (PushNotification, DeviceToken)? {
+        items.withLock { $0.popLast() }
+    }
 }

@@ -21,11 +21,48 @@ private func currentThreadName() -> String? {
     #endif
 }
 
+/// Holds a loop's thread in one job until released (at most 5 s).
+private final class Gate: Sendable {
+    private let held = Atomic<Bool>(false)
+    private let released = Atomic<Bool>(false)
+
+    var isHeld: Bool { held.load(ordering: .acquiring) }
+
+    func hold() {
+        held.store(true, ordering: .releasing)
+        for _ in 0..<5_000 where !released.load(ordering: .acquiring) {
+            usleep(1_000)
+        }
+    }
+
+    func release() { released.store(true, ordering: .releasing) }
+}
+
 /// A counter tasks share.
 private final class Counter: Sendable {
     private let value = Atomic<Int>(0)
     func add() { value.add(1, ordering: .relaxed) }
     var count: Int { value.load(ordering: .relaxed) }
+}
+
+/// Runs `operation` in a task of its own and waits for its result at most 10 s: `nil`
+/// if it has not finished by then (a job the loop never ran), so that a broken executor
+/// fails the test instead of hanging it.
+private func bounded<T: Sendable>(_ operation: @escaping @Sendable () async -> T) async -> T? {
+    let slot = ResultSlot<T>()
+    Task { slot.set(await operation()) }
+    for _ in 0..<10_000 {
+        if let value = slot.value { return value }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return slot.value
+}
+
+/// Where ``bounded(_:)``'s task leaves its result.
+private final class ResultSlot<T: Sendable>: Sendable {
+    private let stored = Mutex<T?>(nil)
+    func set(_ value: T) { stored.withLock { $0 = value } }
+    var value: T? { stored.withLock { $0 } }
 }
 
 /// Waits (bounded: up to 5 s in 1 ms steps) until `condition` holds.
@@ -44,7 +81,7 @@ struct LoopTaskExecutorTests {
         let loop = try #require(EventLoop(name: "apns-io-test"))
         defer { loop.stop() }
         let loopThread = await threadID(of: loop)
-        let seen = await withTaskExecutorPreference(loop) { () async -> [UInt] in
+        let seen = await bounded { await withTaskExecutorPreference(loop) { () async -> [UInt] in
             var threads = [OSThread.currentID()]
             for _ in 0..<3 {
                 // As the transport finishes a send: the loop's thread resumes the task.
@@ -54,7 +91,7 @@ struct LoopTaskExecutorTests {
                 threads.append(OSThread.currentID())
             }
             return threads
-        }
+        } }
         #expect(seen == Array(repeating: loopThread, count: 4))
         #expect(OSThread.currentID() != loopThread)
     }
@@ -66,7 +103,7 @@ struct LoopTaskExecutorTests {
         let loopThread = await threadID(of: loop)
         let elsewhere = Counter()
         let steps = Counter()
-        await withTaskExecutorPreference(loop) {
+        _ = await bounded { await withTaskExecutorPreference(loop) {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<100 {
                     group.addTask {
@@ -80,7 +117,7 @@ struct LoopTaskExecutorTests {
                     }
                 }
             }
-        }
+        } }
         #expect(steps.count == 5_000)
         #expect(elsewhere.count == 0)
     }
@@ -90,13 +127,28 @@ struct LoopTaskExecutorTests {
         let loop = try #require(EventLoop(name: "apns-io-test"))
         defer { loop.stop() }
         let loopThread = await threadID(of: loop)
-        let seen = await withTaskExecutorPreference(loop) { () async -> UInt in
+        let seen = await bounded { await withTaskExecutorPreference(loop) { () async -> UInt in
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 OSThread.start(name: "apns-test-resume") { continuation.resume() }
             }
             return OSThread.currentID()
-        }
+        } }
         #expect(seen == loopThread)
+    }
+
+    @Test("a task queued in the same turn as the loop's stop still runs")
+    func queuedInTheStoppingTurn() async throws {
+        let loop = try #require(EventLoop(name: "apns-io-test"))
+        let gate = Gate()
+        loop.execute { gate.hold() }
+        #expect(await eventually { gate.isHeld })
+        let slot = ResultSlot<Int>()
+        Task { slot.set(await withTaskExecutorPreference(loop) { () async -> Int in 42 }) }
+        #expect(await eventually { loop.queuedTasks == 1 })
+        loop.stop()
+        gate.release()  // the next turn takes the stop job and the task together
+        #expect(await eventually { slot.value == 42 })
+        #expect(await eventually { loop.hasStopped })
     }
 
     @Test("a loop whose thread has ended still runs the tasks that prefer it (on a thread of their own)")
@@ -105,13 +157,13 @@ struct LoopTaskExecutorTests {
         let loopThread = await threadID(of: loop)
         loop.stop()
         #expect(await eventually { loop.hasStopped })
-        let answer = await withTaskExecutorPreference(loop) { () async -> (Int, String?) in
-            (42, currentThreadName())
-        }
-        #expect(answer.0 == 42)
+        let answer = await bounded { await withTaskExecutorPreference(loop) { () async -> String in
+            currentThreadName() ?? "?"
+        } }
+        #expect(answer != nil)
         #if os(Linux)
         // Thread ids are reused, so the name tells the threads apart.
-        #expect(answer.1 == "apns-late-task")
+        #expect(answer == "apns-late-task")
         #endif
         _ = loopThread
     }
@@ -131,7 +183,7 @@ struct TransportTaskExecutorTests {
         let loopThread = await threadID(of: loop)
         let requests = try (0..<300).map { try devicePush(token: $0) }
         let elsewhere = Counter()
-        let statuses = await withTaskExecutorPreference(executor) {
+        let statuses: [Int] = await bounded { () async -> [Int] in await withTaskExecutorPreference(executor) {
             await withTaskGroup(of: Int.self) { group in
                 for request in requests {
                     group.addTask {
@@ -145,7 +197,7 @@ struct TransportTaskExecutorTests {
                 for await status in group { statuses.append(status) }
                 return statuses
             }
-        }
+        } } ?? []
         let connections = transport.pools.withLock { $0.pools.values.flatMap(\.connectionObjects) }
         await transport.shutdown()
         await server.stop()
