@@ -15,14 +15,20 @@ final class ConnectionThreads: Sendable {
         self.placement = placement
     }
 
-    /// The transport's home thread: the least loaded one when first asked; `nil` only when
-    /// the system has no descriptors for a loop.
+    /// The transport's home thread: the least loaded one when first asked (a new one if
+    /// every running loop has work and the group may start more), counted in its load for
+    /// the transport's life so that the next transport's home goes elsewhere; `nil` only
+    /// when the system has no descriptors for a loop.
     func homeLoop() -> EventLoop? {
         home.withLock { home in
             if let home { return home }
-            home = group.leastLoaded()
+            home = group.next()
             return home
         }
+    }
+
+    deinit {
+        home.withLock { $0 }?.release()
     }
 
     /// The loop for a new connection, counted in its load (the connection detaches or

@@ -430,18 +430,6 @@ final class EventLoopGroup: Sendable {
         }
     }
 
-    /// The least loaded loop, without counting anything on it (it starts the first loop
-    /// if none runs): the home of a transport's ``HTTP2Transport/taskExecutor``. `nil` only
-    /// when the system has no descriptors for a loop at all.
-    func leastLoaded() -> EventLoop? {
-        loops.withLock { loops -> EventLoop? in
-            if loops.isEmpty, let loop = EventLoop(name: "apns-io-0", poller: kind) {
-                loops.append(loop)
-            }
-            return loops.min { $0.load < $1.load }
-        }
-    }
-
     /// How many loop threads run now.
     var runningThreads: Int { loops.withLock { $0.count } }
 

@@ -169,6 +169,30 @@ struct LoopTaskExecutorTests {
     }
 }
 
+@Suite("A transport's home thread")
+struct ConnectionThreadsTests {
+    @Test("two transports' homes go to different loops; a home counts in its loop's load until the transport is gone")
+    func homesSpread() throws {
+        let group = EventLoopGroup(threads: 2)
+        defer { group.stop() }
+        var first: ConnectionThreads? = ConnectionThreads(group: group, placement: .taskExecutorThread)
+        let second = ConnectionThreads(group: group, placement: .taskExecutorThread)
+        let firstHome = try #require(first?.homeLoop())
+        let secondHome = try #require(second.homeLoop())
+        #expect(firstHome !== secondHome)
+        #expect(first?.homeLoop() === firstHome)
+        #expect(firstHome.load == 1)
+        // Every connection of a transport with `.taskExecutorThread` goes home.
+        let connectionLoop = try #require(first?.loopForNewConnection())
+        #expect(connectionLoop === firstHome)
+        #expect(firstHome.load == 2)
+        connectionLoop.release()
+        first = nil
+        #expect(firstHome.load == 0)
+        #expect(secondHome.load == 1)
+    }
+}
+
 @Suite("HTTP2Transport's task executor over socket pairs", .timeLimit(.minutes(1)))
 struct TransportTaskExecutorTests {
     @Test("taskExecutorThread: every connection runs on the executor's thread, and a send from a task preferring it starts and ends there")
