@@ -69,7 +69,7 @@ final class BatchPass: @unchecked Sendable {
     }
 
     /// Records the final outcome of `index`, or hands it to `onOutcome`.
-    func finish(_ index: Int, _ outcome: Result<APNsAccepted, APNsError>) {
+    func finish(_ index: Int, _ outcome: consuming Result<APNsAccepted, APNsError>) {
         metrics.finished(pushType(index), outcome)
         if isTracing, let tracing {
             let span = spans.withLock { $0.removeValue(forKey: index) }

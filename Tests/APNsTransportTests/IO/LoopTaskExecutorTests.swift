@@ -28,9 +28,11 @@ private final class Gate: Sendable {
 
     var isHeld: Bool { held.load(ordering: .acquiring) }
 
+    /// Holds until ``release()``, or 60 s at most (so a failing test cannot hang a loop).
     func hold() {
         held.store(true, ordering: .releasing)
-        for _ in 0..<5_000 where !released.load(ordering: .acquiring) {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !released.load(ordering: .acquiring), ContinuousClock.now < deadline {
             usleep(1_000)
         }
     }
@@ -65,9 +67,10 @@ private final class ResultSlot<T: Sendable>: Sendable {
     var value: T? { stored.withLock { $0 } }
 }
 
-/// Waits (bounded: up to 5 s in 1 ms steps) until `condition` holds.
-private func eventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<5_000 {
+/// Waits (bounded: up to `seconds`, 30 by default) until `condition` holds.
+private func eventually(seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(1))
     }
@@ -141,13 +144,14 @@ struct LoopTaskExecutorTests {
         let loop = try #require(EventLoop(name: "apns-io-test"))
         let gate = Gate()
         loop.execute { gate.hold() }
-        #expect(await eventually { gate.isHeld })
+        #expect(await eventually(seconds: 30) { gate.isHeld })
         let slot = ResultSlot<Int>()
         Task { slot.set(await withTaskExecutorPreference(loop) { () async -> Int in 42 }) }
-        #expect(await eventually { loop.queuedTasks == 1 })
+        // A loaded machine (the whole suite in parallel) may take a while to start the task.
+        #expect(await eventually(seconds: 30) { loop.queuedTasks == 1 })
         loop.stop()
         gate.release()  // the next turn takes the stop job and the task together
-        #expect(await eventually { slot.value == 42 })
+        #expect(await eventually(seconds: 30) { slot.value == 42 })
         #expect(await eventually { loop.hasStopped })
     }
 
