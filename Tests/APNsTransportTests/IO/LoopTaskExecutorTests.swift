@@ -236,6 +236,89 @@ struct TransportTaskExecutorTests {
         #expect(connections.allSatisfy { $0.loop === loop })
     }
 
+    @Test("senders on the executor thread through a GOAWAY and refused streams: every request answered exactly once")
+    func goAwayAndRefusals() async throws {
+        var behaviour = SocketPairHTTP2Server.Behaviour()
+        behaviour.goAwayAfterRequests = (connection: 1, requests: 30)
+        behaviour.refuseRequests = [2, 5, 40]
+        let server = SocketPairHTTP2Server(behaviour)
+        let transport = makeTransport(server) {
+            $0.connectionCount = 2
+            $0.threadPlacement = .taskExecutorThread
+        }
+        let requests = try (0..<300).map { try devicePush(token: $0) }
+        let statuses: [Int] = await bounded { () async -> [Int] in
+            await withTaskExecutorPreference(transport.taskExecutor) {
+                await withTaskGroup(of: [Int].self) { group in
+                    // 20 workers, each sending its share one request after another.
+                    for worker in 0..<20 {
+                        group.addTask {
+                            var statuses: [Int] = []
+                            for index in stride(from: worker, to: requests.count, by: 20) {
+                                statuses.append((try? await transport.send(requests[index]))?.status ?? 0)
+                            }
+                            return statuses
+                        }
+                    }
+                    var all: [Int] = []
+                    for await statuses in group { all += statuses }
+                    return all
+                }
+            }
+        } ?? []
+        await transport.shutdown()
+        await server.stop()
+
+        #expect(statuses.count == 300 && statuses.allSatisfy { $0 == 200 })
+        let state = server.snapshot
+        #expect(state.answeredIDs.count == 300)
+        #expect(state.answeredIDs.values.allSatisfy { $0 == 1 })
+        #expect(transport.statistics.goAwaysReceived == 1)
+        #expect(transport.statistics.requestsRequeued >= 3)
+    }
+
+    @Test("a sender on the executor thread times out, and another is cancelled, while the server never answers")
+    func timeoutAndCancellation() async throws {
+        var behaviour = SocketPairHTTP2Server.Behaviour()
+        behaviour.neverRespond = true
+        behaviour.initialStreamLimit = 10
+        let server = SocketPairHTTP2Server(behaviour)
+        let transport = makeTransport(server) { $0.threadPlacement = .taskExecutorThread }
+        let executor = transport.taskExecutor
+        let timing = try devicePush(token: 1, timeout: .milliseconds(200))
+        let cancelling = try devicePush(token: 2, timeout: .seconds(120))
+        let timedOut = await bounded { () async -> APNsTransportError? in
+            await withTaskExecutorPreference(executor) {
+                do throws(APNsTransportError) {
+                    _ = try await transport.send(timing)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
+        let cancelled = Task { () -> APNsTransportError? in
+            await withTaskExecutorPreference(executor) {
+                do throws(APNsTransportError) {
+                    _ = try await transport.send(cancelling)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
+        #expect(await eventually { transport.statistics.requestsSent == 2 })
+        cancelled.cancel()
+        let cancellation = await bounded { await cancelled.value }
+        await transport.shutdown()
+        await server.stop()
+
+        #expect(timedOut??.code == .timeout)
+        #expect(timedOut??.mayHaveReachedAPNs == true)
+        #expect(cancellation??.code == .cancelled)
+        #expect(cancellation??.mayHaveReachedAPNs == true)
+    }
+
     @Test("the executor is the transport's own for its life; the client and a transport without one pass it on")
     func stable() throws {
         let server = SocketPairHTTP2Server()
