@@ -385,10 +385,7 @@ struct HTTP2TransportPoolTests {
 
     @Test("shutdown fails in-flight requests after the grace period, closes with GOAWAY and refuses new ones")
     func shutdownWithRequestsInFlight() async throws {
-        var behaviour = SocketPairHTTP2Server.Behaviour()
-        behaviour.neverRespond = true
-        behaviour.initialStreamLimit = 10
-        let server = SocketPairHTTP2Server(behaviour)
+        let server = SocketPairHTTP2Server(.silent())
         let transport = makeTransport(server) { $0.shutdownGracePeriod = .milliseconds(100) }
         async let results = sendMany(transport, count: 5)
         while transport.statistics.requestsSent < 5 { try await Task.sleep(for: .milliseconds(5)) }

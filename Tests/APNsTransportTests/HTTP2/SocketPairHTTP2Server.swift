@@ -72,6 +72,15 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
         var ignorePings = false
         /// Fail every connection attempt.
         var refuseConnections = false
+
+        /// A server that takes `streams` requests at once and answers none (for timeouts,
+        /// cancellation and shutdown).
+        static func silent(streams: UInt32 = 10) -> Behaviour {
+            var behaviour = Behaviour()
+            behaviour.neverRespond = true
+            behaviour.initialStreamLimit = streams
+            return behaviour
+        }
     }
 
     struct State {

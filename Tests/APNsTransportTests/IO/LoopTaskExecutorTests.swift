@@ -279,34 +279,24 @@ struct TransportTaskExecutorTests {
 
     @Test("a sender on the executor thread times out, and another is cancelled, while the server never answers")
     func timeoutAndCancellation() async throws {
-        var behaviour = SocketPairHTTP2Server.Behaviour()
-        behaviour.neverRespond = true
-        behaviour.initialStreamLimit = 10
-        let server = SocketPairHTTP2Server(behaviour)
+        let server = SocketPairHTTP2Server(.silent())
         let transport = makeTransport(server) { $0.threadPlacement = .taskExecutorThread }
         let executor = transport.taskExecutor
         let timing = try devicePush(token: 1, timeout: .milliseconds(200))
         let cancelling = try devicePush(token: 2, timeout: .seconds(120))
-        let timedOut = await bounded { () async -> APNsTransportError? in
+        /// Sends `request` from a task that prefers the executor; the error, or `nil`.
+        @Sendable func failure(of request: APNsRequest) async -> APNsTransportError? {
             await withTaskExecutorPreference(executor) {
                 do throws(APNsTransportError) {
-                    _ = try await transport.send(timing)
+                    _ = try await transport.send(request)
                     return nil
                 } catch {
                     return error
                 }
             }
         }
-        let cancelled = Task { () -> APNsTransportError? in
-            await withTaskExecutorPreference(executor) {
-                do throws(APNsTransportError) {
-                    _ = try await transport.send(cancelling)
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-        }
+        let timedOut = await bounded { await failure(of: timing) }
+        let cancelled = Task { await failure(of: cancelling) }
         #expect(await eventually { transport.statistics.requestsSent == 2 })
         cancelled.cancel()
         let cancellation = await bounded { await cancelled.value }
