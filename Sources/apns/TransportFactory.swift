@@ -11,12 +11,16 @@ enum TransportFactory {
     ///   - tls: Trust and client certificate (see ``TLSSetup``).
     ///   - connections: HTTP/2 connections to open.
     ///   - logger: Where the transport logs.
+    ///   - threadPlacement: Which I/O threads drive its connections.
     static func make(
         environment: APNsEnvironment,
         tls: TLSConfiguration,
         connections: Int,
-        logger: Logger
+        logger: Logger,
+        threadPlacement: HTTP2Transport.Configuration.ThreadPlacement = .spread
     ) -> HTTP2Transport {
-        HTTP2Transport(configuration: .init(environment: environment, tls: tls, connectionCount: connections, logger: logger))
+        var configuration = HTTP2Transport.Configuration(environment: environment, tls: tls, connectionCount: connections, logger: logger)
+        configuration.threadPlacement = threadPlacement
+        return HTTP2Transport(configuration: configuration)
     }
 }

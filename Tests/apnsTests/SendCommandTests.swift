@@ -372,6 +372,21 @@ struct BenchCommandTests {
         #expect(result.stdout.contains("100 accepted, 0 failed"), "\(result)")
     }
 
+    @Test("bench --on-io-thread sends from tasks on the transport's thread and says so; with --batch it is refused")
+    func ioThreadBench() async throws {
+        let result = try await CLI.run(
+            ["bench", "--on-io-thread", "--in-process", "--count", "500", "--streams", "20", "--skip-h2load"],
+            timeout: .seconds(120)
+        )
+        #expect(result.status == 0, "\(result)")
+        let line = try #require(result.lines.first { $0.hasPrefix("swift-apns (tasks on the I/O thread): ") }, "\(result)")
+        #expect(line.contains("500 accepted, 0 failed"), "\(line)")
+        #expect(line.contains("p99"), "\(line)")
+        let refused = try await CLI.run(["bench", "--on-io-thread", "--batch", "--count", "10"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("--on-io-thread is for one send per notification"), "\(refused)")
+    }
+
     @Test("bench --batch sends with one batch call and reports throughput and CPU, no latency")
     func batchBench() async throws {
         let result = try await CLI.run(
