@@ -190,6 +190,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         case .exit:
             phase = .exited
             loop.detach(token)
+            pool.settings.threads.connectionEnded(on: loop)
             pool.threadExited(self)
         case .idle:
             loop.setDeadline(token, at: nil)

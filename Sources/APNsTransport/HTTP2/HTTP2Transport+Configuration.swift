@@ -123,7 +123,8 @@ extension HTTP2Transport {
         /// Which of the process's I/O threads (one per core) drive a transport's connections.
         public enum ThreadPlacement: Sendable, Hashable {
             /// Each new connection on the least loaded I/O thread, so that a transport's
-            /// connections use every core. The default.
+            /// connections use every core; one of them (the first) on the thread of
+            /// ``HTTP2Transport/taskExecutor``. The default.
             case spread
             /// Every connection of the transport on one I/O thread: the one
             /// ``HTTP2Transport/taskExecutor`` runs tasks on. A task that prefers that

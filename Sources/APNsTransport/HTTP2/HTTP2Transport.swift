@@ -108,8 +108,11 @@ public final class HTTP2Transport: PushTransport {
     /// The thread runs those tasks' nonisolated code between its I/O, so that code must
     /// not block (no synchronous file or database calls, no long computation): while it
     /// runs, the transport's connections on the thread are neither read nor written. With
-    /// ``Configuration/ThreadPlacement/spread`` (the default) the executor works too, but
-    /// a connection on another thread costs the same thread switches as any task.
+    /// ``Configuration/ThreadPlacement/spread`` (the default) the thread drives one of the
+    /// transport's connections (the first, or one that is up when the executor is first
+    /// asked for) and the others go to other threads: a one-connection transport shares
+    /// its thread with these tasks either way, while a send that goes to a connection on
+    /// another thread costs the same thread switches as any task.
     /// See <doc:SendingAtScale>.
     public var taskExecutor: (any TaskExecutor)? { threads.homeLoop() }
 

@@ -197,6 +197,64 @@ struct ConnectionThreadsTests {
     }
 }
 
+@Suite("A transport's home thread with the default placement")
+struct SpreadHomeTests {
+    @Test("spread: the first connection goes home; a second goes home only once the first has ended")
+    func firstConnectionGoesHome() throws {
+        let group = EventLoopGroup(threads: 3)
+        defer { group.stop() }
+        let other = ConnectionThreads(group: group, placement: .spread)
+        let busy = try #require(other.loopForNewConnection())  // another transport's connection
+        let threads = ConnectionThreads(group: group, placement: .spread)
+        let home = try #require(threads.homeLoop())
+        #expect(home !== busy)
+        let first = try #require(threads.loopForNewConnection())
+        #expect(first === home)
+        let second = try #require(threads.loopForNewConnection())
+        #expect(second !== home)  // least loaded: home has the first
+        threads.connectionEnded(on: first)
+        first.release()
+        let third = try #require(threads.loopForNewConnection())
+        #expect(third === home)
+        busy.release()
+    }
+
+    @Test("spread: a home chosen while connections are up is the loop of one of them")
+    func homeFollowsTheConnections() throws {
+        let group = EventLoopGroup(threads: 3)
+        defer { group.stop() }
+        let threads = ConnectionThreads(group: group, placement: .spread)
+        let connection = try #require(threads.loopForNewConnection())
+        let otherTransport = ConnectionThreads(group: group, placement: .spread)
+        _ = try #require(otherTransport.homeLoop())  // loads another loop
+        #expect(threads.homeLoop() === connection)
+    }
+
+    @Test("spread over socket pairs: one connection, and a task preferring the executor sends and is resumed on its thread")
+    func oneConnectionShared() async throws {
+        let server = SocketPairHTTP2Server()
+        let transport = makeTransport(server)
+        // A first request opens the connection before the executor is asked for.
+        _ = try await transport.send(devicePush(token: 0))
+        let loop = try #require(transport.taskExecutor as? EventLoop)
+        let connections = transport.pools.withLock { $0.pools.values.flatMap(\.connectionObjects) }
+        #expect(connections.count == 1)
+        #expect(connections.allSatisfy { $0.loop === loop })
+        let loopThread = await threadID(of: loop)
+        let request = try devicePush(token: 1)
+        let seen = await bounded { () async -> [UInt] in
+            await withTaskExecutorPreference(loop) {
+                let before = OSThread.currentID()
+                _ = try? await transport.send(request)
+                return [before, OSThread.currentID()]
+            }
+        }
+        await transport.shutdown()
+        await server.stop()
+        #expect(seen == [loopThread, loopThread])
+    }
+}
+
 @Suite("HTTP2Transport's task executor over socket pairs", .timeLimit(.minutes(1)))
 struct TransportTaskExecutorTests {
     @Test("taskExecutorThread: every connection runs on the executor's thread, and a send from a task preferring it starts and ends there")
