@@ -27,7 +27,8 @@
 //          task allocator's first slab (Floor.swift)
 // `APNS_BENCH_EXECUTOR=1` runs the tasks of `workers` and `tasks` on the transport's I/O
 // thread (`withTaskExecutorPreference(client.taskExecutor)`), with every connection on
-// that thread (`threadPlacement = .taskExecutorThread`).
+// that thread (`threadPlacement = .taskExecutorThread`); `APNS_BENCH_EXECUTOR=spread`
+// with the default placement instead.
 // `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
 // `APNS_BENCH_CA` (or `APNS_PERF_CA`, which `run-bench.sh` exports for the clients it
 // runs) names the CA certificate (PEM) to trust instead of the system's store.
@@ -108,7 +109,9 @@ var transportConfiguration = HTTP2Transport.Configuration(
     connectionCount: connections,
     maxQueuedRequests: max(10_000, window)
 )
-if onIOThread { transportConfiguration.threadPlacement = .taskExecutorThread }
+// `APNS_BENCH_EXECUTOR=spread` keeps the default placement (one connection on the
+// executor's thread, the others spread).
+if onIOThread, benchEnvironment["APNS_BENCH_EXECUTOR"] != "spread" { transportConfiguration.threadPlacement = .taskExecutorThread }
 let transport = HTTP2Transport(configuration: transportConfiguration)
 let tokens = try ProviderTokenCache(
     key: ProviderKey(contentsOfFile: arguments[3]),
