@@ -17,6 +17,9 @@
 //          "one send per notification from 100 tasks"; `MODE=single` means this mode)
 //   tasks  one `client.send(_:to:)` per notification, each in a child task of its own,
 //          CONC at a time (the caller also pays one task per notification)
+//   tasks-global  the tasks pattern with the group driven from the global executor, as
+//          in a server's request handler (SendModes.swift): in `tasks` it is driven
+//          from this file's top-level code, which runs on the main actor
 //   main   the workers pattern from CONC tasks isolated to the main actor (`Task { }` in
 //          top-level or @MainActor code): every send begins and ends on the main thread
 //   floor  the workers pattern with no SDK and no I/O: CONC tasks await N continuations
@@ -25,7 +28,7 @@
 //   floortasks  the tasks pattern with no SDK and no I/O: a child task per await, each
 //          awaiting a call with a small frame, or with APNS_BENCH_FRAME=large one past the
 //          task allocator's first slab (Floor.swift)
-// `APNS_BENCH_EXECUTOR=1` runs the tasks of `workers` and `tasks` on the transport's I/O
+// `APNS_BENCH_EXECUTOR=1` runs the tasks of `workers`, `tasks` and `tasks-global` on the transport's I/O
 // thread (`withTaskExecutorPreference(client.taskExecutor)`), with every connection on
 // that thread (`threadPlacement = .taskExecutorThread`); `APNS_BENCH_EXECUTOR=spread`
 // with the default placement instead.
@@ -175,6 +178,14 @@ case "tasks":
         }
         return accepted
     } }
+case "tasks-global":
+    ok = await sendFromTasks(
+        client: client,
+        notification: notification,
+        deviceTokens: deviceTokens,
+        window: window,
+        executor: onIOThread ? client.taskExecutor : nil
+    )
 case "workers":
     // CONC long-lived tasks, each sending one notification at a time: the caller's own
     // cost is one task for the whole run instead of one per notification.
