@@ -195,10 +195,7 @@ struct ConnectionThreadsTests {
         #expect(firstHome.load == 0)
         #expect(secondHome.load == 1)
     }
-}
 
-@Suite("A transport's home thread with the default placement")
-struct SpreadHomeTests {
     @Test("spread: the first connection goes home; a second goes home only once the first has ended")
     func firstConnectionGoesHome() throws {
         let group = EventLoopGroup(threads: 3)
