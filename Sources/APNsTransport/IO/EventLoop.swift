@@ -333,17 +333,20 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// the same turn.
     private func runJobsAndWakes() {
         inbox.withLock { inbox in
-            if inbox.jobs.isEmpty, inbox.tasks.isEmpty { return }
+            if inbox.jobs.isEmpty, inbox.woken.isEmpty, inbox.tasks.isEmpty { return }
             swap(&jobs, &inbox.jobs)
+            swap(&woken, &inbox.woken)
             swap(&tasks, &inbox.tasks)
         }
         for job in jobs { job() }
         jobs.removeAll(keepingCapacity: true)
         guard running else { return }
-        runTasks()
-        inbox.withLock { inbox in
-            if inbox.woken.isEmpty { return }
-            swap(&woken, &inbox.woken)
+        if runTasks() {
+            // The connections those tasks woke, in this turn (a second lock only then).
+            inbox.withLock { inbox in
+                woken.append(contentsOf: inbox.woken)
+                inbox.woken.removeAll(keepingCapacity: true)
+            }
         }
         for token in woken {
             entries[token]?.handler.handleEvent(readable: false, writable: false)
@@ -353,14 +356,17 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
 
     /// Runs the task jobs queued so far: from other threads first, then the loop's own
     /// (those a job queues now run in the next turn).
-    private func runTasks() {
-        guard !tasks.isEmpty || !localTasks.isEmpty else { return }
+    ///
+    /// - Returns: Whether any ran.
+    private func runTasks() -> Bool {
+        guard !tasks.isEmpty || !localTasks.isEmpty else { return false }
         let executor = asUnownedTaskExecutor()
         for job in tasks { job.runSynchronously(on: executor) }
         tasks.removeAll(keepingCapacity: true)
         swap(&runningTasks, &localTasks)
         for job in runningTasks { job.runSynchronously(on: executor) }
         runningTasks.removeAll(keepingCapacity: true)
+        return true
     }
 
     private func runDueTimers(now: UInt64) {
