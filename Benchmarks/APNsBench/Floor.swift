@@ -11,11 +11,18 @@ import Glibc
 #endif
 
 /// The other thread: takes every queued continuation in one turn and resumes it.
-final class FloorResumer: @unchecked Sendable {
+///
+/// It is also a task executor: with `APNS_BENCH_EXECUTOR` set, the awaiting tasks run on
+/// it (`withTaskExecutorPreference`), as senders on the transport's I/O thread do, and the
+/// continuations it resumes queue their tasks' jobs for its next turn: the floor of the
+/// `workers` way on the executor, with no thread switch.
+final class FloorResumer: TaskExecutor, @unchecked Sendable {
     // Guarded by `mutex`; the thread sleeps on `condition` while both are empty/false.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var queued: [UnsafeContinuation<Void, Never>] = []
+    private var queuedRequests: [FloorRequest] = []
+    private var jobs: [UnownedJob] = []
     private var sleeping = false
     private var stopped = false
 
@@ -34,20 +41,56 @@ final class FloorResumer: @unchecked Sendable {
         if wake { pthread_cond_signal(condition) }
     }
 
+    /// Queues `request` (its continuation set) for the next turn, as ``enqueue(_:)-(UnsafeContinuation<Void,Never>)``.
+    func enqueue(_ request: FloorRequest) {
+        pthread_mutex_lock(mutex)
+        queuedRequests.append(request)
+        let wake = sleeping
+        sleeping = false
+        pthread_mutex_unlock(mutex)
+        if wake { pthread_cond_signal(condition) }
+    }
+
+    /// Queues a task's job for the next turn (`TaskExecutor`).
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        pthread_mutex_lock(mutex)
+        jobs.append(unowned)
+        let wake = sleeping
+        sleeping = false
+        pthread_mutex_unlock(mutex)
+        if wake { pthread_cond_signal(condition) }
+    }
+
     /// The thread's body: turns until ``stop()``.
     func run() {
         var turn: [UnsafeContinuation<Void, Never>] = []
+        var requests: [FloorRequest] = []
+        var turnJobs: [UnownedJob] = []
+        let executor = asUnownedTaskExecutor()
         pthread_mutex_lock(mutex)
         while true {
-            while queued.isEmpty, !stopped {
+            while queued.isEmpty, queuedRequests.isEmpty, jobs.isEmpty, !stopped {
                 sleeping = true
                 pthread_cond_wait(condition, mutex)
             }
-            if queued.isEmpty { break }
+            if queued.isEmpty, queuedRequests.isEmpty, jobs.isEmpty { break }
             swap(&turn, &queued)
+            swap(&requests, &queuedRequests)
+            swap(&turnJobs, &jobs)
             pthread_mutex_unlock(mutex)
+            for job in turnJobs { job.runSynchronously(on: executor) }
+            turnJobs.removeAll(keepingCapacity: true)
             for continuation in turn { continuation.resume() }
             turn.removeAll(keepingCapacity: true)
+            for request in requests {
+                // Read, as a transport reads its request to answer it.
+                request.words[2] = request.parts.words[0] &+ request.more[0]
+                let continuation = request.continuation
+                request.continuation = nil
+                continuation?.resume()
+            }
+            requests.removeAll(keepingCapacity: true)
             pthread_mutex_lock(mutex)
         }
         pthread_mutex_unlock(mutex)
@@ -79,15 +122,76 @@ final class FloorResumer: @unchecked Sendable {
     }
 }
 
+/// What one awaited send keeps in memory besides its frames, in the `sdk` floor: about
+/// the size of the SDK's request and pending request (two objects of 24 words).
+final class FloorRequest: @unchecked Sendable {
+    var words = SIMD16<UInt64>(repeating: 1)
+    var more = SIMD8<UInt64>(repeating: 2)
+    var continuation: UnsafeContinuation<Void, Never>?
+    let parts: FloorParts
+    init(_ index: Int) { parts = FloorParts(index); words[0] = UInt64(truncatingIfNeeded: index) }
+}
+
+/// The request's second object (its storage, in the SDK).
+final class FloorParts: Sendable {
+    let words: SIMD16<UInt64>
+    let more: SIMD8<UInt64>
+    init(_ index: Int) { words = SIMD16(repeating: UInt64(truncatingIfNeeded: index)); more = SIMD8(repeating: 3) }
+}
+
+/// One await as the SDK's `send` makes it, with no transport: a frame of about 1,300
+/// bytes (as `APNsClient.send`'s), an inner call's frame, a cancellation handler, and a
+/// request of two objects that the resuming thread reads before it resumes the caller.
+@inline(never)
+func floorSDKSend(_ resumer: FloorResumer, _ index: Int) async -> Int {
+    var first = SIMD64<UInt64>(repeating: 1), second = SIMD64<UInt64>(repeating: 2), third = SIMD32<UInt64>(repeating: 3)
+    withUnsafeMutableBytes(of: &first) { floorTouch($0) }
+    withUnsafeMutableBytes(of: &second) { floorTouch($0) }
+    withUnsafeMutableBytes(of: &third) { floorTouch($0) }
+    let answer = await floorSDKTransportSend(resumer, FloorRequest(index))
+    withUnsafeMutableBytes(of: &first) { floorTouch($0) }
+    withUnsafeMutableBytes(of: &second) { floorTouch($0) }
+    withUnsafeMutableBytes(of: &third) { floorTouch($0) }
+    return answer &+ Int(first[0] &+ second[0] &+ third[0])
+}
+
+/// The transport's part of ``floorSDKSend(_:_:)``: the cancellation handler around the
+/// continuation, as `HTTP2Transport.send` has.
+@inline(never)
+func floorSDKTransportSend(_ resumer: FloorResumer, _ request: FloorRequest) async -> Int {
+    var words = SIMD32<UInt64>(repeating: 1)
+    withUnsafeMutableBytes(of: &words) { floorTouch($0) }
+    await withTaskCancellationHandler {
+        await withUnsafeContinuation { continuation in
+            request.continuation = continuation
+            resumer.enqueue(request)
+        }
+    } onCancel: {
+        request.words[1] = 0
+    }
+    withUnsafeMutableBytes(of: &words) { floorTouch($0) }
+    return Int(request.words[0] &+ request.parts.more[1] &+ words[1])
+}
+
 /// `count` awaits from `tasks` tasks, each resumed by one `FloorResumer` thread; returns
-/// how many completed (all of them).
-func runFloor(count: Int, tasks: Int) async -> Int {
+/// how many completed (all of them). With `sdk`, each await is ``floorSDKSend(_:_:)``.
+func runFloor(count: Int, tasks: Int, sdk: Bool = false, onResumer: Bool = false) async -> Int {
     let resumer = FloorResumer()
     guard resumer.start() else {
         printError("floor: could not start the resuming thread")
         return 0
     }
     defer { resumer.stop() }
+    if onResumer {
+        return await withTaskExecutorPreference(resumer) {
+            await runFloorWorkers(count: count, tasks: tasks, sdk: sdk, resumer: resumer)
+        }
+    }
+    return await runFloorWorkers(count: count, tasks: tasks, sdk: sdk, resumer: resumer)
+}
+
+/// The tasks of ``runFloor(count:tasks:sdk:onResumer:)``.
+func runFloorWorkers(count: Int, tasks: Int, sdk: Bool, resumer: FloorResumer) async -> Int {
     final class NextIndex: @unchecked Sendable {
         private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         private var value = 0
@@ -104,8 +208,14 @@ func runFloor(count: Int, tasks: Int) async -> Int {
         for _ in 0..<max(1, min(tasks, count)) {
             group.addTask {
                 var done = 0
-                while next.take() < count {
-                    await withUnsafeContinuation { resumer.enqueue($0) }
+                while true {
+                    let index = next.take()
+                    if index >= count { break }
+                    if sdk {
+                        _ = await floorSDKSend(resumer, index)
+                    } else {
+                        await withUnsafeContinuation { resumer.enqueue($0) }
+                    }
                     done += 1
                 }
                 return done

@@ -25,13 +25,16 @@
 //   floor  the workers pattern with no SDK and no I/O: CONC tasks await N continuations
 //          that one other thread resumes in turns (Floor.swift); what an awaited send
 //          costs before any transport work
+//          (with APNS_BENCH_FLOOR=sdk, each await as the SDK's: its frames' sizes, a
+//          cancellation handler, a request of two objects the other thread reads)
 //   floortasks  the tasks pattern with no SDK and no I/O: a child task per await, each
 //          awaiting a call with a small frame, or with APNS_BENCH_FRAME=large one past the
 //          task allocator's first slab (Floor.swift)
-// `APNS_BENCH_EXECUTOR=1` runs the tasks of `workers`, `tasks` and `tasks-global` on the transport's I/O
-// thread (`withTaskExecutorPreference(client.taskExecutor)`), with every connection on
-// that thread (`threadPlacement = .taskExecutorThread`); `APNS_BENCH_EXECUTOR=spread`
-// with the default placement instead.
+// `APNS_BENCH_EXECUTOR=1` runs the tasks of `workers`, `tasks` and `tasks-global` on the
+// transport's I/O thread (`withTaskExecutorPreference(client.taskExecutor)`), with every
+// connection on that thread (`threadPlacement = .taskExecutorThread`);
+// `APNS_BENCH_EXECUTOR=spread` with the default placement instead. It runs those of
+// `floor` on the floor's resuming thread, which is then their task executor.
 // `APNS_BENCH_CONNECTIONS` (or `CONNS`) sets the connection count (1 by default).
 // `APNS_BENCH_CA` (or `APNS_PERF_CA`, which `run-bench.sh` exports for the clients it
 // runs) names the CA certificate (PEM) to trust instead of the system's store.
@@ -231,7 +234,7 @@ case "main":
     }
     for worker in workers { ok += await worker.value }
 case "floor":
-    ok = await runFloor(count: count, tasks: window)
+    ok = await runFloor(count: count, tasks: window, sdk: benchEnvironment["APNS_BENCH_FLOOR"] == "sdk", onResumer: onIOThread)
 case "floortasks":
     ok = await runFloorTasks(count: count, tasks: window, largeFrame: benchEnvironment["APNS_BENCH_FRAME"] == "large")
 case "stream":
