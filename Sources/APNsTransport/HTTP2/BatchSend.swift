@@ -89,7 +89,10 @@ final class BatchSend: Sendable {
             return (state.slots.compactMap { $0 }, Self.takeContinuationIfDone(&state, count: count))
         }
         continuation?.resume()
-        for pending in inWindow { pending.cancel() }
+        for pending in inWindow where pending.cancel() {
+            // Still queued: the pool's next scan takes it out of the queue.
+            if case .success(let pool) = route(pending.request) { pool.queuedRequestFinished() }
+        }
     }
 
     /// After a cancelled batch resumed its caller: makes each request not made yet and

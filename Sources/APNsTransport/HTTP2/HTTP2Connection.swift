@@ -82,6 +82,9 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     @exclusivity(unchecked) private var liveness = HTTP2ConnectionLiveness(settings: .init(pingInterval: 0, pingTimeout: 0, connectTimeout: 0), now: 0)
     @exclusivity(unchecked) private var hadResponse = false
     @exclusivity(unchecked) private var nextDeadlineScan: UInt64 = 0
+    /// No request in flight has an earlier deadline (a lower bound), so the scan for
+    /// expired requests waits for it.
+    @exclusivity(unchecked) private var earliestInFlightDeadline = UInt64.max
     @exclusivity(unchecked) private var publishedFree = 0
     @exclusivity(unchecked) private var framesReported = 0
     @exclusivity(unchecked) private var goAwayDetail: String?
@@ -436,6 +439,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                     try machine.submit(pending.request)
                 }
                 if let streamID {
+                    earliestInFlightDeadline = inFlight.isEmpty ? pending.deadline : min(earliestInFlightDeadline, pending.deadline)
                     inFlight[streamID] = pending
                     sent += 1
                     submittedAny = true
@@ -648,11 +652,17 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         guard now >= nextDeadlineScan else { return }
         nextDeadlineScan = now + 10_000_000
         pool.expireQueued(now: now)
-        guard !inFlight.isEmpty else { return }
+        guard !inFlight.isEmpty, now >= earliestInFlightDeadline else { return }
         expired.removeAll(keepingCapacity: true)
-        for (streamID, pending) in inFlight where pending.deadline <= now {
-            expired.append((streamID, pending))
+        var earliest = UInt64.max
+        for (streamID, pending) in inFlight {
+            if pending.deadline <= now {
+                expired.append((streamID, pending))
+            } else {
+                earliest = min(earliest, pending.deadline)
+            }
         }
+        earliestInFlightDeadline = earliest
         for (streamID, pending) in expired {
             inFlight.removeValue(forKey: streamID)
             machine.cancelStream(streamID)

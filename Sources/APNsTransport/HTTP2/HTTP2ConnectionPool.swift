@@ -452,6 +452,12 @@ final class HTTP2ConnectionPool: Sendable {
         // (or exits): after the socket is closed, not before.
     }
 
+    /// A request of this pool finished while it may have been queued (cancelled): the
+    /// next scan takes it out of the queue.
+    func queuedRequestFinished() {
+        state.withLock { $0.machine.queuedRequestFinished() }
+    }
+
     /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.
     func expireQueued(now: UInt64) {
         let expired = state.withLock { $0.machine.expireQueued(now: now) }

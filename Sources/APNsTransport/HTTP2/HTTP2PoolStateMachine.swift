@@ -116,6 +116,11 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     private(set) var lastConnectStart: UInt64?
     private(set) var lastConnectError: APNsTransportError?
     private var lastQueueScan: UInt64 = 0
+    /// No queued request has an earlier deadline (a lower bound: the request that had it
+    /// may have left the queue since), so a scan before it would expire nothing.
+    private var earliestQueuedDeadline = UInt64.max
+    /// A queued request has finished (cancelled) since the last scan, which removes it.
+    private var finishedWhileQueued = false
     /// Connection threads started and not yet exited.
     private(set) var runningThreads = 0
     /// The transport's connection budget refused this pool a connection: open no more
@@ -181,6 +186,7 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
             // meets it, not only for the ones that were waiting for that attempt.
             return .fail(lastConnectError?.code == .tlsFailure ? .tlsFailure(detail) : .connectionFailed(detail))
         }
+        earliestQueuedDeadline = queue.isEmpty ? request.deadline : min(earliestQueuedDeadline, request.deadline)
         queue.append(request)
         var wakeups = chooseConnections(summary)
         if wakeups.isEmpty, let id = slots.firstIndex(where: { $0.isReady && $0.sleeping }) {
@@ -197,25 +203,39 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     /// the pool is shutting down (fail it), else the connections to wake.
     mutating func requeue(_ request: Request) -> Wakeups? {
         if shuttingDown { return nil }
+        earliestQueuedDeadline = queue.isEmpty ? request.deadline : min(earliestQueuedDeadline, request.deadline)
         queue.prepend(request)
         return chooseConnections(SlotSummary(slots))
     }
 
-    /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.
+    /// Fails queued requests whose deadline has passed; at most one scan per 10 ms, and
+    /// only when a queued deadline may have passed or a queued request has finished
+    /// (``queuedRequestFinished()``): a long queue is not walked every 10 ms for nothing.
     /// Returns the requests to expire (already-finished ones are dropped silently).
     mutating func expireQueued(now: UInt64) -> [Request] {
         guard now >= lastQueueScan + 10_000_000, !queue.isEmpty else { return [] }
+        guard now >= earliestQueuedDeadline || finishedWhileQueued else { return [] }
         lastQueueScan = now
+        finishedWhileQueued = false
         var expired: [Request] = []
+        var earliest = UInt64.max
         queue.retain { request in
             if request.isFinished { return false }
             if request.deadline <= now {
                 expired.append(request)
                 return false
             }
+            earliest = min(earliest, request.deadline)
             return true
         }
+        earliestQueuedDeadline = earliest
         return expired
+    }
+
+    /// A request may have finished while queued (its task was cancelled): the next scan
+    /// (``expireQueued(now:)``) takes it out, so that it no longer counts as waiting.
+    mutating func queuedRequestFinished() {
+        finishedWhileQueued = true
     }
 
     // MARK: Connections

@@ -262,7 +262,7 @@ public final class HTTP2Transport: PushTransport {
         } onCancel: {
             // A task cancelled already runs this first: the request fails before it is
             // queued, with `mayHaveReachedAPNs` false.
-            pending.cancel()
+            if pending.cancel() { pool.queuedRequestFinished() }
         }
         return try outcome.get()
     }

@@ -182,15 +182,24 @@ final class PendingRequest: Sendable {
 
     /// The calling task was cancelled: a queued request fails at once with
     /// `mayHaveReachedAPNs == false`; an in-flight one fails with `true` and its stream is reset.
-    func cancel() {
+    ///
+    /// - Returns: Whether the request was queued (it is still in the pool's queue).
+    @discardableResult
+    func cancel() -> Bool {
         let previous = finish { phase in
             if case .queued = phase {
                 return .failure(.cancelled(mayHaveReachedAPNs: false, "the task was cancelled before the request was sent"))
             }
             return .failure(.cancelled(mayHaveReachedAPNs: true, "the task was cancelled after the request was sent"))
         }
-        if case .inFlight(let connection, let streamID) = previous {
+        switch previous {
+        case .inFlight(let connection, let streamID):
             connection.requestReset(of: streamID, for: self)
+            return false
+        case .queued:
+            return true
+        case .finished, nil:
+            return false
         }
     }
 

@@ -5,13 +5,26 @@ import Testing
 private final class FakeRequest: PoolRequest {
     let name: String
     let isBatched: Bool
-    var isFinished = false
-    let deadline: UInt64
+    private var finished = false
+    private let fixedDeadline: UInt64
+    /// How many times the machine read ``isFinished`` or ``deadline`` (what a scan of
+    /// the queue costs per request).
+    private(set) var reads = 0
+
+    var isFinished: Bool {
+        get { reads += 1; return finished }
+        set { finished = newValue }
+    }
+
+    var deadline: UInt64 {
+        reads += 1
+        return fixedDeadline
+    }
 
     init(_ name: String, batched: Bool = false, deadline: UInt64 = .max) {
         self.name = name
         self.isBatched = batched
-        self.deadline = deadline
+        self.fixedDeadline = deadline
     }
 }
 
@@ -40,8 +53,8 @@ private let ms: UInt64 = 1_000_000
 
 /// A pool whose connection 0 is up with `freeStreams` streams and has taken the one
 /// request that opened it.
-private func connectedPool(freeStreams: Int) -> Machine {
-    var pool = machine()
+private func connectedPool(freeStreams: Int, maxQueued: Int = 100) -> Machine {
+    var pool = machine(maxQueued: maxQueued)
     _ = pool.enqueue(FakeRequest("opener"), now: 0)
     _ = pool.connectPermission(for: 0, now: 0, jitter: 0)
     _ = pool.connectSucceeded(0, freeStreams: freeStreams)
@@ -245,6 +258,59 @@ struct HTTP2PoolStateMachineTests {
         _ = pool.enqueue(next, now: 1_005 * ms)
         #expect(pool.expireQueued(now: 1_010 * ms).isEmpty)
         #expect(pool.expireQueued(now: 1_015 * ms).map(\.name) == ["next"])
+    }
+
+    @Test("a long queue is not walked every 10 ms before its earliest deadline")
+    func queueNotWalkedBeforeItsEarliestDeadline() {
+        var pool = machine(maxQueued: 10_000)
+        let requests = (0..<1_000).map { FakeRequest("r\($0)", deadline: 5_000 * ms + UInt64($0) * ms) }
+        for request in requests { _ = pool.enqueue(request, now: 0) }
+        let readsWhenQueued = requests.reduce(0) { $0 + $1.reads }
+        // The connection's timer asks every 10 ms for five seconds.
+        for tick in 1..<500 {
+            #expect(pool.expireQueued(now: UInt64(tick) * 10 * ms).isEmpty)
+        }
+        #expect(requests.reduce(0) { $0 + $1.reads } == readsWhenQueued)
+        #expect(pool.queuedCount == 1_000)
+        // The first deadline comes: one walk, which expires exactly those due.
+        #expect(pool.expireQueued(now: 5_009 * ms).map(\.name) == (0...9).map { "r\($0)" })
+        #expect(pool.queuedCount == 990)
+        // The walk found the next deadline (5,010 ms): nothing is walked before it.
+        let readsAfterWalk = requests.reduce(0) { $0 + $1.reads }
+        #expect(pool.expireQueued(now: 5_009 * ms + 10 * ms - 1).isEmpty)
+        #expect(requests.reduce(0) { $0 + $1.reads } == readsAfterWalk)
+        #expect(pool.expireQueued(now: 5_020 * ms).count == 11)
+    }
+
+    @Test("a request re-queued with an earlier deadline than the queue's expires on time")
+    func requeuedEarlierDeadlineExpires() {
+        var pool = machine()
+        _ = pool.enqueue(FakeRequest("late", deadline: 5_000 * ms), now: 0)
+        #expect(pool.expireQueued(now: 20 * ms).isEmpty)
+        // Refused by the server and back at the head of the queue, due sooner.
+        #expect(pool.requeue(FakeRequest("refused", deadline: 100 * ms)) != nil)
+        #expect(pool.expireQueued(now: 90 * ms).isEmpty)
+        #expect(pool.expireQueued(now: 110 * ms).map(\.name) == ["refused"])
+        #expect(pool.queuedCount == 1)
+    }
+
+    @Test("a queued request cancelled before any deadline leaves the queue at the next scan")
+    func cancelledQueuedRequestLeavesTheQueue() {
+        // Up, its one stream taken by the request that opened it.
+        var pool = connectedPool(freeStreams: 1, maxQueued: 2)
+        let first = FakeRequest("first", deadline: 60_000 * ms)
+        let second = FakeRequest("second", deadline: 60_000 * ms)
+        _ = pool.enqueue(first, now: 0)
+        _ = pool.enqueue(second, now: 0)
+        #expect(pool.waitingRequests == 2)
+        #expect(failure(pool.enqueue(FakeRequest("third"), now: 0))?.code == .queueFull)
+        // The second's task is cancelled: the transport tells the machine.
+        second.isFinished = true
+        pool.queuedRequestFinished()
+        #expect(pool.expireQueued(now: 20 * ms).isEmpty)
+        #expect(pool.queuedCount == 1)
+        #expect(pool.waitingRequests == 1)
+        #expect(queued(pool.enqueue(FakeRequest("third"), now: 20 * ms)) != nil)
     }
 }
 

@@ -86,7 +86,7 @@ extension Result where Success == APNsResponse, Failure == APNsTransportError {
     }
 }
 
-@Suite("HTTP2Transport pool and I/O shell over socket pairs")
+@Suite("HTTP2Transport pool and I/O shell over socket pairs", .timeLimit(.minutes(1)))
 struct HTTP2TransportPoolTests {
     @Test("1,000 requests on one connection: the limit rises from 1, every request answered once", arguments: [1, 4])
     func manyRequests(connections: Int) async throws {
