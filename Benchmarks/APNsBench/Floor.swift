@@ -33,29 +33,24 @@ final class FloorResumer: TaskExecutor, @unchecked Sendable {
 
     /// Queues `continuation` for the next turn, waking the thread if it sleeps.
     func enqueue(_ continuation: UnsafeContinuation<Void, Never>) {
-        pthread_mutex_lock(mutex)
-        queued.append(continuation)
-        let wake = sleeping
-        sleeping = false
-        pthread_mutex_unlock(mutex)
-        if wake { pthread_cond_signal(condition) }
+        queue { $0.queued.append(continuation) }
     }
 
-    /// Queues `request` (its continuation set) for the next turn, as ``enqueue(_:)-(UnsafeContinuation<Void,Never>)``.
+    /// Queues `request` (its continuation set) for the next turn.
     func enqueue(_ request: FloorRequest) {
-        pthread_mutex_lock(mutex)
-        queuedRequests.append(request)
-        let wake = sleeping
-        sleeping = false
-        pthread_mutex_unlock(mutex)
-        if wake { pthread_cond_signal(condition) }
+        queue { $0.queuedRequests.append(request) }
     }
 
     /// Queues a task's job for the next turn (`TaskExecutor`).
     func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
+        queue { $0.jobs.append(unowned) }
+    }
+
+    /// Runs `add` under the lock, then wakes the thread if it sleeps.
+    private func queue(_ add: (FloorResumer) -> Void) {
         pthread_mutex_lock(mutex)
-        jobs.append(unowned)
+        add(self)
         let wake = sleeping
         sleeping = false
         pthread_mutex_unlock(mutex)
