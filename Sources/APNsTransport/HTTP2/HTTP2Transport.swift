@@ -262,9 +262,16 @@ public final class HTTP2Transport: PushTransport {
         } onCancel: {
             // A task cancelled already runs this first: the request fails before it is
             // queued, with `mayHaveReachedAPNs` false.
-            if pending.cancel() { pool.queuedRequestFinished() }
+            if pending.cancel() { self.queuedRequestCancelled() }
         }
         return try outcome.get()
+    }
+
+    /// A request was cancelled while queued: every pool's next scan looks for it (the
+    /// request may have been handed to another pool of its credential, see
+    /// ``HTTP2ConnectionPool/redirect``). Cancellation is rare; pools are few.
+    private func queuedRequestCancelled() {
+        for pool in pools.withLock({ Array($0.pools.values) }) { pool.queuedRequestFinished() }
     }
 
     /// Sends many requests from the I/O threads: each finished request hands its

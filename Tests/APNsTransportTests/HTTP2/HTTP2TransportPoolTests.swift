@@ -287,6 +287,51 @@ struct HTTP2TransportPoolTests {
         #expect(full.allSatisfy { !$0.mayHaveReachedAPNs })
     }
 
+    @Test("queued sends that are cancelled give their places in maxQueuedRequests back at once")
+    func cancelledQueuedSendsFreeTheirPlaces() async throws {
+        let server = SocketPairHTTP2Server(.silent(streams: 1))
+        let transport = makeTransport(server) {
+            $0.maxQueuedRequests = 2
+            $0.shutdownGracePeriod = .milliseconds(50)
+        }
+        func sending(_ request: APNsRequest) -> Task<APNsTransportError?, Never> {
+            Task {
+                do throws(APNsTransportError) {
+                    _ = try await transport.send(request)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
+        func outcome(_ request: APNsRequest) async -> APNsTransportError? {
+            await sending(request).value
+        }
+        // One request holds the only stream; two wait behind it, due in two minutes.
+        let holder = sending(try devicePush(token: 1, timeout: .seconds(120)))
+        for _ in 0..<400 where transport.statistics.requestsSent < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        let waiters = try [2, 3].map { sending(try devicePush(token: $0, timeout: .seconds(120))) }
+        for _ in 0..<400 where transport.waitingRequests < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(transport.waitingRequests == 2)
+        #expect(await outcome(try devicePush(token: 4, timeout: .milliseconds(300)))?.code == .queueFull)
+        for waiter in waiters { waiter.cancel() }
+        for waiter in waiters {
+            let error = await waiter.value
+            #expect(error?.code == .cancelled)
+            #expect(error?.mayHaveReachedAPNs == false)
+        }
+        // Their places come back within the pool's 10 ms watch, long before their deadlines.
+        for _ in 0..<400 where transport.waitingRequests > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(transport.waitingRequests == 0)
+        let next = await outcome(try devicePush(token: 5, timeout: .milliseconds(300)))
+        #expect(next?.code == .timeout)
+        #expect(next?.mayHaveReachedAPNs == false)
+        holder.cancel()
+        #expect(await holder.value?.code == .cancelled)
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test("cancelling the calling task resets the stream and throws cancelled")
     func cancellation() async throws {
         var behaviour = SocketPairHTTP2Server.Behaviour()
