@@ -186,7 +186,7 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
             // meets it, not only for the ones that were waiting for that attempt.
             return .fail(lastConnectError?.code == .tlsFailure ? .tlsFailure(detail) : .connectionFailed(detail))
         }
-        earliestQueuedDeadline = queue.isEmpty ? request.deadline : min(earliestQueuedDeadline, request.deadline)
+        noteQueued(request.deadline)
         queue.append(request)
         var wakeups = chooseConnections(summary)
         if wakeups.isEmpty, let id = slots.firstIndex(where: { $0.isReady && $0.sleeping }) {
@@ -203,7 +203,7 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     /// the pool is shutting down (fail it), else the connections to wake.
     mutating func requeue(_ request: Request) -> Wakeups? {
         if shuttingDown { return nil }
-        earliestQueuedDeadline = queue.isEmpty ? request.deadline : min(earliestQueuedDeadline, request.deadline)
+        noteQueued(request.deadline)
         queue.prepend(request)
         return chooseConnections(SlotSummary(slots))
     }
@@ -230,6 +230,11 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         }
         earliestQueuedDeadline = earliest
         return expired
+    }
+
+    /// Lowers the bound of the queue's deadlines for a request about to join it.
+    private mutating func noteQueued(_ deadline: UInt64) {
+        earliestQueuedDeadline = queue.isEmpty ? deadline : min(earliestQueuedDeadline, deadline)
     }
 
     /// A request may have finished while queued (its task was cancelled): the next scan
