@@ -44,3 +44,38 @@ func sendFromTasks(
         }
     }
 }
+
+/// The `feed` mode: the streamed batch, called from a function that is not isolated to
+/// the main actor (as a server's handler would call it), so the sequence is read on the
+/// global executor.
+func sendFeed(client: APNsClient, notification: PushNotification, deviceTokens: [DeviceToken], window: Int) async -> Int {
+    await client.send(notification, to: TokenCursor(tokens: deviceTokens), maxConcurrency: window) { _, _ in }.accepted
+}
+
+/// The device tokens as an `AsyncSequence` that hands them out one by one, as a database
+/// cursor or a queue consumer would (the `feed` mode). Its iterator reads where it is
+/// called (`next(isolation:)`), as the standard library's sequences do.
+struct TokenCursor: AsyncSequence, Sendable {
+    let tokens: [DeviceToken]
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let tokens: [DeviceToken]
+        var next = 0
+
+        mutating func next() async -> DeviceToken? {
+            take()
+        }
+
+        mutating func next(isolation actor: isolated (any Actor)?) async -> DeviceToken? {
+            take()
+        }
+
+        private mutating func take() -> DeviceToken? {
+            guard next < tokens.count else { return nil }
+            defer { next += 1 }
+            return tokens[next]
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(tokens: tokens) }
+}

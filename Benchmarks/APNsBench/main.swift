@@ -12,6 +12,9 @@
 // `APNS_BENCH_MODE` chooses how it sends:
 //   batch  (default) one `client.send(_:to:maxConcurrency:)` call, outcomes collected
 //   stream one `client.send(_:to:maxConcurrency:onOutcome:)` call, outcomes counted
+//   feed   the streamed batch: one `client.send(_:to:maxConcurrency:onOutcome:)` call
+//          whose tokens come from an `AsyncSequence` read as the window frees room (a
+//          cursor over the tokens, as a database cursor or a queue consumer would give them)
 //   workers one `client.send(_:to:)` per notification from CONC long-lived tasks, each
 //          sending its next notification when the last one's outcome is in (the issue's
 //          "one send per notification from 100 tasks"; `MODE=single` means this mode)
@@ -237,6 +240,8 @@ case "floor":
     ok = await runFloor(count: count, tasks: window, sdk: benchEnvironment["APNS_BENCH_FLOOR"] == "sdk", onResumer: onIOThread)
 case "floortasks":
     ok = await runFloorTasks(count: count, tasks: window, largeFrame: benchEnvironment["APNS_BENCH_FRAME"] == "large")
+case "feed":
+    ok = await sendFeed(client: client, notification: notification, deviceTokens: deviceTokens, window: window)
 case "stream":
     let summary = await client.send(notification, to: deviceTokens, maxConcurrency: window) { _, _ in }
     ok = summary.accepted

@@ -213,82 +213,28 @@ extension APNsClient {
             count: deviceTokens.count,
             maxConcurrency: width,
             makeRequest: { index in
-                let deviceToken = deviceTokens[index]
-                do throws(APNsError) {
-                    if let mismatch = self.environmentMismatch { throw .invalid(mismatch) }
-                    let (prepared, fixedID) = try notification(index).mapError { APNsError.invalid($0) }.get()
-                    let providerToken = try self.currentProviderToken(log: { failure in
-                        if self.conditions.begins("provider-token") {
-                            logger.warning("no provider token (logged once until a notification is accepted)", metadata: ["apns.error": "\(failure)"])
-                        } else {
-                            logger.debug("no provider token", metadata: ["apns.error": "\(failure)"])
-                        }
-                    })
-                    let apnsID = fixedID ?? .random()
-                    pass.started(index, apnsID: apnsID)
-                    let request: APNsRequest
-                    do throws(APNsRequestError) {
-                        request = try prepared.request(
-                            to: deviceToken,
-                            apnsID: apnsID,
-                            environment: environment,
-                            providerToken: providerToken,
-                            timeout: timeout
-                        )
-                    } catch {
-                        logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
-                        throw .invalid(error)
-                    }
-                    if logger.logLevel <= .trace {
-                        logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
-                    }
-                    return self.presentingClientCertificate(request)
-                } catch {
-                    pass.finish(index, .failure(error))
-                    return nil
-                }
+                self.firstRequest(
+                    index,
+                    to: deviceTokens[index],
+                    pushType: pass.pushType(index),
+                    notification: notification(index),
+                    pass: pass,
+                    environment: environment,
+                    timeout: timeout,
+                    logger: logger
+                )
             },
             onResult: { index, request, result in
-                if case .success(let response) = result, let accepted = APNsAccepted(response: response, request: request) {
-                    if logger.logLevel <= .debug {
-                        logger.debug(
-                            "notification accepted",
-                            metadata: Self.metadata(accepted.apnsID ?? request.apnsID, deviceTokens[index], ["apns.attempt": "1"])
-                        )
-                    }
-                    self.conditions.endAll()
-                    pass.finish(index, .success(accepted))
-                } else {
-                    let error: APNsError
-                    switch result {
-                    case .success(let response):
-                        error = .rejected(
-                            Self.rejection(of: response, to: request, apnsID: request.apnsID, deviceToken: deviceTokens[index])
-                        )
-                    case .failure(let failure):
-                        error = .failed(failure)
-                    }
-                    // The same state machine as every other send decides; the provider
-                    // token travels with the request, typed.
-                    var delivery = Delivery(retryPolicy: self.retryPolicy)
-                    let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: self.jitter())
-                    switch decision {
-                    case .fail(let final):
-                        // Final already (Unregistered, BadDeviceToken, a failure the policy
-                        // does not retry): the outcome now, nothing kept for a second pass.
-                        self.logEnding(final, of: "notification", attempt: 1, logger: logger) {
-                            Self.metadata(request.apnsID, deviceTokens[index], [:])
-                        }
-                        pass.finish(index, .failure(final))
-                    default:
-                        if case .refreshProviderToken(let expired) = decision, let source = self.tokenSource {
-                            // At once, not in the second pass: the requests made from now on
-                            // carry a new token instead of meeting the same refusal.
-                            source.invalidate(expired)
-                        }
-                        pass.continueLater(index, Resumption(delivery: delivery, decision: decision), apnsID: request.apnsID)
-                    }
-                }
+                let resumption = self.firstResult(
+                    index,
+                    request,
+                    result,
+                    deviceToken: deviceTokens[index],
+                    pushType: pass.pushType(index),
+                    pass: pass,
+                    logger: logger
+                )
+                if let resumption { pass.continueLater(index, resumption, apnsID: request.apnsID) }
             }
         )
         // Second pass: rejections, failures and retries, through the attempt loop.
@@ -334,6 +280,110 @@ extension APNsClient {
                     "apns.rejected": "\(summary.rejected)", "apns.failed": "\(summary.failed)",
                 ]
             )
+        }
+    }
+
+    /// The request of a batch's first attempt for `index`, or `nil` when it cannot be
+    /// made (the notification or the provider token is invalid: the index's outcome is
+    /// given to `pass` here). Runs on the transport's threads.
+    @inline(__always)
+    func firstRequest(
+        _ index: Int,
+        to deviceToken: DeviceToken,
+        pushType: PushType,
+        notification: @autoclosure () -> Result<(PushNotification.Prepared, APNsID?), APNsRequestError>,
+        pass: BatchPass,
+        environment: APNsEnvironment,
+        timeout: Duration,
+        logger: Logger
+    ) -> APNsRequest? {
+        do throws(APNsError) {
+            if let mismatch = environmentMismatch { throw .invalid(mismatch) }
+            let (prepared, fixedID) = try notification().mapError { APNsError.invalid($0) }.get()
+            let providerToken = try currentProviderToken(log: { failure in
+                if conditions.begins("provider-token") {
+                    logger.warning("no provider token (logged once until a notification is accepted)", metadata: ["apns.error": "\(failure)"])
+                } else {
+                    logger.debug("no provider token", metadata: ["apns.error": "\(failure)"])
+                }
+            })
+            let apnsID = fixedID ?? .random()
+            pass.started(index, apnsID: apnsID, pushType: pushType)
+            let request: APNsRequest
+            do throws(APNsRequestError) {
+                request = try prepared.request(
+                    to: deviceToken,
+                    apnsID: apnsID,
+                    environment: environment,
+                    providerToken: providerToken,
+                    timeout: timeout
+                )
+            } catch {
+                logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
+                throw .invalid(error)
+            }
+            if logger.logLevel <= .trace {
+                logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
+            }
+            return presentingClientCertificate(request)
+        } catch {
+            pass.finish(index, .failure(error), deviceToken: deviceToken, pushType: pushType)
+            return nil
+        }
+    }
+
+    /// Handles the answer to a batch's first attempt for `index`: an acceptance or a final
+    /// error is the index's outcome, given to `pass`; anything the ``Delivery`` state
+    /// machine goes on with (a retry, a new provider token) is returned, for the attempt
+    /// loop. Runs on the transport's threads.
+    @inline(__always)
+    func firstResult(
+        _ index: Int,
+        _ request: APNsRequest,
+        _ result: Result<APNsResponse, APNsTransportError>,
+        deviceToken: DeviceToken,
+        pushType: PushType,
+        pass: BatchPass,
+        logger: Logger
+    ) -> Resumption? {
+        if case .success(let response) = result, let accepted = APNsAccepted(response: response, request: request) {
+            if logger.logLevel <= .debug {
+                logger.debug(
+                    "notification accepted",
+                    metadata: Self.metadata(accepted.apnsID ?? request.apnsID, deviceToken, ["apns.attempt": "1"])
+                )
+            }
+            conditions.endAll()
+            pass.finish(index, .success(accepted), deviceToken: deviceToken, pushType: pushType)
+            return nil
+        }
+        let error: APNsError
+        switch result {
+        case .success(let response):
+            error = .rejected(Self.rejection(of: response, to: request, apnsID: request.apnsID, deviceToken: deviceToken))
+        case .failure(let failure):
+            error = .failed(failure)
+        }
+        // The same state machine as every other send decides; the provider token travels
+        // with the request, typed.
+        var delivery = Delivery(retryPolicy: retryPolicy)
+        let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: jitter())
+        switch decision {
+        case .fail(let final):
+            // Final already (Unregistered, BadDeviceToken, a failure the policy does not
+            // retry): the outcome now, nothing kept for later.
+            logEnding(final, of: "notification", attempt: 1, logger: logger) {
+                Self.metadata(request.apnsID, deviceToken, [:])
+            }
+            pass.finish(index, .failure(final), deviceToken: deviceToken, pushType: pushType)
+            return nil
+        default:
+            if case .refreshProviderToken(let expired) = decision, let source = tokenSource {
+                // At once, not later: the requests made from now on carry a new token
+                // instead of meeting the same refusal.
+                source.invalidate(expired)
+            }
+            return Resumption(delivery: delivery, decision: decision)
         }
     }
 }

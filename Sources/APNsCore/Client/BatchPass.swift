@@ -24,7 +24,7 @@ final class BatchPass: @unchecked Sendable {
 
     /// Counts each outcome (``ClientMetrics``), with the push type of its index.
     private let metrics: ClientMetrics
-    private let pushType: @Sendable (Int) -> PushType
+    let pushType: @Sendable (Int) -> PushType
     /// The spans of the notifications in flight, by index, when tracing is on.
     private let tracing: ClientTracing?
     /// Whether ``tracing`` is set: tested per notification without copying the optional
@@ -54,6 +54,20 @@ final class BatchPass: @unchecked Sendable {
         outcomes.initialize(repeating: nil)
     }
 
+    /// A pass over a stream of deliveries, whose count is not known: each outcome goes to
+    /// `onOutcome`, and each call names its device token and push type (see
+    /// ``finish(_:_:deviceToken:pushType:)``).
+    init(streamingWith metrics: ClientMetrics, tracing: ClientTracing, onOutcome: @escaping @Sendable (Int, APNsOutcome) -> Void) {
+        self.deviceTokens = []
+        self.metrics = metrics
+        self.tracing = tracing.isEnabled ? tracing : nil
+        self.isTracing = tracing.isEnabled
+        self.batchSpan = tracing.startBatch(count: nil)
+        self.pushType = { _ in .alert }  // unused: every call names its push type
+        self.onOutcome = onOutcome
+        outcomes = .allocate(capacity: 0)
+    }
+
     /// How many outcomes were acceptances, rejections and failures (every other error).
     var summary: APNsBatchSummary {
         APNsBatchSummary(
@@ -70,10 +84,16 @@ final class BatchPass: @unchecked Sendable {
 
     /// Records the final outcome of `index`, or hands it to `onOutcome`.
     func finish(_ index: Int, _ outcome: consuming Result<APNsAccepted, APNsError>) {
-        metrics.finished(pushType(index), outcome)
+        finish(index, outcome, deviceToken: deviceTokens[index], pushType: pushType(index))
+    }
+
+    /// Records the final outcome of `index`, whose device token and push type are given
+    /// (a streamed pass keeps neither), or hands it to `onOutcome`.
+    func finish(_ index: Int, _ outcome: consuming Result<APNsAccepted, APNsError>, deviceToken: DeviceToken, pushType: PushType) {
+        metrics.finished(pushType, outcome)
         if isTracing, let tracing {
             let span = spans.withLock { $0.removeValue(forKey: index) }
-                ?? tracing.startNotification(pushType(index), apnsID: nil, parent: batchSpan?.context)
+                ?? tracing.startNotification(pushType, apnsID: nil, parent: batchSpan?.context)
             tracing.end(span, outcome, attempts: nil)
         }
         switch outcome {
@@ -82,7 +102,7 @@ final class BatchPass: @unchecked Sendable {
         case .failure: failed.add(1, ordering: .relaxed)
         }
         if let onOutcome {
-            onOutcome(index, APNsOutcome(deviceToken: deviceTokens[index], result: outcome))
+            onOutcome(index, APNsOutcome(deviceToken: deviceToken, result: outcome))
         } else {
             outcomes[index] = outcome
         }
@@ -90,8 +110,14 @@ final class BatchPass: @unchecked Sendable {
 
     /// Starts the span of `index`'s notification (tracing on), under the batch's span.
     func started(_ index: Int, apnsID: APNsID?) {
+        guard isTracing else { return }
+        started(index, apnsID: apnsID, pushType: pushType(index))
+    }
+
+    /// Starts the span of `index`'s notification, of `pushType` (tracing on).
+    func started(_ index: Int, apnsID: APNsID?, pushType: PushType) {
         guard isTracing, let tracing else { return }
-        if let span = tracing.startNotification(pushType(index), apnsID: apnsID, parent: batchSpan?.context) {
+        if let span = tracing.startNotification(pushType, apnsID: apnsID, parent: batchSpan?.context) {
             spans.withLock { $0[index] = span }
         }
     }

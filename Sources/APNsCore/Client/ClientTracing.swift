@@ -65,10 +65,10 @@ struct ClientTracing: Sendable {
     }
 
     /// A batch's span, child of the caller's context.
-    func startBatch(count: Int) -> (any Span)? {
+    func startBatch(count: Int?) -> (any Span)? {
         guard isEnabled else { return nil }
         let span = tracer.startSpan("APNs batch", context: ServiceContext.current ?? .topLevel, ofKind: .client)
-        span.attributes["apns.batch.count"] = count
+        if let count { span.attributes["apns.batch.count"] = count }
         return span
     }
 

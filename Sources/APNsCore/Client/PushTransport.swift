@@ -66,6 +66,26 @@ public protocol PushTransport: Sendable {
         onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
     ) async
 
+    /// An open-ended batch: the contract of
+    /// ``sendBatch(count:maxConcurrency:makeRequest:onResult:)`` for the indices `feed`
+    /// supplies while the batch runs (see ``RequestFeed``):
+    /// - `makeRequest` is called once per supplied index, in order, one call at a time,
+    ///   when the window has room;
+    /// - the method returns once the feed is closed and the last `onResult` call for a
+    ///   supplied index has returned;
+    /// - if the task is cancelled, the batch seals the feed (``RequestFeed/seal()``), and
+    ///   every index supplied until then still gets its one result (`cancelled` if it was
+    ///   not sent); an index supplied later is never made.
+    ///
+    /// The default implementation, like the default fixed-size batch, runs a child task
+    /// per request.
+    func sendBatch(
+        feed: RequestFeed,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) async
+
     /// Stops accepting requests, lets the ones in flight finish or fail, and releases
     /// connections. Calling it again has no further effect.
     func shutdown() async
@@ -126,6 +146,61 @@ extension PushTransport {
             while await group.next() != nil {
                 _ = startNext()
             }
+        }
+    }
+
+    /// The default open-ended batch: a sliding window of at most `maxConcurrency` child
+    /// tasks, each calling ``send(_:)``, started as `feed` supplies indices; see the
+    /// requirement for the contract it keeps.
+    public func sendBatch(
+        feed: RequestFeed,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) async {
+        let width = max(1, maxConcurrency)
+        let signal = FeedSignal()
+        feed.attach(wake: { signal.raise() })
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            var running = 0
+            while !Task.isCancelled {
+                let supplied = feed.snapshot()
+                if next < supplied.available {
+                    if running == width {
+                        await group.next()
+                        running -= 1
+                        continue
+                    }
+                    let index = next
+                    next += 1
+                    guard let request = makeRequest(index) else { continue }
+                    group.addTask {
+                        let result: Result<APNsResponse, APNsTransportError>
+                        do throws(APNsTransportError) {
+                            result = .success(try await self.send(request))
+                        } catch {
+                            result = .failure(error)
+                        }
+                        onResult(index, request, result)
+                    }
+                    running += 1
+                } else if supplied.closed {
+                    break
+                } else if feed.waitForSupply(after: supplied) {
+                    await signal.wait()
+                }
+            }
+            // Cancelled: what was supplied and not made gets its result without being sent.
+            // (After a normal end the feed is closed and everything was made.)
+            let end = feed.seal()
+            while next < end {
+                let index = next
+                next += 1
+                guard let request = makeRequest(index) else { continue }
+                onResult(index, request, .failure(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent")))
+            }
+            await group.waitForAll()
         }
     }
 

@@ -293,3 +293,23 @@ extension PushNotification.Body {
         }
     }
 }
+
+extension PushNotification.Prepared {
+    /// The notification a device push was made from, to send it again (a streamed
+    /// batch's retry: the stream keeps no notification): its fixed headers and body,
+    /// shared with `request`. `nil` for a request that is not a device push.
+    init?(resending request: APNsRequest) {
+        guard let push = request.storage.devicePush, let pushType = request.devicePushType else { return nil }
+        self.init(pushType: pushType, fixedHeaders: push.fixedHeaders, body: request.body)
+    }
+}
+
+extension APNsRequest {
+    /// The `apns-push-type` of a device push (`nil` for any other request): the second of
+    /// its fixed headers, as ``PushNotification/Prepared`` orders them.
+    var devicePushType: PushType? {
+        guard let fixed = storage.devicePush?.fixedHeaders else { return nil }
+        if fixed.count > 1, fixed[1].name == "apns-push-type" { return PushType(rawValue: fixed[1].value) }
+        return fixed.first(where: { $0.name == "apns-push-type" }).map { PushType(rawValue: $0.value) }
+    }
+}

@@ -18,6 +18,14 @@ import Synchronization
 /// time and in index order, and a request that fails at once (shutdown, say) while being
 /// enqueued does not recurse into the pump.
 ///
+/// **Open-ended batches.** With a ``RequestFeed``, the indices come while the batch runs:
+/// the pump makes what was supplied and, when it runs out with room in the window, asks
+/// the feed to wake it (``RequestFeed/waitForSupply(after:)``) and stops; the producer's
+/// next ``RequestFeed/supply(upTo:)`` (or ``RequestFeed/close()``) pumps again. The
+/// request is asked for under the lock that decides who pumps, so a supply cannot fall
+/// between a pump's last look and its stop. The batch is over when the feed is closed and
+/// every supplied index has its result.
+///
 /// **Cancellation.** ``cancel()`` stops the pump and cancels every request in the window
 /// (each fails with `cancelled`, reset if it was sent). Once the window is empty the caller
 /// is resumed, and ``failUnmade()``, on the caller's task, makes the requests not made yet,
@@ -39,7 +47,10 @@ final class BatchSend: Sendable {
         var freeSlots: [Int]
     }
 
+    /// How many requests, for a batch of a fixed size (`Int.max` with a feed).
     private let count: Int
+    /// Where the indices come from, for an open-ended batch.
+    private let feed: RequestFeed?
     private let window: Int
     private let makeRequest: @Sendable (Int) -> APNsRequest?
     private let onResult: @Sendable (Int, APNsRequest, Result) -> Void
@@ -51,14 +62,16 @@ final class BatchSend: Sendable {
 
     init(
         count: Int,
+        feed: RequestFeed? = nil,
         window: Int,
         route: @escaping @Sendable (APNsRequest) -> Swift.Result<HTTP2ConnectionPool, APNsTransportError>,
         fallbackStatistics: StatisticsBox,
         makeRequest: @escaping @Sendable (Int) -> APNsRequest?,
         onResult: @escaping @Sendable (Int, APNsRequest, Result) -> Void
     ) {
-        self.count = count
-        self.window = max(1, min(window, count))
+        self.count = feed == nil ? count : .max
+        self.feed = feed
+        self.window = max(1, min(window, self.count))
         self.makeRequest = makeRequest
         self.onResult = onResult
         self.route = route
@@ -70,8 +83,9 @@ final class BatchSend: Sendable {
     /// Starts the batch; `continuation` is resumed after the last result was handed over,
     /// or, if the batch is cancelled, once the window is empty (see ``failUnmade()``).
     func start(_ continuation: UnsafeContinuation<Void, Never>) {
+        feed?.attach(wake: { [weak self] in self?.pump() })
         let finished = state.withLock { state -> Bool in
-            if count == 0 { return true }
+            if feed == nil, count == 0 { return true }
             state.continuation = continuation
             return false
         }
@@ -86,7 +100,7 @@ final class BatchSend: Sendable {
     func cancel() {
         let (inWindow, continuation): ([PendingRequest], UnsafeContinuation<Void, Never>?) = state.withLock { state in
             state.cancelled = true
-            return (state.slots.compactMap { $0 }, Self.takeContinuationIfDone(&state, count: count))
+            return (state.slots.compactMap { $0 }, takeContinuationIfDone(&state))
         }
         continuation?.resume()
         for pending in inWindow where pending.cancel() {
@@ -99,9 +113,11 @@ final class BatchSend: Sendable {
     /// hands it over failed with `cancelled` (`mayHaveReachedAPNs == false`), in order.
     /// Called on the caller's task, when no pump runs any more.
     func failUnmade() {
+        // A feed is sealed: what it supplied until now is owed a result; nothing after.
+        let end = feed?.seal() ?? count
         let unmade: Range<Int> = state.withLock { state in
-            defer { state.next = count }
-            return state.next..<count
+            defer { state.next = end }
+            return state.next..<max(state.next, end)
         }
         for index in unmade {
             guard let request = makeRequest(index) else { continue }
@@ -110,12 +126,34 @@ final class BatchSend: Sendable {
     }
 
     /// The caller's continuation, taken, when the batch has nothing left to do on other
-    /// threads: nothing in the window, no pump running, and every request made (or the
-    /// batch cancelled). Called under the lock.
-    private static func takeContinuationIfDone(_ state: inout State, count: Int) -> UnsafeContinuation<Void, Never>? {
-        guard state.running == 0, !state.pumping, state.next == count || state.cancelled else { return nil }
+    /// threads: nothing in the window, no pump running, and every request made (a feed
+    /// closed and all it supplied made), or the batch cancelled. Called under the lock.
+    private func takeContinuationIfDone(_ state: inout State) -> UnsafeContinuation<Void, Never>? {
+        guard state.running == 0, !state.pumping else { return nil }
+        if !state.cancelled {
+            if let feed {
+                let supplied = feed.snapshot()
+                guard supplied.closed, state.next >= supplied.available else { return nil }
+            } else if state.next < count {
+                return nil
+            }
+        }
         defer { state.continuation = nil }
         return state.continuation
+    }
+
+    /// The end of the indices the pump may make now: the batch's count, or what the feed
+    /// supplied. When the feed has nothing more yet, it is asked to wake the batch at the
+    /// next supply (only when the window has room: otherwise a finishing request pumps).
+    /// Called under the lock, by the pump.
+    private func madeLimit(_ state: State) -> Int {
+        guard let feed else { return count }
+        var supplied = feed.snapshot()
+        while state.next >= supplied.available, !supplied.closed, !state.freeSlots.isEmpty {
+            if feed.waitForSupply(after: supplied) { break }
+            supplied = feed.snapshot()
+        }
+        return supplied.available
     }
 
     /// Hands the outcome of the request at `index` (in `slot`) over, frees its place in the
@@ -146,9 +184,9 @@ final class BatchSend: Sendable {
                     state.pumping = true
                     owner = true
                 }
-                guard !state.cancelled, state.next < count, let slot = state.freeSlots.popLast() else {
+                guard !state.cancelled, state.next < madeLimit(state), let slot = state.freeSlots.popLast() else {
                     state.pumping = false
-                    finished = Self.takeContinuationIfDone(&state, count: count)
+                    finished = takeContinuationIfDone(&state)
                     return nil
                 }
                 defer { state.next += 1 }

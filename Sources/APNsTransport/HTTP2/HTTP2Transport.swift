@@ -295,8 +295,37 @@ public final class HTTP2Transport: PushTransport {
         onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
     ) async {
         guard count > 0 else { return }
-        let batch = BatchSend(
+        await run(makeBatch(count: count, feed: nil, maxConcurrency: maxConcurrency, makeRequest: makeRequest, onResult: onResult))
+    }
+
+    /// An open-ended batch: like ``sendBatch(count:maxConcurrency:makeRequest:onResult:)``,
+    /// for the indices `feed` supplies while it runs (see ``APNsCore/RequestFeed``). Each
+    /// supplied index is made when the window has room, on the thread that freed the room
+    /// or, when the batch was waiting for work, on the producer's thread in
+    /// ``APNsCore/RequestFeed/supply(upTo:)``. Returns once the feed is closed and every
+    /// supplied index has its result; if the task is cancelled, the feed is sealed and the
+    /// indices supplied but not made are made and failed with `cancelled` here.
+    public func sendBatch(
+        feed: RequestFeed,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) async {
+        await run(makeBatch(count: 0, feed: feed, maxConcurrency: maxConcurrency, makeRequest: makeRequest, onResult: onResult))
+    }
+
+    /// The batch of a ``sendBatch(count:maxConcurrency:makeRequest:onResult:)`` or
+    /// ``sendBatch(feed:maxConcurrency:makeRequest:onResult:)`` call.
+    private func makeBatch(
+        count: Int,
+        feed: RequestFeed?,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) -> BatchSend {
+        BatchSend(
             count: count,
+            feed: feed,
             window: maxConcurrency,
             route: { request in
                 do throws(APNsTransportError) {
@@ -309,6 +338,11 @@ public final class HTTP2Transport: PushTransport {
             makeRequest: makeRequest,
             onResult: onResult
         )
+    }
+
+    /// Runs `batch` until it is over; if the task is cancelled, the requests never made
+    /// are made and failed afterwards, on the caller's task.
+    private func run(_ batch: BatchSend) async {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 batch.start(continuation)
@@ -316,7 +350,6 @@ public final class HTTP2Transport: PushTransport {
         } onCancel: {
             batch.cancel()
         }
-        // Cancelled: the requests never made are made and failed here, on the caller's task.
         batch.failUnmade()
     }
 

@@ -64,6 +64,21 @@ struct SendingAtScaleArticleTests {
 
             #expect(summary.description == "300 notifications: 293 accepted, 7 rejected, 0 failed")
             #expect(Set(forgotten.withLock { $0 }) == Set(deviceTokens.prefix(7)))
+            forgotten.withLock { $0.removeAll() }
+
+            @Sendable func subscriberTokens() -> AsyncStream<DeviceToken> {
+                AsyncStream { continuation in
+                    for token in deviceTokens { continuation.yield(token) }
+                    continuation.finish()
+                }
+            }
+
+            let deviceTokenStream = subscriberTokens()  // an AsyncStream<DeviceToken>, a database cursor, …
+            let streamed = await client.send(notification, to: deviceTokenStream, maxConcurrency: 2_000) { index, outcome in
+                if outcome.error?.rejection?.remedy == .removeDeviceToken { forget(outcome.deviceToken) }
+            }
+            #expect(streamed.description == "300 notifications: 293 accepted, 7 rejected, 0 failed")
+            #expect(Set(forgotten.withLock { $0 }) == Set(deviceTokens.prefix(7)))
 
             struct User { let unread: Int; let deviceToken: DeviceToken }
             let users = deviceTokens.dropFirst(7).enumerated().map { User(unread: $0.offset, deviceToken: $0.element) }

@@ -1,0 +1,344 @@
+import Synchronization
+
+extension APNsClient {
+    /// Sends each notification of `deliveries` to its device as the sequence produces it,
+    /// at most `maxConcurrency` at a time, handing each outcome to `onOutcome`: the batch for
+    /// work that arrives over time (a queue consumer, a database cursor, a stream of
+    /// events), at a batch's cost instead of a task and an `await` per notification.
+    ///
+    /// The sequence is read on the calling task, a little ahead of the window (at most
+    /// `2 × maxConcurrency` notifications read and not yet sent, or waiting to be retried,
+    /// so a fast producer is held back, not buffered without bound). Each notification is
+    /// checked and encoded when it is read and sent as soon as the window has room: a
+    /// notification that arrives while the window has room is sent at once, without waiting
+    /// for more. Requests are made, sent and answered on the transport's threads; answers
+    /// that the ``retryPolicy`` retries (or an ExpiredProviderToken) go through the same
+    /// attempt loop as ``send(_:to:)`` while the stream goes on.
+    ///
+    /// ```swift
+    /// let summary = try await client.send(queue.deliveries) { index, outcome in
+    ///     if outcome.error?.rejection?.reason == .unregistered {
+    ///         forget(outcome.deviceToken)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// `onOutcome` is called exactly once per element read (its `index` is the element's
+    /// position in the sequence, from 0), in the order the outcomes become final, from any
+    /// thread: keep it quick and thread-safe. The method returns when the sequence has
+    /// ended and every outcome has been handed over.
+    ///
+    /// - Parameters:
+    ///   - deliveries: Each notification with the device it goes to.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    ///   - isolation: Where the sequence is read (the caller's actor, by default).
+    ///   - onOutcome: Receives each element's position in `deliveries` and its outcome.
+    /// - Returns: How many were accepted, rejected and failed.
+    /// - Throws: The sequence's error, after every element read before it has its outcome.
+    ///   If the task is cancelled, the sequence is no longer read and what was read but not
+    ///   sent fails with ``APNsTransportError/Code/cancelled``.
+    @discardableResult
+    public func send<Deliveries: AsyncSequence>(
+        _ deliveries: Deliveries,
+        maxConcurrency: Int = 100,
+        isolation: isolated (any Actor)? = #isolation,
+        onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
+    ) async throws(Deliveries.Failure) -> APNsBatchSummary
+    where Deliveries.Element == (notification: PushNotification, deviceToken: DeviceToken) {
+        let logger = logger
+        return try await sendStream(deliveries, maxConcurrency: maxConcurrency, isolation: isolation, onOutcome: onOutcome) { element in
+            let notification = element.notification
+            let prepared: Result<(PushNotification.Prepared, APNsID?), APNsRequestError>
+            do throws(APNsRequestError) {
+                prepared = .success((try notification.prepared(), notification.apnsID))
+            } catch {
+                logger.debug(
+                    "notification is invalid",
+                    metadata: Self.metadata(notification.apnsID, element.deviceToken, ["apns.error": "\(error)"])
+                )
+                prepared = .failure(error)
+            }
+            return StreamedDelivery(deviceToken: element.deviceToken, pushType: notification.pushType, notification: prepared)
+        }
+    }
+
+    /// Sends `notification` to each device of `deviceTokens` as the sequence produces it,
+    /// at most `maxConcurrency` at a time, handing each outcome to `onOutcome`: one
+    /// notification to devices read over time (a database cursor over a million
+    /// subscribers), encoded once. Otherwise this is ``send(_:maxConcurrency:isolation:onOutcome:)``.
+    ///
+    /// ```swift
+    /// try await client.send(notification, to: subscribers.deviceTokens) { index, outcome in
+    ///     if let error = outcome.error { report(outcome.deviceToken, error) }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - notification: The notification. If it is invalid, every device's outcome is that
+    ///     ``APNsError/invalid(_:)`` and nothing is sent.
+    ///   - deviceTokens: The devices; duplicates are sent to twice.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    ///   - isolation: Where the sequence is read (the caller's actor, by default).
+    ///   - onOutcome: Receives each token's position in `deviceTokens` and its outcome.
+    /// - Returns: How many were accepted, rejected and failed.
+    /// - Throws: The sequence's error, after every token read before it has its outcome.
+    @discardableResult
+    public func send<DeviceTokens: AsyncSequence>(
+        _ notification: PushNotification,
+        to deviceTokens: DeviceTokens,
+        maxConcurrency: Int = 100,
+        isolation: isolated (any Actor)? = #isolation,
+        onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
+    ) async throws(DeviceTokens.Failure) -> APNsBatchSummary where DeviceTokens.Element == DeviceToken {
+        let pushType = notification.pushType
+        let prepared: Result<(PushNotification.Prepared, APNsID?), APNsRequestError>
+        do throws(APNsRequestError) {
+            prepared = .success((try notification.prepared(), notification.apnsID))
+        } catch {
+            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
+            prepared = .failure(error)
+        }
+        return try await sendStream(deviceTokens, maxConcurrency: maxConcurrency, isolation: isolation, onOutcome: onOutcome) { deviceToken in
+            StreamedDelivery(deviceToken: deviceToken, pushType: pushType, notification: prepared)
+        }
+    }
+
+    /// The streamed batch behind both public forms: reads `source` on the caller's task
+    /// into a ``StreamWindow``, supplies each element to an open-ended transport batch
+    /// (``PushTransport/sendBatch(feed:maxConcurrency:makeRequest:onResult:)``) and runs
+    /// what goes on after a first attempt through the attempt loop, in child tasks, while
+    /// the stream goes on.
+    private func sendStream<Source: AsyncSequence>(
+        _ source: Source,
+        maxConcurrency: Int,
+        isolation: isolated (any Actor)?,
+        onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void,
+        delivery: (Source.Element) -> StreamedDelivery
+    ) async throws(Source.Failure) -> APNsBatchSummary {
+        let width = max(1, maxConcurrency)
+        let pass = BatchPass(streamingWith: metrics, tracing: tracing, onOutcome: onOutcome)
+        let window = StreamWindow(capacity: 2 * width)
+        let feed = RequestFeed()
+        let (retries, retryInput) = AsyncStream.makeStream(of: StreamedRetry.self)
+        let environment = environment
+        let timeout = requestTimeout
+        let logger = logger
+        var failure: Source.Failure?
+        var read = 0
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await self.transport.sendBatch(
+                    feed: feed,
+                    maxConcurrency: width,
+                    makeRequest: { index in
+                        let delivery = window.take(index)
+                        return self.firstRequest(
+                            index,
+                            to: delivery.deviceToken,
+                            pushType: delivery.pushType,
+                            notification: delivery.notification,
+                            pass: pass,
+                            environment: environment,
+                            timeout: timeout,
+                            logger: logger
+                        )
+                    },
+                    onResult: { index, request, result in
+                        // The request carries its token, push type and (for a retry) notification.
+                        let resumption = self.firstResult(
+                            index,
+                            request,
+                            result,
+                            deviceToken: request.deviceToken!,
+                            pushType: request.devicePushType!,
+                            pass: pass,
+                            logger: logger
+                        )
+                        if let resumption {
+                            window.retryStarted()
+                            retryInput.yield(
+                                StreamedRetry(index: index, request: request, prepared: PushNotification.Prepared(resending: request)!, resumption: resumption)
+                            )
+                        }
+                    }
+                )
+                // Every first attempt has ended: no retry comes after this.
+                retryInput.finish()
+            }
+            group.addTask {
+                await self.runRetries(retries, width: width, pass: pass, window: window)
+            }
+            var iterator = source.makeAsyncIterator()
+            do throws(Source.Failure) {
+                while !Task.isCancelled, let element = try await iterator.next(isolation: isolation) {
+                    let next = delivery(element)
+                    metrics.sent(next.pushType)
+                    window.put(read, next)
+                    read += 1
+                    guard feed.supply(upTo: read) else {
+                        // The batch ended early (cancelled): this one is not made; its
+                        // outcome is given here.
+                        let unsent = window.take(read - 1)
+                        pass.finish(
+                            read - 1,
+                            .failure(.failed(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent"))),
+                            deviceToken: unsent.deviceToken,
+                            pushType: unsent.pushType
+                        )
+                        break
+                    }
+                    await window.waitForRoom()
+                }
+            } catch {
+                failure = error
+            }
+            feed.close()
+            await group.waitForAll()
+        }
+        pass.endBatchSpan()
+        let summary = pass.summary
+        if logger.logLevel <= .debug {
+            logger.debug(
+                "streamed batch finished",
+                metadata: [
+                    "apns.batch.count": "\(read)", "apns.batch.accepted": "\(summary.accepted)",
+                    "apns.batch.rejected": "\(summary.rejected)", "apns.batch.failed": "\(summary.failed)",
+                ]
+            )
+        }
+        if let failure { throw failure }
+        return summary
+    }
+
+    /// Runs each retry of a streamed batch through the attempt loop, at most `width` at
+    /// once, until the batch's first attempts are over and every retry has ended.
+    private func runRetries(_ retries: AsyncStream<StreamedRetry>, width: Int, pass: BatchPass, window: StreamWindow) async {
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            for await retry in retries {
+                if running == width {
+                    await group.next()
+                    running -= 1
+                }
+                group.addTask {
+                    let deviceToken = retry.request.deviceToken!
+                    let result: Result<APNsAccepted, APNsError>
+                    do throws(APNsError) {
+                        result = .success(
+                            try await self.deliver(
+                                retry.prepared,
+                                apnsID: retry.request.apnsID ?? .random(),
+                                to: deviceToken,
+                                resuming: retry.resumption
+                            )
+                        )
+                    } catch {
+                        result = .failure(error)
+                    }
+                    pass.finish(retry.index, result, deviceToken: deviceToken, pushType: retry.prepared.pushType)
+                    window.retryEnded()
+                }
+                running += 1
+            }
+        }
+    }
+}
+
+/// One element of a streamed batch, read and not yet sent: its device, its push type and
+/// its notification checked and encoded (or why it is invalid) with the `apns-id` it names.
+struct StreamedDelivery: Sendable {
+    let deviceToken: DeviceToken
+    let pushType: PushType
+    let notification: Result<(PushNotification.Prepared, APNsID?), APNsRequestError>
+}
+
+/// A delivery of a streamed batch that goes on after its first attempt.
+struct StreamedRetry: Sendable {
+    let index: Int
+    /// The first attempt's request: its token, `apns-id`, headers and body.
+    let request: APNsRequest
+    let prepared: PushNotification.Prepared
+    let resumption: APNsClient.Resumption
+}
+
+/// Between the task that reads a streamed batch's sequence and the transport's threads
+/// that send it: the elements read and not yet made into requests (by index, in a ring),
+/// and the back-pressure on the reader. The reader waits once `capacity` elements are
+/// read and not made, or waiting to be retried, and goes on when half of that room is
+/// free again, so it is woken once per `capacity / 2` elements, not once per element.
+final class StreamWindow: Sendable {
+    private struct State {
+        var ring: [StreamedDelivery?]
+        /// Elements put and not taken.
+        var buffered = 0
+        /// Deliveries between their first attempt and their outcome in the attempt loop.
+        var retrying = 0
+        /// The reader waits for room.
+        var readerWaits = false
+    }
+
+    private let capacity: Int
+    private let state: Mutex<State>
+    private let room = FeedSignal()
+
+    init(capacity: Int) {
+        self.capacity = max(2, capacity)
+        state = Mutex(State(ring: Array(repeating: nil, count: max(2, capacity))))
+    }
+
+    /// Keeps the element of `index` until ``take(_:)``. The reader waits for room
+    /// (``waitForRoom()``) after each, so the ring never holds more than it can.
+    func put(_ index: Int, _ delivery: StreamedDelivery) {
+        state.withLock { state in
+            precondition(state.buffered < capacity, "a streamed batch read past its window")
+            state.ring[index % capacity] = delivery
+            state.buffered += 1
+        }
+    }
+
+    /// Moves the element of `index` out (indices are taken in the order they were put).
+    func take(_ index: Int) -> StreamedDelivery {
+        let (delivery, wake) = state.withLock { state -> (StreamedDelivery?, Bool) in
+            let delivery = state.ring[index % capacity].take()
+            state.buffered -= 1
+            return (delivery, releaseRoom(&state))
+        }
+        if wake { room.raise() }
+        return delivery!
+    }
+
+    /// A delivery went on to the attempt loop: it holds its place until ``retryEnded()``.
+    func retryStarted() {
+        state.withLock { $0.retrying += 1 }
+    }
+
+    /// A delivery's attempt loop ended.
+    func retryEnded() {
+        let wake = state.withLock { state -> Bool in
+            state.retrying -= 1
+            return releaseRoom(&state)
+        }
+        if wake { room.raise() }
+    }
+
+    /// Returns at once while there is room for another element; otherwise when half the
+    /// room is free again, or when the task is cancelled.
+    func waitForRoom() async {
+        while true {
+            let full = state.withLock { state -> Bool in
+                guard state.buffered + state.retrying >= capacity else { return false }
+                state.readerWaits = true
+                return true
+            }
+            guard full, !Task.isCancelled else { return }
+            await room.wait()
+        }
+    }
+
+    /// Whether the waiting reader is to be woken: half the room is free. Under the lock.
+    private func releaseRoom(_ state: inout State) -> Bool {
+        guard state.readerWaits, state.buffered + state.retrying <= capacity / 2 else { return false }
+        state.readerWaits = false
+        return true
+    }
+}

@@ -1,0 +1,309 @@
+import APNsTesting
+import Foundation
+import Synchronization
+import Testing
+
+@testable import APNsCore
+
+/// The open-ended batch's handle, alone: no transport, no threads.
+@Suite(.timeLimit(.minutes(1))) struct RequestFeedTests {
+    @Test func suppliesGrowAndCloseEndsThem() {
+        let feed = RequestFeed()
+        #expect(feed.snapshot() == feed.snapshot())
+        #expect(feed.snapshot().available == 0 && !feed.snapshot().closed)
+        #expect(feed.supply(upTo: 3))
+        #expect(feed.supply(upTo: 2))  // smaller: no change
+        #expect(feed.supplied == 3)
+        feed.close()
+        #expect(feed.isClosed)
+        #expect(feed.snapshot().closed && feed.snapshot().available == 3)
+        #expect(!feed.supply(upTo: 4))
+        #expect(feed.supplied == 3)
+    }
+
+    @Test func wakesOnlyABatchThatWaits() {
+        let feed = RequestFeed()
+        let wakes = Mutex(0)
+        feed.attach(wake: { wakes.withLock { $0 += 1 } })
+        #expect(feed.supply(upTo: 1))
+        #expect(wakes.withLock { $0 } == 0)  // nobody waits
+
+        // A batch that read the feed, then asks to be woken: the next supply wakes it, once.
+        var seen = feed.snapshot()
+        #expect(feed.waitForSupply(after: seen))
+        #expect(feed.supply(upTo: 2))
+        #expect(wakes.withLock { $0 } == 1)
+        #expect(feed.supply(upTo: 3))
+        #expect(wakes.withLock { $0 } == 1)
+
+        // A supply between the batch's look and its wait: the wait is refused (read again).
+        seen = feed.snapshot()
+        #expect(feed.supply(upTo: 4))
+        #expect(!feed.waitForSupply(after: seen))
+        #expect(wakes.withLock { $0 } == 1)
+
+        // Closing wakes a waiting batch too.
+        seen = feed.snapshot()
+        #expect(feed.waitForSupply(after: seen))
+        feed.close()
+        #expect(wakes.withLock { $0 } == 2)
+        feed.close()
+        #expect(wakes.withLock { $0 } == 2)
+    }
+
+    /// A long stream wakes its batch again and again: each wake-up costs the same (a
+    /// closure kept in a lock was once re-wrapped at every wake-up, so the 200,000th call
+    /// went through 400,000 thunks and overflowed the stack).
+    @Test func wakesAsOftenAsAStreamNeeds() {
+        let feed = RequestFeed()
+        let wakes = Mutex(0)
+        feed.attach(wake: { wakes.withLock { $0 += 1 } })
+        for count in 1...200_000 {
+            #expect(feed.waitForSupply(after: feed.snapshot()))
+            feed.supply(upTo: count)
+        }
+        #expect(wakes.withLock { $0 } == 200_000)
+    }
+
+    @Test func sealingEndsTheIntake() {
+        let feed = RequestFeed()
+        #expect(feed.supply(upTo: 5))
+        #expect(feed.seal() == 5)
+        #expect(!feed.supply(upTo: 6))
+        #expect(feed.supplied == 5)
+        #expect(!feed.snapshot().closed)
+    }
+}
+
+/// `APNsClient.send(_:maxConcurrency:isolation:onOutcome:)` and its one-notification form,
+/// over the mock transport (the default open-ended batch, a task per request).
+@Suite(.timeLimit(.minutes(1))) struct StreamedBatchTests {
+    /// Scripts the answers: index % 10 == 0 Unregistered, 1 connection closed, 2
+    /// TooManyRequests then accepted.
+    static func script(_ mock: MockTransport, _ tokens: [DeviceToken]) {
+        for (index, token) in tokens.enumerated() {
+            switch index % 10 {
+            case 0: mock.respond(to: token, with: .rejected(.unregistered))
+            case 1: mock.respond(to: token, with: .failure(.connectionClosed()))
+            case 2: mock.respond(to: token, with: [.rejected(.tooManyRequests), .accepted])
+            default: break
+            }
+        }
+    }
+
+    static func kind(_ outcome: APNsOutcome) -> String {
+        switch outcome.result {
+        case .success: "accepted"
+        case .failure(.rejected(let rejection)): "rejected \(rejection.reason.map { "\($0)" } ?? "-")"
+        case .failure(let error): "failed \(error.transportError?.code.description ?? "\(error)")"
+        }
+    }
+
+    /// A stream gives the same outcomes as the collecting batch over the same answers,
+    /// each index once, with its device token; retries run through the attempt loop.
+    @Test func streamOfTokensEndsLikeTheCollectingBatch() async {
+        let tokens = (0..<500).map { mockToken(7_000 + $0) }
+        let collecting = MockTransport()
+        Self.script(collecting, tokens)
+        let expected = await APNsClient.testing(transport: collecting).send(sampleAlert, to: tokens, maxConcurrency: 32)
+
+        let streaming = MockTransport()
+        Self.script(streaming, tokens)
+        let received = Mutex<[Int: [APNsOutcome]]>([:])
+        let stream = AsyncStream<DeviceToken> { continuation in
+            for token in tokens { continuation.yield(token) }
+            continuation.finish()
+        }
+        let summary = await APNsClient.testing(transport: streaming).send(sampleAlert, to: stream, maxConcurrency: 32) { index, outcome in
+            received.withLock { $0[index, default: []].append(outcome) }
+        }
+        let outcomes = received.withLock { $0 }
+        #expect(outcomes.count == 500)
+        #expect(outcomes.values.allSatisfy { $0.count == 1 })
+        for (index, outcome) in expected.enumerated() {
+            #expect(outcomes[index]?.first?.deviceToken == tokens[index])
+            #expect(outcomes[index].map { Self.kind($0[0]) } == Self.kind(outcome), "index \(index)")
+        }
+        #expect(summary == APNsBatchSummary(accepted: 400, rejected: 50, failed: 50))
+        // Each token once, and once more for each TooManyRequests.
+        #expect(streaming.requests.count == 550)
+    }
+
+    /// Different notifications, one invalid: it fails alone, unsent; the others arrive
+    /// with their own payloads.
+    @Test func streamOfDeliveriesSendsEachToItsDevice() async throws {
+        let mock = MockTransport()
+        var invalid = sampleAlert
+        invalid.collapseID = String(repeating: "c", count: 65)
+        let deliveries = AsyncStream<(notification: PushNotification, deviceToken: DeviceToken)> { continuation in
+            for index in 0..<20 {
+                let notification =
+                    index == 7 ? invalid : PushNotification(payload: .alert(body: "message \(index)"), topic: "com.example.app")
+                continuation.yield((notification: notification, deviceToken: mockToken(index)))
+            }
+            continuation.finish()
+        }
+        let outcomes = Mutex<[Int: APNsOutcome]>([:])
+        let summary = await APNsClient.testing(transport: mock).send(deliveries, maxConcurrency: 4) { index, outcome in
+            outcomes.withLock { $0[index] = outcome }
+        }
+        #expect(summary == APNsBatchSummary(accepted: 19, rejected: 0, failed: 1))
+        let byIndex = outcomes.withLock { $0 }
+        #expect(byIndex[7]?.error?.requestError?.code == .invalidCollapseID)
+        #expect(byIndex[7]?.deviceToken == mockToken(7))
+        #expect(mock.requests.count == 19)
+        for request in mock.requests {
+            let index = (0..<20).first { mockToken($0) == request.deviceToken }!
+            let body = try #require(String(bytes: request.body, encoding: .utf8))
+            #expect(body.contains("\"message \(index)\""))
+        }
+    }
+
+    /// What arrives while the window has room is sent at once: the batch does not wait for
+    /// more, nor for the stream's end.
+    @Test func sendsWhatArrivesWithoutWaitingForMore() async throws {
+        let mock = MockTransport()
+        let (stream, input) = AsyncStream.makeStream(of: DeviceToken.self)
+        let outcomes = Mutex<[Int]>([])
+        let client = APNsClient.testing(transport: mock)
+        let task = Task {
+            await client.send(sampleAlert, to: stream, maxConcurrency: 8) { index, outcome in
+                if outcome.accepted != nil { outcomes.withLock { $0.append(index) } }
+            }
+        }
+        for index in 0..<3 {
+            input.yield(mockToken(index))
+            // Bounded: the outcome comes while the stream is still open.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while outcomes.withLock({ $0.count }) <= index, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            #expect(outcomes.withLock { $0.count } == index + 1)
+            #expect(mock.requests.count == index + 1)
+        }
+        input.finish()
+        let summary = await task.value
+        #expect(summary == APNsBatchSummary(accepted: 3, rejected: 0, failed: 0))
+        #expect(outcomes.withLock { $0.sorted() } == [0, 1, 2])
+    }
+
+    /// A fast producer is held back: with every answer held, the batch reads at most
+    /// `maxConcurrency` in flight plus twice that waiting (and the element it is reading).
+    @Test func readsOnlyALittleAheadOfTheWindow() async throws {
+        let gate = Mutex(false)
+        let mock = MockTransport()
+        mock.respond { _ in
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !gate.withLock({ $0 }), ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+            return .accepted
+        }
+        let pulled = SharedCount()
+        let tokens = CountingTokens(count: 1_000, pulled: pulled)
+        let count = Mutex(0)
+        let client = APNsClient.testing(transport: mock)
+        let task = Task {
+            await client.send(sampleAlert, to: tokens, maxConcurrency: 4) { _, outcome in
+                if outcome.accepted != nil { count.withLock { $0 += 1 } }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while mock.requests.count < 4, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        for _ in 0..<50 {
+            try await Task.sleep(for: .milliseconds(1))
+            #expect(pulled.current <= 4 + 8 + 1)
+        }
+        #expect(mock.requests.count == 4)
+        gate.withLock { $0 = true }
+        let summary = await task.value
+        #expect(summary.accepted == 1_000)
+        #expect(count.withLock { $0 } == 1_000)
+        #expect(pulled.current == 1_000)
+    }
+
+    /// The sequence's error is thrown, typed, once every element read before it has its
+    /// outcome.
+    @Test func sequenceErrorIsThrownAfterTheOutcomesOfWhatWasRead() async {
+        struct SourceFailed: Error, Equatable {}
+        let mock = MockTransport()
+        let stream = AsyncThrowingStream<DeviceToken, any Error> { continuation in
+            for index in 0..<10 { continuation.yield(mockToken(index)) }
+            continuation.finish(throwing: SourceFailed())
+        }
+        let outcomes = Mutex(0)
+        let client = APNsClient.testing(transport: mock)
+        await #expect(throws: SourceFailed.self) {
+            try await client.send(sampleAlert, to: stream, maxConcurrency: 3) { _, _ in
+                outcomes.withLock { $0 += 1 }
+            }
+        }
+        #expect(outcomes.withLock { $0 } == 10)
+        #expect(mock.requests.count == 10)
+    }
+
+    /// Cancelled: the sequence is no longer read, and every element read has exactly one
+    /// outcome (those not sent fail with `cancelled`, never sent).
+    @Test func cancelledStreamAccountsForEveryElementRead() async throws {
+        let mock = MockTransport()
+        mock.respondByDefault(with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
+        let pulled = SharedCount()
+        let tokens = CountingTokens(count: 100_000, pulled: pulled)
+        let outcomes = Mutex<[Int: Int]>([:])
+        let client = APNsClient.testing(transport: mock)
+        let task = Task {
+            await client.send(sampleAlert, to: tokens, maxConcurrency: 5) { index, outcome in
+                #expect(outcome.error?.transportError?.code == .cancelled)
+                outcomes.withLock { $0[index, default: 0] += 1 }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while mock.requests.count < 5, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        task.cancel()
+        let summary = await task.value
+        let read = pulled.current
+        #expect(read < 100_000)
+        #expect(summary.failed == read)
+        let byIndex = outcomes.withLock { $0 }
+        #expect(byIndex.count == read)
+        #expect(byIndex.values.allSatisfy { $0 == 1 })
+        #expect(Set(byIndex.keys) == Set(0..<read))
+    }
+
+    /// An empty stream returns at once, and sends nothing.
+    @Test func emptyStream() async {
+        let mock = MockTransport()
+        let stream = AsyncStream<DeviceToken> { $0.finish() }
+        let summary = await APNsClient.testing(transport: mock).send(sampleAlert, to: stream) { _, _ in }
+        #expect(summary == APNsBatchSummary(accepted: 0, rejected: 0, failed: 0))
+        #expect(mock.requests.isEmpty)
+    }
+}
+
+/// A count, shared between tasks.
+final class SharedCount: Sendable {
+    private let value = Mutex(0)
+    func add() { value.withLock { $0 += 1 } }
+    var current: Int { value.withLock { $0 } }
+}
+
+/// `count` mock tokens, counting how many were read.
+struct CountingTokens: AsyncSequence, Sendable {
+    let count: Int
+    let pulled: SharedCount
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var next = 0
+        let count: Int
+        let pulled: SharedCount
+
+        mutating func next() async -> DeviceToken? {
+            guard next < count else { return nil }
+            defer { next += 1 }
+            pulled.add()
+            return mockToken(next)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count, pulled: pulled) }
+}
