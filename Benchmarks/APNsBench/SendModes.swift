@@ -49,7 +49,43 @@ func sendFromTasks(
 /// the main actor (as a server's handler would call it), so the sequence is read on the
 /// global executor.
 func sendFeed(client: APNsClient, notification: PushNotification, deviceTokens: [DeviceToken], window: Int) async -> Int {
-    await client.send(notification, to: TokenCursor(tokens: deviceTokens), maxConcurrency: window) { _, _ in }.accepted
+    await sendFeed(client: client, notification: notification, tokens: TokenCursor(tokens: deviceTokens), window: window)
+}
+
+/// The streamed batch over any sequence of tokens, from a nonisolated function.
+func sendFeed(client: APNsClient, notification: PushNotification, tokens: some AsyncSequence<DeviceToken, Never> & Sendable, window: Int) async -> Int {
+    await client.send(notification, to: tokens, maxConcurrency: window) { _, _ in }.accepted
+}
+
+/// Token `index` of the benchmark: 32 bytes, the index big-endian in the first 8, 0xA5 in
+/// the rest; `buffer` (32 bytes) is reused.
+func benchToken(_ index: Int, buffer: inout [UInt8]) throws -> DeviceToken {
+    buffer.withUnsafeMutableBytes { $0.storeBytes(of: UInt64(index).bigEndian, toByteOffset: 0, as: UInt64.self) }
+    return try DeviceToken(bytes: buffer)
+}
+
+/// The benchmark's tokens made as they are read (the `feedgen` mode), as a producer that
+/// never holds them all would hand them over.
+struct GeneratedTokens: AsyncSequence, Sendable {
+    let count: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let count: Int
+        var next = 0
+        var buffer = [UInt8](repeating: 0xA5, count: 32)
+
+        mutating func next() async -> DeviceToken? { take() }
+
+        mutating func next(isolation actor: isolated (any Actor)?) async -> DeviceToken? { take() }
+
+        private mutating func take() -> DeviceToken? {
+            guard next < count, let token = try? benchToken(next, buffer: &buffer) else { return nil }
+            next += 1
+            return token
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
 }
 
 /// The device tokens as an `AsyncSequence` that hands them out one by one, as a database

@@ -12,6 +12,8 @@
 // `APNS_BENCH_MODE` chooses how it sends:
 //   batch  (default) one `client.send(_:to:maxConcurrency:)` call, outcomes collected
 //   stream one `client.send(_:to:maxConcurrency:onOutcome:)` call, outcomes counted
+//   feedgen  `feed` with each token made as it is read (none held before the send): the
+//          streamed batch's memory when the caller never holds every token
 //   feed   the streamed batch: one `client.send(_:to:maxConcurrency:onOutcome:)` call
 //          whose tokens come from an `AsyncSequence` read as the window frees room (a
 //          cursor over the tokens, as a database cursor or a queue consumer would give them)
@@ -142,15 +144,14 @@ let notification = PushNotification(payload: payload, topic: .bundleID(arguments
 // a top-level `var` read from the sending tasks would cost the runtime's exclusivity
 // check on every access, which is the benchmark's cost, not the SDK's.
 let deviceTokens: [DeviceToken] = try {
+    // `feedgen` makes its tokens as it reads them: only the warm-up's is made here.
+    let made = mode == "feedgen" ? 1 : count
     var tokens: [DeviceToken] = []
-    tokens.reserveCapacity(count)
+    tokens.reserveCapacity(made)
     // One buffer for every token's bytes (a token keeps its 32 bytes inline), so making
     // them allocates nothing per token and `count-allocations.sh` counts only the send.
     var bytes = [UInt8](repeating: 0xA5, count: 32)
-    for index in 0..<count {
-        bytes.withUnsafeMutableBytes { buffer in buffer.storeBytes(of: UInt64(index).bigEndian, toByteOffset: 0, as: UInt64.self) }
-        tokens.append(try DeviceToken(bytes: bytes))
-    }
+    for index in 0..<made { tokens.append(try benchToken(index, buffer: &bytes)) }
     return tokens
 }()
 
@@ -240,6 +241,8 @@ case "floor":
     ok = await runFloor(count: count, tasks: window, sdk: benchEnvironment["APNS_BENCH_FLOOR"] == "sdk", onResumer: onIOThread)
 case "floortasks":
     ok = await runFloorTasks(count: count, tasks: window, largeFrame: benchEnvironment["APNS_BENCH_FRAME"] == "large")
+case "feedgen":
+    ok = await sendFeed(client: client, notification: notification, tokens: GeneratedTokens(count: count), window: window)
 case "feed":
     ok = await sendFeed(client: client, notification: notification, deviceTokens: deviceTokens, window: window)
 case "stream":

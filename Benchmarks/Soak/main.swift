@@ -5,13 +5,15 @@
 //   swift build -c release --product Soak
 //   .build/release/Soak [--notifications N] [--seed S] [--connections C] [--concurrency K]
 //                       [--fault-gap G] [--timeout SECONDS] [--no-stalls] [--watchdog SECONDS]
-//                       [--rss-bound MIB] [--batch SIZE] [--round-trip MS]
+//                       [--rss-bound MIB] [--batch SIZE] [--streamed] [--round-trip MS]
 //
 // --round-trip MS puts the mock server behind a link emulation: everything it sends (answers,
 // SETTINGS, PING acknowledgements, GOAWAY) leaves MS milliseconds late, so every request
 // sees a round trip of MS milliseconds, with the same faults as on loopback.
 // --batch SIZE sends with APNsClient's batch send, SIZE device tokens per call (window
 // --concurrency), instead of one send per notification from --concurrency tasks.
+// --streamed sends everything with one streamed batch (the device tokens as an
+// AsyncSequence, window --concurrency).
 // Prints progress every 10% (rate, RSS, open connections, faults so far), then the
 // report: outcomes by kind, faults by kind, duplicates at the server and their
 // classification, RSS, connections. Exits 1 if any check failed (a lost or doubly
@@ -39,7 +41,7 @@ func integer(_ flag: String) -> Int? {
 
 if CommandLine.arguments.contains("--help") || CommandLine.arguments.contains("-h") {
     print("usage: Soak [--notifications N] [--seed S] [--connections C] [--concurrency K] [--fault-gap G]")
-    print("            [--timeout SECONDS] [--no-stalls] [--watchdog SECONDS] [--rss-bound MIB] [--batch SIZE]")
+    print("            [--timeout SECONDS] [--no-stalls] [--watchdog SECONDS] [--rss-bound MIB] [--batch SIZE] [--streamed]")
     print("            [--round-trip MS]")
     exit(0)
 }
@@ -57,6 +59,7 @@ let configuration = SoakConfiguration(
     watchdog: .seconds(integer("--watchdog") ?? 30),
     rssGrowthLimitBytes: (integer("--rss-bound") ?? 32) << 20,
     batchSize: integer("--batch"),
+    streamed: CommandLine.arguments.contains("--streamed"),
     oneWayDelay: integer("--round-trip").map { .milliseconds($0) },
     log: { line in
         print(line)

@@ -102,6 +102,11 @@ package enum Soak {
         // calls, one after another, each over the next `batchSize` sequence numbers.
         let body = PushNotification.Body.raw(payload)
         _ = Task {
+            if configuration.streamed {
+                await sendStreamed(count: count, window: configuration.concurrency, body: body, client: client, outcomes: outcomes)
+                ending.yield(.finished)
+                return
+            }
             if let batchSize = configuration.batchSize {
                 await sendInBatches(count: count, batchSize: batchSize, window: configuration.concurrency,
                                     body: body, client: client, outcomes: outcomes)
@@ -233,6 +238,20 @@ package enum Soak {
         }
     }
 
+    /// Sends every notification with one streamed batch: the device tokens come from an
+    /// `AsyncSequence` read as the window frees room, and each outcome is recorded as it
+    /// is handed over (worker 0 stands for the batch).
+    private static func sendStreamed(
+        count: Int, window: Int, body: PushNotification.Body, client: APNsClient, outcomes: OutcomeLedger
+    ) async {
+        let notification = PushNotification(body: body, topic: .bundleID(topic))
+        outcomes.begin(worker: 0, sequence: 0)
+        await client.send(notification, to: SoakDeviceTokens(count: count, ledger: outcomes), maxConcurrency: window) { index, outcome in
+            let (kind, detail) = classify(outcome.result.map { _ in () })
+            outcomes.finish(worker: 0, sequence: index, kind: kind, detail: detail)
+        }
+    }
+
     /// The ledger's kind (and detail) for a notification's outcome.
     private static func classify(_ result: Result<Void, APNsError>) -> (OutcomeLedger.Kind, String?) {
         switch result {
@@ -316,4 +335,32 @@ func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable ()
 struct SoakError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The soak's device tokens, in sequence order, as an `AsyncSequence` (the streamed
+/// batch's input): each read moves the ledger's `next`, which the fault injector and the
+/// watchdog read. It ends early only if a token could not be made, which the report's
+/// outcome count then shows.
+struct SoakDeviceTokens: AsyncSequence, Sendable {
+    let count: Int
+    let ledger: OutcomeLedger
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let count: Int
+        let ledger: OutcomeLedger
+        var sequence = 0
+
+        mutating func next() async -> DeviceToken? { take() }
+
+        mutating func next(isolation actor: isolated (any Actor)?) async -> DeviceToken? { take() }
+
+        private mutating func take() -> DeviceToken? {
+            guard sequence < count, let token = try? DeviceToken(hex: SoakIDs.deviceToken(sequence)) else { return nil }
+            sequence += 1
+            ledger.next.store(sequence, ordering: .relaxed)
+            return token
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count, ledger: ledger) }
 }

@@ -14,6 +14,9 @@ package struct SoakConfiguration: Sendable {
     /// after another, window ``concurrency``), instead of one `send` per notification
     /// from ``concurrency`` tasks; `nil` for the latter.
     package var batchSize: Int?
+    /// Send everything with one streamed batch (`APNsClient`'s send from an
+    /// `AsyncSequence` of device tokens, window ``concurrency``); overrides ``batchSize``.
+    package var streamed: Bool
     /// The mean number of completed notifications between two faults.
     package var meanFaultGap: Int
     /// `APNsClient`'s timeout for each attempt.
@@ -52,10 +55,12 @@ package struct SoakConfiguration: Sendable {
         rejectEvery: Int = 1_000,
         retryPolicy: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(20), maxDelay: .milliseconds(500)),
         batchSize: Int? = nil,
+        streamed: Bool = false,
         oneWayDelay: Duration? = nil,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.batchSize = batchSize.map { max(1, $0) }
+        self.streamed = streamed
         self.notifications = max(1, notifications)
         self.seed = seed
         self.connections = max(1, connections)

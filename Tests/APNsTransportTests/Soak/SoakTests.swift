@@ -40,6 +40,28 @@ struct SoakTests {
         #expect(report.transport?.requestsInFlight == 0)
     }
 
+    @Test("one streamed batch (device tokens from an AsyncSequence): the same checks hold")
+    func soakStreamed() async throws {
+        let configuration = SoakConfiguration(
+            notifications: 10_000,
+            seed: Self.seed,
+            connections: 2,
+            concurrency: 100,
+            meanFaultGap: 200,
+            requestTimeout: .seconds(2),
+            stalls: true,
+            watchdog: .seconds(30),
+            rssGrowthLimitBytes: 64 << 20,
+            streamed: true
+        )
+        let report = try await Soak.run(configuration)
+        #expect(report.passed, "\(report)")
+        #expect(report.outcomeTotal == 10_000)
+        #expect(report.faults.values.reduce(0, +) >= 10, "\(report.faults)")
+        #expect((report.server?.requests ?? 0) >= 5_000)
+        #expect(report.transport?.requestsInFlight == 0)
+    }
+
     @Test("behind a 50 ms round trip (the mock server's link emulation), the same checks hold")
     func soakBehindARoundTrip() async throws {
         // Every answer, SETTINGS and PING acknowledgement arrives 50 ms late, so new
