@@ -8,6 +8,7 @@
 #   scripts/soak.sh                       a random seed (printed first)
 #   scripts/soak.sh --seed 42             repeat a run's fault sequence
 #   scripts/soak.sh --notifications 200000 --connections 2 --concurrency 500
+#   scripts/soak.sh --streamed            one streamed batch (the device tokens from an AsyncSequence)
 #   scripts/soak.sh --round-trip 50       the same faults behind a link emulation: every answer,
 #                                         SETTINGS and PING ACK arrives 50 ms late (a WAN's round trip)
 set -euo pipefail

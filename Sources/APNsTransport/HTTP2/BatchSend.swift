@@ -146,10 +146,10 @@ final class BatchSend: Sendable {
     /// supplied. When the feed has nothing more yet, it is asked to wake the batch at the
     /// next supply (only when the window has room: otherwise a finishing request pumps).
     /// Called under the lock, by the pump.
-    private func madeLimit(_ state: State) -> Int {
+    private func madeLimit(next: Int, hasRoom: Bool) -> Int {
         guard let feed else { return count }
         var supplied = feed.snapshot()
-        while state.next >= supplied.available, !supplied.closed, !state.freeSlots.isEmpty {
+        while next >= supplied.available, !supplied.closed, hasRoom {
             if feed.waitForSupply(after: supplied) { break }
             supplied = feed.snapshot()
         }
@@ -184,7 +184,7 @@ final class BatchSend: Sendable {
                     state.pumping = true
                     owner = true
                 }
-                guard !state.cancelled, state.next < madeLimit(state), let slot = state.freeSlots.popLast() else {
+                guard !state.cancelled, state.next < madeLimit(next: state.next, hasRoom: !state.freeSlots.isEmpty), let slot = state.freeSlots.popLast() else {
                     state.pumping = false
                     finished = takeContinuationIfDone(&state)
                     return nil
