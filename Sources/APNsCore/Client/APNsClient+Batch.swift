@@ -206,34 +206,14 @@ extension APNsClient {
         notification: @escaping @Sendable (Int) -> Result<(PushNotification.Prepared, APNsID?), APNsRequestError>
     ) async {
         let width = max(1, min(maxConcurrency, deviceTokens.count))
-        let environment = environment
-        let timeout = requestTimeout
-        let logger = logger
         await transport.sendBatch(
             count: deviceTokens.count,
             maxConcurrency: width,
             makeRequest: { index in
-                self.firstRequest(
-                    index,
-                    to: deviceTokens[index],
-                    pushType: pass.pushType(index),
-                    notification: notification(index),
-                    pass: pass,
-                    environment: environment,
-                    timeout: timeout,
-                    logger: logger
-                )
+                self.firstRequest(index, to: deviceTokens[index], pushType: pass.pushType(index), notification: notification(index), pass: pass)
             },
             onResult: { index, request, result in
-                let resumption = self.firstResult(
-                    index,
-                    request,
-                    result,
-                    deviceToken: deviceTokens[index],
-                    pushType: pass.pushType(index),
-                    pass: pass,
-                    logger: logger
-                )
+                let resumption = self.firstResult(index, request, result, deviceToken: deviceTokens[index], pushType: pass.pushType(index), pass: pass)
                 if let resumption { pass.continueLater(index, resumption, apnsID: request.apnsID) }
             }
         )
@@ -292,10 +272,7 @@ extension APNsClient {
         to deviceToken: DeviceToken,
         pushType: PushType,
         notification: @autoclosure () -> Result<(PushNotification.Prepared, APNsID?), APNsRequestError>,
-        pass: BatchPass,
-        environment: APNsEnvironment,
-        timeout: Duration,
-        logger: Logger
+        pass: BatchPass
     ) -> APNsRequest? {
         do throws(APNsError) {
             if let mismatch = environmentMismatch { throw .invalid(mismatch) }
@@ -316,7 +293,7 @@ extension APNsClient {
                     apnsID: apnsID,
                     environment: environment,
                     providerToken: providerToken,
-                    timeout: timeout
+                    timeout: requestTimeout
                 )
             } catch {
                 logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
@@ -343,8 +320,7 @@ extension APNsClient {
         _ result: Result<APNsResponse, APNsTransportError>,
         deviceToken: DeviceToken,
         pushType: PushType,
-        pass: BatchPass,
-        logger: Logger
+        pass: BatchPass
     ) -> Resumption? {
         if case .success(let response) = result, let accepted = APNsAccepted(response: response, request: request) {
             if logger.logLevel <= .debug {

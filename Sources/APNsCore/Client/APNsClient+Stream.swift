@@ -120,9 +120,6 @@ extension APNsClient {
         let window = StreamWindow(capacity: 2 * width)
         let feed = RequestFeed()
         let (retries, retryInput) = AsyncStream.makeStream(of: StreamedRetry.self)
-        let environment = environment
-        let timeout = requestTimeout
-        let logger = logger
         var failure: Source.Failure?
         var read = 0
         await withTaskGroup(of: Void.self) { group in
@@ -132,27 +129,12 @@ extension APNsClient {
                     maxConcurrency: width,
                     makeRequest: { index in
                         let delivery = window.take(index)
-                        return self.firstRequest(
-                            index,
-                            to: delivery.deviceToken,
-                            pushType: delivery.pushType,
-                            notification: delivery.notification,
-                            pass: pass,
-                            environment: environment,
-                            timeout: timeout,
-                            logger: logger
-                        )
+                        return self.firstRequest(index, to: delivery.deviceToken, pushType: delivery.pushType, notification: delivery.notification, pass: pass)
                     },
                     onResult: { index, request, result in
                         // The request carries its token, push type and (for a retry) notification.
                         let resumption = self.firstResult(
-                            index,
-                            request,
-                            result,
-                            deviceToken: request.deviceToken!,
-                            pushType: request.devicePushType!,
-                            pass: pass,
-                            logger: logger
+                            index, request, result, deviceToken: request.deviceToken!, pushType: request.devicePushType!, pass: pass
                         )
                         if let resumption {
                             window.retryStarted()

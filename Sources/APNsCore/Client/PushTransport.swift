@@ -108,8 +108,10 @@ extension PushTransport {
     /// No executor of its own: `nil` (tasks run where they would anyway).
     public var taskExecutor: (any TaskExecutor)? { nil }
 
-    /// The default batch: a sliding window of at most `maxConcurrency` child tasks, each
-    /// calling ``send(_:)``; see the requirement for the contract it keeps.
+    /// The default batch: the default open-ended batch
+    /// (``sendBatch(feed:maxConcurrency:makeRequest:onResult:)``, a sliding window of at
+    /// most `maxConcurrency` child tasks, each calling ``send(_:)``) over a feed that holds
+    /// `count` indices from the start; see the requirement for the contract it keeps.
     public func sendBatch(
         count: Int,
         maxConcurrency: Int,
@@ -117,36 +119,10 @@ extension PushTransport {
         onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
     ) async {
         guard count > 0 else { return }
-        let width = max(1, min(maxConcurrency, count))
-        await withTaskGroup(of: Void.self) { group in
-            var next = 0
-            /// Starts the next index that makes a request; `false` when none is left.
-            func startNext() -> Bool {
-                while next < count {
-                    let index = next
-                    next += 1
-                    guard let request = makeRequest(index) else { continue }
-                    // A child added after cancellation starts cancelled: its send fails
-                    // at once with `cancelled`, so the index still gets its outcome.
-                    group.addTask {
-                        let result: Result<APNsResponse, APNsTransportError>
-                        do throws(APNsTransportError) {
-                            result = .success(try await self.send(request))
-                        } catch {
-                            result = .failure(error)
-                        }
-                        onResult(index, request, result)
-                    }
-                    return true
-                }
-                return false
-            }
-            var running = 0
-            while running < width, startNext() { running += 1 }
-            while await group.next() != nil {
-                _ = startNext()
-            }
-        }
+        let feed = RequestFeed()
+        feed.supply(upTo: count)
+        feed.close()
+        await sendBatch(feed: feed, maxConcurrency: maxConcurrency, makeRequest: makeRequest, onResult: onResult)
     }
 
     /// The default open-ended batch: a sliding window of at most `maxConcurrency` child

@@ -224,49 +224,6 @@ import Testing
         #expect(store.all.filter { $0.hasPrefix("warning") }.count == 2)
     }
 
-    /// The streaming batch hands every device's outcome over exactly once, as the
-    /// collecting batch would have returned it, and counts them.
-    @Test func streamingBatchHandsOverEachOutcomeOnce() async {
-        func script(_ mock: MockTransport, _ tokens: [DeviceToken]) {
-            for (index, token) in tokens.enumerated() {
-                switch index % 10 {
-                case 0: mock.respond(to: token, with: .rejected(.unregistered))
-                case 1: mock.respond(to: token, with: .failure(.connectionClosed()))
-                case 2: mock.respond(to: token, with: [.rejected(.tooManyRequests), .accepted])
-                default: break
-                }
-            }
-        }
-        let tokens = (0..<500).map { mockToken(5_000 + $0) }
-        let collecting = MockTransport()
-        script(collecting, tokens)
-        let expected = await APNsClient.testing(transport: collecting).send(sampleAlert, to: tokens, maxConcurrency: 32)
-
-        let streaming = MockTransport()
-        script(streaming, tokens)
-        let received = Mutex<[Int: [APNsOutcome]]>([:])
-        let summary = await APNsClient.testing(transport: streaming).send(sampleAlert, to: tokens, maxConcurrency: 32) { index, outcome in
-            received.withLock { $0[index, default: []].append(outcome) }
-        }
-        let outcomes = received.withLock { $0 }
-        #expect(outcomes.count == 500)
-        #expect(outcomes.values.allSatisfy { $0.count == 1 })
-        func kind(_ outcome: APNsOutcome) -> String {
-            switch outcome.result {
-            case .success: "accepted"
-            case .failure(.rejected(let rejection)): "rejected \(rejection.reason.map { "\($0)" } ?? "-")"
-            case .failure(let error): "failed \(error.transportError?.code.description ?? "\(error)")"
-            }
-        }
-        for (index, outcome) in expected.enumerated() {
-            #expect(outcomes[index]?.first?.deviceToken == tokens[index])
-            #expect(outcomes[index].map { kind($0[0]) } == kind(outcome), "index \(index)")
-        }
-        #expect(summary == APNsBatchSummary(accepted: 400, rejected: 50, failed: 50))
-        #expect(summary.total == 500)
-        #expect(summary.description == "500 notifications: 400 accepted, 50 rejected, 50 failed")
-    }
-
     /// An invalid notification: every index is handed over as invalid, nothing is sent.
     @Test func streamingBatchOfAnInvalidNotification() async {
         let mock = MockTransport()

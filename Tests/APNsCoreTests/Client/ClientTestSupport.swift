@@ -1,6 +1,8 @@
+import APNsTesting
 import Foundation
 import Logging
 import Synchronization
+import Testing
 
 @testable import APNsCore
 
@@ -109,3 +111,47 @@ func mockToken(_ index: Int, bytes: Int = 32) -> DeviceToken {
 }
 
 let sampleAlert = PushNotification(payload: .alert(title: "Hello", body: "World"), topic: "com.example.app")
+
+/// Scripts `mock`'s answers by index: index % 10 == 0 Unregistered, 1 the connection
+/// closed, 2 TooManyRequests then accepted; the rest accepted.
+func scriptTenthsOfAnswers(_ mock: MockTransport, _ tokens: [DeviceToken]) {
+    for (index, token) in tokens.enumerated() {
+        switch index % 10 {
+        case 0: mock.respond(to: token, with: .rejected(.unregistered))
+        case 1: mock.respond(to: token, with: .failure(.connectionClosed()))
+        case 2: mock.respond(to: token, with: [.rejected(.tooManyRequests), .accepted])
+        default: break
+        }
+    }
+}
+
+/// An outcome as a word to compare: accepted, rejected with its reason, or failed with
+/// its transport code.
+func outcomeKind(_ outcome: APNsOutcome) -> String {
+    switch outcome.result {
+    case .success: "accepted"
+    case .failure(.rejected(let rejection)): "rejected \(rejection.reason.map { "\($0)" } ?? "-")"
+    case .failure(let error): "failed \(error.transportError?.code.description ?? "\(error)")"
+    }
+}
+
+/// The outcomes a streaming send handed over, by index, each kept as often as it came.
+final class ReceivedOutcomes: Sendable {
+    private let outcomes = Mutex<[Int: [APNsOutcome]]>([:])
+
+    func record(_ index: Int, _ outcome: APNsOutcome) {
+        outcomes.withLock { $0[index, default: []].append(outcome) }
+    }
+
+    /// Checks that every index of `expected` (the collecting batch's outcomes for the same
+    /// `tokens` and answers) came exactly once, with its token and the same kind of outcome.
+    func expectSame(as expected: [APNsOutcome], tokens: [DeviceToken]) {
+        let received = outcomes.withLock { $0 }
+        #expect(received.count == expected.count)
+        #expect(received.values.allSatisfy { $0.count == 1 })
+        for (index, outcome) in expected.enumerated() {
+            #expect(received[index]?.first?.deviceToken == tokens[index])
+            #expect(received[index].map { outcomeKind($0[0]) } == outcomeKind(outcome), "index \(index)")
+        }
+    }
+}

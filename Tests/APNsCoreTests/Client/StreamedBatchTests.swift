@@ -6,7 +6,7 @@ import Testing
 @testable import APNsCore
 
 /// The open-ended batch's handle, alone: no transport, no threads.
-@Suite(.timeLimit(.minutes(1))) struct RequestFeedTests {
+@Suite(.timeLimit(.minutes(2))) struct RequestFeedTests {
     @Test func suppliesGrowAndCloseEndsThem() {
         let feed = RequestFeed()
         #expect(feed.snapshot() == feed.snapshot())
@@ -77,53 +77,32 @@ import Testing
 
 /// `APNsClient.send(_:maxConcurrency:isolation:onOutcome:)` and its one-notification form,
 /// over the mock transport (the default open-ended batch, a task per request).
-@Suite(.timeLimit(.minutes(1))) struct StreamedBatchTests {
-    /// Scripts the answers: index % 10 == 0 Unregistered, 1 connection closed, 2
-    /// TooManyRequests then accepted.
-    static func script(_ mock: MockTransport, _ tokens: [DeviceToken]) {
-        for (index, token) in tokens.enumerated() {
-            switch index % 10 {
-            case 0: mock.respond(to: token, with: .rejected(.unregistered))
-            case 1: mock.respond(to: token, with: .failure(.connectionClosed()))
-            case 2: mock.respond(to: token, with: [.rejected(.tooManyRequests), .accepted])
-            default: break
-            }
-        }
-    }
-
-    static func kind(_ outcome: APNsOutcome) -> String {
-        switch outcome.result {
-        case .success: "accepted"
-        case .failure(.rejected(let rejection)): "rejected \(rejection.reason.map { "\($0)" } ?? "-")"
-        case .failure(let error): "failed \(error.transportError?.code.description ?? "\(error)")"
-        }
-    }
-
-    /// A stream gives the same outcomes as the collecting batch over the same answers,
-    /// each index once, with its device token; retries run through the attempt loop.
-    @Test func streamOfTokensEndsLikeTheCollectingBatch() async {
+@Suite(.timeLimit(.minutes(2))) struct StreamedBatchTests {
+    /// A streaming batch (the tokens in an array, or read from an `AsyncSequence`) gives
+    /// the same outcomes as the collecting batch over the same answers, each index once,
+    /// with its device token, and counts them; retries run through the attempt loop.
+    @Test(arguments: [false, true]) func streamingEndsLikeTheCollectingBatch(fromSequence: Bool) async {
         let tokens = (0..<500).map { mockToken(7_000 + $0) }
         let collecting = MockTransport()
-        Self.script(collecting, tokens)
+        scriptTenthsOfAnswers(collecting, tokens)
         let expected = await APNsClient.testing(transport: collecting).send(sampleAlert, to: tokens, maxConcurrency: 32)
 
         let streaming = MockTransport()
-        Self.script(streaming, tokens)
-        let received = Mutex<[Int: [APNsOutcome]]>([:])
-        let stream = AsyncStream<DeviceToken> { continuation in
-            for token in tokens { continuation.yield(token) }
-            continuation.finish()
+        scriptTenthsOfAnswers(streaming, tokens)
+        let received = ReceivedOutcomes()
+        let client = APNsClient.testing(transport: streaming)
+        let summary: APNsBatchSummary
+        if fromSequence {
+            let stream = AsyncStream<DeviceToken> { continuation in
+                for token in tokens { continuation.yield(token) }
+                continuation.finish()
+            }
+            summary = await client.send(sampleAlert, to: stream, maxConcurrency: 32) { index, outcome in received.record(index, outcome) }
+        } else {
+            summary = await client.send(sampleAlert, to: tokens, maxConcurrency: 32) { index, outcome in received.record(index, outcome) }
         }
-        let summary = await APNsClient.testing(transport: streaming).send(sampleAlert, to: stream, maxConcurrency: 32) { index, outcome in
-            received.withLock { $0[index, default: []].append(outcome) }
-        }
-        let outcomes = received.withLock { $0 }
-        #expect(outcomes.count == 500)
-        #expect(outcomes.values.allSatisfy { $0.count == 1 })
-        for (index, outcome) in expected.enumerated() {
-            #expect(outcomes[index]?.first?.deviceToken == tokens[index])
-            #expect(outcomes[index].map { Self.kind($0[0]) } == Self.kind(outcome), "index \(index)")
-        }
+        received.expectSame(as: expected, tokens: tokens)
+        #expect(summary.description == "500 notifications: 400 accepted, 50 rejected, 50 failed")
         #expect(summary == APNsBatchSummary(accepted: 400, rejected: 50, failed: 50))
         // Each token once, and once more for each TooManyRequests.
         #expect(streaming.requests.count == 550)

@@ -52,6 +52,17 @@ final class BatchLog: Sendable {
         return all.compactMapValues(\.first)
     }
 
+    /// Checks that indices `0..<count` were made once each, in order, one call at a
+    /// time, each with one result for its own request; returns the results.
+    func expectEachMadeOnceInOrder(count: Int) -> [Int: Result<APNsResponse, APNsTransportError>] {
+        #expect(made == Array(0..<count))
+        #expect(!overlapped)
+        #expect(mismatched.isEmpty)
+        let results = self.results
+        #expect(results.count == count)
+        return results
+    }
+
     func send(through transport: some PushTransport, window: Int) async {
         await transport.sendBatch(
             count: requests.count,
@@ -60,6 +71,28 @@ final class BatchLog: Sendable {
             onResult: { self.result($0, $1, $2) }
         )
     }
+}
+
+/// How many of a cancelled batch's results failed with `cancelled` as sent
+/// (`mayHaveReachedAPNs`) and as not sent; records an issue for any other result, and for
+/// a sent one at an index of `sentBelow` or more (only the first window was sent).
+func countCancelled(_ results: [Int: Result<APNsResponse, APNsTransportError>], sentBelow: Int) -> (sent: Int, unsent: Int) {
+    var sent = 0
+    var unsent = 0
+    for (index, result) in results {
+        guard case .failure(let error) = result else {
+            Issue.record("index \(index): expected cancelled, got \(result)")
+            continue
+        }
+        #expect(error.code == .cancelled)
+        if error.mayHaveReachedAPNs {
+            sent += 1
+            #expect(index < sentBelow)
+        } else {
+            unsent += 1
+        }
+    }
+    return (sent, unsent)
 }
 
 @Suite("HTTP2Transport.sendBatch: requests made and completed on the connection threads")
@@ -81,11 +114,7 @@ struct BatchSendTests {
             let statistics = transport.statistics
             await transport.shutdown()
 
-            #expect(log.made == Array(0..<count))
-            #expect(!log.overlapped)
-            #expect(log.mismatched.isEmpty)
-            let results = log.results
-            #expect(results.count == count)
+            let results = log.expectEachMadeOnceInOrder(count: count)
             for (index, result) in results {
                 let response = try result.get()
                 #expect(response.status == 200)
@@ -248,21 +277,7 @@ struct BatchSendTests {
             #expect(log.made == Array(0..<count))
             let results = log.results
             #expect(results.count == count)
-            var sent = 0
-            var unsent = 0
-            for (index, result) in results {
-                guard case .failure(let error) = result else {
-                    Issue.record("index \(index): expected cancelled, got \(result)")
-                    continue
-                }
-                #expect(error.code == .cancelled)
-                if error.mayHaveReachedAPNs {
-                    sent += 1
-                    #expect(index < 50)
-                } else {
-                    unsent += 1
-                }
-            }
+            let (sent, unsent) = countCancelled(results, sentBelow: 50)
             #expect(sent == 50)
             #expect(unsent == count - 50)
             #expect(statistics.requestsInFlight == 0)

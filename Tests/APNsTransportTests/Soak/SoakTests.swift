@@ -13,11 +13,14 @@ struct SoakTests {
     /// `SWIFT_APNS_SOAK_SEED` picks another.
     static let seed = ProcessInfo.processInfo.environment["SWIFT_APNS_SOAK_SEED"].flatMap { UInt64($0) } ?? 3
 
+    /// How the soak sends: one `send` per notification from 100 tasks; APNsClient's batch
+    /// send, 1,000 device tokens per call with a window of 100 (HTTP2Transport.sendBatch);
+    /// or one streamed batch, the device tokens read from an AsyncSequence.
+    enum Way: String, CaseIterable, Sendable { case tasks, batches, streamed }
+
     @Test("every notification ends in exactly one outcome; none reaches the server twice unexplained",
-          arguments: [nil, 1_000])
-    func soak(batchSize: Int?) async throws {
-        // nil: one send per notification from 100 tasks; 1,000: APNsClient's batch send,
-        // 1,000 device tokens per call with a window of 100 (HTTP2Transport.sendBatch).
+          arguments: Way.allCases)
+    func soak(way: Way) async throws {
         let configuration = SoakConfiguration(
             notifications: 10_000,
             seed: Self.seed,
@@ -29,34 +32,13 @@ struct SoakTests {
             // Far above any pause a loaded machine causes; a hang still ends the test.
             watchdog: .seconds(30),
             rssGrowthLimitBytes: 64 << 20,
-            batchSize: batchSize
+            batchSize: way == .batches ? 1_000 : nil,
+            streamed: way == .streamed
         )
         let report = try await Soak.run(configuration)
         #expect(report.passed, "\(report)")
         #expect(report.outcomeTotal == 10_000)
         // The faults did happen, and the server saw the notifications.
-        #expect(report.faults.values.reduce(0, +) >= 10, "\(report.faults)")
-        #expect((report.server?.requests ?? 0) >= 5_000)
-        #expect(report.transport?.requestsInFlight == 0)
-    }
-
-    @Test("one streamed batch (device tokens from an AsyncSequence): the same checks hold")
-    func soakStreamed() async throws {
-        let configuration = SoakConfiguration(
-            notifications: 10_000,
-            seed: Self.seed,
-            connections: 2,
-            concurrency: 100,
-            meanFaultGap: 200,
-            requestTimeout: .seconds(2),
-            stalls: true,
-            watchdog: .seconds(30),
-            rssGrowthLimitBytes: 64 << 20,
-            streamed: true
-        )
-        let report = try await Soak.run(configuration)
-        #expect(report.passed, "\(report)")
-        #expect(report.outcomeTotal == 10_000)
         #expect(report.faults.values.reduce(0, +) >= 10, "\(report.faults)")
         #expect((report.server?.requests ?? 0) >= 5_000)
         #expect(report.transport?.requestsInFlight == 0)
