@@ -64,7 +64,8 @@ struct ClientTracing: Sendable {
         span.end()
     }
 
-    /// A batch's span, child of the caller's context.
+    /// A batch's span, child of the caller's context; `count` is `nil` for a streamed
+    /// batch, whose count is known at its end (``end(_:_:)`` sets it).
     func startBatch(count: Int?) -> (any Span)? {
         guard isEnabled else { return nil }
         let span = tracer.startSpan("APNs batch", context: ServiceContext.current ?? .topLevel, ofKind: .client)
@@ -76,6 +77,7 @@ struct ClientTracing: Sendable {
     func end(_ span: (any Span)?, _ summary: APNsBatchSummary) {
         guard let span else { return }
         span.updateAttributes { attributes in
+            attributes["apns.batch.count"] = summary.total
             attributes["apns.batch.accepted"] = summary.accepted
             attributes["apns.batch.rejected"] = summary.rejected
             attributes["apns.batch.failed"] = summary.failed

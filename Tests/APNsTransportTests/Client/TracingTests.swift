@@ -53,4 +53,31 @@ struct TracingTests {
         #expect(rejected.status?.code == .error)
         #expect(rejected.errors.count == 1)
     }
+
+    @Test("a streamed batch (tokens from an AsyncSequence) has its batch span, counted at its end, and a span per notification")
+    func streamedBatchSpans() async throws {
+        let tracer = InMemoryTracer()
+        try await withMockAPNsServer { server in
+            server.respond(toDeviceToken: Self.dead, with: .unregistered())
+            let client = APNsClient(credentials: .certificate, transport: try server.makeTransport(), tracer: tracer)
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+            let tokens = [try DeviceToken(bytes: [UInt8](repeating: 3, count: 32)), try DeviceToken(hex: Self.dead), try DeviceToken(bytes: [UInt8](repeating: 4, count: 32))]
+            let stream = AsyncStream<DeviceToken> { continuation in
+                for token in tokens { continuation.yield(token) }
+                continuation.finish()
+            }
+            _ = await client.send(notification, to: stream) { _, _ in }
+            await client.shutdown()
+        }
+        let spans = tracer.finishedSpans
+        let batch = try #require(spans.first { $0.operationName == "APNs batch" })
+        #expect(batch.attributes["apns.batch.count"]?.toSpanAttribute() == 3)
+        #expect(batch.attributes["apns.batch.accepted"]?.toSpanAttribute() == 2)
+        #expect(batch.attributes["apns.batch.rejected"]?.toSpanAttribute() == 1)
+        let children = spans.filter { $0.parentSpanID == batch.spanID }
+        #expect(children.count == 3)
+        #expect(children.filter { $0.attributes["apns.outcome"]?.toSpanAttribute() == "accepted" }.count == 2)
+        let rejected = try #require(children.first { $0.attributes["apns.outcome"]?.toSpanAttribute() == "rejected" })
+        #expect(rejected.attributes["apns.reason"]?.toSpanAttribute() == "Unregistered")
+    }
 }
