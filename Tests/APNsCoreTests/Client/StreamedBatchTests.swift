@@ -249,6 +249,44 @@ import Testing
         #expect(Set(byIndex.keys) == Set(0..<read))
     }
 
+    /// A stream's ExpiredProviderToken: the token is refreshed at once, the notification is
+    /// sent again with the new one (same `apns-id`, same payload: the retry is rebuilt from
+    /// the first request), and the elements read afterwards carry the new token.
+    @Test func expiredProviderTokenInAStreamIsRefreshedAndResent() async throws {
+        let mock = MockTransport()
+        let first = mockToken(1)
+        mock.respond(to: first, with: [.rejected(.expiredProviderToken), .accepted])
+        let source = CoreCountingTokenSource()
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(source), retryPolicy: .never)
+        let (stream, input) = AsyncStream.makeStream(of: (notification: PushNotification, deviceToken: DeviceToken).self)
+        let personal = PushNotification(payload: .alert(body: "only for you"), topic: "com.example.app")
+        input.yield((notification: personal, deviceToken: first))
+        let outcomes = Mutex<[Int: APNsOutcome]>([:])
+        let task = Task {
+            await client.send(stream, maxConcurrency: 1) { index, outcome in outcomes.withLock { $0[index] = outcome } }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while outcomes.withLock({ $0.count }) < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        input.yield((notification: sampleAlert, deviceToken: mockToken(2)))
+        input.finish()
+        let summary = await task.value
+
+        #expect(summary == APNsBatchSummary(accepted: 2, rejected: 0, failed: 0))
+        #expect(outcomes.withLock { $0[0]?.accepted } != nil)
+        let requests = mock.requests
+        #expect(requests.count == 3)
+        #expect(requests.map { $0.header("authorization") } == [
+            "bearer header.claims.signature-1", "bearer header.claims.signature-2", "bearer header.claims.signature-2",
+        ])
+        #expect(requests[0].header("apns-id") == requests[1].header("apns-id"))
+        #expect(requests[0].body == requests[1].body)
+        #expect(String(decoding: requests[1].body, as: UTF8.self).contains("only for you"))
+        #expect(requests[1].deviceToken == first && requests[2].deviceToken == mockToken(2))
+        // Only the expired token was given up (the batch at once, the attempt loop again:
+        // a source ignores a token it no longer issues).
+        #expect(Set(source.invalidated) == ["header.claims.signature-1"])
+    }
+
     /// An empty stream returns at once, and sends nothing.
     @Test func emptyStream() async {
         let mock = MockTransport()
