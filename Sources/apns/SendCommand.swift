@@ -173,34 +173,7 @@ struct SendCommand: AsyncParsableCommand {
         }
     }
 
-    private typealias Finished = (index: Int, result: Result<APNsAccepted, APNsError>)
-
-    /// Parses the token at `index` and sends to it, in a new child task of `group`.
-    private static func startSending(
-        _ push: PushNotification, to text: String, index: Int, with client: APNsClient,
-        in group: inout TaskGroup<Finished>
-    ) {
-        group.addTask {
-            await (index, outcome(of: push, to: text, with: client))
-        }
-    }
-
-    /// Parses `text` as a device token and sends `push` to it.
-    private static func outcome(
-        of push: PushNotification, to text: String, with client: APNsClient
-    ) async -> Result<APNsAccepted, APNsError> {
-        let token: DeviceToken
-        do {
-            token = try DeviceToken(hex: text)
-        } catch {
-            return .failure(.invalid(error))
-        }
-        do {
-            return .success(try await client.send(push, to: token))
-        } catch {
-            return .failure(error)
-        }
-    }
+    private typealias Finished = (position: Int, result: Result<APNsAccepted, APNsError>)
 
     /// Prints one token's outcome as text or JSON.
     private func printOutcome(token: String, _ result: Result<APNsAccepted, APNsError>) {
@@ -211,36 +184,51 @@ struct SendCommand: AsyncParsableCommand {
         }
     }
 
-    /// Sends to every token through a sliding window of `concurrency` requests, printing
-    /// the outcomes in input order as they become available.
+    /// Sends to every token with the client's batch (a sliding window of `concurrency`
+    /// requests, made and answered on the transport's threads), printing the outcomes in
+    /// input order as they become available. A token that is not hexadecimal is reported
+    /// as invalid in its place and not sent.
     private func send(_ push: PushNotification, to tokens: [String], with client: APNsClient) async -> Report {
         let progress = ProgressBar(total: tokens.count, enabled: Terminal.standardErrorIsTerminal && tokens.count >= 100)
         let start = ContinuousClock.now
-        let width = min(concurrency, tokens.count)
-        let report = await withTaskGroup(of: Finished.self) { group -> Report in
-            var report = Report()
-            var waiting: [Int: Result<APNsAccepted, APNsError>] = [:]
-            var nextToPrint = 0
-            var finished = 0
-            var nextToStart = 0
-            while nextToStart < width {
-                Self.startSending(push, to: tokens[nextToStart], index: nextToStart, with: client, in: &group)
-                nextToStart += 1
+        var devices: [DeviceToken] = []
+        var positions: [Int] = []  // the input position of each of `devices`
+        var waiting: [Int: Result<APNsAccepted, APNsError>] = [:]
+        for (position, text) in tokens.enumerated() {
+            do {
+                devices.append(try DeviceToken(hex: text))
+                positions.append(position)
+            } catch {
+                waiting[position] = .failure(.invalid(error))
             }
-            for await (index, result) in group {
-                if nextToStart < tokens.count {
-                    Self.startSending(push, to: tokens[nextToStart], index: nextToStart, with: client, in: &group)
-                    nextToStart += 1
+        }
+        let (finished, finish) = AsyncStream.makeStream(of: Finished.self)
+        let report = await withTaskGroup(of: Void.self) { [devices, positions, concurrency] group -> Report in
+            group.addTask {
+                // The outcomes come from the transport's threads: they are handed to this
+                // task, which prints, rather than printed there.
+                await client.send(push, to: devices, maxConcurrency: concurrency) { index, outcome in
+                    finish.yield((positions[index], outcome.result))
                 }
-                waiting[index] = result
-                finished += 1
-                progress.update(done: finished)
+                finish.finish()
+            }
+            var report = Report()
+            var nextToPrint = 0
+            var done = waiting.count
+            func printReady() {
                 while let ready = waiting.removeValue(forKey: nextToPrint) {
                     progress.finish()
                     report.record(ready)
                     printOutcome(token: tokens[nextToPrint], ready)
                     nextToPrint += 1
                 }
+            }
+            printReady()
+            for await (position, result) in finished {
+                waiting[position] = result
+                done += 1
+                progress.update(done: done)
+                printReady()
             }
             return report
         }
