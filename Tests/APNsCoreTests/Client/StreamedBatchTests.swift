@@ -287,6 +287,17 @@ import Testing
         #expect(Set(source.invalidated) == ["header.claims.signature-1"])
     }
 
+    /// Read on the caller's actor: a sequence that is not `Sendable` (its iterator holds a
+    /// class) can be streamed from the main actor, and is read there.
+    @MainActor @Test func nonSendableSequenceReadOnTheCallersActor() async {
+        let mock = MockTransport()
+        let tokens = MainActorTokens(count: 50)
+        let summary = await APNsClient.testing(transport: mock).send(sampleAlert, to: tokens, maxConcurrency: 8) { _, _ in }
+        #expect(summary.accepted == 50)
+        #expect(tokens.log.readOnMainActor == 50)
+        #expect(mock.requests.count == 50)
+    }
+
     /// An empty stream returns at once, and sends nothing.
     @Test func emptyStream() async {
         let mock = MockTransport()
@@ -323,4 +334,34 @@ struct CountingTokens: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count, pulled: pulled) }
+}
+
+/// Mock tokens from an iterator that is not `Sendable` (it shares a class with its
+/// sequence), recording how many were read with the main actor's isolation.
+struct MainActorTokens: AsyncSequence {
+    final class Log {
+        var readOnMainActor = 0
+    }
+
+    let count: Int
+    let log = Log()
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let count: Int
+        let log: Log
+        var next = 0
+
+        mutating func next() async -> DeviceToken? {
+            await next(isolation: nil)
+        }
+
+        mutating func next(isolation actor: isolated (any Actor)?) async -> DeviceToken? {
+            guard next < count else { return nil }
+            defer { next += 1 }
+            if actor === MainActor.shared { log.readOnMainActor += 1 }
+            return mockToken(next)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count, log: log) }
 }
