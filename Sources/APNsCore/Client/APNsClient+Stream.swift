@@ -30,7 +30,8 @@ extension APNsClient {
     ///
     /// - Parameters:
     ///   - deliveries: Each notification with the device it goes to.
-    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1,
+    ///     values above ``RequestFeed/maxWindow`` (65,536) as that.
     ///   - isolation: Where the sequence is read (the caller's actor, by default).
     ///   - onOutcome: Receives each element's position in `deliveries` and its outcome.
     /// - Returns: How many were accepted, rejected and failed.
@@ -77,7 +78,8 @@ extension APNsClient {
     ///   - notification: The notification. If it is invalid, every device's outcome is that
     ///     ``APNsError/invalid(_:)`` and nothing is sent.
     ///   - deviceTokens: The devices; duplicates are sent to twice.
-    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
+    ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1,
+    ///     values above ``RequestFeed/maxWindow`` (65,536) as that.
     ///   - isolation: Where the sequence is read (the caller's actor, by default).
     ///   - onOutcome: Receives each token's position in `deviceTokens` and its outcome.
     /// - Returns: How many were accepted, rejected and failed.
@@ -115,7 +117,7 @@ extension APNsClient {
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void,
         delivery: (Source.Element) -> StreamedDelivery
     ) async throws(Source.Failure) -> APNsBatchSummary {
-        let width = max(1, maxConcurrency)
+        let width = max(1, min(maxConcurrency, RequestFeed.maxWindow))
         let pass = BatchPass(streamingWith: metrics, tracing: tracing, onOutcome: onOutcome)
         let window = StreamWindow(capacity: 2 * width)
         let feed = RequestFeed()

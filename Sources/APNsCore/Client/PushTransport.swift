@@ -77,8 +77,8 @@ public protocol PushTransport: Sendable {
     ///   every index supplied until then still gets its one result (`cancelled` if it was
     ///   not sent); an index supplied later is never made.
     ///
-    /// The default implementation, like the default fixed-size batch, runs a child task
-    /// per request.
+    /// The window is `maxConcurrency`, at least 1 and at most ``RequestFeed/maxWindow``.
+    /// The default implementation runs a child task per request.
     func sendBatch(
         feed: RequestFeed,
         maxConcurrency: Int,
@@ -134,7 +134,7 @@ extension PushTransport {
         makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
         onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
     ) async {
-        let width = max(1, maxConcurrency)
+        let width = max(1, min(maxConcurrency, RequestFeed.maxWindow))
         let signal = FeedSignal()
         feed.attach(wake: { signal.raise() })
         await withTaskGroup(of: Void.self) { group in

@@ -39,6 +39,11 @@ public final class RequestFeed: Sendable {
     /// A feed with nothing supplied yet.
     public init() {}
 
+    /// The widest window an open-ended batch keeps (a larger `maxConcurrency` counts as
+    /// this): a batch of unknown size cannot take its count as the bound, and a window
+    /// wider than the streams the connections carry only makes requests wait.
+    public static let maxWindow = 1 << 16
+
     /// Makes indices `0..<count` available to the batch (a smaller `count` than before
     /// changes nothing).
     ///

@@ -71,7 +71,8 @@ final class BatchSend: Sendable {
     ) {
         self.count = feed == nil ? count : .max
         self.feed = feed
-        self.window = max(1, min(window, self.count))
+        // A feed's batch has no count to bound its window (its slots are allocated here).
+        self.window = max(1, min(window, feed == nil ? count : RequestFeed.maxWindow))
         self.makeRequest = makeRequest
         self.onResult = onResult
         self.route = route

@@ -298,6 +298,14 @@ import Testing
         #expect(mock.requests.count == 50)
     }
 
+    /// A window of `Int.max` ("no limit") is the widest window, not a crash.
+    @Test func unboundedConcurrencyCountsAsTheWidestWindow() async {
+        let mock = MockTransport()
+        let tokens = CountingTokens(count: 300, pulled: SharedCount())
+        let summary = await APNsClient.testing(transport: mock).send(sampleAlert, to: tokens, maxConcurrency: .max) { _, _ in }
+        #expect(summary.accepted == 300)
+    }
+
     /// An empty stream returns at once, and sends nothing.
     @Test func emptyStream() async {
         let mock = MockTransport()

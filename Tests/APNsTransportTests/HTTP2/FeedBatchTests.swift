@@ -74,6 +74,20 @@ struct FeedBatchTests {
         }
     }
 
+    @Test("a window of Int.max is the widest window (65,536), not an allocation of Int.max slots")
+    func unboundedWindow() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server)
+            let log = BatchLog(requests: try (0..<100).map { try mockPush($0, port: server.port) })
+            let feed = RequestFeed()
+            feed.supply(upTo: 100)
+            feed.close()
+            await log.send(through: transport, feed: feed, window: .max)
+            await transport.shutdown()
+            #expect(log.expectEachMadeOnceInOrder(count: 100).values.allSatisfy { (try? $0.get().status) == 200 })
+        }
+    }
+
     @Test("a feed closed with nothing supplied, or before the batch starts: the batch returns")
     func closedEarly() async throws {
         try await withMockAPNsServer { server in
