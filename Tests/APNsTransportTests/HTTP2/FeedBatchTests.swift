@@ -146,6 +146,45 @@ struct FeedBatchTests {
         }
     }
 
+    @Test("the transport shut down in the middle of a stream: every element read still gets one outcome, the later ones shutdown, unsent")
+    func shutdownMidStream() async throws {
+        try await withMockAPNsServer { server in
+            let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
+            let transport = try mockTransport(server) { $0.shutdownGracePeriod = .milliseconds(100) }
+            let client = APNsClient(environment: environment, credentials: .certificate, transport: transport, retryPolicy: .never)
+            let (stream, input) = AsyncStream.makeStream(of: DeviceToken.self)
+            let outcomes = Mutex<[Int: [APNsOutcome]]>([:])
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+            let sending = Task {
+                await client.send(notification, to: stream, maxConcurrency: 20) { index, outcome in
+                    outcomes.withLock { $0[index, default: []].append(outcome) }
+                }
+            }
+            func device(_ index: Int) throws -> DeviceToken {
+                let hex = String(index, radix: 16)
+                return try DeviceToken(hex: String(repeating: "0", count: 64 - hex.count) + hex)
+            }
+            for index in 0..<100 { input.yield(try device(index)) }
+            #expect(await waitUntil { outcomes.withLock { $0.count } == 100 })
+            await transport.shutdown()
+            for index in 100..<150 { input.yield(try device(index)) }
+            input.finish()
+            let summary = await sending.value
+
+            let byIndex = outcomes.withLock { $0 }
+            #expect(summary.total == 150)
+            #expect(byIndex.count == 150)
+            #expect(byIndex.values.allSatisfy { $0.count == 1 })
+            for index in 0..<100 { #expect(byIndex[index]?.first?.accepted != nil, "index \(index)") }
+            for index in 100..<150 {
+                let error = byIndex[index]?.first?.error?.transportError
+                #expect(error?.code == .shutdown, "index \(index)")
+                #expect(error?.mayHaveReachedAPNs == false, "index \(index)")
+            }
+            #expect(server.recordedRequests.count == 100)
+        }
+    }
+
     @Test("APNsClient streams tokens from an AsyncStream over HTTP/2: one outcome each, Unregistered ones named")
     func clientStream() async throws {
         try await withMockAPNsServer { server in
