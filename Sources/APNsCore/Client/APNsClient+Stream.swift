@@ -134,14 +134,21 @@ extension APNsClient {
                         return self.firstRequest(index, to: delivery.deviceToken, pushType: delivery.pushType, notification: delivery.notification, pass: pass)
                     },
                     onResult: { index, request, result in
-                        // The request carries its token, push type and (for a retry) notification.
-                        let resumption = self.firstResult(
-                            index, request, result, deviceToken: request.deviceToken!, pushType: request.devicePushType!, pass: pass
-                        )
+                        // The request carries its token, push type and (for a retry)
+                        // notification: the stream keeps none of them. It is the device push
+                        // `makeRequest` made for this index, as the batch contract says.
+                        guard let deviceToken = request.deviceToken, let pushType = request.devicePushType else {
+                            preconditionFailure("the transport's onResult for index \(index) did not pass the request makeRequest made")
+                        }
+                        let resumption = self.firstResult(index, request, result, deviceToken: deviceToken, pushType: pushType, pass: pass)
                         if let resumption {
+                            // A device push with a push type always gives its notification back.
+                            guard let resent = PushNotification.Prepared(resending: request) else {
+                                preconditionFailure("a device push that cannot be sent again")
+                            }
                             window.retryStarted()
                             retryInput.yield(
-                                StreamedRetry(index: index, request: request, prepared: PushNotification.Prepared(resending: request)!, resumption: resumption)
+                                StreamedRetry(index: index, request: request, deviceToken: deviceToken, prepared: resent, resumption: resumption)
                             )
                         }
                     }
@@ -205,7 +212,7 @@ extension APNsClient {
                     running -= 1
                 }
                 group.addTask {
-                    let deviceToken = retry.request.deviceToken!
+                    let deviceToken = retry.deviceToken
                     let result: Result<APNsAccepted, APNsError>
                     do throws(APNsError) {
                         result = .success(
@@ -241,6 +248,7 @@ struct StreamedRetry: Sendable {
     let index: Int
     /// The first attempt's request: its token, `apns-id`, headers and body.
     let request: APNsRequest
+    let deviceToken: DeviceToken
     let prepared: PushNotification.Prepared
     let resumption: APNsClient.Resumption
 }

@@ -44,7 +44,8 @@ public protocol PushTransport: Sendable {
     ///   index order, one call at a time (from any thread). Returning `nil` skips the index:
     ///   the caller has recorded its outcome itself, and `onResult` is not called for it.
     /// - `onResult(index, request, result)` is called exactly once for each request made,
-    ///   from any thread and possibly for several indices at once, with APNs' answer or the
+    ///   with the request `makeRequest` returned for that index, from any thread and
+    ///   possibly for several indices at once, with APNs' answer or the
     ///   ``APNsTransportError`` that says whether the request may have reached APNs.
     /// - Requests are sent in index order, as streams free up; a new one starts as soon as
     ///   one finishes. Each request's ``APNsRequest/timeout`` counts from when it starts.
