@@ -52,6 +52,20 @@ func sendFeed(client: APNsClient, notification: PushNotification, deviceTokens: 
     await sendFeed(client: client, notification: notification, tokens: TokenCursor(tokens: deviceTokens), window: window)
 }
 
+/// The `feedstream` mode: the streamed batch reading an `AsyncStream` that another task
+/// fills, as a queue consumer's would be (the producer yields every token as fast as it
+/// can; the stream buffers what the batch has not read yet).
+func sendFeedStream(client: APNsClient, notification: PushNotification, deviceTokens: [DeviceToken], window: Int) async -> Int {
+    let (stream, input) = AsyncStream.makeStream(of: DeviceToken.self)
+    let producer = Task {
+        for token in deviceTokens { input.yield(token) }
+        input.finish()
+    }
+    let accepted = await sendFeed(client: client, notification: notification, tokens: stream, window: window)
+    await producer.value
+    return accepted
+}
+
 /// The streamed batch over any sequence of tokens, from a nonisolated function.
 func sendFeed(client: APNsClient, notification: PushNotification, tokens: some AsyncSequence<DeviceToken, Never> & Sendable, window: Int) async -> Int {
     await client.send(notification, to: tokens, maxConcurrency: window) { _, _ in }.accepted

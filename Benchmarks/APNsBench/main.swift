@@ -12,6 +12,7 @@
 // `APNS_BENCH_MODE` chooses how it sends:
 //   batch  (default) one `client.send(_:to:maxConcurrency:)` call, outcomes collected
 //   stream one `client.send(_:to:maxConcurrency:onOutcome:)` call, outcomes counted
+//   feedstream  `feed` from an `AsyncStream` that another task fills as fast as it can
 //   feedgen  `feed` with each token made as it is read (none held before the send): the
 //          streamed batch's memory when the caller never holds every token
 //   feed   the streamed batch: one `client.send(_:to:maxConcurrency:onOutcome:)` call
@@ -241,6 +242,8 @@ case "floor":
     ok = await runFloor(count: count, tasks: window, sdk: benchEnvironment["APNS_BENCH_FLOOR"] == "sdk", onResumer: onIOThread)
 case "floortasks":
     ok = await runFloorTasks(count: count, tasks: window, largeFrame: benchEnvironment["APNS_BENCH_FRAME"] == "large")
+case "feedstream":
+    ok = await sendFeedStream(client: client, notification: notification, deviceTokens: deviceTokens, window: window)
 case "feedgen":
     ok = await sendFeed(client: client, notification: notification, tokens: GeneratedTokens(count: count), window: window)
 case "feed":
