@@ -69,6 +69,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Send all notifications with one batch call (APNsClient.send(_:to:maxConcurrency:), window connections × streams) instead of one send per notification; no per-notification latency.")
     var batch = false
 
+    @Flag(help: "Send all notifications with one streamed batch (APNsClient.send(_:to:maxConcurrency:onOutcome:) reading the device tokens from an AsyncSequence as the window frees room, window connections × streams); no per-notification latency.")
+    var stream = false
+
     @Flag(name: .customLong("on-io-thread"), help: "Run the sending tasks on the transport's I/O thread (withTaskExecutorPreference(client.taskExecutor), every connection on that thread) instead of Swift's global executor.")
     var onIOThread = false
 
@@ -83,6 +86,8 @@ struct BenchCommand: AsyncParsableCommand {
         if inProcess && host != nil { throw ValidationError("--in-process starts its own server: drop --host, --port and --ca-file") }
         if h2load.isEmpty { throw ValidationError("--h2load must name an executable") }
         if batch && onIOThread { throw ValidationError("--on-io-thread is for one send per notification: drop --batch or --on-io-thread") }
+        if stream && onIOThread { throw ValidationError("--on-io-thread is for one send per notification: drop --stream or --on-io-thread") }
+        if stream && batch { throw ValidationError("--batch and --stream are two ways to send: choose one") }
     }
 
     static let topic = "com.example.bench"
@@ -112,7 +117,7 @@ struct BenchCommand: AsyncParsableCommand {
         report.fields["count"] = count
         report.fields["connections"] = connections
         report.fields["streams"] = streams
-        report.fields["mode"] = batch ? "batch" : onIOThread ? "send on the I/O thread" : "send"
+        report.fields["mode"] = batch ? "batch" : stream ? "stream" : onIOThread ? "send on the I/O thread" : "send"
         defer { if json { Self.printJSON(report.fields) } }
         if inProcess {
             let server = MockAPNsServer(configuration: .init(maxConcurrentStreams: streams, recordedRequestLimit: 0))
@@ -168,13 +173,14 @@ struct BenchCommand: AsyncParsableCommand {
             report.fields["cpuMicrosecondsPerNotification"] = result.cpuMicroseconds
             report.fields["accepted"] = result.accepted
             report.fields["failed"] = count - result.accepted
-            if !batch {
+            if !batch && !stream {
                 report.fields["latencyP50Milliseconds"] = result.p50 * 1000
                 report.fields["latencyP99Milliseconds"] = result.p99 * 1000
             }
-            if batch {
-                say(String(format: "swift-apns (one batch call): %.0f notifications/s, %.1f µs %@ per notification (%d accepted, %d failed)",
-                             result.rate, result.cpuMicroseconds, cpuLabel, result.accepted, count - result.accepted))
+            if batch || stream {
+                say(String(format: "swift-apns (%@): %.0f notifications/s, %.1f µs %@ per notification (%d accepted, %d failed)",
+                             batch ? "one batch call" : "one streamed batch", result.rate, result.cpuMicroseconds, cpuLabel,
+                             result.accepted, count - result.accepted))
             } else {
                 say(String(format: "swift-apns%@: %.0f notifications/s, %.1f µs %@ per notification, latency p50 %.2f ms p99 %.2f ms (%d accepted, %d failed)",
                              onIOThread ? " (tasks on the I/O thread)" : "", result.rate, result.cpuMicroseconds, cpuLabel, result.p50 * 1000, result.p99 * 1000, result.accepted, count - result.accepted))
@@ -273,6 +279,17 @@ struct BenchCommand: AsyncParsableCommand {
             await client.shutdown()
             return SDKResult(rate: Double(count) / elapsed, cpuMicroseconds: cpu / Double(count) * 1e6,
                              p50: .nan, p99: .nan, accepted: outcomes.filter { $0.accepted != nil }.count)
+        }
+        if stream {
+            let cpuBefore = Self.cpuSeconds()
+            let start = ContinuousClock.now
+            let summary = await client.send(push, to: RepeatedToken(token: token, count: count), maxConcurrency: width) { _, _ in }
+            let elapsed = Terminal.seconds(since: start)
+            let cpu = Self.cpuSeconds() - cpuBefore
+            await endProgress()
+            await client.shutdown()
+            return SDKResult(rate: Double(count) / elapsed, cpuMicroseconds: cpu / Double(count) * 1e6,
+                             p50: .nan, p99: .nan, accepted: summary.accepted)
         }
         var latencies = [Double](repeating: 0, count: count)
         var accepted = 0
@@ -375,4 +392,28 @@ struct BenchCommand: AsyncParsableCommand {
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
+}
+
+/// One device token `count` times, as an `AsyncSequence` that hands each out without
+/// suspending (`apns bench --stream`).
+struct RepeatedToken: AsyncSequence, Sendable {
+    let token: DeviceToken
+    let count: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let token: DeviceToken
+        var left: Int
+
+        mutating func next() async -> DeviceToken? { take() }
+
+        mutating func next(isolation actor: isolated (any Actor)?) async -> DeviceToken? { take() }
+
+        private mutating func take() -> DeviceToken? {
+            guard left > 0 else { return nil }
+            left -= 1
+            return token
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(token: token, left: count) }
 }

@@ -399,4 +399,21 @@ struct BenchCommandTests {
         #expect(line.contains("500 accepted, 0 failed"), "\(line)")
         #expect(!line.contains("latency"), "\(line)")
     }
+
+    @Test("bench --stream sends with one streamed batch and reports throughput and CPU; with --batch it is refused")
+    func streamBench() async throws {
+        let result = try await CLI.run(
+            ["bench", "--stream", "--in-process", "--count", "500", "--connections", "2", "--streams", "20", "--skip-h2load", "--json"],
+            timeout: .seconds(120)
+        )
+        #expect(result.status == 0, "\(result)")
+        let object = try CLI.jsonObject(try #require(result.lines.last, "\(result)"))
+        #expect(object["mode"] as? String == "stream", "\(result)")
+        #expect(object["accepted"] as? Int == 500, "\(result)")
+        #expect(object["failed"] as? Int == 0, "\(result)")
+        #expect(object["latencyP50Milliseconds"] == nil, "\(result)")
+        let refused = try await CLI.run(["bench", "--stream", "--batch", "--count", "10"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("--batch and --stream are two ways to send"), "\(refused)")
+    }
 }
