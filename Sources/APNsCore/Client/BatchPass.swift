@@ -108,13 +108,8 @@ final class BatchPass: @unchecked Sendable {
         }
     }
 
-    /// Starts the span of `index`'s notification (tracing on), under the batch's span.
-    func started(_ index: Int, apnsID: APNsID?) {
-        guard isTracing else { return }
-        started(index, apnsID: apnsID, pushType: pushType(index))
-    }
-
-    /// Starts the span of `index`'s notification, of `pushType` (tracing on).
+    /// Starts the span of `index`'s notification, of `pushType` (tracing on), under the
+    /// batch's span.
     func started(_ index: Int, apnsID: APNsID?, pushType: PushType) {
         guard isTracing, let tracing else { return }
         if let span = tracing.startNotification(pushType, apnsID: apnsID, parent: batchSpan?.context) {
