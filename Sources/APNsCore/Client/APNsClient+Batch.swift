@@ -277,36 +277,50 @@ extension APNsClient {
         do throws(APNsError) {
             if let mismatch = environmentMismatch { throw .invalid(mismatch) }
             let (prepared, fixedID) = try notification().mapError { APNsError.invalid($0) }.get()
-            let providerToken = try currentProviderToken(log: { failure in
-                if conditions.begins("provider-token") {
-                    logger.warning("no provider token (logged once until a notification is accepted)", metadata: ["apns.error": "\(failure)"])
-                } else {
-                    logger.debug("no provider token", metadata: ["apns.error": "\(failure)"])
-                }
-            })
             let apnsID = fixedID ?? .random()
             pass.started(index, apnsID: apnsID, pushType: pushType)
-            let request: APNsRequest
-            do throws(APNsRequestError) {
-                request = try prepared.request(
-                    to: deviceToken,
-                    apnsID: apnsID,
-                    environment: environment,
-                    providerToken: providerToken,
-                    timeout: requestTimeout
-                )
-            } catch {
-                logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
-                throw .invalid(error)
-            }
-            if logger.logLevel <= .trace {
-                logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
-            }
-            return presentingClientCertificate(request)
+            return try firstAttemptRequest(prepared, apnsID: apnsID, to: deviceToken)
         } catch {
             pass.finish(index, .failure(error), deviceToken: deviceToken, pushType: pushType)
             return nil
         }
+    }
+
+    /// The request of a notification's first attempt, for ``send(_:to:)`` and both batch
+    /// forms: built with the current provider token, logged at trace level, presenting the
+    /// client certificate when the credentials are one.
+    ///
+    /// - Throws: ``APNsError/invalid(_:)`` when the provider token source fails (logged as
+    ///   a warning once until a notification is accepted) or the request is invalid.
+    func firstAttemptRequest(
+        _ prepared: PushNotification.Prepared,
+        apnsID: APNsID,
+        to deviceToken: DeviceToken
+    ) throws(APNsError) -> APNsRequest {
+        let providerToken = try currentProviderToken(log: { failure in
+            if conditions.begins("provider-token") {
+                logger.warning("no provider token (logged once until a notification is accepted)", metadata: ["apns.error": "\(failure)"])
+            } else {
+                logger.debug("no provider token", metadata: ["apns.error": "\(failure)"])
+            }
+        })
+        let request: APNsRequest
+        do throws(APNsRequestError) {
+            request = try prepared.request(
+                to: deviceToken,
+                apnsID: apnsID,
+                environment: environment,
+                providerToken: providerToken,
+                timeout: requestTimeout
+            )
+        } catch {
+            logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
+            throw .invalid(error)
+        }
+        if logger.logLevel <= .trace {
+            logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
+        }
+        return presentingClientCertificate(request)
     }
 
     /// Handles the answer to a batch's first attempt for `index`: an acceptance or a final
@@ -322,6 +336,43 @@ extension APNsClient {
         pushType: PushType,
         pass: BatchPass
     ) -> Resumption? {
+        switch firstAnswer(request, result, deviceToken: deviceToken) {
+        case .accepted(let accepted):
+            pass.finish(index, .success(accepted), deviceToken: deviceToken, pushType: pushType)
+            return nil
+        case .ended(let error):
+            pass.finish(index, .failure(error), deviceToken: deviceToken, pushType: pushType)
+            return nil
+        case .goesOn(let resumption):
+            if case .refreshProviderToken(let expired) = resumption.decision, let source = tokenSource {
+                // At once, not later: the batch's requests made from now on carry a new
+                // token instead of meeting the same refusal.
+                source.invalidate(expired)
+            }
+            return resumption
+        }
+    }
+
+    /// What the answer to a notification's first attempt means.
+    enum FirstAnswer {
+        /// APNs accepted it: the outcome.
+        case accepted(APNsAccepted)
+        /// A final error (Unregistered, BadDeviceToken, a failure the policy does not
+        /// retry), already logged: the outcome.
+        case ended(APNsError)
+        /// The ``Delivery`` state machine goes on (a retry, a new provider token): the
+        /// attempt loop takes the delivery over from here.
+        case goesOn(Resumption)
+    }
+
+    /// Reads the answer to a notification's first attempt (for ``send(_:to:)`` and both
+    /// batch forms) with the same state machine as every later attempt; the provider
+    /// token travels with the request, typed.
+    func firstAnswer(
+        _ request: APNsRequest,
+        _ result: Result<APNsResponse, APNsTransportError>,
+        deviceToken: DeviceToken
+    ) -> FirstAnswer {
         if case .success(let response) = result, let accepted = APNsAccepted(response: response, request: request) {
             if logger.logLevel <= .debug {
                 logger.debug(
@@ -330,8 +381,7 @@ extension APNsClient {
                 )
             }
             conditions.endAll()
-            pass.finish(index, .success(accepted), deviceToken: deviceToken, pushType: pushType)
-            return nil
+            return .accepted(accepted)
         }
         let error: APNsError
         switch result {
@@ -340,26 +390,14 @@ extension APNsClient {
         case .failure(let failure):
             error = .failed(failure)
         }
-        // The same state machine as every other send decides; the provider token travels
-        // with the request, typed.
         var delivery = Delivery(retryPolicy: retryPolicy)
         let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: jitter())
-        switch decision {
-        case .fail(let final):
-            // Final already (Unregistered, BadDeviceToken, a failure the policy does not
-            // retry): the outcome now, nothing kept for later.
+        if case .fail(let final) = decision {
             logEnding(final, of: "notification", attempt: 1, logger: logger) {
                 Self.metadata(request.apnsID, deviceToken, [:])
             }
-            pass.finish(index, .failure(final), deviceToken: deviceToken, pushType: pushType)
-            return nil
-        default:
-            if case .refreshProviderToken(let expired) = decision, let source = tokenSource {
-                // At once, not later: the requests made from now on carry a new token
-                // instead of meeting the same refusal.
-                source.invalidate(expired)
-            }
-            return Resumption(delivery: delivery, decision: decision)
+            return .ended(final)
         }
+        return .goesOn(Resumption(delivery: delivery, decision: decision))
     }
 }

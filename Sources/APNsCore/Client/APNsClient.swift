@@ -182,61 +182,134 @@ public final class APNsClient: Sendable {
         _ notification: PushNotification,
         to deviceToken: DeviceToken
     ) async throws(APNsError) -> APNsAccepted {
-        // The work before and after the delivery is synchronous and kept out of this
-        // async frame (see `perform`): the frame holds the started send and the result.
-        let started = start(notification)
-        let result: Result<APNsAccepted, APNsError>
-        switch started.prepared {
-        case .success(let prepared):
-            do throws(APNsError) {
-                result = .success(try await deliver(prepared, apnsID: started.apnsID, to: deviceToken, attempts: started.attempts))
-            } catch {
-                result = .failure(error)
-            }
+        // The first attempt is made here, as both batch forms make theirs (the request
+        // from `firstAttemptRequest`, the answer read by `firstAnswer`); the attempt loop
+        // (`deliver`) takes over only when the answer is not final (a retry, a new
+        // provider token), which few sends meet. The work before and after the await is
+        // synchronous and kept out of this async frame (the task allocates it per send),
+        // which holds the send's record, the request and the answer.
+        let (record, first) = start(notification, to: deviceToken)
+        let request: APNsRequest
+        switch first {
+        case .success(let made):
+            request = made
         case .failure(let error):
-            result = .failure(error)
+            finish(record, .failure(error))
+            throw error
         }
-        finish(started, result)
-        return try result.get()
+        let answer: Result<APNsResponse, APNsTransportError>
+        do throws(APNsTransportError) {
+            answer = .success(try await transport.send(request))
+        } catch {
+            answer = .failure(error)
+        }
+        switch firstOutcome(record, request, answer, to: deviceToken) {
+        case .final(let outcome):
+            return try outcome.get()
+        case .goesOn(let resumption):
+            return try await goOn(record, request, resumption, to: deviceToken)
+        }
     }
 
-    /// A send under way: its `apns-id`, span and attempt counter, and the notification
-    /// checked and encoded (or why it is invalid).
-    struct StartedSend {
+    /// A send under way: what its end reports (the push type for metrics, the span and
+    /// the attempt counter for tracing) and its `apns-id`.
+    struct SendRecord {
         let pushType: PushType
         let apnsID: APNsID
         let span: (any Span)?
         let attempts: AttemptCounter?
-        let prepared: Result<PushNotification.Prepared, APNsError>
     }
 
-    /// Counts the send, opens its span and prepares the notification.
+    /// Counts the send, opens its span, prepares the notification and makes the first
+    /// attempt's request, or the error that ends the send before anything is sent.
     @inline(never)
-    private func start(_ notification: PushNotification) -> StartedSend {
+    private func start(_ notification: PushNotification, to deviceToken: DeviceToken) -> (SendRecord, Result<APNsRequest, APNsError>) {
         metrics.sent(notification.pushType)
         let apnsID = notification.apnsID ?? .random()
         let span = tracing.startNotification(notification.pushType, apnsID: apnsID)
-        let prepared: Result<PushNotification.Prepared, APNsError>
-        do {
-            prepared = .success(try notification.prepared())
-        } catch {
-            logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
-            prepared = .failure(.invalid(error))
-        }
-        return StartedSend(
+        let record = SendRecord(
             pushType: notification.pushType,
             apnsID: apnsID,
             span: span,
-            attempts: span == nil ? nil : AttemptCounter(),
-            prepared: prepared
+            attempts: span == nil ? nil : AttemptCounter()
         )
+        do throws(APNsError) {
+            let prepared: PushNotification.Prepared
+            do {
+                prepared = try notification.prepared()
+            } catch {
+                logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
+                throw .invalid(error)
+            }
+            if let environmentMismatch { throw .invalid(environmentMismatch) }
+            if Task.isCancelled {
+                throw Delivery(retryPolicy: retryPolicy).cancelled("cancelled before attempt 1")
+            }
+            let request = try firstAttemptRequest(prepared, apnsID: apnsID, to: deviceToken)
+            record.attempts?.value += 1
+            return (record, .success(request))
+        } catch {
+            return (record, .failure(error))
+        }
+    }
+
+    /// What a send's first answer led to.
+    enum FirstOutcome {
+        /// The send's outcome, already reported (metrics, span).
+        case final(Result<APNsAccepted, APNsError>)
+        /// The attempt loop goes on from this decision (``goOn(_:_:_:to:)``).
+        case goesOn(Resumption)
+    }
+
+    /// Reads the send's first answer: its outcome (reported here), or the decision the
+    /// attempt loop goes on from.
+    @inline(never)
+    private func firstOutcome(
+        _ record: SendRecord,
+        _ request: APNsRequest,
+        _ answer: Result<APNsResponse, APNsTransportError>,
+        to deviceToken: DeviceToken
+    ) -> FirstOutcome {
+        let outcome: Result<APNsAccepted, APNsError>
+        switch firstAnswer(request, answer, deviceToken: deviceToken) {
+        case .accepted(let accepted): outcome = .success(accepted)
+        case .ended(let error): outcome = .failure(error)
+        case .goesOn(let resumption): return .goesOn(resumption)
+        }
+        finish(record, outcome)
+        return .final(outcome)
+    }
+
+    /// The attempt loop, from the decision the first answer (to `request`) led to: what
+    /// few sends meet, in an async frame of its own. The notification is taken back from
+    /// the request (its fixed headers and body, shared), as a streamed batch's retry does.
+    @inline(never)
+    private func goOn(
+        _ record: SendRecord,
+        _ request: APNsRequest,
+        _ resumption: Resumption,
+        to deviceToken: DeviceToken
+    ) async throws(APNsError) -> APNsAccepted {
+        guard let prepared = PushNotification.Prepared(resending: request) else {
+            preconditionFailure("a device push that cannot be sent again")
+        }
+        let result: Result<APNsAccepted, APNsError>
+        do throws(APNsError) {
+            result = .success(
+                try await deliver(prepared, apnsID: record.apnsID, to: deviceToken, resuming: resumption, attempts: record.attempts)
+            )
+        } catch {
+            result = .failure(error)
+        }
+        finish(record, result)
+        return try result.get()
     }
 
     /// Counts the send's result and ends its span.
     @inline(never)
-    private func finish(_ started: StartedSend, _ result: Result<APNsAccepted, APNsError>) {
-        metrics.finished(started.pushType, result)
-        tracing.end(started.span, result, attempts: started.attempts?.value)
+    private func finish(_ record: SendRecord, _ result: Result<APNsAccepted, APNsError>) {
+        metrics.finished(record.pushType, result)
+        tracing.end(record.span, result, attempts: record.attempts?.value)
     }
 
     /// Shuts the transport down: new sends fail with ``APNsTransportError/Code/shutdown``;

@@ -23,6 +23,30 @@ import Testing
         #expect(sleeper.durations.count == 1)
     }
 
+    // Apple: a retry is the same notification again, so APNs can tell it apart from a
+    // new one (same apns-id) and treat it as the sender asked (collapse, expiry, priority).
+    // The attempt loop rebuilds it from the first request: every header but the
+    // provider token's must come back unchanged, whichever way the loop went on.
+    @Test(arguments: [APNsReason.serviceUnavailable, .expiredProviderToken])
+    func aRetryResendsEveryHeaderOfTheNotification(reason: APNsReason) async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.rejected(reason), .accepted])
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(CoreCountingTokenSource()))
+        var notification = PushNotification(payload: .alert(title: "Score", body: "2-1"), topic: "com.example.app")
+        notification.priority = .powerConsiderate
+        notification.collapseID = "match-42"
+        notification.expiration = .at(Date(timeIntervalSince1970: 1_900_000_000))
+        _ = try await client.send(notification, to: Self.device)
+        let requests = mock.requests
+        try #require(requests.count == 2)
+        let unchanged = { (request: APNsRequest) in request.headers.filter { $0.name != "authorization" } }
+        #expect(unchanged(requests[1]) == unchanged(requests[0]))
+        #expect(requests[1].header("apns-collapse-id") == "match-42")
+        #expect(requests[1].header("apns-expiration") == "1900000000")
+        #expect(requests[1].header("apns-priority") == "5")
+        #expect(requests[1].body == requests[0].body)
+    }
+
     @Test func givesUpAfterMaxAttemptsWithTheLastRejection() async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: .rejected(.serviceUnavailable))
