@@ -346,8 +346,10 @@ extension APNsClient {
         case .goesOn(let resumption):
             if case .refreshProviderToken(let expired) = resumption.decision, let source = tokenSource {
                 // At once, not later: the batch's requests made from now on carry a new
-                // token instead of meeting the same refusal.
+                // token instead of meeting the same refusal. The attempt loop is told, so
+                // that it does not give the token back a second time.
                 source.invalidate(expired)
+                return Resumption(delivery: resumption.delivery, decision: resumption.decision, expiredTokenInvalidated: true)
             }
             return resumption
         }

@@ -407,10 +407,17 @@ public final class APNsClient: Sendable {
     final class Resumption: Sendable {
         let delivery: Delivery
         let decision: Delivery.Decision
+        /// Whether the caller already gave the expired provider token of a
+        /// ``Delivery/Decision/refreshProviderToken(_:)`` decision back to the source (a
+        /// batch does at once, so that the requests it makes next carry a new one): the
+        /// loop then only asks for the new token, and the source hears of each expired
+        /// answer once.
+        let expiredTokenInvalidated: Bool
 
-        init(delivery: Delivery, decision: Delivery.Decision) {
+        init(delivery: Delivery, decision: Delivery.Decision, expiredTokenInvalidated: Bool = false) {
             self.delivery = delivery
             self.decision = decision
+            self.expiredTokenInvalidated = expiredTokenInvalidated
         }
     }
 
@@ -524,10 +531,14 @@ public final class APNsClient: Sendable {
         var replacementToken: ProviderToken?
         /// The error whose retry the loop waits for.
         var retrying: APNsError?
+        /// The pending decision's expired token was already given back to the source (see
+        /// ``Resumption/expiredTokenInvalidated``).
+        var expiredTokenInvalidated: Bool
 
-        init(delivery: Delivery, decision: Delivery.Decision?) {
+        init(delivery: Delivery, decision: Delivery.Decision?, expiredTokenInvalidated: Bool = false) {
             self.delivery = delivery
             self.decision = decision
+            self.expiredTokenInvalidated = expiredTokenInvalidated
         }
     }
 
@@ -548,7 +559,9 @@ public final class APNsClient: Sendable {
     @inline(never)
     private func startLoop(resuming resumption: Resumption?) throws(APNsError) -> AttemptLoop? {
         if let environmentMismatch { throw .invalid(environmentMismatch) }
-        return resumption.map { AttemptLoop(delivery: $0.delivery, decision: $0.decision) }
+        return resumption.map {
+            AttemptLoop(delivery: $0.delivery, decision: $0.decision, expiredTokenInvalidated: $0.expiredTokenInvalidated)
+        }
     }
 
     /// The error of a call cancelled during a retry's wait.
@@ -607,9 +620,10 @@ public final class APNsClient: Sendable {
                 case .refreshProviderToken(let expired):
                     var next: ProviderToken?
                     if let tokenSource {
-                        tokenSource.invalidate(expired)
+                        if !loop.expiredTokenInvalidated { tokenSource.invalidate(expired) }
                         next = try? tokenSource.token()
                     }
+                    loop.expiredTokenInvalidated = false
                     let changed = next.map { $0 != expired } ?? false
                     if changed {
                         loop.replacementToken = next

@@ -89,6 +89,25 @@ extension RetryTests {
         #expect(statistics.retries == mock.requests.count - 1)
     }
 
+    // Apple: a provider token may be refreshed at most once every 20 minutes. A batch gives
+    // an expired token back at once (so that its next requests carry a new one) and the
+    // attempt loop then only asks for the new token: the source hears of the expired
+    // answer once, not once by the batch and again by the loop.
+    @Test func aBatchGivesAnExpiredTokenBackOnce() async throws {
+        let mock = MockTransport()
+        let expired = mockToken(7)
+        mock.respond(to: expired, with: [.rejected(.expiredProviderToken), .accepted])
+        let source = CoreCountingTokenSource()
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(source), retryPolicy: .never)
+        let outcomes = await client.send(sampleAlert, to: [expired], maxConcurrency: 1)
+        #expect(outcomes.first?.accepted != nil)
+        #expect(mock.requests.map { $0.header("authorization") } == [
+            "bearer header.claims.signature-1", "bearer header.claims.signature-2",
+        ])
+        #expect(source.invalidated == ["header.claims.signature-1"])
+        #expect(client.statistics.providerTokenRefreshes == 1)
+    }
+
     @Test func aBatchCountsEveryRetryOnce() async throws {
         let mock = MockTransport()
         let tokens = (0..<50).map { mockToken(100 + $0) }
