@@ -68,6 +68,9 @@ extension MockAPNsServer {
         public var now: @Sendable () -> Date
         /// Where the server logs; nothing is logged at info or above unless something fails.
         public var logger: Logger
+        /// How long a connection with no request open keeps the blocks its HTTP/2
+        /// session cached for reuse before giving them back (see `ServerConnection`).
+        var sessionMemoryIdleDelay: Duration = .seconds(1)
 
         /// A configuration.
         /// - Parameters:

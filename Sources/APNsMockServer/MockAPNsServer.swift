@@ -240,6 +240,15 @@ public final class MockAPNsServer: Sendable {
         state.send(.goAwayAll(reason: reason))
     }
 
+    /// The bytes each open connection's HTTP/2 session keeps cached for reuse, read on the
+    /// server's thread (for tests of the session memory); empty once the server stopped.
+    func sessionCachedBytes() async -> [Int] {
+        await withCheckedContinuation { continuation in
+            let report: @Sendable ([Int]) -> Void = { continuation.resume(returning: $0) }
+            if !state.sendUnlessExited(.inspectSessionMemory(report)) { report([]) }
+        }
+    }
+
     /// Waits this long before each answer (`.zero` to stop delaying).
     ///
     /// The new delay also applies to answers already waiting: each becomes due `delay`

@@ -1,4 +1,5 @@
 import APNsOpenSSL
+import APNsTransport
 import CNGHTTP2
 import COpenSSL
 import Foundation
@@ -202,6 +203,18 @@ final class ServerConnection {
     /// The connection's TLS state (APNsOpenSSL owns the `SSL *`); `nil` once closed.
     @exclusivity(unchecked) private var tls: SSLSession?
     @exclusivity(unchecked) private var session: OpaquePointer?
+    /// The free lists nghttp2 allocates the session's blocks from (streams, outbound
+    /// items, header copies), so that a request's blocks are the last one's: under h2load
+    /// at 4 × 1,000 streams, 0.3 mallocs per request instead of 8.2 (fastmock, which uses
+    /// malloc: 8.1). Outlives ``session``. Given back once the connection has had no
+    /// request open for the configuration's `sessionMemoryIdleDelay`
+    /// (``trimDue``), not at every pause: a client that keeps a hundred requests in flight
+    /// leaves none open for a moment many times a second.
+    @exclusivity(unchecked) private var sessionMemory: HTTP2SessionMemory?
+    /// When the session's cached blocks are given back, if no request opens before.
+    @exclusivity(unchecked) private var trimDue: ContinuousClock.Instant?
+    /// The bytes the session keeps cached for reuse (`nil` without a session).
+    var sessionCachedBytes: Int? { sessionMemory?.cachedBytes }
     @exclusivity(unchecked) private var phase = Phase.handshaking
     @exclusivity(unchecked) private var output: [UInt8] = []
     @exclusivity(unchecked) private var outputStart = 0
@@ -268,6 +281,7 @@ final class ServerConnection {
     var nextDeadline: ContinuousClock.Instant? {
         var earliest = delayed.map(\.due).min()
         if let shaper, let release = shaper.nextRelease(after: .now) { earliest = min(earliest ?? release, release) }
+        if let trimDue { earliest = min(earliest ?? trimDue, trimDue) }
         switch phase {
         case .goingAway(let deadline), .draining(let deadline):
             earliest = min(earliest ?? deadline, deadline)
@@ -285,6 +299,11 @@ final class ServerConnection {
         case .open, .goingAway, .broken:
             readAvailable()
             flush()
+            if !streams.isEmpty {
+                trimDue = nil
+            } else if trimDue == nil, let sessionMemory, sessionMemory.cachedBytes > 0 {
+                trimDue = .now + loop.configuration.sessionMemoryIdleDelay
+            }
         case .draining, .silent:
             discardInput()
         case .closed:
@@ -306,6 +325,10 @@ final class ServerConnection {
         default: break
         }
         if let shaper, let release = shaper.nextRelease(after: now), release <= now { flush() }
+        if let due = trimDue, due <= now {
+            trimDue = nil
+            if streams.isEmpty { sessionMemory?.releaseCached() }
+        }
         guard !delayed.isEmpty, session != nil else { return }
         var due: [Delayed] = []
         delayed.removeAll { entry in
@@ -364,10 +387,13 @@ final class ServerConnection {
 
     private func startSession() -> Bool {
         var session: OpaquePointer?
-        guard nghttp2_session_server_new(&session, loop.callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0,
+        let memory = HTTP2SessionMemory()
+        var allocator = memory.allocator
+        guard nghttp2_session_server_new3(&session, loop.callbacks, Unmanaged.passUnretained(self).toOpaque(), nil, &allocator) == 0,
               let session
         else { return false }
         self.session = session
+        sessionMemory = memory
         shaper = loop.state.shared.withLock { $0.link }.map { LinkShaper(link: $0, start: .now) }
         let limit = tokenMode ? 1 : loop.state.shared.withLock { $0.maxConcurrentStreams }
         var settings = [
@@ -556,6 +582,9 @@ final class ServerConnection {
         phase = .closed
         if let session { nghttp2_session_del(session) }
         session = nil
+        // After the session: it gave its blocks back to these free lists as it went.
+        sessionMemory = nil
+        trimDue = nil
         // SSL_free (and the BIOs on the socket) as the last reference goes; the socket next.
         tls = nil
         Glibc.close(fd)

@@ -193,6 +193,8 @@ final class ServerLoop {
                 for connection in connections { connection.rescheduleDelayed(delay) }
             case .setLink(let link):
                 for connection in connections { connection.setLink(link) }
+            case .inspectSessionMemory(let report):
+                report(connections.compactMap(\.sessionCachedBytes))
             }
         }
         // Closed connections stay in the array until the end of this pass, so the indices

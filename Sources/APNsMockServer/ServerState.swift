@@ -14,6 +14,9 @@ enum LoopCommand: Sendable {
     case rescheduleDelayed(Duration)
     /// Connections send through this link emulation (`nil`: directly).
     case setLink(MockAPNsServer.LinkEmulation?)
+    /// Hands over the bytes each open connection's nghttp2 session keeps cached for reuse
+    /// (tests of ``ServerConnection``'s session memory).
+    case inspectSessionMemory(@Sendable ([Int]) -> Void)
 }
 
 /// The part of a running server that test threads and the server thread share: the fault
@@ -229,18 +232,32 @@ extension ServerState {
 
     /// Records that the server thread has ended and wakes whoever waits in ``waitForExit()``.
     func markExited() {
-        let (waiters, subscribers) = shared.withLock { shared in
+        let (waiters, subscribers, commands) = shared.withLock { shared in
             shared.exited = true
             defer {
                 shared.subscribers.removeAll()
                 hasSubscribers.store(false, ordering: .relaxed)
                 shared.exitWaiters.removeAll()
+                shared.commands.removeAll()
             }
-            return (shared.exitWaiters, Array(shared.subscribers.values))
+            return (shared.exitWaiters, Array(shared.subscribers.values), shared.commands)
         }
         // Outside the lock: finishing a stream runs its onTermination, which takes the lock.
         for subscriber in subscribers { subscriber.finish() }
         for waiter in waiters { waiter.resume() }
+        // A question the loop will never answer: no connection is open any more.
+        for case .inspectSessionMemory(let report) in commands { report([]) }
+    }
+
+    /// Queues `command` for the server loop unless the loop has ended (then returns false).
+    func sendUnlessExited(_ command: LoopCommand) -> Bool {
+        let queued = shared.withLock { shared -> Bool in
+            guard !shared.exited else { return false }
+            shared.commands.append(command)
+            return true
+        }
+        if queued { wake() }
+        return queued
     }
 
     /// Returns once the server thread has ended.

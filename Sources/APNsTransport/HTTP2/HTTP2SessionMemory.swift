@@ -12,16 +12,18 @@ import CNGHTTP2
 /// shim): blocks of 32 to 4,096 bytes in powers of two, each behind a 16-byte header,
 /// cached up to ``maxCachedBytes``.
 ///
+/// The mock server's connections use it too (`APNsMockServer`), for the same reason.
+///
 /// Not thread-safe, like the session: used by the thread that drives the session, one
 /// call at a time. ``releaseCached()`` gives the cache back when the connection is idle;
 /// deinitialising frees it, after the session that allocated from it is deleted.
-final class HTTP2SessionMemory {
+package final class HTTP2SessionMemory {
     /// The most a session keeps cached: about 1,000 streams' blocks.
-    static let maxCachedBytes = 256 * 1024
+    package static let maxCachedBytes = 256 * 1024
 
     private let pool: UnsafeMutablePointer<capns_mem_pool>
 
-    init(maxCachedBytes: Int = HTTP2SessionMemory.maxCachedBytes) {
+    package init(maxCachedBytes: Int = HTTP2SessionMemory.maxCachedBytes) {
         pool = .allocate(capacity: 1)
         pool.initialize(to: capns_mem_pool())
         pool.pointee.max_cached_bytes = maxCachedBytes
@@ -34,13 +36,13 @@ final class HTTP2SessionMemory {
     }
 
     /// The allocator to create the session with (nghttp2 copies it).
-    var allocator: nghttp2_mem { capns_mem_allocator(pool) }
+    package var allocator: nghttp2_mem { capns_mem_allocator(pool) }
 
     /// The bytes cached for reuse.
-    var cachedBytes: Int { pool.pointee.cached_bytes }
+    package var cachedBytes: Int { pool.pointee.cached_bytes }
 
     /// Frees the cached blocks (the blocks the session holds stay its own).
-    func releaseCached() {
+    package func releaseCached() {
         if pool.pointee.cached_bytes > 0 { capns_mem_trim(pool) }
     }
 }
