@@ -114,8 +114,8 @@ final class ServerState: Sendable {
     }
 
     func send(_ command: LoopCommand) {
-        shared.withLock { $0.commands.append(command) }
-        wake()
+        // Once the loop has ended nothing reads the queue: the command is dropped.
+        _ = sendUnlessExited(command)
     }
 
     /// Applies the script to a request whose validation gave `validation`, records it and
