@@ -2,7 +2,10 @@
 /// (a client's stream identifiers are odd and rise by two, so the open ones rarely share a
 /// slot) with a dictionary for those that do. A request then costs no hashing to open and
 /// close its stream. The table starts small and doubles, up to 4,096 slots, when streams
-/// start to share slots.
+/// start to share slots. Each slot counts the streams of the dictionary that map to it, so
+/// that a look-up hashes only when one of them may be the stream sought: a client whose
+/// DATA frames wait for flow control keeps a few streams open long enough to share a slot
+/// with later ones, and the dictionary then holds a stream most of the time.
 ///
 /// Lives on the server thread only; one per connection.
 struct StreamTable {
@@ -13,6 +16,8 @@ struct StreamTable {
     /// per-chunk callbacks then reach a stream without a retain and a release.
     private var views: [Unmanaged<ServerConnection.Stream>?]
     private var overflow: [Int32: ServerConnection.Stream] = [:]
+    /// How many streams of ``overflow`` map to each slot.
+    private var overflowInSlot: [UInt32]
     /// How many streams are open.
     private(set) var count = 0
 
@@ -20,6 +25,7 @@ struct StreamTable {
         ids = Array(repeating: 0, count: 64)
         slots = Array(repeating: nil, count: 64)
         views = Array(repeating: nil, count: 64)
+        overflowInSlot = Array(repeating: 0, count: 64)
     }
 
     var isEmpty: Bool { count == 0 }
@@ -33,7 +39,7 @@ struct StreamTable {
     subscript(id: Int32) -> ServerConnection.Stream? {
         let slot = slot(id)
         if ids[slot] == id, let stream = slots[slot] { return stream }
-        return overflow.isEmpty ? nil : overflow[id]
+        return overflowInSlot[slot] == 0 ? nil : overflow[id]
     }
 
     /// Calls `body` with open stream `id` (borrowed, not retained), or returns `nil`.
@@ -41,7 +47,7 @@ struct StreamTable {
     func withStream<Result>(_ id: Int32, _ body: (ServerConnection.Stream) -> Result) -> Result? {
         let slot = slot(id)
         if ids[slot] == id, let view = views[slot] { return view._withUnsafeGuaranteedRef(body) }
-        guard !overflow.isEmpty, let stream = overflow[id] else { return nil }
+        guard overflowInSlot[slot] != 0, let stream = overflow[id] else { return nil }
         return body(stream)
     }
 
@@ -59,6 +65,7 @@ struct StreamTable {
             slots[slot] = stream
         } else {
             overflow[id] = stream
+            overflowInSlot[slot] += 1
         }
         count += 1
     }
@@ -74,7 +81,8 @@ struct StreamTable {
             count -= 1
             return stream
         }
-        guard !overflow.isEmpty, let stream = overflow.removeValue(forKey: id) else { return nil }
+        guard overflowInSlot[slot] != 0, let stream = overflow.removeValue(forKey: id) else { return nil }
+        overflowInSlot[slot] -= 1
         count -= 1
         return stream
     }
@@ -91,6 +99,7 @@ struct StreamTable {
             slots[index] = nil
             views[index] = nil
             ids[index] = 0
+            overflowInSlot[index] = 0
         }
         overflow.removeAll()
         count = 0
@@ -103,6 +112,7 @@ struct StreamTable {
         ids = Array(repeating: 0, count: slots.count * 2)
         slots = Array(repeating: nil, count: slots.count * 2)
         views = Array(repeating: nil, count: slots.count)
+        overflowInSlot = Array(repeating: 0, count: slots.count)
         overflow.removeAll()
         for (id, stream) in entries {
             let slot = slot(id)
@@ -112,6 +122,7 @@ struct StreamTable {
                 slots[slot] = stream
             } else {
                 overflow[id] = stream
+                overflowInSlot[slot] += 1
             }
         }
     }
