@@ -27,8 +27,12 @@ static inline int32_t capns_settings_no_rfc7540_priorities(void) {
 // free takes its slow path. A session of the transport is used by one thread at a time,
 // so it gets free lists of its own: blocks of 32 to 4,096 bytes (powers of two) are kept
 // for reuse, up to `max_cached_bytes`; larger ones go to malloc. Each block starts with a
-// 16-byte header (its size class, or -1, and its capacity); a cached block's first word
-// links the list.
+// 16-byte header (its size class, or -1, and its capacity). The cached blocks of a class
+// are kept as an array of pointers, the last freed on top, rather than a list linked
+// through the blocks: handing one out then reads only the array, which stays in the
+// cache, and not the block, which a session with a thousand streams in flight freed long
+// ago (under h2load at 4 x 1,000 streams, the mock server spent about 2 % of its CPU
+// waiting for the link word of each block it took from a linked list).
 
 // Under AddressSanitizer a cached block is poisoned until it is handed out again, so a
 // use after nghttp2 freed it is still reported.
@@ -78,9 +82,12 @@ static inline int capns_mem_is_poisoned(const void *address) {
 /// The bytes before each block nghttp2 gets (keeps its 16-byte alignment).
 #define CAPNS_MEM_HEADER 16
 
-/// One session's free lists.
+/// One session's free blocks: for each class, `depth` blocks in `stack` (room for
+/// `capacity`; NULL until the first block of the class is cached).
 typedef struct capns_mem_pool {
-    void *free_list[CAPNS_MEM_CLASSES];
+    void **stack[CAPNS_MEM_CLASSES];
+    size_t depth[CAPNS_MEM_CLASSES];
+    size_t capacity[CAPNS_MEM_CLASSES];
     size_t cached_bytes;
     size_t max_cached_bytes;
 } capns_mem_pool;
@@ -101,10 +108,9 @@ static inline void *capns_mem_malloc(size_t size, void *user) {
     size_t total = size + CAPNS_MEM_HEADER;
     int c = capns_mem_class(total);
     char *block = NULL;
-    if (c >= 0 && pool->free_list[c] != NULL) {
-        block = (char *)pool->free_list[c];
+    if (c >= 0 && pool->depth[c] > 0) {
+        block = (char *)pool->stack[c][--pool->depth[c]];
         CAPNS_MEM_UNPOISON(block, capns_mem_class_bytes(c));
-        pool->free_list[c] = *(void **)block;
         pool->cached_bytes -= capns_mem_class_bytes(c);
     } else {
         total = c >= 0 ? capns_mem_class_bytes(c) : total;
@@ -122,11 +128,20 @@ static inline void capns_mem_free(void *ptr, void *user) {
     char *block = (char *)ptr - CAPNS_MEM_HEADER;
     int64_t c = ((int64_t *)block)[0];
     if (c >= 0 && pool->cached_bytes + capns_mem_class_bytes((int)c) <= pool->max_cached_bytes) {
-        *(void **)block = pool->free_list[c];
-        pool->free_list[c] = block;
+        if (pool->depth[c] == pool->capacity[c]) {
+            size_t capacity = pool->capacity[c] ? pool->capacity[c] * 2 : 64;
+            void **grown = (void **)realloc(pool->stack[c], capacity * sizeof(void *));
+            if (grown == NULL) {
+                free(block);
+                return;
+            }
+            pool->stack[c] = grown;
+            pool->capacity[c] = capacity;
+        }
+        pool->stack[c][pool->depth[c]++] = block;
         pool->cached_bytes += capns_mem_class_bytes((int)c);
-        // The link stays readable; the rest waits poisoned for its next use.
-        CAPNS_MEM_POISON(block + sizeof(void *), capns_mem_class_bytes((int)c) - sizeof(void *));
+        // The block waits poisoned for its next use.
+        CAPNS_MEM_POISON(block, capns_mem_class_bytes((int)c));
     } else {
         free(block);
     }
@@ -154,17 +169,19 @@ static inline void *capns_mem_realloc(void *ptr, size_t size, void *user) {
     return moved;
 }
 
-/// Frees every cached block (the blocks nghttp2 holds stay its own).
+/// Frees every cached block and the arrays that held them (the blocks nghttp2 holds
+/// stay its own).
 static inline void capns_mem_trim(capns_mem_pool *pool) {
     for (int c = 0; c < CAPNS_MEM_CLASSES; c++) {
-        void *block = pool->free_list[c];
-        while (block != NULL) {
-            void *next = *(void **)block;
+        for (size_t index = 0; index < pool->depth[c]; index++) {
+            void *block = pool->stack[c][index];
             CAPNS_MEM_UNPOISON(block, capns_mem_class_bytes(c));
             free(block);
-            block = next;
         }
-        pool->free_list[c] = NULL;
+        free(pool->stack[c]);
+        pool->stack[c] = NULL;
+        pool->depth[c] = 0;
+        pool->capacity[c] = 0;
     }
     pool->cached_bytes = 0;
 }
