@@ -6,27 +6,20 @@
 /// from SplitMix64, which is plenty for identifiers that only need to be distinct. Lives
 /// on the server thread only.
 struct APNsIDGenerator {
-    private var state: UInt64
+    private var random: SplitMix64
 
     /// A generator seeded from `SystemRandomNumberGenerator`.
     init() {
         var system = SystemRandomNumberGenerator()
-        state = system.next()
+        random = SplitMix64(seed: system.next())
     }
 
     /// A generator with a fixed seed (for tests).
     init(seed: UInt64) {
-        state = seed
+        random = SplitMix64(seed: seed)
     }
 
-    /// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014).
-    private mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    private mutating func next() -> UInt64 { random.next() }
 
     /// A new identifier.
     mutating func make() -> String {
@@ -59,5 +52,24 @@ struct APNsIDGenerator {
         for nibble in 0..<4 { buffer[19 + nibble] = hex(low, nibble) }
         buffer[23] = UInt8(ascii: "-")
         for nibble in 4..<16 { buffer[20 + nibble] = hex(low, nibble) }
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
+/// 2014): 64 bits of state, a sequence fixed by its seed. Fast, and not for secrets.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    /// The sequence that starts from `seed`.
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

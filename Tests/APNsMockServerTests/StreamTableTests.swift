@@ -7,18 +7,6 @@ import Testing
 /// DATA frames wait for flow control), and growth up to the table's limit.
 @Suite("Stream table")
 struct StreamTableTests {
-    /// SplitMix64: a seeded sequence, so a failure names the step that broke.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Every stream of `reference` is found under its id, and no other.
     func expectSame(_ table: StreamTable, _ reference: [Int32: ServerConnection.Stream], absent: [Int32],
                     sourceLocation: SourceLocation = #_sourceLocation) {
@@ -65,7 +53,8 @@ struct StreamTableTests {
 
     @Test("random opens and closes with stragglers match a dictionary", arguments: [UInt64(1), 16, 2026])
     func matchesDictionary(seed: UInt64) {
-        var generator = Generator(state: seed)
+        // Seeded, so a failure names the step that broke.
+        var generator = SplitMix64(seed: seed)
         var table = StreamTable()
         var reference: [Int32: ServerConnection.Stream] = [:]
         var nextID: Int32 = 1
