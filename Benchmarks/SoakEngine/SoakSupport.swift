@@ -1,24 +1,11 @@
+import APNsCore
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A seeded SplitMix64 generator: the same seed gives the same fault sequence.
-package struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    /// A generator that starts from `seed`.
-    package init(seed: UInt64) { state = seed }
-
-    /// The next 64 random bits.
-    package mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+package typealias SeededGenerator = SplitMix64
 
 /// The soak's identifiers: notification `n` goes to device token `n` (64 hex digits)
 /// with `apns-id` `50a4c000-0000-4000-8000-<n in 12 hex digits>`, so the server side can

@@ -1,3 +1,5 @@
+import APNsCore
+
 /// Makes the `apns-id` the server answers with when a request sent none: a random
 /// (version 4) UUID in lowercase 8-4-4-4-12 form, [RFC 9562 §5.4](https://www.rfc-editor.org/rfc/rfc9562#section-5.4).
 ///
@@ -52,24 +54,5 @@ struct APNsIDGenerator {
         for nibble in 0..<4 { buffer[19 + nibble] = hex(low, nibble) }
         buffer[23] = UInt8(ascii: "-")
         for nibble in 4..<16 { buffer[20 + nibble] = hex(low, nibble) }
-    }
-}
-
-/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
-/// 2014): 64 bits of state, a sequence fixed by its seed. Fast, and not for secrets.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    /// The sequence that starts from `seed`.
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+import APNsCore
 @testable import APNsMockServer
 
 /// The mock server's table of open request streams, checked against Swift's `Dictionary`
