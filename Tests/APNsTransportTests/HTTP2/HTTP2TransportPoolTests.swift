@@ -234,7 +234,9 @@ struct HTTP2TransportPoolTests {
         behaviour.neverRespond = true
         let server = SocketPairHTTP2Server(behaviour)
         let transport = makeTransport(server)
-        let result = try await sendMany(transport, count: 1, timeout: .milliseconds(200))
+        // A second, not 200 ms: the budget also covers opening the connection, which a
+        // busy machine can slow down, and this request must time out after it was sent.
+        let result = try await sendMany(transport, count: 1, timeout: .seconds(1))
         // With the stream limit at 1, a request holds the only stream (until it is
         // cancelled below) while a second one, with a 200 ms timeout, waits in the queue
         // and expires there.
@@ -278,7 +280,9 @@ struct HTTP2TransportPoolTests {
             $0.maxQueuedRequests = 3
             $0.shutdownGracePeriod = .milliseconds(50)
         }
-        let results = try await sendMany(transport, count: 10, timeout: .milliseconds(300))
+        // Long enough that none of the first three expires (and frees its place) before
+        // all ten have asked for one, even on a busy machine.
+        let results = try await sendMany(transport, count: 10, timeout: .seconds(1))
         await transport.shutdown()
         await server.stop()
         // The results come back once shutdown fails what was in flight or queued.
