@@ -1,5 +1,9 @@
 // Shim for libnghttp2 (Debian 12 ships 1.52). Newer calls are gated on
 // NGHTTP2_VERSION_NUM so the package builds on older and newer systems alike.
+//
+// When you change this header: CNGHTTP2 is a system-library target, and SwiftPM does not
+// rebuild the Swift modules that inline its functions (the allocator below) when only the
+// header changed. Touch the Swift files that `import CNGHTTP2`, or build from clean.
 #ifndef CNGHTTP2_SHIM_H
 #define CNGHTTP2_SHIM_H
 #include <nghttp2/nghttp2.h>
