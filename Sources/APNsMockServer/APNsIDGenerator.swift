@@ -21,8 +21,6 @@ struct APNsIDGenerator {
         random = SplitMix64(seed: seed)
     }
 
-    private mutating func next() -> UInt64 { random.next() }
-
     /// A new identifier.
     mutating func make() -> String {
         String(unsafeUninitializedCapacity: 36) { buffer in
@@ -33,8 +31,8 @@ struct APNsIDGenerator {
 
     /// Writes a new identifier's 36 bytes (ASCII) to `buffer`.
     mutating func write(into buffer: UnsafeMutablePointer<UInt8>) {
-        var high = next()
-        var low = next()
+        var high = random.next()
+        var low = random.next()
         // Version 4 in the high nibble of byte 6; variant 0b10 in the top bits of byte 8.
         high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000

@@ -312,11 +312,9 @@ final class ServerConnection {
         case .open, .goingAway, .broken:
             readAvailable()
             flush()
-            // A request opened since the last look put `trimDue` back to `nil`
-            // (``openStream(_:)``): the idle time starts again now.
-            if !streams.isEmpty {
-                trimDue = nil
-            } else if trimDue == nil, let sessionMemory, sessionMemory.cachedBytes > 0 {
+            // Opening a request puts `trimDue` back to `nil` (``openStream(_:)``), so the
+            // idle time starts again from the first look that finds none open.
+            if streams.isEmpty, trimDue == nil, let sessionMemory, sessionMemory.cachedBytes > 0 {
                 trimDue = .now + loop.configuration.sessionMemoryIdleDelay
             }
         case .draining, .silent:
@@ -342,7 +340,8 @@ final class ServerConnection {
         if let shaper, let release = shaper.nextRelease(after: now), release <= now { flush() }
         if let due = trimDue, due <= now {
             trimDue = nil
-            if streams.isEmpty { sessionMemory?.releaseCached() }
+            // No request has opened since it was set, when none was open.
+            sessionMemory?.releaseCached()
         }
         guard !delayed.isEmpty, session != nil else { return }
         var due: [Delayed] = []
