@@ -26,6 +26,12 @@ import Glibc
 /// Its stored properties (and those of ``Stream``) are `@exclusivity(unchecked)`: they are
 /// touched on the server thread only, never through overlapping accesses, and the dynamic
 /// exclusivity checks cost about a tenth of the server's CPU per request (perf, h2load).
+///
+/// This file holds the TLS and HTTP/2 I/O, the connection's phases and the commands a
+/// script sends it; the request streams' records are in `ServerConnection+Streams.swift`,
+/// answering a complete request in `ServerConnection+Answers.swift`, and nghttp2's
+/// callbacks in `ServerConnection+Callbacks.swift`. State those extensions share is
+/// internal to the module rather than private; nothing outside this type touches it.
 final class ServerConnection {
     private enum Phase {
         case handshaking
@@ -44,72 +50,16 @@ final class ServerConnection {
         case closed
     }
 
-    /// A request being received.
-    final class Stream {
-        /// ``ServerConnection/judgeHeaders(of:)`` found the header fields fit for the fast
-        /// path, against the shape of generation ``headersPassedGeneration``. First among
-        /// the properties: read when the request ends, its fields long out of the cache
-        /// when a client keeps a thousand streams open.
-        @exclusivity(unchecked) var headersPassed = false
-        @exclusivity(unchecked) var headersPassedGeneration = 0
-        /// The body, when not read in place (see ``ServerConnection/receiveBody(_:endsStream:of:)``).
-        @exclusivity(unchecked) var body: [UInt8] = [] { didSet { holdsElements = true } }
-        @exclusivity(unchecked) var bodyLength = 0
-        /// ``body``, ``headers`` or ``responseBody`` was given elements since the last
-        /// ``reset()``, which then empties them. Without it, `reset()` would read each
-        /// array's storage to see whether it is empty: a cache miss per request for a
-        /// record whose arrays kept their capacity from a request on the full path.
-        @exclusivity(unchecked) private var holdsElements = false
-        /// The header fields as received (bytes; see ``RequestFields``).
-        @exclusivity(unchecked) var fields = RequestFields()
-        /// The fields as strings, made only when the request leaves the fast path.
-        @exclusivity(unchecked) var headers: [RecordedRequest.Header] = [] { didSet { holdsElements = true } }
-        /// The request's header list size so far (RFC 9113 §6.5.2: name + value + 32 each).
-        @exclusivity(unchecked) var headerListSize = 0
-        /// The header list passed ``ServerConnection/maxHeaderListSize``: nothing more was
-        /// kept, and the request is refused with RST_STREAM instead of processed.
-        @exclusivity(unchecked) var headersTooLarge = false
-        @exclusivity(unchecked) var headerBlockLength = 0
-        /// The inflater's dynamic table size once this stream's header block was decoded.
-        @exclusivity(unchecked) var inflaterTableSize = 0
-        @exclusivity(unchecked) var responseBody: [UInt8] = [] { didSet { holdsElements = true } }
-        @exclusivity(unchecked) var responseOffset = 0
-
-        init() {}
-
-        deinit {
-            fields.deallocate()
-        }
-
-        /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
-        func reset() {
-            headersPassed = false
-            fields.reset()
-            if holdsElements {
-                // Only when not empty: emptying an empty array still asks for a buffer.
-                if !headers.isEmpty { headers.removeAll(keepingCapacity: true) }
-                if !body.isEmpty { body.removeAll(keepingCapacity: true) }
-                if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
-                holdsElements = false
-            }
-            headerListSize = 0
-            headersTooLarge = false
-            headerBlockLength = 0
-            inflaterTableSize = 0
-            bodyLength = 0
-            responseOffset = 0
-        }
-    }
 
     /// Closed streams kept for reuse, so a request costs no new object or buffers.
-    @exclusivity(unchecked) private var spareStreams: [Stream] = []
+    @exclusivity(unchecked) var spareStreams: [Stream] = []
     /// Header names and values seen lately on this connection, reused when they repeat.
     @exclusivity(unchecked) var headerStrings = HeaderStringCache()
     /// Reused by ``submitResponse(streamID:_:)``: the fields' bytes and
     /// nghttp2's name-value array (nghttp2 copies both when a response is submitted).
-    @exclusivity(unchecked) private var responseFieldBytes: [UInt8] = []
-    @exclusivity(unchecked) private var responseFieldLengths: [(name: Int, value: Int)] = []
-    @exclusivity(unchecked) private var responseFields: [nghttp2_nv] = []
+    @exclusivity(unchecked) var responseFieldBytes: [UInt8] = []
+    @exclusivity(unchecked) var responseFieldLengths: [(name: Int, value: Int)] = []
+    @exclusivity(unchecked) var responseFields: [nghttp2_nv] = []
 
     /// What the last device push accepted on the full path carried, and the checks that
     /// let a request like it be answered without the full path (see ``FastAnswers``).
@@ -118,36 +68,13 @@ final class ServerConnection {
     /// copying them (see ``RequestFields``).
     var sharedAuthorization: UnsafeMutableBufferPointer<UInt8>? { fast.sharedAuthorization }
     /// The `apns-id` of a fast answer, written here before nghttp2 copies it.
-    @exclusivity(unchecked) private var answerID = [UInt8](repeating: 0, count: 36)
+    @exclusivity(unchecked) var answerID = [UInt8](repeating: 0, count: 36)
 
     /// The stream opened last: its header fields, body and end arrive one after the other,
     /// so most look-ups need no hashing. Unretained: ``streams`` holds it, and it is
     /// cleared whenever it leaves ``streams``.
-    @exclusivity(unchecked) private var lastStreamID: Int32 = 0
-    @exclusivity(unchecked) private var lastStream: Unmanaged<Stream>?
-
-    /// A new request stream's record, reused from a closed one when there is one.
-    func openStream(_ streamID: Int32) {
-        let stream = spareStreams.popLast() ?? Stream()
-        trimDue = nil
-        lastStreamID = streamID
-        lastStream = Unmanaged.passUnretained(stream)
-        streams.insert(stream, as: streamID)
-    }
-
-    /// The record of an open request stream.
-    func stream(_ streamID: Int32) -> Stream? {
-        if streamID == lastStreamID, let lastStream { return lastStream.takeUnretainedValue() }
-        return streams[streamID]
-    }
-
-    /// Calls `body` with the record of an open request stream (`nil` if there is none),
-    /// without retaining it: for nghttp2's per-field and per-chunk callbacks.
-    @inline(__always)
-    func withStream<Result>(_ streamID: Int32, _ body: (Stream) -> Result) -> Result? {
-        if streamID == lastStreamID, let lastStream { return lastStream._withUnsafeGuaranteedRef(body) }
-        return streams.withStream(streamID, body)
-    }
+    @exclusivity(unchecked) var lastStreamID: Int32 = 0
+    @exclusivity(unchecked) var lastStream: Unmanaged<Stream>?
 
     /// A body that came whole in one DATA frame with END_STREAM, still where nghttp2 read it
     /// (in ``ServerLoop/readBuffer``, valid until `nghttp2_session_mem_recv` returns): the
@@ -155,52 +82,9 @@ final class ServerConnection {
     /// reads it in place and nothing is copied. Any other body, or this one if the request
     /// was not decided before the read ends, is copied into ``Stream/body``
     /// (``keepPendingBody()``). At most one at a time; the stream is held by ``streams``.
-    @exclusivity(unchecked) private var pendingBody: (stream: Unmanaged<Stream>, bytes: UnsafeBufferPointer<UInt8>)?
+    @exclusivity(unchecked) var pendingBody: (stream: Unmanaged<Stream>, bytes: UnsafeBufferPointer<UInt8>)?
 
-    /// A chunk of `stream`'s request body (see ``pendingBody``).
-    func receiveBody(_ chunk: UnsafeBufferPointer<UInt8>, endsStream: Bool, of stream: Stream) {
-        keepPendingBody()
-        if endsStream, stream.bodyLength == 0, chunk.count <= 64 * 1024 {
-            pendingBody = (Unmanaged.passUnretained(stream), chunk)
-            stream.bodyLength = chunk.count
-            return
-        }
-        let keep = min(chunk.count, max(0, 64 * 1024 - stream.body.count))
-        if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<keep])) }
-        stream.bodyLength += chunk.count
-    }
-
-    /// Copies the ``pendingBody`` into its stream's ``Stream/body``, if there is one.
-    func keepPendingBody() {
-        guard let (stream, bytes) = pendingBody else { return }
-        pendingBody = nil
-        stream._withUnsafeGuaranteedRef { $0.body.append(contentsOf: bytes) }
-    }
-
-    /// `stream`'s body as received: the ``pendingBody`` in place, or ``Stream/body``.
-    @inline(__always)
-    private func withBody<Result>(of stream: Stream, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
-            return body(pending.bytes)
-        }
-        return stream.body.withUnsafeBufferPointer(body)
-    }
-
-    /// Forgets a closed stream, or one answered on the fast path, and keeps its record for
-    /// the next one.
-    func closeStream(_ streamID: Int32) {
-        if streamID == lastStreamID { lastStream = nil }
-        guard let stream = streams.remove(streamID) else { return }
-        if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
-            pendingBody = nil
-        }
-        if spareStreams.count < 1024 {
-            stream.reset()
-            spareStreams.append(stream)
-        }
-    }
-
-    private struct Delayed {
+    struct Delayed {
         var due: ContinuousClock.Instant
         var received: ContinuousClock.Instant
         var streamID: Int32
@@ -213,7 +97,7 @@ final class ServerConnection {
     unowned let loop: ServerLoop
     /// The connection's TLS state (APNsOpenSSL owns the `SSL *`); `nil` once closed.
     @exclusivity(unchecked) private var tls: SSLSession?
-    @exclusivity(unchecked) private var session: OpaquePointer?
+    @exclusivity(unchecked) var session: OpaquePointer?
     /// The free lists nghttp2 allocates the session's blocks from (streams, outbound
     /// items, header copies), so that a request's blocks are the last one's: under h2load
     /// at 4 × 1,000 streams, 0.3 mallocs per request instead of 8.2 (fastmock, which uses
@@ -223,34 +107,34 @@ final class ServerConnection {
     /// leaves none open for a moment many times a second.
     @exclusivity(unchecked) private var sessionMemory: HTTP2SessionMemory?
     /// When the session's cached blocks are given back, if no request opens before.
-    @exclusivity(unchecked) private var trimDue: ContinuousClock.Instant?
+    @exclusivity(unchecked) var trimDue: ContinuousClock.Instant?
     /// The bytes the session keeps cached for reuse (`nil` without a session).
     var sessionCachedBytes: Int? { sessionMemory?.cachedBytes }
     @exclusivity(unchecked) private var phase = Phase.handshaking
     @exclusivity(unchecked) private var output: [UInt8] = []
     @exclusivity(unchecked) private var outputStart = 0
     @exclusivity(unchecked) private var sslWantsWrite = false
-    @exclusivity(unchecked) private var dropRequested = false
+    @exclusivity(unchecked) var dropRequested = false
     /// ``MockAPNsServer/breakProtocol(atRequest:)`` fired: ``flush()`` writes the invalid
     /// frame once nghttp2's queued output is out (never from inside an nghttp2 callback).
-    @exclusivity(unchecked) private var breakRequested = false
+    @exclusivity(unchecked) var breakRequested = false
     /// The request streams being received, or answered on the full path: one answered on
     /// the fast path leaves as soon as it is answered (see ``requestComplete(streamID:)``).
     @exclusivity(unchecked) var streams = StreamTable()
-    @exclusivity(unchecked) private var delayed: [Delayed] = []
+    @exclusivity(unchecked) var delayed: [Delayed] = []
     @exclusivity(unchecked) var headerBlockBytes = 0
     /// What the request handler keeps for this connection (token rules, certificate topics).
-    @exclusivity(unchecked) private var requestState: RequestHandler.ConnectionState
+    @exclusivity(unchecked) var requestState: RequestHandler.ConnectionState
     /// The last-stream-id of the GOAWAY this connection sent, if any: streams above it are
     /// never processed (RFC 9113 §6.8), so a client may safely send them again elsewhere.
-    @exclusivity(unchecked) private var goAwayLastStreamID: Int32?
+    @exclusivity(unchecked) var goAwayLastStreamID: Int32?
     /// How each header was represented on the wire, read beside nghttp2.
     @exclusivity(unchecked) var headerTap = HeaderBlockTap()
     /// The link emulation, when one is set (see ``MockAPNsServer/setLinkEmulation(_:)``).
     @exclusivity(unchecked) private var shaper: LinkShaper?
     /// Reused to gather nghttp2's output for the shaper.
     @exclusivity(unchecked) private var shapedChunk: [UInt8] = []
-    private var tokenMode: Bool { loop.handler.tokenMode }
+    var tokenMode: Bool { loop.handler.tokenMode }
 
     init?(fd: Int32, number: Int, loop: ServerLoop) {
         guard let tls = try? loop.tls.sslContext.makeSession(), tls.attach(to: fd) else { return nil }
@@ -273,7 +157,7 @@ final class ServerConnection {
 
     /// Whether a request that completes now is processed: not once the script dropped,
     /// broke or silenced this connection (requests later in the same read included).
-    private var processesRequests: Bool {
+    var processesRequests: Bool {
         switch phase {
         case .open, .goingAway: return !dropRequested && !breakRequested
         default: return false
@@ -634,7 +518,7 @@ final class ServerConnection {
     /// Stops writing and processing for good (``MockAPNsServer/blackHoleConnection(atRequest:)``):
     /// output not yet written and answers still waiting are dropped; from now on the
     /// connection only reads and discards, so it closes when the client does.
-    private func goSilent() {
+    func goSilent() {
         phase = .silent
         shaper?.removeAll()
         delayed.removeAll()
@@ -651,179 +535,9 @@ final class ServerConnection {
     }
 
     /// Queues a SETTINGS frame with SETTINGS_MAX_CONCURRENT_STREAMS = `limit`.
-    private func submitStreamLimit(_ limit: Int) {
+    func submitStreamLimit(_ limit: Int) {
         guard let session else { return }
         var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit))]
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
-    }
-
-    // MARK: Requests
-
-    /// The request on `streamID` is complete (END_STREAM seen): validate, script, answer.
-    /// The largest request header list the server keeps, advertised as
-    /// SETTINGS_MAX_HEADER_LIST_SIZE: an APNs request's headers are a few hundred octets, so
-    /// a client that sends more (or expands HPACK references into more) cannot grow the
-    /// server's memory.
-    static let maxHeaderListSize = 16_384
-
-    func requestComplete(streamID: Int32) {
-        guard processesRequests, let stream = stream(streamID), let session else { return }
-        defer {
-            // Decided: a body read in place is not needed any more (see pendingBody).
-            if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
-                pendingBody = nil
-            }
-        }
-        if stream.headersTooLarge {
-            // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the
-            // stream is reset with ENHANCE_YOUR_CALM, unprocessed.
-            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
-                                          NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
-            return
-        }
-        if let goAwayLastStreamID, streamID > goAwayLastStreamID {
-            // Opened before our GOAWAY reached the client, and above its last-stream-id:
-            // not processed, exactly as the GOAWAY promised.
-            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
-                                          NGHTTP2_REFUSED_STREAM.rawValue)
-            return
-        }
-        if answerQuickly(stream, streamID: streamID, session: session) {
-            loop.uncountedFastAnswers += 1
-            // Answered, and nothing reads the record again (a fast answer has no body for
-            // `readResponseBody`): back to the spares now rather than when nghttp2 closes
-            // the stream after writing the answer. The next request then reuses it while it
-            // is still in the processor's cache, instead of one of the hundreds a read of
-            // many requests would otherwise keep open (under h2load at 4 × 1,000 streams,
-            // the first touches of cold records took about 4 % of the server's CPU).
-            closeStream(streamID)
-            return
-        }
-        // The full path: strings for every field, the handler's rules, the script and the record.
-        keepPendingBody()
-        loop.countFastAnswers()
-        fast.forget()
-        stream.fields.headers(using: &headerStrings, into: &stream.headers)
-        let request = RequestHandler.Request(
-            streamID: streamID, headers: stream.headers, body: stream.body, headerBlockLength: stream.headerBlockLength,
-            inflaterTableSize: stream.inflaterTableSize, representations: headerTap.take(stream: streamID))
-        let reply = loop.handler.handle(request, connection: &requestState)
-        // Only while the fast path is open: with a script, an observer or recording, every
-        // request takes the full path anyway, and learning would cost each one copies.
-        if let accepted = reply.acceptedPush, loop.fastPathOpen {
-            fast.learn(from: stream.fields, body: stream.body, issuedAt: accepted.issuedAt) {
-                // Streams that refer to the old `authorization` copy it in before it goes.
-                streams.forEach { $0.fields.unshare() }
-            }
-        }
-        switch reply.action {
-        case .drop:
-            dropRequested = true
-            return
-        case .breakProtocol:
-            breakRequested = true
-            delayed.removeAll()
-            return
-        case .blackHole:
-            goSilent()
-            return
-        case .answer(let response, let delay, let goAwayReason):
-            if delay > .zero {
-                let now = ContinuousClock.now
-                delayed.append(Delayed(due: now + delay, received: now, streamID: streamID, response: response,
-                                       goAwayReason: goAwayReason))
-            } else {
-                if let goAwayReason { goAway(reason: goAwayReason) }
-                submitResponse(streamID: streamID, response)
-            }
-        }
-        for limit in reply.streamLimits { submitStreamLimit(limit) }
-    }
-
-    /// The fast path's verdict on a request's header fields (see
-    /// ``FastAnswers/judge(_:)``), made once its header block is complete while the fields
-    /// are still in the processor's cache, and kept in ``Stream/headersPassed``;
-    /// ``answerQuickly(_:streamID:session:)`` does the rest when the request ends.
-    func judgeHeaders(of stream: Stream) {
-        stream.headersPassed = !stream.headersTooLarge && fast.judge(stream.fields)
-        stream.headersPassedGeneration = fast.generation
-    }
-
-    /// Answers a valid device push with `200` without strings, the handler or the lock,
-    /// when that answer is certain: its header fields passed ``judgeHeaders(of:)`` against
-    /// the shape still in force, the fast path is open (nothing scripted, delayed, observed
-    /// or recorded; see ``ServerState/countFastAnswers(_:)``), the provider token is under
-    /// an hour old, and the body is within the push type's size and one JSON object with
-    /// `aps` where the push type needs it. Returns `false`, having done nothing, whenever
-    /// any of it is not so: the full path then decides, with Apple's reason.
-    private func answerQuickly(_ stream: Stream, streamID: Int32, session: OpaquePointer) -> Bool {
-        guard stream.headersPassed, stream.headersPassedGeneration == fast.generation, fast.known,
-              loop.fastPathOpen, requestState.streamLimitRaised || !tokenMode
-        else { return false }
-        if let issuedAt = fast.issuedAt,
-           loop.configuration.now().timeIntervalSince1970 - Double(issuedAt) > 3600 { return false }
-        guard withBody(of: stream, { fast.admits(body: $0) }) else { return false }
-        let apnsIDPosition = stream.fields.apnsID
-        if apnsIDPosition >= 0 {
-            // Checked canonical (36 bytes) by judgeHeaders(of:).
-            let id = stream.fields.value(at: apnsIDPosition)
-            answerID.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: id.baseAddress!, count: 36) }
-        } else {
-            answerID.withUnsafeMutableBufferPointer { loop.handler.makeAPNsID(into: $0.baseAddress!) }
-        }
-        let status: StaticString = "200", statusName: StaticString = ":status", idName: StaticString = "apns-id"
-        answerID.withUnsafeMutableBufferPointer { id in
-            var answer = (
-                nghttp2_nv(name: UnsafeMutablePointer(mutating: statusName.utf8Start),
-                           value: UnsafeMutablePointer(mutating: status.utf8Start), namelen: 7, valuelen: 3,
-                           flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)),
-                nghttp2_nv(name: UnsafeMutablePointer(mutating: idName.utf8Start), value: id.baseAddress!,
-                           namelen: 7, valuelen: 36, flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
-            withUnsafeMutablePointer(to: &answer) {
-                $0.withMemoryRebound(to: nghttp2_nv.self, capacity: 2) {
-                    _ = nghttp2_submit_response(session, streamID, $0, 2, nil)
-                }
-            }
-        }
-        return true
-    }
-
-    /// Answers `streamID`: `:status`, then `apns-id` (or `apns-request-id` and what a
-    /// broadcast or channel answer adds), then the JSON body if any.
-    private func submitResponse(streamID: Int32, _ response: RequestHandler.Response) {
-        let body = response.body
-        guard let session else { return }
-        responseFieldBytes.removeAll(keepingCapacity: true)
-        responseFieldLengths.removeAll(keepingCapacity: true)
-        func add(_ name: String, _ value: String) {
-            responseFieldBytes.append(contentsOf: name.utf8)
-            responseFieldBytes.append(contentsOf: value.utf8)
-            responseFieldLengths.append((name.utf8.count, value.utf8.count))
-        }
-        add(":status", String(response.status))
-        add(response.idField.name, response.idField.value)
-        for (name, value) in response.headers { add(name, value) }
-        if !body.isEmpty {
-            add("content-type", "application/json")
-            add("content-length", String(body.count))
-            stream(streamID)?.responseBody = body
-        }
-        responseFields.removeAll(keepingCapacity: true)
-        responseFieldBytes.withUnsafeMutableBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var offset = 0
-            for (nameLength, valueLength) in responseFieldLengths {
-                responseFields.append(nghttp2_nv(name: base + offset, value: base + offset + nameLength,
-                                                 namelen: nameLength, valuelen: valueLength,
-                                                 flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
-                offset += nameLength + valueLength
-            }
-            if body.isEmpty {
-                _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, nil)
-            } else {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
-                _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, &provider)
-            }
-        }
     }
 }
