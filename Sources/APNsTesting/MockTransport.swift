@@ -141,7 +141,7 @@ public final class MockTransport: PushTransport {
     }
 
     /// Records `request` and answers it as scripted.
-    public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
+    nonisolated(nonsending) public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
         if Task.isCancelled {
             throw .cancelled(mayHaveReachedAPNs: false, "cancelled before the mock received the request")
         }

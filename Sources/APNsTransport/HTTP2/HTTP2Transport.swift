@@ -241,12 +241,16 @@ public final class HTTP2Transport: PushTransport {
 
     /// Sends `request` on a pooled connection and returns APNs' answer, whatever its status.
     ///
+    /// Runs on the caller's executor (`nonisolated(nonsending)`, as the protocol's
+    /// requirement): the request is queued from the calling task's thread, and the caller
+    /// resumes on its own executor when the I/O thread has the answer.
+    ///
     /// - Throws: ``APNsCore/APNsTransportError`` when no answer arrived: `queueFull`, `shutdown`,
     ///   `connectionFailed`/`tlsFailure` (not sent), `goAway`/`streamRefused` (not
     ///   processed, after the transport's own re-sends), `timeout`, `cancelled`,
     ///   `connectionClosed`, `streamReset`, `protocolError`; see
     ///   ``APNsCore/APNsTransportError/mayHaveReachedAPNs`` for whether a retry could duplicate.
-    public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
+    nonisolated(nonsending) public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
         let pool = try pool(for: request)
         let now = MonotonicTime.now()
         let pending = PendingRequest(
