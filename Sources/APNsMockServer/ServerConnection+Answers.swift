@@ -14,9 +14,7 @@ extension ServerConnection {
         guard processesRequests, let stream = stream(streamID), let session else { return }
         defer {
             // Decided: a body read in place is not needed any more (see pendingBody).
-            if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
-                pendingBody = nil
-            }
+            forgetPendingBody(of: stream)
         }
         if stream.headersTooLarge {
             // RFC 9113 §10.5.1: a header list larger than advertised may be refused; the

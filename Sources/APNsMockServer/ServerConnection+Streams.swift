@@ -111,14 +111,19 @@ extension ServerConnection {
         return stream.body.withUnsafeBufferPointer(body)
     }
 
+    /// Drops the ``pendingBody`` if it is `stream`'s (the stream is decided or closed).
+    func forgetPendingBody(of stream: Stream) {
+        if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
+            pendingBody = nil
+        }
+    }
+
     /// Forgets a closed stream, or one answered on the fast path, and keeps its record for
     /// the next one.
     func closeStream(_ streamID: Int32) {
         if streamID == lastStreamID { lastStream = nil }
         guard let stream = streams.remove(streamID) else { return }
-        if let pending = pendingBody, pending.stream.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
-            pendingBody = nil
-        }
+        forgetPendingBody(of: stream)
         if spareStreams.count < 1024 {
             stream.reset()
             spareStreams.append(stream)
