@@ -177,6 +177,11 @@ let package = Package(
         ),
 
         // MARK: Tests
+        // What the test targets share for running outside tools.
+        .target(
+            name: "TestTools",
+            path: "Tests/TestTools"
+        ),
         .testTarget(
             name: "APNsPayloadTests",
             dependencies: ["APNsPayload"]
@@ -188,6 +193,7 @@ let package = Package(
                 "APNsOpenSSL",
                 "APNsPayload",
                 "APNsTesting",
+                "TestTools",
                 "CNGHTTP2",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
@@ -202,6 +208,7 @@ let package = Package(
                 "APNsMockServer",
                 "APNsCore",
                 "SoakEngine",
+                "TestTools",
                 "APNsTesting",
                 "CNGHTTP2",
                 "COpenSSL",

@@ -1,6 +1,10 @@
 import Foundation
+import TestTools
 import Synchronization
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import APNsCore
 
 /// Files under `Tests/APNsCoreTests/Fixtures/auth` (see `generate.sh` there).
@@ -72,8 +76,8 @@ enum OpenSSLCLI {
         process.standardError = pipe
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+        let status = exitStatus(of: process)
+        return Result(status: status, output: String(decoding: data, as: UTF8.self))
     }
 
     struct CLIMissing: Error {}

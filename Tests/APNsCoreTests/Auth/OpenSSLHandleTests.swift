@@ -1,6 +1,7 @@
 import APNsOpenSSL
 import COpenSSL
 import Foundation
+import TestTools
 import Testing
 
 /// APNsOpenSSL, the one owner of OpenSSL handles, checked against the `openssl` tool: what
@@ -19,8 +20,7 @@ struct OpenSSLHandleTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " "))")
+        #expect(exitStatus(of: process) == 0, "openssl \(arguments.joined(separator: " "))")
         return data
     }
 

@@ -4,6 +4,7 @@
 // `sendFirstPush` through HTTP2Transport and TLS to the mock server.
 import APNsMockServer
 import Foundation
+import TestTools
 import Logging
 import Testing
 import APNsTransport
@@ -73,8 +74,7 @@ struct FirstPushArticleTests {
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file]
         try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(exitStatus(of: process) == 0)
 
         let client = try makeClient(keyFile: file)
         #expect(client.environment == .sandbox)

@@ -1,6 +1,7 @@
 import APNsMockServer
 import APNsTesting
 import Foundation
+import TestTools
 import Testing
 import APNsTransport
 
@@ -89,7 +90,7 @@ struct MigrationArticleTests {
         process.standardOutput = pipe
         try process.run()
         let pem = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        _ = exitStatus(of: process)
         #expect(pem.hasPrefix("-----BEGIN PRIVATE KEY-----"))
 
         let client = try migrationClient(privateKeyPEM: pem)

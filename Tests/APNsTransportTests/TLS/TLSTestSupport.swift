@@ -1,4 +1,5 @@
 import Foundation
+import TestTools
 import Testing
 @testable import APNsTransport
 #if canImport(Glibc)
@@ -22,9 +23,9 @@ func run(_ tool: String, _ arguments: [String], in directory: URL? = nil) throws
     process.standardError = output
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let status = exitStatus(of: process)
     let text = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
+    guard status == 0 else {
         throw HarnessError(description: "\(tool) \(arguments.joined(separator: " ")) failed: \(text)")
     }
     return text
@@ -213,7 +214,7 @@ final class BackgroundProcess: @unchecked Sendable {
         if process.isRunning {
             // SIGKILL: the child inherits the test thread's blocked signals, SIGTERM among them.
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            _ = exitStatus(of: process)
         }
     }
 
