@@ -95,7 +95,7 @@ final class HTTP2ConnectionPool: Sendable {
     /// Where a request goes that reaches the pool after ``close(gracePeriod:)``: the
     /// credential's new pool (looked up again by the transport).
     let redirect: (@Sendable (PendingRequest) -> Void)?
-    private let state: Mutex<Locked>
+    private let state: SharedMutex<Locked>
 
     init(
         settings: Settings,
@@ -111,7 +111,7 @@ final class HTTP2ConnectionPool: Sendable {
         self.statistics = statistics
         self.credential = credential
         self.budget = budget
-        self.state = Mutex(
+        self.state = SharedMutex(
             Locked(
                 machine: Machine(
                     settings: .init(
