@@ -8,8 +8,13 @@ import Darwin
 #endif
 
 /// `Synchronization.Mutex` with a waiting strategy for cores shared by more threads than
-/// they can run: every module of the package locks with it (through its `Mutex` type
-/// alias) except in ThreadSanitizer builds.
+/// they can run, for state that the sending tasks and every I/O thread take: the
+/// transport's connection pools (`SharedMutex` in APNsTransport; ThreadSanitizer builds
+/// use ``TSanVisibleMutex`` there instead).
+///
+/// It is `public` in a target that is no product (users cannot import it) because
+/// callers in other modules inline and specialize a `public` `@inlinable` body; a
+/// `package` one stays a generic call that looks up type metadata on every lock.
 ///
 /// On Linux, `Mutex.withLock` on a taken lock spins for about a thousand `pause`
 /// instructions before it sleeps in the kernel. That suits threads on cores of their own.
@@ -24,7 +29,8 @@ import Darwin
 /// the same single compare-and-swap as `withLock`. On a taken one it retries a few times
 /// with a processor pause (a holder on another core is usually done within that), then
 /// gives its time slice to the holder with `sched_yield` between tries, and only after
-/// that waits in `withLock` as before.
+/// that waits in the kernel (in `withLock` on an empty body, then tries again), so the
+/// caller's body is compiled in one place.
 public struct YieldingMutex<Value: ~Copyable>: ~Copyable {
     @usableFromInline let base: Synchronization.Mutex<Value>
 
