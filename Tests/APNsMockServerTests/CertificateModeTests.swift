@@ -36,7 +36,6 @@ struct ClientCertificates {
             basicConstraints = CA:FALSE
             extendedKeyUsage = clientAuth
             """
-        try config.write(to: directory.appendingPathComponent("openssl.cnf"), atomically: true, encoding: .utf8)
         let script = """
             set -e
             cd "$1"
@@ -54,11 +53,18 @@ struct ClientCertificates {
             issue single ca single "/UID=com.example.app/CN=Apple Production IOS Push Services: com.example.app"
             issue stranger rogue single "/UID=com.example.app/CN=Apple Push Services: com.example.app"
             """
-        let result = try await ExternalTool.run("sh", ["-c", script, "sh", directory.path])
-        guard result.exitCode == 0 else {
-            throw ExternalTool.Timeout(command: "openssl could not make the client certificates: \(result.stderr)")
+        let certificates = ClientCertificates(directory: directory)
+        do {
+            try config.write(to: directory.appendingPathComponent("openssl.cnf"), atomically: true, encoding: .utf8)
+            let result = try await ExternalTool.run("sh", ["-c", script, "sh", directory.path])
+            guard result.exitCode == 0 else {
+                throw ExternalTool.Timeout(command: "openssl could not make the client certificates: \(result.stderr)")
+            }
+        } catch {
+            certificates.remove()  // the caller removes it only once it has it
+            throw error
         }
-        return ClientCertificates(directory: directory)
+        return certificates
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }

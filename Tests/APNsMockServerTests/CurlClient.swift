@@ -21,11 +21,20 @@ struct CurlClient {
 
     init(server: MockAPNsServer) throws {
         caFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-ca-\(UUID().uuidString).pem").path
-        try server.writeCertificateAuthority(to: caFile)
+        do { try server.writeCertificateAuthority(to: caFile) } catch {
+            remove()
+            throw error
+        }
     }
 
+    /// Removes the CA file and any file a test wrote beside it (`<caFile>.body`, `<caFile>.<UUID>.body`).
     func remove() {
-        try? FileManager.default.removeItem(atPath: caFile)
+        let directory = URL(fileURLWithPath: caFile).deletingLastPathComponent()
+        let name = URL(fileURLWithPath: caFile).lastPathComponent
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        where entry == name || entry.hasPrefix(name + ".") {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(entry))
+        }
     }
 
     static let marker = "\n--curl-write-out--"

@@ -68,9 +68,12 @@ enum CLI {
     /// of the test's own environment.
     static func start(_ arguments: [String], standardInput: String? = nil, environment: [String: String] = [:]) throws -> Running {
         let directory = try temporaryDirectory()
+        let running = Running(directory: directory)
+        // If starting fails, its files go here; once returned, the caller's cleanUp() removes them.
+        var started = false
+        defer { if !started { running.cleanUp() } }
         let input = directory.appendingPathComponent("in")
         try Data((standardInput ?? "").utf8).write(to: input)
-        let running = Running(directory: directory)
         let process = running.process
         // The shell does the redirections, so none of our descriptors reaches the child.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -85,6 +88,7 @@ enum CLI {
         let exit = running.exit
         process.terminationHandler = { process in exit.finished(process.terminationStatus) }
         try process.run()
+        started = true
         return running
     }
 

@@ -334,6 +334,9 @@ struct BenchCommandTests {
     /// records its arguments in `arguments` beside it.
     static func fakeH2load() throws -> URL {
         let directory = try CLI.temporaryDirectory()
+        // If making it fails, it goes here; once returned, the caller removes it.
+        var made = false
+        defer { if !made { try? FileManager.default.removeItem(at: directory) } }
         let script = directory.appendingPathComponent("h2load")
         try Data("""
             #!/bin/sh
@@ -343,6 +346,7 @@ struct BenchCommandTests {
 
             """.utf8).write(to: script)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        made = true
         return directory
     }
 

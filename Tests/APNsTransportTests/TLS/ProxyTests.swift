@@ -15,6 +15,8 @@ private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/
         for _ in 0..<5 {
             let port = try unusedLoopbackPort()
             let config = FileManager.default.temporaryDirectory.appendingPathComponent("tinyproxy-\(UUID().uuidString).conf")
+            // tinyproxy reads it once, at start: done with it when it accepts connections or is stopped.
+            defer { try? FileManager.default.removeItem(at: config) }
             try """
                 Port \(port)
                 Listen 127.0.0.1

@@ -32,12 +32,19 @@ func run(_ tool: String, _ arguments: [String], in directory: URL? = nil) throws
 }
 
 /// Certificates and keys made once per test run with the `openssl` command-line tool
-/// (an implementation independent of the code under test) in a temporary directory.
+/// (an implementation independent of the code under test) in a temporary directory,
+/// removed when the test process exits.
 struct TestPKI: Sendable {
     let directory: URL
 
+    /// Where ``shared`` is made; a static, so the exit handler can read it without capturing.
+    private static let sharedDirectory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("apns-tls-\(UUID().uuidString)")
+
     static let shared: Result<TestPKI, HarnessError> = {
-        do { return .success(try TestPKI()) } catch {
+        // Registered before anything is written, so a half-made PKI goes too.
+        atexit { try? FileManager.default.removeItem(at: TestPKI.sharedDirectory) }
+        do { return .success(try TestPKI(directory: sharedDirectory)) } catch {
             return .failure(HarnessError(description: "\(error)"))
         }
     }()
@@ -50,8 +57,8 @@ struct TestPKI: Sendable {
     /// The password of `client.p12`, `client-legacy.p12` and `client.enc.key`.
     static let password = "p12 secret"
 
-    private init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-tls-\(UUID().uuidString)")
+    private init(directory: URL) throws {
+        self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try generate()
     }
