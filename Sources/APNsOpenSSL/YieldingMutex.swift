@@ -29,8 +29,7 @@ import Darwin
 /// the same single compare-and-swap as `withLock`. On a taken one it retries a few times
 /// with a processor pause (a holder on another core is usually done within that), then
 /// gives its time slice to the holder with `sched_yield` between tries, and only after
-/// that waits in the kernel (in `withLock` on an empty body, then tries again), so the
-/// caller's body is compiled in one place.
+/// that waits in `withLock` as before.
 public struct YieldingMutex<Value: ~Copyable>: ~Copyable {
     @usableFromInline let base: Synchronization.Mutex<Value>
 
@@ -53,9 +52,9 @@ public struct YieldingMutex<Value: ~Copyable>: ~Copyable {
             } else if tries <= 5 + 64 {  // then 64 yields
                 sched_yield()
             } else {
-                // Then wait in the kernel until the lock is free, and try again.
-                base.withLock { _ in }
-                tries = 0
+                // Then wait in the kernel, as `Mutex` does: the lock is this caller's when
+                // it returns, so no caller waits forever behind luckier ones.
+                return try base.withLock(body)
             }
         }
     }
