@@ -203,13 +203,13 @@ final class ServerLoop {
 
     private func acceptAll(on listener: Int32) {
         while true {
-            let fd = accept(listener, nil, nil)
+            // Non-blocking and closed on exec from the start: a process the host starts
+            // on another thread at this moment must not inherit the connection.
+            let fd = capns_accept_nonblocking_cloexec(listener)
             if fd < 0 {
                 if errno == EINTR { continue }
                 return  // EAGAIN, or a transient error such as EMFILE: try again on the next poll
             }
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             let refuse = state.shared.withLock { shared -> Bool in
                 if let until = shared.refuseUntil, ContinuousClock.now < until {
                     shared.statistics.connectionsRefused += 1

@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -87,10 +88,8 @@ final class ServerState: Sendable {
 
     init(maxConcurrentStreams: Int, recordLimit: Int) throws {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw MockAPNsServerError("pipe() failed: \(String(cString: strerror(errno)))") }
-        for fd in ends {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        guard capns_pipe_nonblocking_cloexec(&ends) == 0 else {
+            throw MockAPNsServerError("pipe() failed: \(String(cString: strerror(errno)))")
         }
         wakeFD = ends[0]
         wakeWriteFD = ends[1]

@@ -1,3 +1,5 @@
+import COpenSSL
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -5,7 +7,7 @@ import Darwin
 #endif
 
 /// A file descriptor another thread makes readable to wake an I/O thread out of
-/// poll(2): a non-blocking pipe.
+/// poll(2): a non-blocking pipe, closed on exec (a child process never inherits it).
 final class WakeupSignal: Sendable {
     /// The descriptor the I/O thread polls for `POLLIN`.
     let readDescriptor: Int32
@@ -16,12 +18,7 @@ final class WakeupSignal: Sendable {
 
     init() {
         var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 {
-            for fd in fds {
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            }
-        } else {
+        if capns_pipe_nonblocking_cloexec(&fds) != 0 {
             fds = [-1, -1]
         }
         readDescriptor = fds[0]

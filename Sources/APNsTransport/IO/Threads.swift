@@ -65,7 +65,7 @@ private final class ThreadStart: @unchecked Sendable {
     func run() {
         #if os(Linux)
         // Glibc's pthread_setname_np is not visible to Swift; its comm file does the same.
-        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         if fd >= 0 {
             let bytes = Array(name.utf8.prefix(15))
             _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

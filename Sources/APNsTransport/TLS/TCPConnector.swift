@@ -1,4 +1,5 @@
 import APNsCore
+import COpenSSL
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -49,7 +50,9 @@ enum TCPConnector {
     }
 
     private static func attempt(_ info: ResolvedAddress, deadline: ContinuousClock.Instant) -> Attempt {
-        let fd = socket(info.family, info.socketType, info.protocolNumber)
+        // Closed on exec from the start: a process the host starts on another thread
+        // must not inherit (and keep open) a connection to APNs.
+        let fd = capns_socket_cloexec(info.family, info.socketType, info.protocolNumber)
         guard fd >= 0 else { return .failure("socket: \(errorString(errno))") }
         var keep = false
         defer { if !keep { _ = close(fd) } }
