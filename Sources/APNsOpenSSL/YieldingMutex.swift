@@ -10,7 +10,7 @@ import Darwin
 /// `Synchronization.Mutex` with a waiting strategy for cores shared by more threads than
 /// they can run, for state that the sending tasks and every I/O thread take: the
 /// transport's connection pools (`SharedMutex` in APNsTransport; ThreadSanitizer builds
-/// use ``TSanVisibleMutex`` there instead).
+/// use `TSanVisibleMutex` there instead).
 ///
 /// It is `public` in a target that is no product (users cannot import it) because
 /// callers in other modules inline and specialize a `public` `@inlinable` body; a

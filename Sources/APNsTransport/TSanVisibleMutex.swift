@@ -10,7 +10,7 @@ typealias Mutex = TSanVisibleMutex
 typealias SharedMutex = TSanVisibleMutex
 #else
 /// The lock of state that the sending tasks and every I/O thread take (the pools):
-/// APNsCore's ``YieldingMutex``, which does not spin for long when the holder may be
+/// APNsCore's `YieldingMutex`, which does not spin for long when the holder may be
 /// waiting for the same core.
 typealias SharedMutex = YieldingMutex
 #endif
