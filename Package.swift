@@ -242,6 +242,7 @@ let package = Package(
                 "APNsOpenSSL",
                 "CNGHTTP2",
                 "COpenSSL",
+                "TestTools",
             ]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import TestTools
 import Testing
 @testable import APNsMockServer
 
@@ -130,25 +131,13 @@ struct TLSAndTransportTests {
     }
 
     /// Sockets in LISTEN state on `127.0.0.1:port` or `[::1]:port` (where the server
-    /// listens), read from the kernel's /proc/net/tcp{,6} tables. Other loopback addresses
-    /// are left out: a test running beside this one may listen on 127.0.0.2 with the same
-    /// port number, which the kernel allows.
+    /// listens), in the kernel's TCP tables. Other loopback addresses are left out: a test
+    /// running beside this one may listen on 127.0.0.2 with the same port number, which the
+    /// kernel allows.
     static func listeningSockets(port: Int) throws -> Int {
         let hexPort = String(format: "%04X", port)
-        let loopback: Set<Substring> = ["0100007F:" + hexPort, "00000000000000000000000001000000:" + hexPort]
-        var count = 0
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            // /proc files report size 0: read to EOF rather than trusting the size.
-            guard let handle = FileHandle(forReadingAtPath: table) else { continue }
-            let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-            try? handle.close()
-            for line in text.split(separator: "\n").dropFirst() {
-                let columns = line.split(separator: " ")
-                guard columns.count > 3 else { continue }
-                if loopback.contains(columns[1]), columns[3] == "0A" { count += 1 }
-            }
-        }
-        return count
+        let loopback: Set<String> = ["0100007F:" + hexPort, "00000000000000000000000001000000:" + hexPort]
+        return kernelTCPSockets().filter { loopback.contains($0.local) && $0.state == "0A" }.count
     }
 
     @Test("start reports a port; stop closes the listener and connections")

@@ -1,6 +1,7 @@
 import APNsCore
 import APNsMockServer
 import Foundation
+import TestTools
 import Testing
 @testable import APNsTransport
 
@@ -20,23 +21,7 @@ struct DescriptorInheritanceTests {
     /// The inode of every TCP socket whose local or remote port is `port`, from the
     /// kernel's tables (listeners, the client's connections and the server's).
     static func socketInodes(port: Int) -> Set<String> {
-        let hexPort = ":" + String(format: "%04X", port)
-        var inodes: Set<String> = []
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            // /proc files report size 0: read to EOF rather than trusting the size.
-            guard let handle = FileHandle(forReadingAtPath: table) else { continue }
-            let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-            try? handle.close()
-            for line in text.split(separator: "\n").dropFirst() {
-                let columns = line.split(separator: " ")
-                guard columns.count > 9 else { continue }
-                if columns[1].hasSuffix(hexPort) || columns[2].hasSuffix(hexPort) {
-                    inodes.insert(String(columns[9]))
-                }
-            }
-        }
-        inodes.remove("0")
-        return inodes
+        Set(kernelTCPSockets().filter { $0.localPort == port || $0.remotePort == port }.map(\.inode)).subtracting(["0"])
     }
 
     /// What `/bin/ls -l /proc/self/fd` prints when started with `posix_spawn` from this
