@@ -7,6 +7,9 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 /// Tells the processor that the caller is in a spin-wait loop (`pause` on x86, `yield`
 /// on ARM): the loop then takes less power and gives the other hardware thread of the
@@ -65,6 +68,23 @@ static inline int capns_socket_cloexec(int family, int type, int protocol) {
     int fd = socket(family, type, protocol);
     if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
     return fd;
+#endif
+}
+
+/// How many processors the calling thread may run on: the bits of its affinity mask
+/// (`taskset`, a container's cpuset), read with the raw system call so that no GNU
+/// extension of glibc is needed. -1 where the system has no such call or it fails.
+static inline int capns_affinity_processor_count(void) {
+#if defined(__linux__) && defined(SYS_sched_getaffinity)
+    // Room for 8,192 processors; the kernel fails with EINVAL if its mask is larger.
+    unsigned long mask[8192 / (8 * sizeof(unsigned long))];
+    long written = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+    if (written <= 0) return -1;
+    int count = 0;
+    for (long i = 0; i < written / (long)sizeof(unsigned long); i++) count += __builtin_popcountl(mask[i]);
+    return count;
+#else
+    return -1;
 #endif
 }
 

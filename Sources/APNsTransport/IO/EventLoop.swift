@@ -379,22 +379,24 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// The process's I/O threads: one ``EventLoop`` per core, started on first use and kept
-/// for the life of the process (like SwiftNIO's singleton group). Every transport's
-/// connections are spread over them; a new connection goes to the least loaded loop.
+/// The process's I/O threads: one ``EventLoop`` per processor the process may use,
+/// started on first use and kept for the life of the process (like SwiftNIO's singleton
+/// group). Every transport's connections are spread over them; a new connection goes to
+/// the least loaded loop.
 final class EventLoopGroup: Sendable {
-    /// The group every transport uses: one loop per core, or `APNS_IO_THREADS` loops
-    /// (1 to 64) when that environment variable is set (for a process whose cores are
-    /// shared with much other work, such as a test run with many servers in-process).
+    /// The group every transport uses: one loop per processor the process may use
+    /// (``UsableProcessors``: affinity mask and CPU quota included), or `APNS_IO_THREADS`
+    /// loops (1 to 64) when that environment variable is set (for a process whose cores
+    /// are shared with much other work, such as a test run with many servers in-process).
     static let shared = EventLoopGroup(threads: configuredThreads(ProcessInfo.processInfo.environment))
 
     /// The number of loops for `environment`: `APNS_IO_THREADS` if it is a number in
-    /// 1...64, else the active processor count.
-    static func configuredThreads(_ environment: [String: String]) -> Int {
+    /// 1...64, else `usable` (by default the processors this process may use now).
+    static func configuredThreads(_ environment: [String: String], usable: () -> Int = UsableProcessors.current) -> Int {
         if let text = environment["APNS_IO_THREADS"], let value = Int(text), (1...64).contains(value) {
             return value
         }
-        return ProcessInfo.processInfo.activeProcessorCount
+        return usable()
     }
 
     private let threads: Int
@@ -416,7 +418,7 @@ final class EventLoopGroup: Sendable {
     func next() -> EventLoop? {
         loops.withLock { loops -> EventLoop? in
             if loops.count < threads {
-                // Start loops as connections need them, up to one per core.
+                // Start loops as connections need them, up to one per usable processor.
                 if loops.isEmpty || loops.allSatisfy({ $0.load > 0 }),
                    let loop = EventLoop(name: "apns-io-\(loops.count)", poller: kind) {
                     loops.append(loop)
