@@ -256,9 +256,9 @@ struct EventLoopTests {
 
 @Suite("Event loop: how many")
 struct EventLoopCountTests {
-    @Test("APNS_IO_THREADS names the number of loops when it is 1...64; otherwise one per usable processor")
+    @Test("APNS_IO_THREADS names the number of loops when it is 1...64; otherwise one per usable processor, at least two")
     func configured() {
-        let cores = UsableProcessors.current()
+        let cores = max(2, UsableProcessors.current())
         #expect(EventLoopGroup.configuredThreads([:]) == cores)
         #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "8"]) == 8)
         #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "1"]) == 1)

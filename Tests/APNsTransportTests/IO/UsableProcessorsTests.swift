@@ -87,10 +87,12 @@ struct UsableProcessorsParsingTests {
         #expect(UsableProcessors.count(online: 0, affinity: 0, quota: 0) == 1)
     }
 
-    @Test("APNS_IO_THREADS overrides the usable processors")
+    @Test("APNS_IO_THREADS overrides the usable processors; by default at least two loops")
     func override() {
         #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "3"], usable: { 1 }) == 3)
-        #expect(EventLoopGroup.configuredThreads([:], usable: { 1 }) == 1)
+        #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "1"], usable: { 8 }) == 1)
+        #expect(EventLoopGroup.configuredThreads([:], usable: { 1 }) == 2)
+        #expect(EventLoopGroup.configuredThreads([:], usable: { 6 }) == 6)
         #expect(EventLoopGroup.configuredThreads(["APNS_IO_THREADS": "0"], usable: { 5 }) == 5)
     }
 }
