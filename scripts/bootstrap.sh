@@ -3,12 +3,13 @@
 #   scripts/bootstrap.sh          build dependencies (libssl-dev, libnghttp2-dev, pkg-config)
 #   scripts/bootstrap.sh --test   plus the outside tools the tests check against
 #                                 (openssl, curl, nghttp2-client for nghttp and h2load, tinyproxy,
-#                                 python3-jwt and python3-cryptography to sign provider tokens)
+#                                 python3-jwt and python3-cryptography to sign provider tokens,
+#                                 python3-h2 for an HTTP/2 server independent of ours)
 set -euo pipefail
 
 packages=(libssl-dev libnghttp2-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-    packages+=(openssl curl nghttp2-client tinyproxy python3-jwt python3-cryptography)
+    packages+=(openssl curl nghttp2-client tinyproxy python3-jwt python3-cryptography python3-h2)
 fi
 
 missing=()

@@ -1,0 +1,429 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import APNsTransport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client against an HTTP/2 server that is not ours (Python's `h2`, over Python's
+/// `ssl`) and that gives every request a random fate: an answer with each of Apple's
+/// common statuses, a delayed answer, REFUSED_STREAM, INTERNAL_ERROR, GOAWAY with the
+/// streams above its last-stream-id left unprocessed, a connection dropped with requests
+/// open, a hang, a SETTINGS change of the stream limit, a PING. The server writes down
+/// what it did with each request it read (by device token); the test then holds every
+/// outcome the client reported against that record:
+///
+/// - every notification ends in exactly one outcome;
+/// - accepted only if the server's last answer for it was a 200;
+/// - rejected with a reason only if the server's last answer carried that reason;
+/// - failed with `mayHaveReachedAPNs == false` only if no attempt may have delivered it
+///   (each was refused, above a GOAWAY's last-stream-id, or answered with an error);
+/// - nothing is sent again after an attempt that may have delivered it (answered 200,
+///   reset after it was read, read and never answered): no duplicate delivery;
+/// - every attempt of a notification carries the same `apns-id`;
+/// - the independent server never found an HTTP/2 error in what the client sent.
+///
+/// The fates are drawn from a seed and the device token, so a failure names a seed that
+/// replays the server's side (the client's timing still varies).
+@Suite("An independent HTTP/2 server (Python's h2) that misbehaves at random", .timeLimit(.minutes(3)))
+struct IndependentServerFaultTests {
+    /// How the client sends.
+    enum Way: String, CaseIterable, Sendable {
+        /// `send(_:to:maxConcurrency:)`, outcomes collected.
+        case batch
+        /// `send(_:to:maxConcurrency:onOutcome:)`, outcomes streamed.
+        case streamed
+        /// One `send(_:to:)` per notification from 40 tasks.
+        case single
+    }
+
+    @Test("every outcome agrees with what the server did", arguments: Way.allCases)
+    func outcomesAgreeWithTheServer(way: Way) async throws {
+        let seed = UInt64.random(in: 1...1_000_000)
+        let count = 1_200
+        let server = try ChaosServer(seed: seed)
+        defer { server.stop() }
+        let pki = try TestPKI.get()
+        let environment = APNsEnvironment.custom(host: "localhost", port: server.port)
+        let transport = HTTP2Transport(configuration: .init(
+            environment: environment,
+            tls: TLSConfiguration(trustRoots: .certificates(try pki.text("ca.pem"))),
+            connectionCount: 2,
+            reconnectBackoffBase: .milliseconds(5),
+            reconnectBackoffMax: .milliseconds(50)
+        ))
+        let tokens = try ProviderTokenCache(
+            key: ProviderKey(pemRepresentation: try pki.text("client.key")), keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        let client = APNsClient(
+            environment: environment,
+            credentials: .providerToken(tokens),
+            transport: transport,
+            retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(5), maxDelay: .milliseconds(40)),
+            requestTimeout: .seconds(2)
+        )
+        let notification = PushNotification(payload: .alert(title: "Chaos", body: "Hello"), topic: .bundleID("com.example.app"))
+        var deviceTokens: [DeviceToken] = []
+        for index in 0..<count {
+            var bytes = [UInt8](repeating: 0x5A, count: 32)
+            withUnsafeBytes(of: UInt64(index).bigEndian) { bytes.replaceSubrange(0..<8, with: $0) }
+            deviceTokens.append(try DeviceToken(bytes: bytes))
+        }
+
+        var outcomes: [APNsOutcome] = []
+        switch way {
+        case .batch:
+            outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: 60)
+        case .streamed:
+            let collected = Mutex<[APNsOutcome]>([])
+            _ = await client.send(notification, to: deviceTokens, maxConcurrency: 60) { _, outcome in
+                collected.withLock { $0.append(outcome) }
+            }
+            outcomes = collected.withLock { $0 }
+        case .single:
+            outcomes = await withTaskGroup(of: [APNsOutcome].self) { group in
+                let tasks = 40
+                for task in 0..<tasks {
+                    let mine = stride(from: task, to: count, by: tasks).map { deviceTokens[$0] }
+                    group.addTask {
+                        var results: [APNsOutcome] = []
+                        for token in mine {
+                            do throws(APNsError) {
+                                results.append(APNsOutcome(deviceToken: token, result: .success(try await client.send(notification, to: token))))
+                            } catch {
+                                results.append(APNsOutcome(deviceToken: token, result: .failure(error)))
+                            }
+                        }
+                        return results
+                    }
+                }
+                var all: [APNsOutcome] = []
+                for await part in group { all += part }
+                return all
+            }
+        }
+        await client.shutdown()
+        server.stop()
+
+        let record = try server.record()
+        let findings = ChaosRecord.check(outcomes: outcomes, expected: deviceTokens, record: record)
+        #expect(findings.isEmpty, "seed \(seed), \(way): \(findings.prefix(8).joined(separator: "\n"))")
+        // The run met the faults it is about (not a run where everything was answered 200).
+        let fates = Set(record.events.map(\.fate))
+        for fate in ["ok", "refuse", "goaway", "after_goaway", "kill", "rst_internal", "Unregistered", "TooManyRequests"] {
+            #expect(fates.contains(fate), "seed \(seed), \(way): no request met '\(fate)'")
+        }
+    }
+}
+
+/// What the chaos server wrote down: one event per request it read, and per connection
+/// it ended.
+struct ChaosRecord {
+    struct Event {
+        let fate: String
+        let connection: Int
+        let stream: Int?
+        let token: String?
+        let apnsID: String?
+        let error: String?
+        /// The order in which the server read the request (across connections).
+        let sequence: Int
+    }
+
+    let events: [Event]
+
+    /// Fates after which the notification cannot have been delivered: refused, above the
+    /// GOAWAY's last-stream-id (the request that triggered the GOAWAY is above it too), or
+    /// answered with an error status.
+    static let undelivered: Set<String> = [
+        "refuse", "after_goaway", "goaway", "BadDeviceToken", "Unregistered", "TooManyRequests",
+        "ServiceUnavailable", "InternalServerError", "ExpiredProviderToken",
+    ]
+    /// Fates after which the notification may have been delivered: answered 200, reset
+    /// with INTERNAL_ERROR after it was read, read and never answered.
+    static let mayHaveDelivered: Set<String> = ["ok", "delay_ok", "rst_internal", "kill", "hang", "open_when_dropped"]
+    /// Answers with a status the client sees (the fates of the requests read).
+    static let answered: Set<String> = [
+        "ok", "delay_ok", "BadDeviceToken", "Unregistered", "TooManyRequests",
+        "ServiceUnavailable", "InternalServerError", "ExpiredProviderToken",
+    ]
+
+    /// The disagreements between `outcomes` and the record; empty when they agree.
+    static func check(outcomes: [APNsOutcome], expected: [DeviceToken], record: ChaosRecord) -> [String] {
+        var findings: [String] = []
+        var byToken: [String: [Event]] = [:]
+        var droppedConnections = Set<Int>()
+        for event in record.events {
+            if let token = event.token { byToken[token, default: []].append(event) }
+            if event.fate == "connection_dropped" { droppedConnections.insert(event.connection) }
+            if event.fate == "h2_error" { findings.append("the server's h2 found an HTTP/2 error in the client's frames on connection \(event.connection): \(event.error ?? "")") }
+        }
+        var seen: [String: Int] = [:]
+        for outcome in outcomes { seen[outcome.deviceToken.hexString, default: 0] += 1 }
+        for token in expected where seen[token.hexString] != 1 {
+            findings.append("\(token.hexString): \(seen[token.hexString] ?? 0) outcomes, not 1")
+        }
+        if outcomes.count != expected.count { findings.append("\(outcomes.count) outcomes for \(expected.count) notifications") }
+
+        for outcome in outcomes {
+            let token = outcome.deviceToken.hexString
+            // In the order the server read the attempts, not the order it wrote them down.
+            let events = (byToken[token] ?? []).sorted { $0.sequence < $1.sequence }
+            let story = events.map { "\($0.fate)@\($0.connection)/\($0.stream ?? 0)" }.joined(separator: " ")
+            let ids = Set(events.compactMap(\.apnsID))
+            if ids.count > 1 { findings.append("\(token): attempts carried different apns-ids \(ids.sorted()) [\(story)]") }
+            // Nothing goes again after an attempt that may have delivered it (the default
+            // policy does not retry those): no duplicate delivery.
+            if let delivering = events.first(where: { mayHaveDelivered.contains($0.fate) }),
+                events.contains(where: { $0.sequence > delivering.sequence })
+            {
+                findings.append("\(token): sent again after an attempt the server met with \(delivering.fate) [\(story)]")
+            }
+            let lastAnswer = events.last(where: { answered.contains($0.fate) })
+            switch outcome.result {
+            case .success:
+                if lastAnswer?.fate != "ok" && lastAnswer?.fate != "delay_ok" {
+                    findings.append("\(token): accepted, but the server's last answer was \(lastAnswer?.fate ?? "none") [\(story)]")
+                }
+            case .failure(.rejected(let rejection)):
+                let reason = rejection.reason.map { "\($0)" } ?? "none"
+                if lastAnswer?.fate != reason {
+                    findings.append("\(token): rejected \(reason), but the server's last answer was \(lastAnswer?.fate ?? "none") [\(story)]")
+                }
+            case .failure(.failed(let failure)):
+                if !failure.mayHaveReachedAPNs, let delivering = events.first(where: { !undelivered.contains($0.fate) }) {
+                    findings.append("\(token): failed \(failure.code) with mayHaveReachedAPNs false, but the server \(delivering.fate) it [\(story)]")
+                }
+                // A 200 the client did not read is possible only if its connection was dropped.
+                if let last = lastAnswer, last.fate == "ok" || last.fate == "delay_ok", last.sequence == events.last?.sequence,
+                    !droppedConnections.contains(last.connection)
+                {
+                    findings.append("\(token): failed \(failure.code), but the server answered 200 on a connection it closed cleanly [\(story)]")
+                }
+            case .failure(.invalid(let error)):
+                findings.append("\(token): invalid \(error)")
+            }
+        }
+        return findings
+    }
+}
+
+/// The Python server (below) in a child process, on 127.0.0.1 with an OS-chosen port.
+final class ChaosServer: Sendable {
+    let background: BackgroundProcess
+    let port: Int
+    let logPath: String
+    let scriptPath: String
+
+    init(seed: UInt64) throws {
+        let pki = try TestPKI.get()
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("apns-chaos-\(UUID().uuidString)")
+        scriptPath = base.path + ".py"
+        logPath = base.path + ".jsonl"
+        try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        background = try BackgroundProcess(
+            "/usr/bin/python3", [scriptPath, pki.path("server.pem"), pki.path("server.key"), logPath, String(seed)], log: "apns-chaos")
+        var found: Int?
+        _ = background.waitForLog(seconds: 20) { log in
+            guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) else { return false }
+            found = Int(line.dropFirst(5))
+            return true
+        }
+        guard let found else {
+            background.stop()
+            try? FileManager.default.removeItem(atPath: scriptPath)
+            throw HarnessError(description: "the chaos server did not start (python3 with the h2 module is needed): \(background.log)")
+        }
+        port = found
+    }
+
+    func stop() { background.stop() }
+
+    /// The events the server wrote, read after it stopped.
+    func record() throws -> ChaosRecord {
+        let text = try String(contentsOfFile: logPath, encoding: .utf8)
+        var events: [ChaosRecord.Event] = []
+        for line in text.split(separator: "\n") {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let fate = object["fate"] as? String
+            else { throw HarnessError(description: "unreadable record line: \(line)") }
+            events.append(ChaosRecord.Event(
+                fate: fate,
+                connection: object["conn"] as? Int ?? 0,
+                stream: object["stream"] as? Int,
+                token: object["token"] as? String,
+                apnsID: object["apns_id"] as? String,
+                error: object["error"] as? String,
+                sequence: object["seq"] as? Int ?? 0
+            ))
+        }
+        return ChaosRecord(events: events)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: scriptPath)
+        try? FileManager.default.removeItem(atPath: logPath)
+    }
+
+    /// A server on Python's `h2` (sans-I/O HTTP/2) and `ssl`, one thread per connection.
+    /// Arguments: certificate, key, record path, seed. Prints `PORT <n>` when listening.
+    static let script = #"""
+    import heapq, json, random, select, socket, ssl, sys, threading, time
+    import h2.config, h2.connection, h2.errors, h2.events, h2.exceptions, h2.settings
+
+    CERT, KEY, RECORD, SEED = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    lock = threading.Lock()
+    record = open(RECORD, "w")
+    attempts = {}
+    sequence = [0]
+    FATES = [("ok", 50), ("BadDeviceToken", 3), ("Unregistered", 3), ("TooManyRequests", 4),
+             ("ServiceUnavailable", 3), ("InternalServerError", 2), ("ExpiredProviderToken", 2),
+             ("refuse", 6), ("rst_internal", 3), ("delay", 6), ("goaway", 3), ("kill", 0.7),
+             ("hang", 0.3), ("settings", 3), ("ping", 2)]
+    STATUS = {"BadDeviceToken": 400, "Unregistered": 410, "TooManyRequests": 429,
+              "ServiceUnavailable": 503, "InternalServerError": 500, "ExpiredProviderToken": 403}
+
+    def write(**event):
+        with lock:
+            record.write(json.dumps(event) + "\n"); record.flush()
+
+    def fate_of(rng):
+        r = rng.uniform(0, sum(w for _, w in FATES))
+        for fate, weight in FATES:
+            r -= weight
+            if r <= 0: return fate
+        return "ok"
+
+    def dropped(cid, sid, s, last_id):
+        # A request still open when its connection ends; above a GOAWAY's last-stream-id
+        # it was not processed.
+        fate = "after_goaway" if last_id is not None and sid > last_id else "open_when_dropped"
+        write(conn=cid, stream=sid, token=s["token"], apns_id=s["apns_id"], seq=s["seq"], fate=fate)
+
+    def drain_and_close(sock):
+        # Read what the client still sends, so that closing sends FIN rather than RST
+        # (which would discard answers the client has not read yet).
+        end = time.time() + 1.0
+        sock.settimeout(0.05)
+        while time.time() < end:
+            try:
+                if not sock.recv(65536): break
+            except (socket.timeout, ssl.SSLWantReadError): continue
+            except Exception: break
+        sock.close()
+
+    def serve(sock, cid):
+        conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+        conn.local_settings = h2.settings.Settings(client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 50})
+        conn.initiate_connection(); sock.sendall(conn.data_to_send())
+        streams, timers, last_id, goaway_at = {}, [], None, None
+        # h2 applies a pending setting at the next SETTINGS ACK, whichever frame it
+        # acknowledges: changes wait for the ACK of the connection's first SETTINGS.
+        first_ack = [False]
+        def answer(sid, status, reason=None):
+            headers = [(":status", str(status)), ("apns-id", streams[sid]["apns_id"] or "00000000-0000-0000-0000-000000000000")]
+            if reason is None:
+                conn.send_headers(sid, headers, end_stream=True)
+            else:
+                body = {"reason": reason}
+                if reason == "Unregistered": body["timestamp"] = 1700000000000
+                conn.send_headers(sid, headers + [("content-type", "application/json")])
+                conn.send_data(sid, json.dumps(body).encode(), end_stream=True)
+        try:
+            while True:
+                timeout = max(0, timers[0][0] - time.time()) if timers else None
+                if goaway_at is not None: timeout = 0.02
+                readable = sock.pending() > 0 or select.select([sock], [], [], timeout)[0]
+                now = time.time()
+                while timers and timers[0][0] <= now:
+                    _, sid = heapq.heappop(timers)
+                    if sid in streams:
+                        answer(sid, 200); s = streams.pop(sid)
+                        write(conn=cid, stream=sid, token=s["token"], apns_id=s["apns_id"], seq=s["seq"], fate="delay_ok")
+                if readable:
+                    data = sock.recv(65536)
+                    if not data: break
+                    for event in conn.receive_data(data):
+                        if isinstance(event, h2.events.RequestReceived):
+                            fields = dict(event.headers)
+                            with lock:
+                                sequence[0] += 1; seq = sequence[0]
+                            streams[event.stream_id] = {"token": fields.get(":path", "").rsplit("/", 1)[-1], "apns_id": fields.get("apns-id"), "seq": seq}
+                        elif isinstance(event, h2.events.SettingsAcknowledged):
+                            first_ack[0] = True
+                        elif isinstance(event, h2.events.DataReceived):
+                            conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                        elif isinstance(event, h2.events.StreamEnded):
+                            sid = event.stream_id; s = streams[sid]
+                            base = dict(conn=cid, stream=sid, token=s["token"], apns_id=s["apns_id"], seq=s["seq"])
+                            if last_id is not None and sid > last_id:
+                                write(fate="after_goaway", **base); del streams[sid]; continue
+                            with lock:
+                                n = attempts.get(s["token"], 0); attempts[s["token"]] = n + 1
+                            rng = random.Random(f"{SEED}:{s['token']}:{n}")
+                            fate = fate_of(rng)
+                            if fate in ("ok", "settings", "ping"):
+                                if fate == "settings" and first_ack[0]:
+                                    conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: rng.choice([1, 3, 10, 50, 100])})
+                                if fate == "ping":
+                                    conn.ping(b"apnschao")
+                                answer(sid, 200); write(fate="ok", **base); del streams[sid]
+                            elif fate in STATUS:
+                                answer(sid, STATUS[fate], fate); write(fate=fate, **base); del streams[sid]
+                            elif fate == "refuse":
+                                conn.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM); write(fate=fate, **base); del streams[sid]
+                            elif fate == "rst_internal":
+                                conn.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR); write(fate=fate, **base); del streams[sid]
+                            elif fate == "delay":
+                                heapq.heappush(timers, (now + rng.uniform(0.01, 0.15), sid)); write(fate=fate, **base)
+                            elif fate == "hang":
+                                write(fate=fate, **base)
+                            elif fate == "goaway":
+                                # This request and every later one are not processed.
+                                last_id = max(0, sid - 2); goaway_at = now
+                                conn.close_connection(error_code=0, last_stream_id=last_id)
+                                write(fate=fate, **base); del streams[sid]
+                            elif fate == "kill":
+                                write(fate=fate, **base); del streams[sid]
+                                for osid, o in streams.items():
+                                    dropped(cid, osid, o, last_id)
+                                write(conn=cid, fate="connection_dropped")
+                                sock.sendall(conn.data_to_send()); sock.close(); return
+                out = conn.data_to_send()
+                if out: sock.sendall(out)
+                if goaway_at is not None and (not [s for s in streams if s <= last_id] or time.time() - goaway_at > 0.5):
+                    for osid, o in streams.items():
+                        dropped(cid, osid, o, last_id)
+                    write(conn=cid, fate="connection_dropped")
+                    drain_and_close(sock); return
+        except h2.exceptions.ProtocolError as error:
+            # After its own GOAWAY, h2 refuses new streams the client sent before reading
+            # it (a limit of h2, not the client's fault); anything else is the client's.
+            write(conn=cid, fate="h2_error" if last_id is None else "h2_closed", error=str(error))
+        except (ssl.SSLError, OSError) as error:
+            write(conn=cid, fate="socket_error", error=str(error))
+        for osid, o in streams.items():
+            dropped(cid, osid, o, last_id)
+        write(conn=cid, fate="connection_dropped")
+        try:
+            out = conn.data_to_send()
+            if out: sock.sendall(out)
+            drain_and_close(sock)
+        except Exception:
+            pass
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(CERT, KEY); context.set_alpn_protocols(["h2"])
+    listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(64)
+    print("PORT", listener.getsockname()[1], flush=True)
+    connections = 0
+    while True:
+        raw, _ = listener.accept()
+        try: tls = context.wrap_socket(raw, server_side=True)
+        except Exception as error:
+            write(fate="tls_error", error=str(error)); raw.close(); continue
+        connections += 1
+        threading.Thread(target=serve, args=(tls, connections), daemon=True).start()
+    """#
+}
