@@ -9,9 +9,11 @@ import Glibc
 
 /// The client against an HTTP/2 server that is not ours (Python's `h2`, over Python's
 /// `ssl`) and that gives every request a random fate: an answer with each of Apple's
-/// common statuses, a delayed answer, REFUSED_STREAM, INTERNAL_ERROR, GOAWAY with the
-/// streams above its last-stream-id left unprocessed, a connection dropped with requests
-/// open, a hang, a SETTINGS change of the stream limit, a PING. The server writes down
+/// common statuses, one with a status and reason Apple does not use, an error whose body
+/// is not JSON, a 200 without `apns-id`, a delayed answer, REFUSED_STREAM, INTERNAL_ERROR,
+/// GOAWAY with the streams above its last-stream-id left unprocessed, a connection dropped
+/// with requests open, a hang, a SETTINGS change of the stream limit (to 0 for a moment,
+/// or down to 1), a PING. The server writes down
 /// what it did with each request it read (by device token); the test then holds every
 /// outcome the client reported against that record:
 ///
@@ -111,7 +113,7 @@ struct IndependentServerFaultTests {
         #expect(findings.isEmpty, "seed \(seed), \(way): \(findings.prefix(8).joined(separator: "\n"))")
         // The run met the faults it is about (not a run where everything was answered 200).
         let fates = Set(record.events.map(\.fate))
-        for fate in ["ok", "refuse", "goaway", "after_goaway", "kill", "rst_internal", "Unregistered", "TooManyRequests"] {
+        for fate in ["ok", "refuse", "goaway", "after_goaway", "kill", "rst_internal", "Unregistered", "TooManyRequests", "Teapot", "garbage_body"] {
             #expect(fates.contains(fate), "seed \(seed), \(way): no request met '\(fate)'")
         }
     }
@@ -138,15 +140,17 @@ struct ChaosRecord {
     /// answered with an error status.
     static let undelivered: Set<String> = [
         "refuse", "after_goaway", "goaway", "BadDeviceToken", "Unregistered", "TooManyRequests",
-        "ServiceUnavailable", "InternalServerError", "ExpiredProviderToken",
+        "ServiceUnavailable", "InternalServerError", "ExpiredProviderToken", "Teapot", "garbage_body",
     ]
     /// Fates after which the notification may have been delivered: answered 200, reset
     /// with INTERNAL_ERROR after it was read, read and never answered.
     static let mayHaveDelivered: Set<String> = ["ok", "delay_ok", "rst_internal", "kill", "hang", "open_when_dropped"]
+    /// Answers the client does not retry: the notification's outcome is that rejection.
+    static let final: Set<String> = ["BadDeviceToken", "Unregistered", "Teapot", "garbage_body", "ExpiredProviderToken"]
     /// Answers with a status the client sees (the fates of the requests read).
     static let answered: Set<String> = [
         "ok", "delay_ok", "BadDeviceToken", "Unregistered", "TooManyRequests",
-        "ServiceUnavailable", "InternalServerError", "ExpiredProviderToken",
+        "ServiceUnavailable", "InternalServerError", "ExpiredProviderToken", "Teapot", "garbage_body",
     ]
 
     /// The disagreements between `outcomes` and the record; empty when they agree.
@@ -188,10 +192,16 @@ struct ChaosRecord {
                 }
             case .failure(.rejected(let rejection)):
                 let reason = rejection.reason.map { "\($0)" } ?? "none"
-                if lastAnswer?.fate != reason {
+                // A body that is not Apple's JSON leaves the reason unknown.
+                let answeredReason = lastAnswer.map { $0.fate == "garbage_body" ? "none" : $0.fate }
+                if answeredReason != reason {
                     findings.append("\(token): rejected \(reason), but the server's last answer was \(lastAnswer?.fate ?? "none") [\(story)]")
                 }
             case .failure(.failed(let failure)):
+                // An answer the client neither retries nor can miss (its connection stayed up).
+                if let last = events.last, final.contains(last.fate), !droppedConnections.contains(last.connection) {
+                    findings.append("\(token): failed \(failure.code), but the server's last answer was \(last.fate) [\(story)]")
+                }
                 if !failure.mayHaveReachedAPNs, let delivering = events.first(where: { !undelivered.contains($0.fate) }) {
                     findings.append("\(token): failed \(failure.code) with mayHaveReachedAPNs false, but the server \(delivering.fate) it [\(story)]")
                 }
@@ -280,9 +290,11 @@ final class ChaosServer: Sendable {
     FATES = [("ok", 50), ("BadDeviceToken", 3), ("Unregistered", 3), ("TooManyRequests", 4),
              ("ServiceUnavailable", 3), ("InternalServerError", 2), ("ExpiredProviderToken", 2),
              ("refuse", 6), ("rst_internal", 3), ("delay", 6), ("goaway", 3), ("kill", 0.7),
-             ("hang", 0.3), ("settings", 3), ("ping", 2)]
+             ("hang", 0.3), ("settings", 3), ("ping", 2), ("garbage_body", 1), ("Teapot", 1),
+             ("no_apns_id", 2)]
     STATUS = {"BadDeviceToken": 400, "Unregistered": 410, "TooManyRequests": 429,
-              "ServiceUnavailable": 503, "InternalServerError": 500, "ExpiredProviderToken": 403}
+              "ServiceUnavailable": 503, "InternalServerError": 500, "ExpiredProviderToken": 403,
+              "Teapot": 418}
 
     def write(**event):
         with lock:
@@ -321,9 +333,14 @@ final class ChaosServer: Sendable {
         # h2 applies a pending setting at the next SETTINGS ACK, whichever frame it
         # acknowledges: changes wait for the ACK of the connection's first SETTINGS.
         first_ack = [False]
-        def answer(sid, status, reason=None):
-            headers = [(":status", str(status)), ("apns-id", streams[sid]["apns_id"] or "00000000-0000-0000-0000-000000000000")]
-            if reason is None:
+        def answer(sid, status, reason=None, with_id=True):
+            headers = [(":status", str(status))]
+            if with_id:
+                headers.append(("apns-id", streams[sid]["apns_id"] or "00000000-0000-0000-0000-000000000000"))
+            if reason == "garbage_body":
+                conn.send_headers(sid, headers + [("content-type", "text/plain")])
+                conn.send_data(sid, b"<html>bad request</html>", end_stream=True)
+            elif reason is None:
                 conn.send_headers(sid, headers, end_stream=True)
             else:
                 body = {"reason": reason}
@@ -338,7 +355,9 @@ final class ChaosServer: Sendable {
                 now = time.time()
                 while timers and timers[0][0] <= now:
                     _, sid = heapq.heappop(timers)
-                    if sid in streams:
+                    if sid < 0:
+                        conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 50})
+                    elif sid in streams:
                         answer(sid, 200); s = streams.pop(sid)
                         write(conn=cid, stream=sid, token=s["token"], apns_id=s["apns_id"], seq=s["seq"], fate="delay_ok")
                 if readable:
@@ -363,12 +382,17 @@ final class ChaosServer: Sendable {
                                 n = attempts.get(s["token"], 0); attempts[s["token"]] = n + 1
                             rng = random.Random(f"{SEED}:{s['token']}:{n}")
                             fate = fate_of(rng)
-                            if fate in ("ok", "settings", "ping"):
+                            if fate in ("ok", "settings", "ping", "no_apns_id"):
                                 if fate == "settings" and first_ack[0]:
-                                    conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: rng.choice([1, 3, 10, 50, 100])})
+                                    limit = rng.choice([0, 1, 3, 10, 50, 100])
+                                    conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: limit})
+                                    # No new stream at all for a moment, then 50 again.
+                                    if limit == 0: heapq.heappush(timers, (now + 0.03, -1))
                                 if fate == "ping":
                                     conn.ping(b"apnschao")
-                                answer(sid, 200); write(fate="ok", **base); del streams[sid]
+                                answer(sid, 200, with_id=fate != "no_apns_id"); write(fate="ok", **base); del streams[sid]
+                            elif fate == "garbage_body":
+                                answer(sid, 400, "garbage_body"); write(fate=fate, **base); del streams[sid]
                             elif fate in STATUS:
                                 answer(sid, STATUS[fate], fate); write(fate=fate, **base); del streams[sid]
                             elif fate == "refuse":
