@@ -134,43 +134,76 @@ final class FloorParts: Sendable {
     init(_ index: Int) { words = SIMD16(repeating: UInt64(truncatingIfNeeded: index)); more = SIMD8(repeating: 3) }
 }
 
+/// Which parts of the SDK's await the `sdk` floor has (`APNS_BENCH_FLOOR=sdk` all of
+/// them; `sdk-` followed by `nocancel`, `smallframes` or `norequest`, comma-separated,
+/// leaves parts out, to measure what each costs).
+struct FloorShape: Sendable {
+    var cancellationHandler = true
+    var largeFrames = true
+    var request = true
+
+    /// The shape `APNS_BENCH_FLOOR` names, or `nil` for the bare floor.
+    init?(_ name: String?) {
+        guard let name, name == "sdk" || name.hasPrefix("sdk-") else { return nil }
+        for part in name.dropFirst(4).split(separator: ",") {
+            switch part {
+            case "nocancel": cancellationHandler = false
+            case "smallframes": largeFrames = false
+            case "norequest": request = false
+            default: printError("floor: unknown part '\(part)' in APNS_BENCH_FLOOR")
+            }
+        }
+    }
+}
+
 /// One await as the SDK's `send` makes it, with no transport: a frame of about 1,300
 /// bytes (as `APNsClient.send`'s), an inner call's frame, a cancellation handler, and a
-/// request of two objects that the resuming thread reads before it resumes the caller.
+/// request of two objects that the resuming thread reads before it resumes the caller
+/// (each part can be left out, see ``FloorShape``).
 @inline(never)
-func floorSDKSend(_ resumer: FloorResumer, _ index: Int) async -> Int {
+func floorSDKSend(_ resumer: FloorResumer, _ index: Int, _ shape: FloorShape) async -> Int {
+    guard shape.largeFrames else { return await floorSDKTransportSend(resumer, index, shape) }
     var first = SIMD64<UInt64>(repeating: 1), second = SIMD64<UInt64>(repeating: 2), third = SIMD32<UInt64>(repeating: 3)
     withUnsafeMutableBytes(of: &first) { floorTouch($0) }
     withUnsafeMutableBytes(of: &second) { floorTouch($0) }
     withUnsafeMutableBytes(of: &third) { floorTouch($0) }
-    let answer = await floorSDKTransportSend(resumer, FloorRequest(index))
+    let answer = await floorSDKTransportSend(resumer, index, shape)
     withUnsafeMutableBytes(of: &first) { floorTouch($0) }
     withUnsafeMutableBytes(of: &second) { floorTouch($0) }
     withUnsafeMutableBytes(of: &third) { floorTouch($0) }
     return answer &+ Int(first[0] &+ second[0] &+ third[0])
 }
 
-/// The transport's part of ``floorSDKSend(_:_:)``: the cancellation handler around the
+/// The transport's part of ``floorSDKSend(_:_:_:)``: the cancellation handler around the
 /// continuation, as `HTTP2Transport.send` has.
 @inline(never)
-func floorSDKTransportSend(_ resumer: FloorResumer, _ request: FloorRequest) async -> Int {
+func floorSDKTransportSend(_ resumer: FloorResumer, _ index: Int, _ shape: FloorShape) async -> Int {
     var words = SIMD32<UInt64>(repeating: 1)
-    withUnsafeMutableBytes(of: &words) { floorTouch($0) }
-    await withTaskCancellationHandler {
-        await withUnsafeContinuation { continuation in
-            request.continuation = continuation
-            resumer.enqueue(request)
+    if shape.largeFrames { withUnsafeMutableBytes(of: &words) { floorTouch($0) } }
+    let request = shape.request ? FloorRequest(index) : nil
+    let wait = {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            if let request {
+                request.continuation = continuation
+                resumer.enqueue(request)
+            } else {
+                resumer.enqueue(continuation)
+            }
         }
-    } onCancel: {
-        request.words[1] = 0
     }
-    withUnsafeMutableBytes(of: &words) { floorTouch($0) }
+    if shape.cancellationHandler {
+        await withTaskCancellationHandler { await wait() } onCancel: { request?.words[1] = 0 }
+    } else {
+        await wait()
+    }
+    if shape.largeFrames { withUnsafeMutableBytes(of: &words) { floorTouch($0) } }
+    guard let request else { return Int(words[1]) }
     return Int(request.words[0] &+ request.parts.more[1] &+ words[1])
 }
 
 /// `count` awaits from `tasks` tasks, each resumed by one `FloorResumer` thread; returns
-/// how many completed (all of them). With `sdk`, each await is ``floorSDKSend(_:_:)``.
-func runFloor(count: Int, tasks: Int, sdk: Bool = false, onResumer: Bool = false) async -> Int {
+/// how many completed (all of them). With `sdk`, each await is ``floorSDKSend(_:_:_:)``.
+func runFloor(count: Int, tasks: Int, sdk: FloorShape? = nil, onResumer: Bool = false) async -> Int {
     let resumer = FloorResumer()
     guard resumer.start() else {
         printError("floor: could not start the resuming thread")
@@ -186,7 +219,7 @@ func runFloor(count: Int, tasks: Int, sdk: Bool = false, onResumer: Bool = false
 }
 
 /// The tasks of ``runFloor(count:tasks:sdk:onResumer:)``.
-func runFloorWorkers(count: Int, tasks: Int, sdk: Bool, resumer: FloorResumer) async -> Int {
+func runFloorWorkers(count: Int, tasks: Int, sdk: FloorShape?, resumer: FloorResumer) async -> Int {
     final class NextIndex: @unchecked Sendable {
         private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         private var value = 0
@@ -206,8 +239,8 @@ func runFloorWorkers(count: Int, tasks: Int, sdk: Bool, resumer: FloorResumer) a
                 while true {
                     let index = next.take()
                     if index >= count { break }
-                    if sdk {
-                        _ = await floorSDKSend(resumer, index)
+                    if let sdk {
+                        _ = await floorSDKSend(resumer, index, sdk)
                     } else {
                         await withUnsafeContinuation { resumer.enqueue($0) }
                     }

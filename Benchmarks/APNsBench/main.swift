@@ -32,7 +32,9 @@
 //          that one other thread resumes in turns (Floor.swift); what an awaited send
 //          costs before any transport work
 //          (with APNS_BENCH_FLOOR=sdk, each await as the SDK's: its frames' sizes, a
-//          cancellation handler, a request of two objects the other thread reads)
+//          cancellation handler, a request of two objects the other thread reads; with
+//          sdk-nocancel, sdk-smallframes, sdk-norequest or a comma-separated mix, without
+//          that part)
 //   floortasks  the tasks pattern with no SDK and no I/O: a child task per await, each
 //          awaiting a call with a small frame, or with APNS_BENCH_FRAME=large one past the
 //          task allocator's first slab (Floor.swift)
@@ -239,7 +241,7 @@ case "main":
     }
     for worker in workers { ok += await worker.value }
 case "floor":
-    ok = await runFloor(count: count, tasks: window, sdk: benchEnvironment["APNS_BENCH_FLOOR"] == "sdk", onResumer: onIOThread)
+    ok = await runFloor(count: count, tasks: window, sdk: FloorShape(benchEnvironment["APNS_BENCH_FLOOR"]), onResumer: onIOThread)
 case "floortasks":
     ok = await runFloorTasks(count: count, tasks: window, largeFrame: benchEnvironment["APNS_BENCH_FRAME"] == "large")
 case "feedstream":
