@@ -29,7 +29,7 @@ import Glibc
 ///
 /// The fates are drawn from a seed and the device token, so a failure names a seed that
 /// replays the server's side (the client's timing still varies).
-@Suite("An independent HTTP/2 server (Python's h2) that misbehaves at random", .timeLimit(.minutes(3)))
+@Suite("An independent HTTP/2 server (Python's h2) that misbehaves at random", .timeLimit(.minutes(30)))
 struct IndependentServerFaultTests {
     /// How the client sends.
     enum Way: String, CaseIterable, Sendable {
@@ -41,10 +41,15 @@ struct IndependentServerFaultTests {
         case single
     }
 
+    /// The seed (`SWIFT_APNS_CHAOS_SEED`, else random) and the notifications per way
+    /// (`SWIFT_APNS_CHAOS_COUNT`, else 1,200): `scripts/chaos.sh` runs longer campaigns.
+    static let seed = ProcessInfo.processInfo.environment["SWIFT_APNS_CHAOS_SEED"].flatMap { UInt64($0) }
+    static let count = ProcessInfo.processInfo.environment["SWIFT_APNS_CHAOS_COUNT"].flatMap { Int($0) }.map { max(100, $0) } ?? 1_200
+
     @Test("every outcome agrees with what the server did", arguments: Way.allCases)
     func outcomesAgreeWithTheServer(way: Way) async throws {
-        let seed = UInt64.random(in: 1...1_000_000)
-        let count = 1_200
+        let seed = Self.seed ?? UInt64.random(in: 1...1_000_000)
+        let count = Self.count
         let server = try ChaosServer(seed: seed)
         defer { server.stop() }
         let pki = try TestPKI.get()
@@ -111,6 +116,15 @@ struct IndependentServerFaultTests {
         let record = try server.record()
         let findings = ChaosRecord.check(outcomes: outcomes, expected: deviceTokens, record: record)
         #expect(findings.isEmpty, "seed \(seed), \(way): \(findings.prefix(8).joined(separator: "\n"))")
+        let summary = Dictionary(grouping: outcomes, by: { outcome -> String in
+            switch outcome.result {
+            case .success: return "accepted"
+            case .failure(.rejected): return "rejected"
+            case .failure(.failed(let failure)): return failure.mayHaveReachedAPNs ? "failed, may have reached APNs" : "failed, did not reach APNs"
+            case .failure(.invalid): return "invalid"
+            }
+        }).mapValues(\.count).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        print("chaos: seed \(seed), \(way), \(count) notifications, \(record.events.count) server events: \(summary); \(findings.count) findings")
         // The run met the faults it is about (not a run where everything was answered 200).
         let fates = Set(record.events.map(\.fate))
         for fate in ["ok", "refuse", "goaway", "after_goaway", "kill", "rst_internal", "Unregistered", "TooManyRequests", "Teapot", "garbage_body"] {
