@@ -30,7 +30,10 @@ for ((run = 1; run <= seeds; run++)); do
     grep -E '^chaos: |seed [0-9]+, |✘|Test run with' "$log" || true
     if ((run_status != 0)); then
         status=1
-        echo "chaos: seed $seed failed (status $run_status); replay with scripts/chaos.sh --seed $seed --count $count" >&2
+        kept="${TMPDIR:-/tmp}/chaos-seed-$seed.log"
+        cp "$log" "$kept"
+        echo "chaos: seed $seed failed (status $run_status), full output in $kept;" \
+            "replay the server's side with scripts/chaos.sh --seed $seed --count $count" >&2
     fi
 done
 exit "$status"

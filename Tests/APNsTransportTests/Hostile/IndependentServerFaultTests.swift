@@ -39,6 +39,9 @@ struct IndependentServerFaultTests {
         case streamed
         /// One `send(_:to:)` per notification from 40 tasks.
         case single
+        /// The same from tasks that prefer the transport's I/O thread
+        /// (`withTaskExecutorPreference(client.taskExecutor)`), with every connection on it.
+        case singleOnIOThread
     }
 
     /// The seed (`SWIFT_APNS_CHAOS_SEED`, else random) and the notifications per way
@@ -54,13 +57,15 @@ struct IndependentServerFaultTests {
         defer { server.stop() }
         let pki = try TestPKI.get()
         let environment = APNsEnvironment.custom(host: "localhost", port: server.port)
-        let transport = HTTP2Transport(configuration: .init(
+        var configuration = HTTP2Transport.Configuration(
             environment: environment,
             tls: TLSConfiguration(trustRoots: .certificates(try pki.text("ca.pem"))),
             connectionCount: 2,
             reconnectBackoffBase: .milliseconds(5),
             reconnectBackoffMax: .milliseconds(50)
-        ))
+        )
+        if way == .singleOnIOThread { configuration.threadPlacement = .taskExecutorThread }
+        let transport = HTTP2Transport(configuration: configuration)
         let tokens = try ProviderTokenCache(
             key: ProviderKey(pemRepresentation: try pki.text("client.key")), keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
         let client = APNsClient(
@@ -88,8 +93,10 @@ struct IndependentServerFaultTests {
                 collected.withLock { $0.append(outcome) }
             }
             outcomes = collected.withLock { $0 }
-        case .single:
-            outcomes = await withTaskGroup(of: [APNsOutcome].self) { group in
+        case .single, .singleOnIOThread:
+            let executor = way == .singleOnIOThread ? client.taskExecutor : nil
+            if way == .singleOnIOThread { #expect(executor != nil) }
+            outcomes = await withTaskExecutorPreference(executor) { await withTaskGroup(of: [APNsOutcome].self) { group in
                 let tasks = 40
                 for task in 0..<tasks {
                     let mine = stride(from: task, to: count, by: tasks).map { deviceTokens[$0] }
@@ -108,7 +115,7 @@ struct IndependentServerFaultTests {
                 var all: [APNsOutcome] = []
                 for await part in group { all += part }
                 return all
-            }
+            } }
         }
         await client.shutdown()
         server.stop()
