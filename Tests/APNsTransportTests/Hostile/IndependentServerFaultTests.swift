@@ -384,8 +384,19 @@ final class ChaosServer: Sendable {
                 if readable:
                     data = sock.recv(65536)
                     if not data: break
-                    for event in conn.receive_data(data):
-                        if isinstance(event, h2.events.RequestReceived):
+                    try:
+                        events = conn.receive_data(data)
+                    except h2.exceptions.ProtocolError as error:
+                        # After its own GOAWAY, h2 refuses new streams the client sent
+                        # before reading it (a limit of h2, not the client's fault);
+                        # anything else is an HTTP/2 error in what the client sent.
+                        write(conn=cid, fate="h2_error" if last_id is None else "h2_closed", error=str(error))
+                        break
+                    for event in events:
+                        if isinstance(event, h2.events.StreamReset):
+                            # The client gave up on it (its deadline): no answer is due.
+                            streams.pop(event.stream_id, None)
+                        elif isinstance(event, h2.events.RequestReceived):
                             fields = dict(event.headers)
                             with lock:
                                 sequence[0] += 1; seq = sequence[0]
@@ -443,9 +454,8 @@ final class ChaosServer: Sendable {
                     write(conn=cid, fate="connection_dropped")
                     drain_and_close(sock); return
         except h2.exceptions.ProtocolError as error:
-            # After its own GOAWAY, h2 refuses new streams the client sent before reading
-            # it (a limit of h2, not the client's fault); anything else is the client's.
-            write(conn=cid, fate="h2_error" if last_id is None else "h2_closed", error=str(error))
+            # Raised by this server's own sending: not a finding about the client.
+            write(conn=cid, fate="server_h2_error", error=str(error))
         except (ssl.SSLError, OSError) as error:
             write(conn=cid, fate="socket_error", error=str(error))
         for osid, o in streams.items():
