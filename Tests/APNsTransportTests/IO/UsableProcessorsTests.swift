@@ -98,19 +98,19 @@ struct UsableProcessorsParsingTests {
 }
 
 #if os(Linux)
-/// The affinity mask as the kernel reports it in `/proc/thread-self/status`
-/// (`Cpus_allowed_list`, e.g. `0-3,8`), counted.
-private func kernelAllowedProcessors() -> Int? {
+/// The calling thread's affinity mask as the kernel reports it in
+/// `/proc/thread-self/status` (`Cpus_allowed_list`, e.g. `0-3,8`): the processor numbers.
+private func kernelAllowedProcessors() -> [Int]? {
     guard let status = try? String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8),
         let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
     else { return nil }
-    var count = 0
+    var processors: [Int] = []
     for range in line.dropFirst("Cpus_allowed_list:".count).split(separator: ",") {
         let bounds = range.split(separator: "-").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard let first = bounds.first else { return nil }
-        count += (bounds.last ?? first) - first + 1
+        guard let first = bounds.first, let last = bounds.last, first <= last else { return nil }
+        processors += Array(first...last)
     }
-    return count
+    return processors
 }
 
 /// glibc's `sched_setaffinity`, looked up at run time (Swift's Glibc module does not
@@ -121,7 +121,7 @@ private typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) ->
 struct UsableProcessorsKernelTests {
     @Test("the affinity count is the kernel's Cpus_allowed_list")
     func matchesKernel() throws {
-        let allowed = try #require(kernelAllowedProcessors())
+        let allowed = try #require(kernelAllowedProcessors()?.count)
         #expect(capns_affinity_processor_count() == Int32(allowed))
         #expect(UsableProcessors.current() <= allowed)
         #expect(UsableProcessors.current() >= 1)
@@ -137,10 +137,10 @@ struct UsableProcessorsKernelTests {
             // The first processor this thread may run on, alone in the mask.
             var mask = [UInt64](repeating: 0, count: 16)
             let allowedBefore = capns_affinity_processor_count()
-            let first = Self.firstAllowedProcessor() ?? 0
+            let first = kernelAllowedProcessors()?.first ?? 0
             mask[first / 64] = 1 << UInt64(first % 64)
             let status = mask.withUnsafeBytes { setAffinity(0, $0.count, $0.baseAddress!) }
-            results.withLock { $0 = (status, allowedBefore, kernelAllowedProcessors(), UsableProcessors.current()) }
+            results.withLock { $0 = (status, allowedBefore, kernelAllowedProcessors()?.count, UsableProcessors.current()) }
             done.signal()
         }
         thread.start()
@@ -150,15 +150,6 @@ struct UsableProcessorsKernelTests {
         #expect(before >= 1)
         #expect(kernel == 1)
         #expect(usable == 1)
-    }
-
-    /// The lowest processor number in this thread's `Cpus_allowed_list`.
-    private static func firstAllowedProcessor() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
-        else { return nil }
-        let text = line.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces)
-        return Int(text.prefix(while: { $0.isNumber }))
     }
 }
 #endif
