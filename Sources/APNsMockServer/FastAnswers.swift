@@ -104,7 +104,7 @@ struct FastAnswers {
         let prefix: StaticString = "/3/device/"
         let tokenLength = path.count - prefix.utf8CodeUnitCount
         guard tokenLength > 0, tokenLength % 2 == 0, memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0,
-              UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]).allSatisfy(RequestValidator.isHexDigit)
+              RequestValidator.areHexDigits(UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]))
         else { return false }
         if fields.priority >= 0 {
             let priority = fields.value(at: fields.priority)

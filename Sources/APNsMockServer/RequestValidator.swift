@@ -223,6 +223,40 @@ struct RequestValidator: Sendable {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
     }
 
+    /// Whether every byte of `bytes` is a hex digit (``isHexDigit(_:)``), eight at a time
+    /// in one 64-bit word: the fast path checks each request's 64-digit device token with it.
+    static func areHexDigits(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            guard wordIsHexDigits(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) else { return false }
+            offset += 8
+        }
+        while offset < bytes.count {
+            guard isHexDigit(bytes[offset]) else { return false }
+            offset += 1
+        }
+        return true
+    }
+
+    /// Whether each of the eight bytes of `word` is a hex digit. For an ASCII byte `b`
+    /// (below 0x80), `b + (0x80 − low)` has its top bit set exactly when `b ≥ low`, and
+    /// `b + (0x7F − high)` exactly when `b > high`, with no carry into the next byte; `A`–`F`
+    /// and `a`–`f` both land in `a`–`f` once the 0x20 bit is set, and nothing else does.
+    @inline(__always)
+    static func wordIsHexDigits(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let tops = ones &* 0x80
+        guard word & tops == 0 else { return false }
+        @inline(__always) func within(_ word: UInt64, _ low: UInt64, _ high: UInt64) -> UInt64 {
+            (word &+ ones &* (0x80 - low)) & ~(word &+ ones &* (0x7F - high)) & tops
+        }
+        let digits = within(word, 0x30, 0x39)
+        let letters = within(word | ones &* 0x20, 0x61, 0x66)
+        return digits | letters == tops
+    }
+
     /// `8-4-4-4-12` hex digits, all lowercase or all uppercase.
     static func isCanonicalUUID(_ text: String) -> Bool {
         var text = text

@@ -32,6 +32,7 @@ extension ServerConnection {
         }
         if answerQuickly(stream, streamID: streamID, session: session) {
             loop.uncountedFastAnswers += 1
+            prefetchStream(streamID &+ 2)
             // Answered, and nothing reads the record again (a fast answer has no body for
             // `readResponseBody`): back to the spares now rather than when nghttp2 closes
             // the stream after writing the answer. The next request then reuses it while it

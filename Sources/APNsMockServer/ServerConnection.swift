@@ -94,7 +94,10 @@ final class ServerConnection {
 
     let fd: Int32
     let number: Int
-    unowned let loop: ServerLoop
+    /// The loop that owns this connection (it holds every connection it serves until the
+    /// connection closes, and removes them all before it goes): unowned and unchecked, as
+    /// the fast path reads it for every request.
+    unowned(unsafe) let loop: ServerLoop
     /// The connection's TLS state (APNsOpenSSL owns the `SSL *`); `nil` once closed.
     @exclusivity(unchecked) private var tls: SSLSession?
     @exclusivity(unchecked) var session: OpaquePointer?
@@ -108,6 +111,11 @@ final class ServerConnection {
     @exclusivity(unchecked) private var sessionMemory: HTTP2SessionMemory?
     /// When the session's cached blocks are given back, if no request opens before.
     @exclusivity(unchecked) var trimDue: ContinuousClock.Instant?
+    /// A request opened since ``handle(revents:)`` last looked: ``trimDue`` no longer holds.
+    /// A flag, so that opening a request is a store of a byte rather than a call to the
+    /// standard library's code for an optional `ContinuousClock.Instant` (whose layout it
+    /// keeps to itself).
+    @exclusivity(unchecked) var openedSinceLook = false
     /// The bytes the session keeps cached for reuse (`nil` without a session).
     var sessionCachedBytes: Int? { sessionMemory?.cachedBytes }
     @exclusivity(unchecked) private var phase = Phase.handshaking
@@ -196,8 +204,12 @@ final class ServerConnection {
         case .open, .goingAway, .broken:
             readAvailable()
             flush()
-            // Opening a request puts `trimDue` back to `nil` (``openStream(_:)``), so the
-            // idle time starts again from the first look that finds none open.
+            // Opening a request cancels `trimDue` (``openStream(_:)``), so the idle time
+            // starts again from the first look that finds none open.
+            if openedSinceLook {
+                openedSinceLook = false
+                trimDue = nil
+            }
             if streams.isEmpty, trimDue == nil, let sessionMemory, sessionMemory.cachedBytes > 0 {
                 trimDue = .now + loop.configuration.sessionMemoryIdleDelay
             }
@@ -222,7 +234,7 @@ final class ServerConnection {
         default: break
         }
         if let shaper, let release = shaper.nextRelease(after: now), release <= now { flush() }
-        if let due = trimDue, due <= now {
+        if !openedSinceLook, let due = trimDue, due <= now {
             trimDue = nil
             // No request has opened since it was set, when none was open.
             sessionMemory?.releaseCached()

@@ -51,6 +51,14 @@ struct StreamTable {
         return body(stream)
     }
 
+    /// Open stream `id` unretained, if it is in its slot (not in the overflow): a hint's
+    /// address only (see ``ServerConnection/prefetchStream(_:)``).
+    @inline(__always)
+    func unretained(_ id: Int32) -> Unmanaged<ServerConnection.Stream>? {
+        let slot = slot(id)
+        return ids[slot] == id ? views[slot] : nil
+    }
+
     /// Records `stream` as stream `id`, replacing any stream recorded as `id`.
     mutating func insert(_ stream: consuming ServerConnection.Stream, as id: Int32) {
         if remove(id) != nil {}

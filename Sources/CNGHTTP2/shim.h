@@ -23,6 +23,14 @@ static inline int32_t capns_settings_no_rfc7540_priorities(void) {
 #endif
 }
 
+/// Asks the processor to bring the first `lines` 64-byte lines at `address` into its
+/// cache for writing, without waiting for them: the mock server does this for a request
+/// record it will touch a request later (see ServerConnection+Streams.swift). A hint
+/// only; `address` is never dereferenced, so any value is safe.
+static inline void capns_prefetch_for_write(const void *address, int lines) {
+    for (int line = 0; line < lines; line++) __builtin_prefetch((const char *)address + 64 * line, 1, 3);
+}
+
 // MARK: A session's memory
 //
 // nghttp2 allocates several small blocks per request (the stream, the outbound item, the

@@ -1,4 +1,9 @@
 import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 @testable import APNsMockServer
 
 /// The rules as a pure function, without sockets: cases curl cannot send or that need
@@ -52,5 +57,51 @@ struct RequestValidatorTests {
     ])
     func uuid(text: String, valid: Bool) {
         #expect(RequestValidator.isCanonicalUUID(text) == valid)
+    }
+
+    /// The word-at-a-time check of the fast path against the C library's `isxdigit` (the
+    /// "C" locale's hex digits: `0`–`9`, `A`–`F`, `a`–`f`): every byte value at every
+    /// position of a word and of the tail, and seeded random runs with few non-digits.
+    @Test("areHexDigits agrees with isxdigit for every byte, in a word and in the tail")
+    func hexDigitsAgainstLibc() {
+        func reference(_ bytes: [UInt8]) -> Bool { bytes.allSatisfy { isxdigit(Int32($0)) != 0 } }
+        var disagreements: [String] = []
+        for length in [1, 7, 8, 9, 16, 19, 64] {
+            for position in 0..<length {
+                for byte in UInt8.min...UInt8.max {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "7"), count: length)
+                    bytes[position] = byte
+                    if bytes.withUnsafeBufferPointer(RequestValidator.areHexDigits) != reference(bytes) {
+                        disagreements.append("byte \(byte) at \(position) of \(length)")
+                    }
+                }
+            }
+        }
+        var generator = SplitMix(seed: 0x5eed)
+        let alphabet = Array("0123456789abcdefABCDEF".utf8)
+        for _ in 0..<20_000 {
+            let length = Int(generator.next() % 80)
+            var bytes = (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+            if length > 0, generator.next() % 2 == 0 {
+                bytes[Int(generator.next() % UInt64(length))] = UInt8(truncatingIfNeeded: generator.next())
+            }
+            if bytes.withUnsafeBufferPointer(RequestValidator.areHexDigits) != reference(bytes) {
+                disagreements.append("\(bytes)")
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(10))")
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014), for seeded inputs.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
