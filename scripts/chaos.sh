@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The client against an independent HTTP/2 server (Python's h2) that gives every request
 # a random fate, for longer than the default suite: IndependentServerFaultTests with more
-# notifications per way and several seeds. Each line `chaos: seed S, way, ...` names the
+# notifications per way (each with a provider token and with a client certificate) and
+# several seeds. Each line `chaos: seed S, way, authentication, ...` names the
 # seed that replays the server's side of that run (SWIFT_APNS_CHAOS_SEED=S).
 #   scripts/chaos.sh                        5 random seeds, 20,000 notifications per way
 #   scripts/chaos.sh --seeds 20 --count 5000

@@ -44,33 +44,47 @@ struct IndependentServerFaultTests {
         case singleOnIOThread
     }
 
+    /// How the client authenticates: a provider token on every request, or a client
+    /// certificate in the TLS handshake (the server then requires one from the test CA).
+    enum Authentication: String, CaseIterable, Sendable {
+        case token
+        case certificate
+    }
+
     /// The seed (`SWIFT_APNS_CHAOS_SEED`, else random) and the notifications per way
     /// (`SWIFT_APNS_CHAOS_COUNT`, else 1,200): `scripts/chaos.sh` runs longer campaigns.
     static let seed = ProcessInfo.processInfo.environment["SWIFT_APNS_CHAOS_SEED"].flatMap { UInt64($0) }
     static let count = ProcessInfo.processInfo.environment["SWIFT_APNS_CHAOS_COUNT"].flatMap { Int($0) }.map { max(100, $0) } ?? 1_200
 
-    @Test("every outcome agrees with what the server did", arguments: Way.allCases)
-    func outcomesAgreeWithTheServer(way: Way) async throws {
+    @Test("every outcome agrees with what the server did", arguments: Way.allCases, Authentication.allCases)
+    func outcomesAgreeWithTheServer(way: Way, authentication: Authentication) async throws {
         let seed = Self.seed ?? UInt64.random(in: 1...1_000_000)
         let count = Self.count
-        let server = try ChaosServer(seed: seed)
+        let server = try ChaosServer(seed: seed, requiresClientCertificate: authentication == .certificate)
         defer { server.stop() }
         let pki = try TestPKI.get()
         let environment = APNsEnvironment.custom(host: "localhost", port: server.port)
+        let identity = authentication == .certificate
+            ? try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.key")) : nil
         var configuration = HTTP2Transport.Configuration(
             environment: environment,
-            tls: TLSConfiguration(trustRoots: .certificates(try pki.text("ca.pem"))),
+            tls: TLSConfiguration(trustRoots: .certificates(try pki.text("ca.pem")), clientIdentity: identity),
             connectionCount: 2,
             reconnectBackoffBase: .milliseconds(5),
             reconnectBackoffMax: .milliseconds(50)
         )
         if way == .singleOnIOThread { configuration.threadPlacement = .taskExecutorThread }
         let transport = HTTP2Transport(configuration: configuration)
-        let tokens = try ProviderTokenCache(
-            key: ProviderKey(pemRepresentation: try pki.text("client.key")), keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        let credentials: APNsCredentials = switch authentication {
+        case .token:
+            .providerToken(try ProviderTokenCache(
+                key: ProviderKey(pemRepresentation: try pki.text("client.key")), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"))
+        case .certificate:
+            .certificate
+        }
         let client = APNsClient(
             environment: environment,
-            credentials: .providerToken(tokens),
+            credentials: credentials,
             transport: transport,
             retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(5), maxDelay: .milliseconds(40)),
             requestTimeout: .seconds(2)
@@ -121,8 +135,9 @@ struct IndependentServerFaultTests {
         server.stop()
 
         let record = try server.record()
-        let findings = ChaosRecord.check(outcomes: outcomes, expected: deviceTokens, record: record)
-        #expect(findings.isEmpty, "seed \(seed), \(way): \(findings.prefix(8).joined(separator: "\n"))")
+        let findings = ChaosRecord.check(
+            outcomes: outcomes, expected: deviceTokens, record: record, providerTokens: authentication == .token)
+        #expect(findings.isEmpty, "seed \(seed), \(way), \(authentication): \(findings.prefix(8).joined(separator: "\n"))")
         let summary = Dictionary(grouping: outcomes, by: { outcome -> String in
             switch outcome.result {
             case .success: return "accepted"
@@ -131,11 +146,11 @@ struct IndependentServerFaultTests {
             case .failure(.invalid): return "invalid"
             }
         }).mapValues(\.count).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-        print("chaos: seed \(seed), \(way), \(count) notifications, \(record.events.count) server events: \(summary); \(findings.count) findings")
+        print("chaos: seed \(seed), \(way), \(authentication), \(count) notifications, \(record.events.count) server events: \(summary); \(findings.count) findings")
         // The run met the faults it is about (not a run where everything was answered 200).
         let fates = Set(record.events.map(\.fate))
         for fate in ["ok", "refuse", "goaway", "after_goaway", "kill", "rst_internal", "Unregistered", "TooManyRequests", "Teapot", "garbage_body"] {
-            #expect(fates.contains(fate), "seed \(seed), \(way): no request met '\(fate)'")
+            #expect(fates.contains(fate), "seed \(seed), \(way), \(authentication): no request met '\(fate)'")
         }
     }
 }
@@ -152,6 +167,9 @@ struct ChaosRecord {
         let error: String?
         /// The order in which the server read the request (across connections).
         let sequence: Int
+        /// Whether the request carried an `authorization` field (`nil` for events that
+        /// are not a request read).
+        let authorization: Bool?
     }
 
     let events: [Event]
@@ -175,12 +193,23 @@ struct ChaosRecord {
     ]
 
     /// The disagreements between `outcomes` and the record; empty when they agree.
-    static func check(outcomes: [APNsOutcome], expected: [DeviceToken], record: ChaosRecord) -> [String] {
+    ///
+    /// `providerTokens`: the client authenticates with provider tokens, so every request
+    /// carries `authorization`; otherwise with a certificate, and none may (APNs rejects a
+    /// provider token on a certificate connection with InvalidProviderToken).
+    static func check(outcomes: [APNsOutcome], expected: [DeviceToken], record: ChaosRecord, providerTokens: Bool) -> [String] {
         var findings: [String] = []
         var byToken: [String: [Event]] = [:]
         var droppedConnections = Set<Int>()
         for event in record.events {
             if let token = event.token { byToken[token, default: []].append(event) }
+            if let authorization = event.authorization, authorization != providerTokens {
+                findings.append("\(event.token ?? "?"): a request \(authorization ? "with" : "without") authorization on connection \(event.connection)")
+            }
+            // A handshake cut short (the client shutting down) is not one; a refused certificate is.
+            if event.fate == "tls_error", event.error?.lowercased().contains("certificate") == true {
+                findings.append("the server refused the client's certificate: \(event.error ?? "")")
+            }
             if event.fate == "connection_dropped" { droppedConnections.insert(event.connection) }
             if event.fate == "h2_error" { findings.append("the server's h2 found an HTTP/2 error in the client's frames on connection \(event.connection): \(event.error ?? "")") }
         }
@@ -247,14 +276,17 @@ final class ChaosServer: Sendable {
     let logPath: String
     let scriptPath: String
 
-    init(seed: UInt64) throws {
+    /// `requiresClientCertificate`: the server asks for a client certificate and accepts
+    /// only one issued by the test CA (``TestPKI``'s `ca.pem`).
+    init(seed: UInt64, requiresClientCertificate: Bool = false) throws {
         let pki = try TestPKI.get()
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("apns-chaos-\(UUID().uuidString)")
         scriptPath = base.path + ".py"
         logPath = base.path + ".jsonl"
         try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         background = try BackgroundProcess(
-            "/usr/bin/python3", [scriptPath, pki.path("server.pem"), pki.path("server.key"), logPath, String(seed)], log: "apns-chaos")
+            "/usr/bin/python3", [scriptPath, pki.path("server.pem"), pki.path("server.key"), logPath, String(seed),
+             requiresClientCertificate ? pki.path("ca.pem") : ""], log: "apns-chaos")
         var found: Int?
         _ = background.waitForLog(seconds: 20) { log in
             guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) else { return false }
@@ -286,7 +318,8 @@ final class ChaosServer: Sendable {
                 token: object["token"] as? String,
                 apnsID: object["apns_id"] as? String,
                 error: object["error"] as? String,
-                sequence: object["seq"] as? Int ?? 0
+                sequence: object["seq"] as? Int ?? 0,
+                authorization: object["auth"] as? Bool
             ))
         }
         return ChaosRecord(events: events)
@@ -298,12 +331,13 @@ final class ChaosServer: Sendable {
     }
 
     /// A server on Python's `h2` (sans-I/O HTTP/2) and `ssl`, one thread per connection.
-    /// Arguments: certificate, key, record path, seed. Prints `PORT <n>` when listening.
+    /// Arguments: certificate, key, record path, seed, and the CA whose client certificates
+    /// it requires (empty: none asked for). Prints `PORT <n>` when listening.
     static let script = #"""
     import heapq, json, random, select, socket, ssl, sys, threading, time
     import h2.config, h2.connection, h2.errors, h2.events, h2.exceptions, h2.settings
 
-    CERT, KEY, RECORD, SEED = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    CERT, KEY, RECORD, SEED, CLIENT_CA = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
     lock = threading.Lock()
     record = open(RECORD, "w")
     attempts = {}
@@ -400,14 +434,15 @@ final class ChaosServer: Sendable {
                             fields = dict(event.headers)
                             with lock:
                                 sequence[0] += 1; seq = sequence[0]
-                            streams[event.stream_id] = {"token": fields.get(":path", "").rsplit("/", 1)[-1], "apns_id": fields.get("apns-id"), "seq": seq}
+                            streams[event.stream_id] = {"token": fields.get(":path", "").rsplit("/", 1)[-1], "apns_id": fields.get("apns-id"), "seq": seq,
+                                                        "auth": "authorization" in fields}
                         elif isinstance(event, h2.events.SettingsAcknowledged):
                             first_ack[0] = True
                         elif isinstance(event, h2.events.DataReceived):
                             conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                         elif isinstance(event, h2.events.StreamEnded):
                             sid = event.stream_id; s = streams[sid]
-                            base = dict(conn=cid, stream=sid, token=s["token"], apns_id=s["apns_id"], seq=s["seq"])
+                            base = dict(conn=cid, stream=sid, token=s["token"], apns_id=s["apns_id"], seq=s["seq"], auth=s["auth"])
                             if last_id is not None and sid > last_id:
                                 write(fate="after_goaway", **base); del streams[sid]; continue
                             with lock:
@@ -470,12 +505,17 @@ final class ChaosServer: Sendable {
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(CERT, KEY); context.set_alpn_protocols(["h2"])
+    if CLIENT_CA:
+        context.verify_mode = ssl.CERT_REQUIRED; context.load_verify_locations(CLIENT_CA)
     listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(64)
     print("PORT", listener.getsockname()[1], flush=True)
     connections = 0
     while True:
         raw, _ = listener.accept()
-        try: tls = context.wrap_socket(raw, server_side=True)
+        try:
+            tls = context.wrap_socket(raw, server_side=True)
+            if CLIENT_CA and not tls.getpeercert():
+                raise ssl.SSLError("no client certificate")
         except Exception as error:
             write(fate="tls_error", error=str(error)); raw.close(); continue
         connections += 1
