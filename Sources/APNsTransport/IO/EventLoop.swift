@@ -389,7 +389,15 @@ final class EventLoopGroup: Sendable {
     /// `APNS_IO_THREADS` loops (1 to 64) when that environment variable is set (for a
     /// process whose cores are shared with much other work, such as a test run with many
     /// servers in-process).
-    static let shared = EventLoopGroup(threads: configuredThreads(ProcessInfo.processInfo.environment))
+    ///
+    /// The number is asked for again whenever a new loop may be needed (a connection opens
+    /// while every loop serves one), so a process whose CPU quota or affinity grows while
+    /// it runs (a container resized in place) gets loops for the new processors; loops
+    /// already started stay when it shrinks.
+    static let shared: EventLoopGroup = {
+        let environment = ProcessInfo.processInfo.environment
+        return EventLoopGroup(threadLimit: { configuredThreads(environment) })
+    }()
 
     /// The least number of loops the group has by default. With one usable processor, a
     /// lone I/O thread is preempted by the executor's worker each time it resumes a
@@ -411,13 +419,21 @@ final class EventLoopGroup: Sendable {
         return max(minimumDefaultThreads, usable())
     }
 
-    private let threads: Int
+    /// How many loops the group may run now (read when a new loop may be needed).
+    private let threadLimit: @Sendable () -> Int
     private let loops = Mutex<[EventLoop]>([])
     private let nextIndex = Atomic<Int>(0)
 
     /// A group of `threads` loops (at least 1), started lazily.
-    init(threads: Int, poller kind: IOPoller.Kind = .platformDefault) {
-        self.threads = max(1, threads)
+    convenience init(threads: Int, poller kind: IOPoller.Kind = .platformDefault) {
+        let fixed = max(1, threads)
+        self.init(threadLimit: { fixed }, poller: kind)
+    }
+
+    /// A group of at most `threadLimit()` loops (at least 1), started lazily; the limit is
+    /// asked for each time a new loop may be needed, and a lower one stops no loop.
+    init(threadLimit: @escaping @Sendable () -> Int, poller kind: IOPoller.Kind = .platformDefault) {
+        self.threadLimit = threadLimit
         self.kind = kind
     }
 
@@ -428,8 +444,12 @@ final class EventLoopGroup: Sendable {
     /// descriptors for a loop at all. The handler must attach and later detach (or the
     /// caller must call ``EventLoop/release()``).
     func next() -> EventLoop? {
-        loops.withLock { loops -> EventLoop? in
-            if loops.count < threads {
+        // A new loop only when none runs or every loop serves something; only then is the
+        // limit asked for (for the shared group it reads the kernel's files), outside the lock.
+        let mayGrow = loops.withLock { $0.isEmpty || $0.allSatisfy { $0.load > 0 } }
+        let limit = mayGrow ? max(1, threadLimit()) : 0
+        return loops.withLock { loops -> EventLoop? in
+            if loops.count < limit {
                 // Start loops as connections need them, up to one per usable processor.
                 if loops.isEmpty || loops.allSatisfy({ $0.load > 0 }),
                    let loop = EventLoop(name: "apns-io-\(loops.count)", poller: kind) {

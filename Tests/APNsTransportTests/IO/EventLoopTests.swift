@@ -228,28 +228,62 @@ struct EventLoopTests {
         loop.stop()
     }
 
+    /// Takes a loop from `group` for a new handler and attaches one there, as a
+    /// connection does; returns the loop and the handler (kept by the caller).
+    private static func attachHandler(to group: EventLoopGroup) throws -> (EventLoop, CountingHandler) {
+        let loop = try #require(group.next())
+        let token = loop.makeToken()
+        let handler = CountingHandler()
+        // Count it as attached at once (the loop thread attaches it soon).
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            loop.attach(handler, as: token)
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        return (loop, handler)
+    }
+
     @Test("a group starts no more loop threads than it was given, and spreads handlers over them")
     func groupBound() throws {
         let group = EventLoopGroup(threads: 3)
         var loops: [ObjectIdentifier: Int] = [:]
         var handlers: [CountingHandler] = []
         for _ in 0..<30 {
-            let loop = try #require(group.next())
-            let token = loop.makeToken()
-            let handler = CountingHandler()
+            let (loop, handler) = try Self.attachHandler(to: group)
             handlers.append(handler)
             loops[ObjectIdentifier(loop), default: 0] += 1
-            // Count it as attached at once (the loop thread attaches it soon).
-            let done = DispatchSemaphore(value: 0)
-            loop.execute {
-                loop.attach(handler, as: token)
-                done.signal()
-            }
-            #expect(done.wait(timeout: .now() + 5) == .success)
         }
         #expect(group.runningThreads == 3)
         #expect(loops.count == 3)
         #expect(loops.values.allSatisfy { $0 == 10 })
+        group.stop()
+    }
+
+    @Test("a group follows a limit that rises while it runs (a quota grown in place); a lower one stops no loop")
+    func groupFollowsItsLimit() throws {
+        let limit = Atomic<Int>(1)
+        let group = EventLoopGroup(threadLimit: { limit.load(ordering: .relaxed) })
+        var handlers: [CountingHandler] = []
+        var perLoop: [ObjectIdentifier: Int] = [:]
+        func attach(_ count: Int) throws {
+            for _ in 0..<count {
+                let (loop, handler) = try Self.attachHandler(to: group)
+                handlers.append(handler)
+                perLoop[ObjectIdentifier(loop), default: 0] += 1
+            }
+        }
+        try attach(4)
+        #expect(group.runningThreads == 1)
+        limit.store(3, ordering: .relaxed)
+        try attach(4)
+        #expect(group.runningThreads == 3)
+        limit.store(1, ordering: .relaxed)
+        try attach(6)
+        #expect(group.runningThreads == 3)
+        // The loops that run keep taking new handlers, the least loaded first: 14 over 3.
+        #expect(perLoop.count == 3)
+        #expect(perLoop.values.sorted() == [4, 5, 5])
         group.stop()
     }
 }
