@@ -218,11 +218,15 @@ final class BackgroundProcess: @unchecked Sendable {
     }
 
     func stop() {
-        if process.isRunning {
-            // SIGKILL: the child inherits the test thread's blocked signals, SIGTERM among them.
-            kill(process.processIdentifier, SIGKILL)
-            _ = exitStatus(of: process)
-        }
+        let pid = process.processIdentifier
+        guard isAlive(pid: pid) else { return }
+        // SIGKILL: the child inherits the test thread's blocked signals, SIGTERM among them.
+        kill(pid, SIGKILL)
+        // Until it is dead (a zombie is), not until Foundation has recorded it: that record
+        // is made on a dispatch queue, and with every thread of the pool in a test that
+        // waits here (parallel cases stopping their servers) it would never come.
+        let end = Date().addingTimeInterval(10)
+        while isAlive(pid: pid), Date() < end { usleep(2_000) }
     }
 
     deinit {
