@@ -216,7 +216,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
-            ]
+            ],
+            // Go's HTTP/2 server for GoServerTests, built with the go tool at test time.
+            exclude: ["Hostile/GoServer"]
         ),
         .testTarget(
             name: "APNsTestingTests",

@@ -4,12 +4,13 @@
 #   scripts/bootstrap.sh --test   plus the outside tools the tests check against
 #                                 (openssl, curl, nghttp2-client for nghttp and h2load, tinyproxy,
 #                                 python3-jwt and python3-cryptography to sign provider tokens,
-#                                 python3-h2 for an HTTP/2 server independent of ours)
+#                                 python3-h2 for an HTTP/2 server independent of ours,
+#                                 golang-go for Go's HTTP/2 server, a third one)
 set -euo pipefail
 
 packages=(libssl-dev libnghttp2-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-    packages+=(openssl curl nghttp2-client tinyproxy python3-jwt python3-cryptography python3-h2)
+    packages+=(openssl curl nghttp2-client tinyproxy python3-jwt python3-cryptography python3-h2 golang-go)
 fi
 
 missing=()

@@ -170,9 +170,38 @@ struct ChaosRecord {
         /// Whether the request carried an `authorization` field (`nil` for events that
         /// are not a request read).
         let authorization: Bool?
+        /// What the server found wrong with the request (the Go server checks headers,
+        /// body and provider token; the Python server writes none).
+        var problems: [String] = []
+        /// The server generation that read it (the Go server restarts; `nil` otherwise).
+        var generation: Int? = nil
     }
 
     let events: [Event]
+
+    /// The events a server wrote to `path`, one JSON object per line.
+    static func read(contentsOf path: String) throws -> ChaosRecord {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var events: [Event] = []
+        for line in text.split(separator: "\n") {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let fate = object["fate"] as? String
+            else { throw HarnessError(description: "unreadable record line: \(line)") }
+            events.append(Event(
+                fate: fate,
+                connection: object["conn"] as? Int ?? 0,
+                stream: object["stream"] as? Int,
+                token: object["token"] as? String,
+                apnsID: object["apns_id"] as? String,
+                error: object["error"] as? String,
+                sequence: object["seq"] as? Int ?? 0,
+                authorization: object["auth"] as? Bool,
+                problems: object["problems"] as? [String] ?? [],
+                generation: object["gen"] as? Int
+            ))
+        }
+        return ChaosRecord(events: events)
+    }
 
     /// Fates after which the notification cannot have been delivered: refused, above the
     /// GOAWAY's last-stream-id (the request that triggered the GOAWAY is above it too), or
@@ -304,26 +333,7 @@ final class ChaosServer: Sendable {
     func stop() { background.stop() }
 
     /// The events the server wrote, read after it stopped.
-    func record() throws -> ChaosRecord {
-        let text = try String(contentsOfFile: logPath, encoding: .utf8)
-        var events: [ChaosRecord.Event] = []
-        for line in text.split(separator: "\n") {
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                let fate = object["fate"] as? String
-            else { throw HarnessError(description: "unreadable record line: \(line)") }
-            events.append(ChaosRecord.Event(
-                fate: fate,
-                connection: object["conn"] as? Int ?? 0,
-                stream: object["stream"] as? Int,
-                token: object["token"] as? String,
-                apnsID: object["apns_id"] as? String,
-                error: object["error"] as? String,
-                sequence: object["seq"] as? Int ?? 0,
-                authorization: object["auth"] as? Bool
-            ))
-        }
-        return ChaosRecord(events: events)
-    }
+    func record() throws -> ChaosRecord { try ChaosRecord.read(contentsOf: logPath) }
 
     deinit {
         try? FileManager.default.removeItem(atPath: scriptPath)

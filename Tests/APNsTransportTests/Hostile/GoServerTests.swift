@@ -1,0 +1,213 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import APNsTransport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client against Go's HTTP/2 server (`net/http`, `crypto/tls`): a third HTTP/2 and
+/// TLS implementation besides nghttp2/OpenSSL and Python's h2/ssl, written by other
+/// people to the same RFCs (`GoServer/main.go`, built with the `go` tool at test time).
+///
+/// What Go brings that the other servers do not:
+/// - its stream limit as it ships, 250 per connection, below what the client keeps in
+///   flight (600), so the pool queues and spreads;
+/// - its graceful shutdown, as servers really restart: every 700 requests the next
+///   generation listens on the same port (SO_REUSEPORT) and the current one is shut down;
+///   Go sends GOAWAY, finishes the streams it read and ignores the ones opened after it;
+/// - provider tokens checked with Go's `crypto/ecdsa` (ES256 over the token's first two
+///   parts, `kid`, `iss`, `iat`), and each request checked as APNs would;
+/// - its own HPACK encoder for the answers (it indexes response fields) and flow control.
+///
+/// The outcomes are held against the server's record as in ``IndependentServerFaultTests``,
+/// and more strictly: this server never drops a connection or resets a stream, so no
+/// notification may end in `failed` at all: a stream Go ignored after its GOAWAY must be
+/// sent again on a new connection, and every answer must reach its notification.
+@Suite("Go's HTTP/2 server, restarting gracefully", .timeLimit(.minutes(10)))
+struct GoServerTests {
+    enum Way: String, CaseIterable, Sendable {
+        case batch, streamed, single
+    }
+
+    enum Authentication: String, CaseIterable, Sendable {
+        case token, certificate
+    }
+
+    static let count = ProcessInfo.processInfo.environment["SWIFT_APNS_GO_COUNT"].flatMap { Int($0) }.map { max(100, $0) } ?? 3_000
+
+    @Test("every outcome agrees with what Go's server did", arguments: Way.allCases, Authentication.allCases)
+    func outcomesAgreeWithGo(way: Way, authentication: Authentication) async throws {
+        let seed = UInt64.random(in: 1...1_000_000)
+        let count = Self.count
+        let pki = try TestPKI.get()
+        let server = try GoServer(
+            seed: seed,
+            clientCA: authentication == .certificate ? pki.path("ca.pem") : nil,
+            signingKey: authentication == .token ? pki.path("client.key") : nil,
+            restartEvery: 700)
+        defer { server.stop() }
+        let environment = APNsEnvironment.custom(host: "localhost", port: server.port)
+        let identity = authentication == .certificate
+            ? try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.key")) : nil
+        let transport = HTTP2Transport(configuration: HTTP2Transport.Configuration(
+            environment: environment,
+            tls: TLSConfiguration(trustRoots: .certificates(try pki.text("ca.pem")), clientIdentity: identity),
+            connectionCount: 2,
+            reconnectBackoffBase: .milliseconds(5),
+            reconnectBackoffMax: .milliseconds(50)
+        ))
+        let credentials: APNsCredentials = switch authentication {
+        case .token:
+            .providerToken(try ProviderTokenCache(
+                key: ProviderKey(pemRepresentation: try pki.text("client.key")), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"))
+        case .certificate:
+            .certificate
+        }
+        let client = APNsClient(
+            environment: environment,
+            credentials: credentials,
+            transport: transport,
+            retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(5), maxDelay: .milliseconds(40)),
+            requestTimeout: .seconds(10)
+        )
+        let notification = PushNotification(payload: .alert(title: "Go", body: "Hello"), topic: .bundleID("com.example.app"))
+        var deviceTokens: [DeviceToken] = []
+        for index in 0..<count {
+            var bytes = [UInt8](repeating: 0x60, count: 32)
+            withUnsafeBytes(of: UInt64(index).bigEndian) { bytes.replaceSubrange(24..<32, with: $0) }
+            deviceTokens.append(try DeviceToken(bytes: bytes))
+        }
+
+        let concurrency = 600
+        var outcomes: [APNsOutcome] = []
+        switch way {
+        case .batch:
+            outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: concurrency)
+        case .streamed:
+            let collected = Mutex<[APNsOutcome]>([])
+            _ = await client.send(notification, to: deviceTokens, maxConcurrency: concurrency) { _, outcome in
+                collected.withLock { $0.append(outcome) }
+            }
+            outcomes = collected.withLock { $0 }
+        case .single:
+            outcomes = await withTaskGroup(of: [APNsOutcome].self) { group in
+                for task in 0..<concurrency {
+                    let mine = stride(from: task, to: count, by: concurrency).map { deviceTokens[$0] }
+                    group.addTask {
+                        var results: [APNsOutcome] = []
+                        for token in mine {
+                            do throws(APNsError) {
+                                results.append(APNsOutcome(deviceToken: token, result: .success(try await client.send(notification, to: token))))
+                            } catch {
+                                results.append(APNsOutcome(deviceToken: token, result: .failure(error)))
+                            }
+                        }
+                        return results
+                    }
+                }
+                var all: [APNsOutcome] = []
+                for await part in group { all += part }
+                return all
+            }
+        }
+        let statistics = transport.statistics
+        await client.shutdown()
+        server.stop()
+
+        let record = try server.record()
+        var findings = ChaosRecord.check(
+            outcomes: outcomes, expected: deviceTokens, record: record, providerTokens: authentication == .token)
+        for event in record.events where !event.problems.isEmpty {
+            findings.append("\(event.token ?? "?"): Go found \(event.problems.joined(separator: "; "))")
+        }
+        for outcome in outcomes {
+            if case .failure(.failed(let failure)) = outcome.result {
+                findings.append("\(outcome.deviceToken.hexString): failed \(failure.code) (\(failure)), with no connection dropped and no stream reset")
+            }
+        }
+        // Go logs a connection error it finds in what the client sent ("http2: ...").
+        let goErrors = server.log.split(separator: "\n").filter { $0.contains("http2:") }
+        findings += goErrors.prefix(4).map { "Go's server logged: \($0)" }
+        #expect(findings.isEmpty, "seed \(seed), \(way), \(authentication): \(findings.prefix(8).joined(separator: "\n"))")
+
+        // The run met what it is about: graceful restarts with requests on both sides,
+        // and the answers that end a notification other than with 200.
+        let requests = record.events.filter { $0.token != nil }
+        let generations = Set(requests.compactMap(\.generation))
+        let restarts = record.events.filter { $0.fate == "shutdown_started" }.count
+        #expect(generations.count >= 3, "seed \(seed), \(way), \(authentication): requests read by generations \(generations.sorted())")
+        #expect(restarts >= 2, "seed \(seed), \(way), \(authentication): \(restarts) graceful shutdowns")
+        #expect(statistics.goAwaysReceived >= 2, "seed \(seed), \(way), \(authentication): \(statistics.goAwaysReceived) GOAWAY frames received")
+        // Streams Go ignored after its GOAWAY (above its last-stream-id), sent again.
+        #expect(statistics.requestsRequeued > 0, "seed \(seed), \(way), \(authentication): no request was sent again after a GOAWAY")
+        #expect(statistics.connectionsLost == 0, "seed \(seed), \(way), \(authentication): \(statistics.connectionsLost) connections lost")
+        let fates = Set(requests.map(\.fate))
+        for fate in ["ok", "delay_ok", "BadDeviceToken", "Unregistered", "TooManyRequests", "ServiceUnavailable", "InternalServerError"] {
+            #expect(fates.contains(fate), "seed \(seed), \(way), \(authentication): no request met '\(fate)'")
+        }
+        let accepted = outcomes.filter { if case .success = $0.result { true } else { false } }.count
+        print("go: seed \(seed), \(way), \(authentication), \(count) notifications, \(requests.count) requests read by \(generations.count) generations, \(restarts) graceful shutdowns, \(statistics.goAwaysReceived) GOAWAYs, \(statistics.requestsRequeued) requests sent again, \(statistics.reconnects) reconnects, \(accepted) accepted; \(findings.count) findings")
+    }
+}
+
+/// `GoServer/main.go`, built once per test process with the `go` tool, in a child
+/// process on 127.0.0.1 with an OS-chosen port.
+final class GoServer: Sendable {
+    let background: BackgroundProcess
+    let port: Int
+    let recordPath: String
+
+    /// Where ``binary`` is built; removed when the test process exits.
+    private static let buildDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-goserver-\(UUID().uuidString)")
+
+    /// The built server, or why it could not be built.
+    private static let binary: Result<String, HarnessError> = {
+        // Registered before anything is written, so a half-made build goes too.
+        atexit { try? FileManager.default.removeItem(at: GoServer.buildDirectory) }
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("GoServer/main.go").path
+        let output = buildDirectory.appendingPathComponent("goserver").path
+        do {
+            try FileManager.default.createDirectory(at: buildDirectory, withIntermediateDirectories: true)
+            // No module and no network: main.go uses Go's standard library only.
+            _ = try run("/usr/bin/env", [
+                "GOCACHE=\(buildDirectory.path)/cache", "GOPATH=\(buildDirectory.path)/path", "GO111MODULE=off", "GOFLAGS=",
+                "go", "build", "-o", output, source,
+            ])
+            return .success(output)
+        } catch {
+            return .failure(HarnessError(description: "could not build the Go server (the golang-go package is needed): \(error)"))
+        }
+    }()
+
+    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int) throws {
+        let pki = try TestPKI.get()
+        let binary = try Self.binary.get()
+        recordPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-go-\(UUID().uuidString).jsonl").path
+        background = try BackgroundProcess(binary, [
+            pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
+            clientCA ?? "", signingKey ?? "", String(restartEvery),
+        ], log: "apns-go")
+        var found: Int?
+        _ = background.waitForLog(seconds: 20) { log in
+            guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) else { return false }
+            found = Int(line.dropFirst(5))
+            return true
+        }
+        guard let found else {
+            background.stop()
+            throw HarnessError(description: "the Go server did not start: \(background.log)")
+        }
+        port = found
+    }
+
+    /// What the server printed (its port, and any error Go's HTTP/2 server logged).
+    var log: String { background.log }
+
+    func stop() { background.stop() }
+
+    func record() throws -> ChaosRecord { try ChaosRecord.read(contentsOf: recordPath) }
+
+    deinit { try? FileManager.default.removeItem(atPath: recordPath) }
+}
