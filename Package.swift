@@ -245,7 +245,9 @@ let package = Package(
                 "CNGHTTP2",
                 "COpenSSL",
                 "TestTools",
-            ]
+            ],
+            // A provider on Go's HTTP/2 client for GoClientTests, built with the go tool at test time.
+            exclude: ["GoClient"]
         ),
         .testTarget(
             name: "apnsTests",

@@ -16,6 +16,7 @@ enum ExternalTool {
     }
 
     static func path(of tool: String) -> String? {
+        if tool.hasPrefix("/") { return FileManager.default.isExecutableFile(atPath: tool) ? tool : nil }
         for directory in ["/usr/bin", "/usr/local/bin", "/bin"] {
             let candidate = directory + "/" + tool
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestTools
 import Testing
 @testable import APNsTransport
 
@@ -152,38 +153,17 @@ struct GoServerTests {
     }
 }
 
-/// `GoServer/main.go`, built once per test process with the `go` tool, in a child
-/// process on 127.0.0.1 with an OS-chosen port.
+/// `GoServer/main.go` (built by ``GoProgram``) in a child process on 127.0.0.1 with an
+/// OS-chosen port.
 final class GoServer: Sendable {
     let background: BackgroundProcess
     let port: Int
     let recordPath: String
 
-    /// Where ``binary`` is built; removed when the test process exits.
-    private static let buildDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-goserver-\(UUID().uuidString)")
-
-    /// The built server, or why it could not be built.
-    private static let binary: Result<String, HarnessError> = {
-        // Registered before anything is written, so a half-made build goes too.
-        atexit { try? FileManager.default.removeItem(at: GoServer.buildDirectory) }
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("GoServer/main.go").path
-        let output = buildDirectory.appendingPathComponent("goserver").path
-        do {
-            try FileManager.default.createDirectory(at: buildDirectory, withIntermediateDirectories: true)
-            // No module and no network: main.go uses Go's standard library only.
-            _ = try run("/usr/bin/env", [
-                "GOCACHE=\(buildDirectory.path)/cache", "GOPATH=\(buildDirectory.path)/path", "GO111MODULE=off", "GOFLAGS=",
-                "go", "build", "-o", output, source,
-            ])
-            return .success(output)
-        } catch {
-            return .failure(HarnessError(description: "could not build the Go server (the golang-go package is needed): \(error)"))
-        }
-    }()
-
     init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int) throws {
         let pki = try TestPKI.get()
-        let binary = try Self.binary.get()
+        let binary = try GoProgram.executable(
+            for: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("GoServer/main.go").path)
         recordPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-go-\(UUID().uuidString).jsonl").path
         background = try BackgroundProcess(binary, [
             pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
