@@ -91,6 +91,9 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     @exclusivity(unchecked) private var draining = false
     @exclusivity(unchecked) private var pollForWrite = false
     @exclusivity(unchecked) private var peerClosed = false
+    /// The session's last write failed (the server had closed the connection): what the
+    /// server sent before closing may still wait in the socket, unread.
+    @exclusivity(unchecked) private var writeFailed = false
     /// The last read stopped at its iteration cap with data possibly still buffered in
     /// TLS (which the poller cannot see): read again without waiting.
     @exclusivity(unchecked) private var moreToRead = false
@@ -272,6 +275,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         draining = false
         pollForWrite = false
         peerClosed = false
+        writeFailed = false
         moreToRead = false
         submittedAny = false
         prefaceTimedOut = false
@@ -381,6 +385,17 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                 loop.setDeadline(token, at: timeout == UInt64.max ? nil : now &+ timeout)
                 return
             } catch {
+                if writeFailed {
+                    drainAfterWriteFailure(machine, stream: stream, readBuffer: loop.readBuffer)
+                    try? handleEvents(machine)
+                    finishAnswered()
+                    if machine.goAwayReceived, inFlight.isEmpty {
+                        // The server said GOAWAY, answered everything it took, and closed
+                        // before our last write: a graceful close, not a lost connection.
+                        endSession(machine, stream, reason: nil, lost: false)
+                        return
+                    }
+                }
                 endSession(machine, stream, reason: error, lost: true)
                 return
             }
@@ -478,14 +493,52 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                     return .failure(error)
                 }
             }
-            switch try attempt.get() {
+            let result: TLSIOResult
+            do throws(APNsTransportError) {
+                result = try attempt.get()
+            } catch {
+                writeFailed = true
+                throw error
+            }
+            switch result {
             case .done(let count):
                 outputOffset += count
             case .wantWrite, .wantRead:
                 pollForWrite = true
                 return
             case .closed:
+                writeFailed = true
                 throw .connectionClosed("the server closed the connection")
+            }
+        }
+    }
+
+    /// The most TLS records read after a failed write (64 KiB each at most): more than a
+    /// socket's receive queue holds.
+    private static let drainReadLimit = 1_024
+
+    /// After a write failed because the server had closed the connection, reads what the
+    /// server sent before it closed and hands it to the session, so that the answers (and
+    /// a GOAWAY) in it reach their requests instead of failing them as possibly delivered.
+    ///
+    /// A write fails with EPIPE or ECONNRESET once the server has closed: its FIN, and
+    /// everything it wrote before, are already in this socket's receive queue, which a
+    /// reset does not empty. The read loop takes one TLS record per round (so that answers
+    /// free streams for new requests as they come), so a connection closed after a burst
+    /// of answers can hold many records unread when a write meets the close. Reads without
+    /// waiting, until the queue is empty, the stream ends or fails, or the session refuses
+    /// the bytes; what it yields is handed over by the teardown that follows.
+    private func drainAfterWriteFailure(
+        _ machine: HTTP2ConnectionStateMachine,
+        stream: any HTTP2ByteStream,
+        readBuffer: UnsafeMutableRawBufferPointer
+    ) {
+        for _ in 0..<Self.drainReadLimit {
+            guard case .done(let count)? = try? stream.read(into: readBuffer), count > 0 else { return }
+            do throws(APNsTransportError) {
+                try machine.receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
+            } catch {
+                return
             }
         }
     }

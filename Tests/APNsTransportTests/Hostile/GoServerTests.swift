@@ -1,12 +1,7 @@
 import Foundation
-import Synchronization
 import TestTools
 import Testing
 @testable import APNsTransport
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The client against Go's HTTP/2 server (`net/http`, `crypto/tls`): a third HTTP/2 and
 /// TLS implementation besides nghttp2/OpenSSL and Python's h2/ssl, written by other
@@ -28,13 +23,8 @@ import Glibc
 /// sent again on a new connection, and every answer must reach its notification.
 @Suite("Go's HTTP/2 server, restarting gracefully", .timeLimit(.minutes(10)))
 struct GoServerTests {
-    enum Way: String, CaseIterable, Sendable {
-        case batch, streamed, single
-    }
-
-    enum Authentication: String, CaseIterable, Sendable {
-        case token, certificate
-    }
+    typealias Way = IndependentPeerClient.Way
+    typealias Authentication = IndependentPeerClient.Authentication
 
     static let count = ProcessInfo.processInfo.environment["SWIFT_APNS_GO_COUNT"].flatMap { Int($0) }.map { max(100, $0) } ?? 3_000
 
@@ -49,70 +39,12 @@ struct GoServerTests {
             signingKey: authentication == .token ? pki.path("client.key") : nil,
             restartEvery: 700)
         defer { server.stop() }
-        let environment = APNsEnvironment.custom(host: "localhost", port: server.port)
-        let identity = authentication == .certificate
-            ? try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.key")) : nil
-        let transport = HTTP2Transport(configuration: HTTP2Transport.Configuration(
-            environment: environment,
-            tls: TLSConfiguration(trustRoots: .certificates(try pki.text("ca.pem")), clientIdentity: identity),
-            connectionCount: 2,
-            reconnectBackoffBase: .milliseconds(5),
-            reconnectBackoffMax: .milliseconds(50)
-        ))
-        let credentials: APNsCredentials = switch authentication {
-        case .token:
-            .providerToken(try ProviderTokenCache(
-                key: ProviderKey(pemRepresentation: try pki.text("client.key")), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"))
-        case .certificate:
-            .certificate
-        }
-        let client = APNsClient(
-            environment: environment,
-            credentials: credentials,
-            transport: transport,
-            retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(5), maxDelay: .milliseconds(40)),
-            requestTimeout: .seconds(10)
-        )
+        let (client, transport) = try IndependentPeerClient.make(
+            port: server.port, way: way, authentication: authentication, requestTimeout: .seconds(10))
         let notification = PushNotification(payload: .alert(title: "Go", body: "Hello"), topic: .bundleID("com.example.app"))
-        var deviceTokens: [DeviceToken] = []
-        for index in 0..<count {
-            var bytes = [UInt8](repeating: 0x60, count: 32)
-            withUnsafeBytes(of: UInt64(index).bigEndian) { bytes.replaceSubrange(24..<32, with: $0) }
-            deviceTokens.append(try DeviceToken(bytes: bytes))
-        }
-
-        let concurrency = 600
-        var outcomes: [APNsOutcome] = []
-        switch way {
-        case .batch:
-            outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: concurrency)
-        case .streamed:
-            let collected = Mutex<[APNsOutcome]>([])
-            _ = await client.send(notification, to: deviceTokens, maxConcurrency: concurrency) { _, outcome in
-                collected.withLock { $0.append(outcome) }
-            }
-            outcomes = collected.withLock { $0 }
-        case .single:
-            outcomes = await withTaskGroup(of: [APNsOutcome].self) { group in
-                for task in 0..<concurrency {
-                    let mine = stride(from: task, to: count, by: concurrency).map { deviceTokens[$0] }
-                    group.addTask {
-                        var results: [APNsOutcome] = []
-                        for token in mine {
-                            do throws(APNsError) {
-                                results.append(APNsOutcome(deviceToken: token, result: .success(try await client.send(notification, to: token))))
-                            } catch {
-                                results.append(APNsOutcome(deviceToken: token, result: .failure(error)))
-                            }
-                        }
-                        return results
-                    }
-                }
-                var all: [APNsOutcome] = []
-                for await part in group { all += part }
-                return all
-            }
-        }
+        let deviceTokens = try IndependentPeerClient.deviceTokens(count, fill: 0x60, indexAt: 24..<32)
+        let outcomes = await IndependentPeerClient.send(
+            notification, to: deviceTokens, way: way, concurrency: 600, client: client)
         let statistics = transport.statistics
         await client.shutdown()
         server.stop()
@@ -169,13 +101,7 @@ final class GoServer: Sendable {
             pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
             clientCA ?? "", signingKey ?? "", String(restartEvery),
         ], log: "apns-go")
-        var found: Int?
-        _ = background.waitForLog(seconds: 20) { log in
-            guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) else { return false }
-            found = Int(line.dropFirst(5))
-            return true
-        }
-        guard let found else {
+        guard let found = background.waitForPortLine() else {
             background.stop()
             throw HarnessError(description: "the Go server did not start: \(background.log)")
         }

@@ -1,11 +1,6 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import APNsTransport
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The client against an HTTP/2 server that is not ours (Python's `h2`, over Python's
 /// `ssl`) and that gives every request a random fate: an answer with each of Apple's
@@ -31,25 +26,8 @@ import Glibc
 /// replays the server's side (the client's timing still varies).
 @Suite("An independent HTTP/2 server (Python's h2) that misbehaves at random", .timeLimit(.minutes(30)))
 struct IndependentServerFaultTests {
-    /// How the client sends.
-    enum Way: String, CaseIterable, Sendable {
-        /// `send(_:to:maxConcurrency:)`, outcomes collected.
-        case batch
-        /// `send(_:to:maxConcurrency:onOutcome:)`, outcomes streamed.
-        case streamed
-        /// One `send(_:to:)` per notification from 40 tasks.
-        case single
-        /// The same from tasks that prefer the transport's I/O thread
-        /// (`withTaskExecutorPreference(client.taskExecutor)`), with every connection on it.
-        case singleOnIOThread
-    }
-
-    /// How the client authenticates: a provider token on every request, or a client
-    /// certificate in the TLS handshake (the server then requires one from the test CA).
-    enum Authentication: String, CaseIterable, Sendable {
-        case token
-        case certificate
-    }
+    typealias Way = IndependentPeerClient.Way
+    typealias Authentication = IndependentPeerClient.Authentication
 
     /// The seed (`SWIFT_APNS_CHAOS_SEED`, else random) and the notifications per way
     /// (`SWIFT_APNS_CHAOS_COUNT`, else 1,200): `scripts/chaos.sh` runs longer campaigns.
@@ -62,75 +40,14 @@ struct IndependentServerFaultTests {
         let count = Self.count
         let server = try ChaosServer(seed: seed, requiresClientCertificate: authentication == .certificate)
         defer { server.stop() }
-        let pki = try TestPKI.get()
-        let environment = APNsEnvironment.custom(host: "localhost", port: server.port)
-        let identity = authentication == .certificate
-            ? try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.key")) : nil
-        var configuration = HTTP2Transport.Configuration(
-            environment: environment,
-            tls: TLSConfiguration(trustRoots: .certificates(try pki.text("ca.pem")), clientIdentity: identity),
-            connectionCount: 2,
-            reconnectBackoffBase: .milliseconds(5),
-            reconnectBackoffMax: .milliseconds(50)
-        )
-        if way == .singleOnIOThread { configuration.threadPlacement = .taskExecutorThread }
-        let transport = HTTP2Transport(configuration: configuration)
-        let credentials: APNsCredentials = switch authentication {
-        case .token:
-            .providerToken(try ProviderTokenCache(
-                key: ProviderKey(pemRepresentation: try pki.text("client.key")), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"))
-        case .certificate:
-            .certificate
-        }
-        let client = APNsClient(
-            environment: environment,
-            credentials: credentials,
-            transport: transport,
-            retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(5), maxDelay: .milliseconds(40)),
-            requestTimeout: .seconds(2)
-        )
+        let (client, _) = try IndependentPeerClient.make(
+            port: server.port, way: way, authentication: authentication, requestTimeout: .seconds(2))
         let notification = PushNotification(payload: .alert(title: "Chaos", body: "Hello"), topic: .bundleID("com.example.app"))
-        var deviceTokens: [DeviceToken] = []
-        for index in 0..<count {
-            var bytes = [UInt8](repeating: 0x5A, count: 32)
-            withUnsafeBytes(of: UInt64(index).bigEndian) { bytes.replaceSubrange(0..<8, with: $0) }
-            deviceTokens.append(try DeviceToken(bytes: bytes))
-        }
-
-        var outcomes: [APNsOutcome] = []
-        switch way {
-        case .batch:
-            outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: 60)
-        case .streamed:
-            let collected = Mutex<[APNsOutcome]>([])
-            _ = await client.send(notification, to: deviceTokens, maxConcurrency: 60) { _, outcome in
-                collected.withLock { $0.append(outcome) }
-            }
-            outcomes = collected.withLock { $0 }
-        case .single, .singleOnIOThread:
-            let executor = way == .singleOnIOThread ? client.taskExecutor : nil
-            if way == .singleOnIOThread { #expect(executor != nil) }
-            outcomes = await withTaskExecutorPreference(executor) { await withTaskGroup(of: [APNsOutcome].self) { group in
-                let tasks = 40
-                for task in 0..<tasks {
-                    let mine = stride(from: task, to: count, by: tasks).map { deviceTokens[$0] }
-                    group.addTask {
-                        var results: [APNsOutcome] = []
-                        for token in mine {
-                            do throws(APNsError) {
-                                results.append(APNsOutcome(deviceToken: token, result: .success(try await client.send(notification, to: token))))
-                            } catch {
-                                results.append(APNsOutcome(deviceToken: token, result: .failure(error)))
-                            }
-                        }
-                        return results
-                    }
-                }
-                var all: [APNsOutcome] = []
-                for await part in group { all += part }
-                return all
-            } }
-        }
+        let deviceTokens = try IndependentPeerClient.deviceTokens(count, fill: 0x5A, indexAt: 0..<8)
+        // The batch's window, or the tasks sending one notification each at a time.
+        let concurrency = way == .batch || way == .streamed ? 60 : 40
+        let outcomes = await IndependentPeerClient.send(
+            notification, to: deviceTokens, way: way, concurrency: concurrency, client: client)
         await client.shutdown()
         server.stop()
 
@@ -316,13 +233,7 @@ final class ChaosServer: Sendable {
         background = try BackgroundProcess(
             "/usr/bin/python3", [scriptPath, pki.path("server.pem"), pki.path("server.key"), logPath, String(seed),
              requiresClientCertificate ? pki.path("ca.pem") : ""], log: "apns-chaos")
-        var found: Int?
-        _ = background.waitForLog(seconds: 20) { log in
-            guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) else { return false }
-            found = Int(line.dropFirst(5))
-            return true
-        }
-        guard let found else {
+        guard let found = background.waitForPortLine() else {
             background.stop()
             try? FileManager.default.removeItem(atPath: scriptPath)
             throw HarnessError(description: "the chaos server did not start (python3 with the h2 module is needed): \(background.log)")

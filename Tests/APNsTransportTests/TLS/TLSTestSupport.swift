@@ -210,6 +210,18 @@ final class BackgroundProcess: @unchecked Sendable {
         return false
     }
 
+    /// Waits up to `seconds` for a line `PORT <n>` (how the Python and Go test servers
+    /// say where they listen) and returns `n`, or `nil` if none came.
+    func waitForPortLine(seconds: Double = 20) -> Int? {
+        var found: Int?
+        _ = waitForLog(seconds: seconds) { log in
+            guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) else { return false }
+            found = Int(line.dropFirst(5))
+            return true
+        }
+        return found
+    }
+
     /// Waits up to `seconds` for the process to exit; `true` if it did.
     func waitForExit(seconds: Double = 10) -> Bool {
         let end = Date().addingTimeInterval(seconds)
