@@ -330,15 +330,15 @@ func main() {
 			old, oldGeneration := current, generation
 			start()
 			mu.Unlock()
-			// Shutdown with a context already done: it closes the listener, starts Go's
-			// graceful HTTP/2 shutdown on every connection (GOAWAY; the streams read are
-			// finished; the connection closes a second after the last one) and returns.
-			// With a live context it would also poll for idle connections and close
-			// each one at once, before its last answers are flushed (the client then
-			// rightly reports them as failed after they may have reached APNs).
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			old.Shutdown(ctx)
+			// Shutdown closes the listener and starts Go's graceful HTTP/2 shutdown on
+			// every connection: GOAWAY, the streams read are finished, and the
+			// connection closes a second after the last one (while the client may
+			// still be writing: its next write meets a reset).
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				old.Shutdown(ctx)
+			}()
 			write(map[string]any{"seq": atomic.LoadInt64(&sequence), "fate": "shutdown_started", "gen": oldGeneration})
 		}
 	}()
