@@ -1,0 +1,127 @@
+import Foundation
+import TestTools
+import Testing
+@testable import APNsTransport
+
+/// The client against Rust's h2 crate (the HTTP/2 of hyper, and so of a2, the Rust APNs
+/// client), with TLS from rustls and provider tokens checked by ring
+/// (`RustServer/main.rs`, built with cargo from Debian's crates at test time): a fourth
+/// HTTP/2, TLS and ECDSA implementation beside nghttp2/OpenSSL, Python's h2/ssl and Go's
+/// net/http, written by other people to the same RFCs.
+///
+/// What it brings that the other servers do not:
+/// - flow control its application drives, with a stream window (500 bytes) smaller than
+///   a notification's body (about 1,900 bytes): every request's body crosses in several
+///   DATA frames, each let in by a WINDOW_UPDATE the server sends as its handler reads,
+///   and the connection's window (65,535 bytes) is spent by the 100 streams h2 allows.
+///   The small window comes in a second SETTINGS after the connection's first, so the
+///   windows of streams the client opened before it shrink below zero (RFC 9113 section
+///   6.9.2: the client must wait for WINDOW_UPDATEs before it sends more on them);
+/// - early answers: a request whose fate is BadDeviceToken is answered 400 from its
+///   headers alone, before its body is read (RFC 9113 section 8.1), and h2 then resets
+///   the rest of the stream (RST_STREAM CANCEL); the answer must still reach the sender,
+///   as a rejection with that reason;
+/// - h2's graceful shutdown every 700 requests, in RFC 9113 section 6.8's two steps: a
+///   GOAWAY with the highest stream id and a PING, then a GOAWAY with the last stream it
+///   took; the next generation listens on the same port;
+/// - TLS 1.3 from rustls, client certificates checked by webpki.
+///
+/// The outcomes are held against the server's record (``ChaosRecord``) and, as with Go's
+/// server, strictly: this server never drops a connection, so no notification may end
+/// in `failed`.
+@Suite("Rust's h2 server: small windows, early answers, two-step GOAWAY", .timeLimit(.minutes(10)))
+struct RustServerTests {
+    typealias Way = IndependentPeerClient.Way
+    typealias Authentication = IndependentPeerClient.Authentication
+
+    static let count = ProcessInfo.processInfo.environment["SWIFT_APNS_RUST_COUNT"].flatMap { Int($0) }.map { max(100, $0) } ?? 3_000
+
+    @Test("every outcome agrees with what Rust's h2 server did", arguments: Way.allCases, Authentication.allCases)
+    func outcomesAgreeWithRust(way: Way, authentication: Authentication) async throws {
+        let seed = UInt64.random(in: 1...1_000_000)
+        let count = Self.count
+        let pki = try TestPKI.get()
+        let server = try RustServer(
+            seed: seed,
+            clientCA: authentication == .certificate ? pki.path("ca.pem") : nil,
+            signingKey: authentication == .token ? pki.path("client.key") : nil,
+            restartEvery: 700, maxStreams: 100, window: 500)
+        defer { server.stop() }
+        let (client, transport) = try IndependentPeerClient.make(
+            port: server.port, way: way, authentication: authentication, requestTimeout: .seconds(10))
+        // A body of about 1,900 bytes: four windows of 500.
+        let notification = PushNotification(
+            payload: .alert(title: "Rust", body: String(repeating: "h2 ", count: 620)), topic: .bundleID("com.example.app"))
+        let deviceTokens = try IndependentPeerClient.deviceTokens(count, fill: 0x72, indexAt: 20..<28)
+        let outcomes = await IndependentPeerClient.send(
+            notification, to: deviceTokens, way: way, concurrency: 600, client: client)
+        let statistics = transport.statistics
+        await client.shutdown()
+        server.stop()
+
+        let record = try server.record()
+        var findings = ChaosRecord.check(
+            outcomes: outcomes, expected: deviceTokens, record: record, providerTokens: authentication == .token)
+        for event in record.events where !event.problems.isEmpty {
+            findings.append("\(event.token ?? "?"): Rust found \(event.problems.joined(separator: "; "))")
+        }
+        for outcome in outcomes {
+            if case .failure(.failed(let failure)) = outcome.result {
+                findings.append("\(outcome.deviceToken.hexString): failed \(failure.code) (\(failure)), with no connection dropped")
+            }
+        }
+        #expect(findings.isEmpty, "seed \(seed), \(way), \(authentication): \(findings.prefix(8).joined(separator: "\n"))")
+
+        // The run met what it is about: graceful restarts with requests on both sides,
+        // early answers, and the answers that end a notification other than with 200.
+        let requests = record.events.filter { $0.token != nil }
+        let generations = Set(requests.compactMap(\.generation))
+        let restarts = record.events.filter { $0.fate == "shutdown_started" }.count
+        #expect(generations.count >= 3, "seed \(seed), \(way), \(authentication): requests read by generations \(generations.sorted())")
+        #expect(restarts >= 2, "seed \(seed), \(way), \(authentication): \(restarts) graceful shutdowns")
+        // Two GOAWAY frames per connection shut down (h2's two steps).
+        #expect(statistics.goAwaysReceived >= 2 * restarts, "seed \(seed), \(way), \(authentication): \(statistics.goAwaysReceived) GOAWAY frames received in \(restarts) shutdowns")
+        #expect(statistics.connectionsLost == 0, "seed \(seed), \(way), \(authentication): \(statistics.connectionsLost) connections lost")
+        let fates = Set(requests.map(\.fate))
+        for fate in ["ok", "delay_ok", "BadDeviceToken", "Unregistered", "TooManyRequests", "ServiceUnavailable", "InternalServerError"] {
+            #expect(fates.contains(fate), "seed \(seed), \(way), \(authentication): no request met '\(fate)'")
+        }
+        let rejectedEarly = outcomes.filter {
+            if case .failure(.rejected(let rejection)) = $0.result { rejection.reason == .badDeviceToken } else { false }
+        }.count
+        #expect(rejectedEarly > 0, "seed \(seed), \(way), \(authentication): no early answer reached its sender")
+        let accepted = outcomes.filter { if case .success = $0.result { true } else { false } }.count
+        print("rust: seed \(seed), \(way), \(authentication), \(count) notifications, \(requests.count) requests read by \(generations.count) generations, \(restarts) graceful shutdowns, \(statistics.goAwaysReceived) GOAWAYs, \(statistics.requestsRequeued) requests sent again, \(statistics.reconnects) reconnects, \(accepted) accepted, \(rejectedEarly) answered early; \(findings.count) findings")
+    }
+}
+
+/// `RustServer/main.rs` (built by ``RustProgram``) in a child process on 127.0.0.1 with
+/// an OS-chosen port.
+final class RustServer: Sendable {
+    let background: BackgroundProcess
+    let port: Int
+    let recordPath: String
+
+    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int, maxStreams: Int, window: Int) throws {
+        let pki = try TestPKI.get()
+        let binary = try RustProgram.executable(
+            in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("RustServer").path,
+            binary: "apns-rust-server")
+        recordPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-rust-\(UUID().uuidString).jsonl").path
+        background = try BackgroundProcess(binary, [
+            pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
+            clientCA ?? "", signingKey ?? "", String(restartEvery), String(maxStreams), String(window),
+        ], log: "apns-rust")
+        guard let found = background.waitForPortLine() else {
+            background.stop()
+            throw HarnessError(description: "the Rust server did not start: \(background.log)")
+        }
+        port = found
+    }
+
+    func stop() { background.stop() }
+
+    func record() throws -> ChaosRecord { try ChaosRecord.read(contentsOf: recordPath) }
+
+    deinit { try? FileManager.default.removeItem(atPath: recordPath) }
+}
