@@ -11,7 +11,7 @@ import Synchronization
 /// server. A program is a directory holding `Cargo.toml` and `main.rs`; the script
 /// builds it in the package's `.build/apns-rust-programs` (ignored by git).
 /// `scripts/test.sh` runs the script before the tests, so here it finds the program up
-/// to date; run alone, `swift test` builds it on first use (about 30 seconds).
+/// to date; run alone, `swift test` builds it on first use (about a minute).
 public enum RustProgram {
     /// The package root, from this file's place in it (`Tests/TestTools/`).
     private static let packageRoot = URL(fileURLWithPath: #filePath)
