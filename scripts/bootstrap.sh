@@ -6,14 +6,16 @@
 #                                 python3-jwt and python3-cryptography to sign provider tokens,
 #                                 python3-h2 for an HTTP/2 server independent of ours,
 #                                 golang-go for Go's HTTP/2 server, a third one,
-#                                 cargo and Debian's Rust crates for h2/rustls/ring, a fourth)
+#                                 cargo and Debian's Rust crates for h2/rustls/ring, a fourth,
+#                                 a JDK and Netty for Pushy's HTTP/2 stack, a fifth)
 set -euo pipefail
 
 packages=(libssl-dev libnghttp2-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
     packages+=(openssl curl nghttp2-client tinyproxy python3-jwt python3-cryptography python3-h2 golang-go
         cargo librust-h2-dev librust-tokio-dev librust-tokio-rustls-dev librust-rustls-pemfile-dev
-        librust-ring-dev librust-base64-dev librust-serde-json-dev librust-http-dev librust-bytes-dev)
+        librust-ring-dev librust-base64-dev librust-serde-json-dev librust-http-dev librust-bytes-dev
+        librust-futures-util-dev openjdk-17-jdk-headless libnetty-java)
 fi
 
 missing=()

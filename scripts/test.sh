@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh --test
 swift build --build-tests
-# The Rust peers are built before the tests run (see the script).
-bash scripts/rust-peers.sh
+# The independent peers (Go, Rust, Java programs) are built before the tests run (see the script).
+bash scripts/peers.sh
 bash scripts/docs.sh
 # The transport's I/O threads (one event loop per core by default) are shared by every
 # connection of the process; a parallel test run puts hundreds of connections and dozens

@@ -3,7 +3,7 @@ import TestTools
 import Testing
 
 /// The mock server against a provider written on Go's HTTP/2 client and ES256 signer
-/// (`GoClient/main.go`, built by ``GoProgram``): HPACK from Go's encoder (which indexes
+/// (`GoClient/main.go`, built by ``PeerProgram``): HPACK from Go's encoder (which indexes
 /// request fields, the provider token among them), Go's flow control and Go's stream
 /// scheduling against the server's limit (one stream until a token is accepted, as APNs,
 /// then many). Each request's shape and the answer Apple documents for it are set by its
@@ -13,9 +13,9 @@ import Testing
 struct GoClientTests {
     @Test("2,000 requests, 200 in flight on one connection: each answered once, as Apple documents its shape")
     func answersAsApple() async throws {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("GoClient/main.go").path
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("GoClient").path
         let run = try await IndependentProvider.run(
-            try GoProgram.executable(for: source), keyID: "GOKEY12345", count: 2_000, concurrency: 200)
+            try await PeerProgram.command(in: directory), keyID: "GOKEY12345", count: 2_000, concurrency: 200)
         print("go client: 2,000 requests, \(run.description)")
     }
 }

@@ -4,8 +4,8 @@ import TestTools
 import Testing
 @testable import APNsMockServer
 
-/// A provider program written on another HTTP/2 stack (Go's, Rust's h2), run against the
-/// mock server, and what it reported checked against what Apple documents.
+/// A provider program written on another HTTP/2 stack (Go's, Rust's h2, Netty), run
+/// against the mock server, and what it reported checked against what Apple documents.
 ///
 /// Each program takes `PORT CA KEY KEYID TEAMID N CONC OUT`, signs its own provider token
 /// with its own ES256 code from a key OpenSSL made, sends `N` requests with `CONC` in
@@ -41,12 +41,12 @@ enum IndependentProvider {
         }
     }
 
-    /// Runs `program` against a mock server that verifies provider tokens with an
+    /// Runs `command` (an executable and its first arguments) against a mock server that verifies provider tokens with an
     /// independent key (key ID `keyID`), checks each reported answer against Apple's
     /// documentation, and that the server recorded each request once, on a stream of
     /// its own, with the program's token; returns the run for checks of the program's own.
     @discardableResult
-    static func run(_ program: String, keyID: String, count: Int, concurrency: Int) async throws -> Run {
+    static func run(_ command: [String], keyID: String, count: Int, concurrency: Int) async throws -> Run {
         try await withIndependentKeys([keyID]) { keys, verifier in
             let configuration = MockAPNsServer.Configuration(
                 bundleIDs: ["com.example.app"], authentication: .providerToken(.signature(verifier)))
@@ -58,11 +58,11 @@ enum IndependentProvider {
                 let output = directory.appendingPathComponent("results.jsonl").path
                 try server.writeCertificateAuthority(to: caFile)
 
-                let run = try await ExternalTool.run(program, [
+                let run = try await ExternalTool.run(command[0], Array(command.dropFirst()) + [
                     String(server.port), caFile, keys[0].privateKeyPath, keys[0].keyID, "DEF123GHIJ",
                     String(count), String(concurrency), output,
                 ], timeout: .seconds(120))
-                try #require(run.exitCode == 0, "\(program): \(run.stderr)")
+                try #require(run.exitCode == 0, "\(command.joined(separator: " ")): \(run.stderr)")
 
                 let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
                 var results: [Int: [String: Any]] = [:]

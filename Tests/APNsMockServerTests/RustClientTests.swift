@@ -4,7 +4,7 @@ import Testing
 
 /// The mock server against a provider written on Rust's h2 crate (the HTTP/2 of hyper,
 /// and so of a2, the Rust APNs client), rustls and ring (`RustClient/main.rs`, built by
-/// ``RustProgram``). What it does that Go's client does not: its authorization field is
+/// ``PeerProgram``). What it does that Go's client does not: its authorization field is
 /// marked sensitive, so h2's HPACK encoder sends the token as a literal never indexed
 /// (RFC 7541 section 6.2.3) in every request, where Go's indexes it; and h2's own flow
 /// control and frame scheduling. Each request's shape and Apple's answer for it are as in
@@ -23,8 +23,7 @@ struct RustClientTests {
     @Test("2,000 requests, 200 in flight on one connection: each answered once, as Apple documents its shape")
     func answersAsApple() async throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("RustClient").path
-        let program = try RustProgram.executable(in: directory, binary: "apns-rust-client")
-        let run = try await IndependentProvider.run(program, keyID: "RUSTKEY123", count: 2_000, concurrency: 200)
+        let run = try await IndependentProvider.run(try await PeerProgram.command(in: directory), keyID: "RUSTKEY123", count: 2_000, concurrency: 200)
         print("rust client: 2,000 requests, \(run.description)")
     }
 }

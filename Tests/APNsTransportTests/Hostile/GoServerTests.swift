@@ -21,7 +21,10 @@ import Testing
 /// and more strictly: this server never drops a connection or resets a stream, so no
 /// notification may end in `failed` at all: a stream Go ignored after its GOAWAY must be
 /// sent again on a new connection, and every answer must reach its notification.
-@Suite("Go's HTTP/2 server, restarting gracefully", .timeLimit(.minutes(10)))
+///
+/// The cases run one at a time: each keeps 600 sends in flight, and eight at once kept the
+/// cooperative pool's queue so full that other suites' timed cases waited seconds for it.
+@Suite("Go's HTTP/2 server, restarting gracefully", .serialized, .timeLimit(.minutes(10)))
 struct GoServerTests {
     typealias Way = IndependentPeerClient.Way
     typealias Authentication = IndependentPeerClient.Authentication
@@ -33,7 +36,7 @@ struct GoServerTests {
         let seed = UInt64.random(in: 1...1_000_000)
         let count = Self.count
         let pki = try TestPKI.get()
-        let server = try GoServer(
+        let server = try await GoServer(
             seed: seed,
             clientCA: authentication == .certificate ? pki.path("ca.pem") : nil,
             signingKey: authentication == .token ? pki.path("client.key") : nil,
@@ -85,19 +88,19 @@ struct GoServerTests {
     }
 }
 
-/// `GoServer/main.go` (built by ``GoProgram``) in a child process on 127.0.0.1 with an
+/// `GoServer/main.go` (built by ``PeerProgram``) in a child process on 127.0.0.1 with an
 /// OS-chosen port.
 final class GoServer: Sendable {
     let background: BackgroundProcess
     let port: Int
     let recordPath: String
 
-    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int) throws {
+    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int) async throws {
         let pki = try TestPKI.get()
-        let binary = try GoProgram.executable(
-            for: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("GoServer/main.go").path)
+        let command = try await PeerProgram.command(
+            in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("GoServer").path)
         recordPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-go-\(UUID().uuidString).jsonl").path
-        background = try BackgroundProcess(binary, [
+        background = try BackgroundProcess(command[0], Array(command.dropFirst()) + [
             pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
             clientCA ?? "", signingKey ?? "", String(restartEvery),
         ], log: "apns-go")

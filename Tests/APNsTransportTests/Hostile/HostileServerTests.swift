@@ -101,15 +101,24 @@ struct HostileServerTests {
 
     /// Sends `count` requests at once (tokens from `firstToken`) and measures the time to
     /// the last outcome and the peak RSS growth meanwhile.
+    ///
+    /// The sends and the clock run in a task of high priority. The suites against
+    /// independent servers keep thousands of sending tasks ready on the cooperative pool
+    /// (two threads here) while they run; at the default priority this case's tasks
+    /// waited behind them, and a failure the transport reported in 4 ms was timed at 3 to
+    /// 7 s. What is measured is how soon the transport ends the requests, not the pool's
+    /// queue.
     static func measure(_ transport: HTTP2Transport, count: Int, firstToken: Int = 0) async throws -> Run {
         let requests = try (0..<count).map { try devicePush(token: firstToken + $0, timeout: requestTimeout) }
-        let baseline = PeakRSS.reset()
-        let clock = ContinuousClock()
-        let start = clock.now
-        let outcomes = await sendIndexed(transport, requests: requests)
-        let elapsed = clock.now - start
-        let growth = PeakRSS.growth(since: baseline)
-        return Run(results: outcomes.sorted { $0.index < $1.index }.map(\.result), elapsed: elapsed, peakRSSGrowthMiB: growth)
+        return await Task(priority: .high) {
+            let baseline = PeakRSS.reset()
+            let clock = ContinuousClock()
+            let start = clock.now
+            let outcomes = await sendIndexed(transport, requests: requests)
+            let elapsed = clock.now - start
+            let growth = PeakRSS.growth(since: baseline)
+            return Run(results: outcomes.sorted { $0.index < $1.index }.map(\.result), elapsed: elapsed, peakRSSGrowthMiB: growth)
+        }.value
     }
 
     /// The checks every case shares: in time, within the memory bound; then prints the

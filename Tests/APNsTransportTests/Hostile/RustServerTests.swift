@@ -5,7 +5,7 @@ import Testing
 
 /// The client against Rust's h2 crate (the HTTP/2 of hyper, and so of a2, the Rust APNs
 /// client), with TLS from rustls and provider tokens checked by ring
-/// (`RustServer/main.rs`, built with cargo from Debian's crates at test time): a fourth
+/// (`RustServer/main.rs`, built with cargo from Debian's crates by `scripts/peers.sh`): a fourth
 /// HTTP/2, TLS and ECDSA implementation beside nghttp2/OpenSSL, Python's h2/ssl and Go's
 /// net/http, written by other people to the same RFCs.
 ///
@@ -29,7 +29,10 @@ import Testing
 /// The outcomes are held against the server's record (``ChaosRecord``) and, as with Go's
 /// server, strictly: this server never drops a connection, so no notification may end
 /// in `failed`.
-@Suite("Rust's h2 server: small windows, early answers, two-step GOAWAY", .timeLimit(.minutes(10)))
+///
+/// The cases run one at a time: each keeps 600 sends in flight, and eight at once kept the
+/// cooperative pool's queue so full that other suites' timed cases waited seconds for it.
+@Suite("Rust's h2 server: small windows, early answers, two-step GOAWAY", .serialized, .timeLimit(.minutes(10)))
 struct RustServerTests {
     typealias Way = IndependentPeerClient.Way
     typealias Authentication = IndependentPeerClient.Authentication
@@ -41,7 +44,7 @@ struct RustServerTests {
         let seed = UInt64.random(in: 1...1_000_000)
         let count = Self.count
         let pki = try TestPKI.get()
-        let server = try RustServer(
+        let server = try await RustServer(
             seed: seed,
             clientCA: authentication == .certificate ? pki.path("ca.pem") : nil,
             signingKey: authentication == .token ? pki.path("client.key") : nil,
@@ -95,20 +98,19 @@ struct RustServerTests {
     }
 }
 
-/// `RustServer/main.rs` (built by ``RustProgram``) in a child process on 127.0.0.1 with
+/// `RustServer/main.rs` (built by ``PeerProgram``) in a child process on 127.0.0.1 with
 /// an OS-chosen port.
 final class RustServer: Sendable {
     let background: BackgroundProcess
     let port: Int
     let recordPath: String
 
-    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int, maxStreams: Int, window: Int) throws {
+    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int, maxStreams: Int, window: Int) async throws {
         let pki = try TestPKI.get()
-        let binary = try RustProgram.executable(
-            in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("RustServer").path,
-            binary: "apns-rust-server")
+        let command = try await PeerProgram.command(
+            in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("RustServer").path)
         recordPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-rust-\(UUID().uuidString).jsonl").path
-        background = try BackgroundProcess(binary, [
+        background = try BackgroundProcess(command[0], Array(command.dropFirst()) + [
             pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
             clientCA ?? "", signingKey ?? "", String(restartEvery), String(maxStreams), String(window),
         ], log: "apns-rust")

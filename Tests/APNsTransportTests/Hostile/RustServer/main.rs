@@ -224,11 +224,11 @@ async fn handle(
             // h2 0.3 queues a WINDOW_UPDATE for a stream only when the handler releases
             // capacity, not when a smaller SETTINGS window is acknowledged: a stream
             // whose window the change left at or below zero, with everything read
-            // released already, would wait for ever. Releasing nothing every few
-            // milliseconds while waiting makes h2 look at the stream's window again.
+            // released already, would wait for ever. Releasing nothing every 25
+            // ms while waiting makes h2 look at the stream's window again.
             let next = tokio::select! {
                 next = body_stream.data() => next,
-                _ = tokio::time::sleep(Duration::from_millis(5)) => {
+                _ = tokio::time::sleep(Duration::from_millis(25)) => {
                     let _ = body_stream.flow_control().release_capacity(0);
                     continue;
                 }
