@@ -34,7 +34,6 @@ struct GoServerTests {
     @Test("every outcome agrees with what Go's server did", arguments: Way.allCases, Authentication.allCases)
     func outcomesAgreeWithGo(way: Way, authentication: Authentication) async throws {
         let seed = UInt64.random(in: 1...1_000_000)
-        let count = Self.count
         let pki = try TestPKI.get()
         let server = try await GoServer(
             seed: seed,
@@ -42,55 +41,24 @@ struct GoServerTests {
             signingKey: authentication == .token ? pki.path("client.key") : nil,
             restartEvery: 700)
         defer { server.stop() }
-        let (client, transport) = try IndependentPeerClient.make(
-            port: server.port, way: way, authentication: authentication, requestTimeout: .seconds(10))
         let notification = PushNotification(payload: .alert(title: "Go", body: "Hello"), topic: .bundleID("com.example.app"))
-        let deviceTokens = try IndependentPeerClient.deviceTokens(count, fill: 0x60, indexAt: 24..<32)
-        let outcomes = await IndependentPeerClient.send(
-            notification, to: deviceTokens, way: way, concurrency: 600, client: client)
-        let statistics = transport.statistics
-        await client.shutdown()
-        server.stop()
-
-        let record = try server.record()
-        var findings = ChaosRecord.check(
-            outcomes: outcomes, expected: deviceTokens, record: record, providerTokens: authentication == .token)
-        for event in record.events where !event.problems.isEmpty {
-            findings.append("\(event.token ?? "?"): Go found \(event.problems.joined(separator: "; "))")
-        }
-        for outcome in outcomes {
-            if case .failure(.failed(let failure)) = outcome.result {
-                findings.append("\(outcome.deviceToken.hexString): failed \(failure.code) (\(failure)), with no connection dropped and no stream reset")
-            }
-        }
+        var run = try await RestartingServerRun.run(
+            against: server, name: "Go", seed: seed, way: way, authentication: authentication, notification: notification,
+            deviceTokens: try IndependentPeerClient.deviceTokens(Self.count, fill: 0x60, indexAt: 24..<32))
         // Go logs a connection error it finds in what the client sent ("http2: ...").
         let goErrors = server.log.split(separator: "\n").filter { $0.contains("http2:") }
-        findings += goErrors.prefix(4).map { "Go's server logged: \($0)" }
-        #expect(findings.isEmpty, "seed \(seed), \(way), \(authentication): \(findings.prefix(8).joined(separator: "\n"))")
-
-        // The run met what it is about: graceful restarts with requests on both sides,
-        // and the answers that end a notification other than with 200.
-        let requests = record.events.filter { $0.token != nil }
-        let generations = Set(requests.compactMap(\.generation))
-        let restarts = record.events.filter { $0.fate == "shutdown_started" }.count
-        #expect(generations.count >= 3, "seed \(seed), \(way), \(authentication): requests read by generations \(generations.sorted())")
-        #expect(restarts >= 2, "seed \(seed), \(way), \(authentication): \(restarts) graceful shutdowns")
-        #expect(statistics.goAwaysReceived >= 2, "seed \(seed), \(way), \(authentication): \(statistics.goAwaysReceived) GOAWAY frames received")
+        run.findings += goErrors.prefix(4).map { "Go's server logged: \($0)" }
+        run.expectShared()
+        #expect(run.statistics.goAwaysReceived >= 2, "\(run.label): \(run.statistics.goAwaysReceived) GOAWAY frames received")
         // Streams Go ignored after its GOAWAY (above its last-stream-id), sent again.
-        #expect(statistics.requestsRequeued > 0, "seed \(seed), \(way), \(authentication): no request was sent again after a GOAWAY")
-        #expect(statistics.connectionsLost == 0, "seed \(seed), \(way), \(authentication): \(statistics.connectionsLost) connections lost")
-        let fates = Set(requests.map(\.fate))
-        for fate in ["ok", "delay_ok", "BadDeviceToken", "Unregistered", "TooManyRequests", "ServiceUnavailable", "InternalServerError"] {
-            #expect(fates.contains(fate), "seed \(seed), \(way), \(authentication): no request met '\(fate)'")
-        }
-        let accepted = outcomes.filter { if case .success = $0.result { true } else { false } }.count
-        print("go: seed \(seed), \(way), \(authentication), \(count) notifications, \(requests.count) requests read by \(generations.count) generations, \(restarts) graceful shutdowns, \(statistics.goAwaysReceived) GOAWAYs, \(statistics.requestsRequeued) requests sent again, \(statistics.reconnects) reconnects, \(accepted) accepted; \(findings.count) findings")
+        #expect(run.statistics.requestsRequeued > 0, "\(run.label): no request was sent again after a GOAWAY")
+        print("go: \(run.summary); \(run.findings.count) findings")
     }
 }
 
 /// `GoServer/main.go` (built by ``PeerProgram``) in a child process on 127.0.0.1 with an
 /// OS-chosen port.
-final class GoServer: Sendable {
+final class GoServer: RestartingPeerServer {
     let background: BackgroundProcess
     let port: Int
     let recordPath: String

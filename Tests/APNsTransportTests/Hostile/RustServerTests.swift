@@ -42,7 +42,6 @@ struct RustServerTests {
     @Test("every outcome agrees with what Rust's h2 server did", arguments: Way.allCases, Authentication.allCases)
     func outcomesAgreeWithRust(way: Way, authentication: Authentication) async throws {
         let seed = UInt64.random(in: 1...1_000_000)
-        let count = Self.count
         let pki = try TestPKI.get()
         let server = try await RustServer(
             seed: seed,
@@ -50,57 +49,28 @@ struct RustServerTests {
             signingKey: authentication == .token ? pki.path("client.key") : nil,
             restartEvery: 700, maxStreams: 100, window: 500)
         defer { server.stop() }
-        let (client, transport) = try IndependentPeerClient.make(
-            port: server.port, way: way, authentication: authentication, requestTimeout: .seconds(10))
         // A body of about 1,900 bytes: four windows of 500.
         let notification = PushNotification(
             payload: .alert(title: "Rust", body: String(repeating: "h2 ", count: 620)), topic: .bundleID("com.example.app"))
-        let deviceTokens = try IndependentPeerClient.deviceTokens(count, fill: 0x72, indexAt: 20..<28)
-        let outcomes = await IndependentPeerClient.send(
-            notification, to: deviceTokens, way: way, concurrency: 600, client: client)
-        let statistics = transport.statistics
-        await client.shutdown()
-        server.stop()
-
-        let record = try server.record()
-        var findings = ChaosRecord.check(
-            outcomes: outcomes, expected: deviceTokens, record: record, providerTokens: authentication == .token)
-        for event in record.events where !event.problems.isEmpty {
-            findings.append("\(event.token ?? "?"): Rust found \(event.problems.joined(separator: "; "))")
-        }
-        for outcome in outcomes {
-            if case .failure(.failed(let failure)) = outcome.result {
-                findings.append("\(outcome.deviceToken.hexString): failed \(failure.code) (\(failure)), with no connection dropped")
-            }
-        }
-        #expect(findings.isEmpty, "seed \(seed), \(way), \(authentication): \(findings.prefix(8).joined(separator: "\n"))")
-
-        // The run met what it is about: graceful restarts with requests on both sides,
-        // early answers, and the answers that end a notification other than with 200.
-        let requests = record.events.filter { $0.token != nil }
-        let generations = Set(requests.compactMap(\.generation))
-        let restarts = record.events.filter { $0.fate == "shutdown_started" }.count
-        #expect(generations.count >= 3, "seed \(seed), \(way), \(authentication): requests read by generations \(generations.sorted())")
-        #expect(restarts >= 2, "seed \(seed), \(way), \(authentication): \(restarts) graceful shutdowns")
+        let run = try await RestartingServerRun.run(
+            against: server, name: "Rust", seed: seed, way: way, authentication: authentication, notification: notification,
+            deviceTokens: try IndependentPeerClient.deviceTokens(Self.count, fill: 0x72, indexAt: 20..<28))
+        run.expectShared()
         // Two GOAWAY frames per connection shut down (h2's two steps).
-        #expect(statistics.goAwaysReceived >= 2 * restarts, "seed \(seed), \(way), \(authentication): \(statistics.goAwaysReceived) GOAWAY frames received in \(restarts) shutdowns")
-        #expect(statistics.connectionsLost == 0, "seed \(seed), \(way), \(authentication): \(statistics.connectionsLost) connections lost")
-        let fates = Set(requests.map(\.fate))
-        for fate in ["ok", "delay_ok", "BadDeviceToken", "Unregistered", "TooManyRequests", "ServiceUnavailable", "InternalServerError"] {
-            #expect(fates.contains(fate), "seed \(seed), \(way), \(authentication): no request met '\(fate)'")
-        }
-        let rejectedEarly = outcomes.filter {
+        #expect(run.statistics.goAwaysReceived >= 2 * run.restarts, "\(run.label): \(run.statistics.goAwaysReceived) GOAWAY frames received in \(run.restarts) shutdowns")
+        // Early answers (BadDeviceToken from the headers alone, then RST_STREAM) reached
+        // their senders as rejections.
+        let rejectedEarly = run.outcomes.filter {
             if case .failure(.rejected(let rejection)) = $0.result { rejection.reason == .badDeviceToken } else { false }
         }.count
-        #expect(rejectedEarly > 0, "seed \(seed), \(way), \(authentication): no early answer reached its sender")
-        let accepted = outcomes.filter { if case .success = $0.result { true } else { false } }.count
-        print("rust: seed \(seed), \(way), \(authentication), \(count) notifications, \(requests.count) requests read by \(generations.count) generations, \(restarts) graceful shutdowns, \(statistics.goAwaysReceived) GOAWAYs, \(statistics.requestsRequeued) requests sent again, \(statistics.reconnects) reconnects, \(accepted) accepted, \(rejectedEarly) answered early; \(findings.count) findings")
+        #expect(rejectedEarly > 0, "\(run.label): no early answer reached its sender")
+        print("rust: \(run.summary), \(rejectedEarly) answered early; \(run.findings.count) findings")
     }
 }
 
 /// `RustServer/main.rs` (built by ``PeerProgram``) in a child process on 127.0.0.1 with
 /// an OS-chosen port.
-final class RustServer: Sendable {
+final class RustServer: RestartingPeerServer {
     let background: BackgroundProcess
     let port: Int
     let recordPath: String

@@ -1,0 +1,91 @@
+import Foundation
+import TestTools
+import Testing
+@testable import APNsTransport
+
+/// A server process that is not ours and restarts gracefully (Go's, Rust's): what a run
+/// against it needs from it.
+protocol RestartingPeerServer: Sendable {
+    /// Its port on 127.0.0.1.
+    var port: Int { get }
+    /// Stops the process (idempotent).
+    func stop()
+    /// What it wrote: one event per request read, per graceful shutdown, per error.
+    func record() throws -> ChaosRecord
+}
+
+/// One case of the client against a ``RestartingPeerServer``: the notifications sent one
+/// of the four ways, and the checks every such server shares (outcomes held against its
+/// record, strictly: it never drops a connection, so no notification may end `failed`;
+/// graceful restarts with requests on both sides; no connection lost; every fate met).
+struct RestartingServerRun {
+    let outcomes: [APNsOutcome]
+    let statistics: HTTP2Transport.Statistics
+    let record: ChaosRecord
+    /// The events that are requests read.
+    let requests: [ChaosRecord.Event]
+    /// The server generations that read requests.
+    let generations: Set<Int>
+    /// Graceful shutdowns the server started.
+    let restarts: Int
+    /// What disagrees with the server's record; a case adds what is its server's own.
+    var findings: [String]
+    /// Seed, way and authentication, for messages.
+    let label: String
+
+    /// Sends `notification` to `deviceTokens` through a client of `server` (600 in
+    /// flight), shuts both down and reads the server's record. `name` names the server in
+    /// findings of the problems it saw in requests.
+    static func run(
+        against server: some RestartingPeerServer, name: String, seed: UInt64,
+        way: IndependentPeerClient.Way, authentication: IndependentPeerClient.Authentication,
+        notification: PushNotification, deviceTokens: [DeviceToken]
+    ) async throws -> RestartingServerRun {
+        let (client, transport) = try IndependentPeerClient.make(
+            port: server.port, way: way, authentication: authentication, requestTimeout: .seconds(10))
+        let outcomes = await IndependentPeerClient.send(
+            notification, to: deviceTokens, way: way, concurrency: 600, client: client)
+        let statistics = transport.statistics
+        await client.shutdown()
+        server.stop()
+
+        let record = try server.record()
+        var findings = ChaosRecord.check(
+            outcomes: outcomes, expected: deviceTokens, record: record, providerTokens: authentication == .token)
+        for event in record.events where !event.problems.isEmpty {
+            findings.append("\(event.token ?? "?"): \(name) found \(event.problems.joined(separator: "; "))")
+        }
+        for outcome in outcomes {
+            if case .failure(.failed(let failure)) = outcome.result {
+                findings.append("\(outcome.deviceToken.hexString): failed \(failure.code) (\(failure)), with no connection dropped and no stream reset")
+            }
+        }
+        let requests = record.events.filter { $0.token != nil }
+        return RestartingServerRun(
+            outcomes: outcomes, statistics: statistics, record: record, requests: requests,
+            generations: Set(requests.compactMap(\.generation)),
+            restarts: record.events.filter { $0.fate == "shutdown_started" }.count,
+            findings: findings, label: "seed \(seed), \(way), \(authentication)")
+    }
+
+    /// The shared checks: no finding, and the run met what it is about (graceful restarts
+    /// with requests on both sides, no connection lost, every fate the server draws).
+    func expectShared(sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(findings.isEmpty, "\(label): \(findings.prefix(8).joined(separator: "\n"))", sourceLocation: sourceLocation)
+        #expect(generations.count >= 3, "\(label): requests read by generations \(generations.sorted())", sourceLocation: sourceLocation)
+        #expect(restarts >= 2, "\(label): \(restarts) graceful shutdowns", sourceLocation: sourceLocation)
+        #expect(statistics.connectionsLost == 0, "\(label): \(statistics.connectionsLost) connections lost", sourceLocation: sourceLocation)
+        let fates = Set(requests.map(\.fate))
+        for fate in ["ok", "delay_ok", "BadDeviceToken", "Unregistered", "TooManyRequests", "ServiceUnavailable", "InternalServerError"] {
+            #expect(fates.contains(fate), "\(label): no request met '\(fate)'", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Notifications accepted.
+    var accepted: Int { outcomes.filter { if case .success = $0.result { true } else { false } }.count }
+
+    /// The report line's shared part.
+    var summary: String {
+        "\(label), \(outcomes.count) notifications, \(requests.count) requests read by \(generations.count) generations, \(restarts) graceful shutdowns, \(statistics.goAwaysReceived) GOAWAYs, \(statistics.requestsRequeued) requests sent again, \(statistics.reconnects) reconnects, \(accepted) accepted"
+    }
+}
