@@ -57,7 +57,7 @@ struct RestartingServerRun {
         }
         for outcome in outcomes {
             if case .failure(.failed(let failure)) = outcome.result {
-                findings.append("\(outcome.deviceToken.hexString): failed \(failure.code) (\(failure)), with no connection dropped and no stream reset")
+                findings.append("\(outcome.deviceToken.hexString): failed \(failure.code) (\(failure)), though the server dropped no connection")
             }
         }
         let requests = record.events.filter { $0.token != nil }
