@@ -8,7 +8,8 @@ import Testing
 /// is not JSON, a 200 without `apns-id`, a delayed answer, REFUSED_STREAM, INTERNAL_ERROR,
 /// GOAWAY with the streams above its last-stream-id left unprocessed, a connection dropped
 /// with requests open, a hang, a SETTINGS change of the stream limit (to 0 for a moment,
-/// or down to 1), a PING. The server writes down
+/// or down to 1), a PING. Answers come framed as APNs frames them or, at random, padded,
+/// split over DATA frames, ended by trailers or by an empty DATA frame. The server writes down
 /// what it did with each request it read (by device token); the test then holds every
 /// outcome the client reported against that record:
 ///
@@ -68,6 +69,11 @@ struct IndependentServerFaultTests {
         let fates = Set(record.events.map(\.fate))
         for fate in ["ok", "refuse", "goaway", "after_goaway", "kill", "rst_internal", "Unregistered", "TooManyRequests", "Teapot", "garbage_body"] {
             #expect(fates.contains(fate), "seed \(seed), \(way), \(authentication): no request met '\(fate)'")
+        }
+        // Answers in every framing RFC 9113 allows here (padded, split, trailers, an empty
+        // DATA frame ending the stream), not only as APNs frames them.
+        for shape in ["plain", "padded", "split", "trailers", "empty_end"] {
+            #expect(fates.contains("shape:" + shape), "seed \(seed), \(way), \(authentication): no answer was framed '\(shape)'")
         }
     }
 }
@@ -272,6 +278,14 @@ final class ChaosServer: Sendable {
               "ServiceUnavailable": 503, "InternalServerError": 500, "ExpiredProviderToken": 403,
               "Teapot": 418}
 
+    # How an answer is framed, drawn for each answer: as APNs frames it (plain), or in
+    # forms RFC 9113 allows and APNs does not use: a padded DATA frame (section 6.1), the
+    # body split over two DATA frames, trailers ending the stream (a HEADERS frame after
+    # the DATA, section 8.1), or an empty DATA frame carrying END_STREAM. The client must
+    # read the same answer from each.
+    SHAPES = ["plain", "plain", "padded", "split", "trailers", "empty_end"]
+    shape_rng = random.Random(f"{SEED}:shapes")
+
     def write(**event):
         with lock:
             record.write(json.dumps(event) + "\n"); record.flush()
@@ -313,16 +327,41 @@ final class ChaosServer: Sendable {
             headers = [(":status", str(status))]
             if with_id:
                 headers.append(("apns-id", streams[sid]["apns_id"] or "00000000-0000-0000-0000-000000000000"))
+            shape = shape_rng.choice(SHAPES)
             if reason == "garbage_body":
                 conn.send_headers(sid, headers + [("content-type", "text/plain")])
                 conn.send_data(sid, b"<html>bad request</html>", end_stream=True)
+                shape = "plain"
             elif reason is None:
-                conn.send_headers(sid, headers, end_stream=True)
+                if shape == "trailers":
+                    conn.send_headers(sid, headers)
+                    conn.send_headers(sid, [("x-trailer", "1")], end_stream=True)
+                elif shape == "empty_end":
+                    conn.send_headers(sid, headers)
+                    conn.send_data(sid, b"", end_stream=True)
+                else:
+                    conn.send_headers(sid, headers, end_stream=True)
+                    shape = "plain"
             else:
                 body = {"reason": reason}
                 if reason == "Unregistered": body["timestamp"] = 1700000000000
+                payload = json.dumps(body).encode()
                 conn.send_headers(sid, headers + [("content-type", "application/json")])
-                conn.send_data(sid, json.dumps(body).encode(), end_stream=True)
+                if shape == "padded":
+                    conn.send_data(sid, payload, end_stream=True, pad_length=shape_rng.randint(1, 200))
+                elif shape == "split":
+                    cut = shape_rng.randint(1, len(payload) - 1)
+                    conn.send_data(sid, payload[:cut])
+                    conn.send_data(sid, payload[cut:], end_stream=True)
+                elif shape == "trailers":
+                    conn.send_data(sid, payload)
+                    conn.send_headers(sid, [("x-trailer", "1")], end_stream=True)
+                elif shape == "empty_end":
+                    conn.send_data(sid, payload)
+                    conn.send_data(sid, b"", end_stream=True)
+                else:
+                    conn.send_data(sid, payload, end_stream=True)
+            write(conn=cid, fate="shape:" + shape)
         try:
             while True:
                 timeout = max(0, timers[0][0] - time.time()) if timers else None
