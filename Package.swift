@@ -247,7 +247,7 @@ let package = Package(
                 "TestTools",
             ],
             // A provider on Go's HTTP/2 client for GoClientTests, built with the go tool at test time.
-            exclude: ["GoClient", "RustClient", "NettyClient"]
+            exclude: ["GoClient", "RustClient", "NettyClient", "PythonClient"]
         ),
         .testTarget(
             name: "apnsTests",
