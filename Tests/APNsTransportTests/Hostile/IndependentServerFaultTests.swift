@@ -72,7 +72,7 @@ struct IndependentServerFaultTests {
         }
         // Answers in every framing RFC 9113 allows here (padded, split, trailers, an empty
         // DATA frame ending the stream), not only as APNs frames them.
-        for shape in ["plain", "padded", "split", "trailers", "empty_end"] {
+        for shape in ["plain", "padded", "split", "trailers", "empty_end", "informational"] {
             #expect(fates.contains("shape:" + shape), "seed \(seed), \(way), \(authentication): no answer was framed '\(shape)'")
         }
     }
@@ -281,9 +281,9 @@ final class ChaosServer: Sendable {
     # How an answer is framed, drawn for each answer: as APNs frames it (plain), or in
     # forms RFC 9113 allows and APNs does not use: a padded DATA frame (section 6.1), the
     # body split over two DATA frames, trailers ending the stream (a HEADERS frame after
-    # the DATA, section 8.1), or an empty DATA frame carrying END_STREAM. The client must
-    # read the same answer from each.
-    SHAPES = ["plain", "plain", "padded", "split", "trailers", "empty_end"]
+    # the DATA, section 8.1), an empty DATA frame carrying END_STREAM, or an interim 1xx
+    # response before the final one. The client must read the same answer from each.
+    SHAPES = ["plain", "plain", "padded", "split", "trailers", "empty_end", "informational"]
     shape_rng = random.Random(f"{SEED}:shapes")
 
     def write(**event):
@@ -328,6 +328,9 @@ final class ChaosServer: Sendable {
             if with_id:
                 headers.append(("apns-id", streams[sid]["apns_id"] or "00000000-0000-0000-0000-000000000000"))
             shape = shape_rng.choice(SHAPES)
+            if shape == "informational":
+                # An interim response (1xx, section 8.1) before the final one: not the answer.
+                conn.send_headers(sid, [(":status", shape_rng.choice(["100", "103"]))])
             if reason == "garbage_body":
                 conn.send_headers(sid, headers + [("content-type", "text/plain")])
                 conn.send_data(sid, b"<html>bad request</html>", end_stream=True)
@@ -341,7 +344,7 @@ final class ChaosServer: Sendable {
                     conn.send_data(sid, b"", end_stream=True)
                 else:
                     conn.send_headers(sid, headers, end_stream=True)
-                    shape = "plain"
+                    if shape != "informational": shape = "plain"
             else:
                 body = {"reason": reason}
                 if reason == "Unregistered": body["timestamp"] = 1700000000000
