@@ -218,7 +218,7 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             // Go's HTTP/2 server for GoServerTests, built with the go tool at test time.
-            exclude: ["Hostile/GoServer", "Hostile/RustServer"]
+            exclude: ["Hostile/GoServer", "Hostile/RustServer", "Hostile/NettyServer"]
         ),
         .testTarget(
             name: "APNsTestingTests",
