@@ -35,11 +35,10 @@ struct GoServerTests {
     func outcomesAgreeWithGo(way: Way, authentication: Authentication) async throws {
         let seed = UInt64.random(in: 1...1_000_000)
         let pki = try TestPKI.get()
-        let server = try await GoServer(
-            seed: seed,
-            clientCA: authentication == .certificate ? pki.path("ca.pem") : nil,
-            signingKey: authentication == .token ? pki.path("client.key") : nil,
-            restartEvery: 700)
+        let server = try await PeerServerProcess("GoServer", name: "Go", seed: seed, arguments: [
+            authentication == .certificate ? pki.path("ca.pem") : "", authentication == .token ? pki.path("client.key") : "",
+            "700",
+        ])
         defer { server.stop() }
         let notification = PushNotification(payload: .alert(title: "Go", body: "Hello"), topic: .bundleID("com.example.app"))
         var run = try await RestartingServerRun.run(
@@ -54,37 +53,4 @@ struct GoServerTests {
         #expect(run.statistics.requestsRequeued > 0, "\(run.label): no request was sent again after a GOAWAY")
         print("go: \(run.summary); \(run.findings.count) findings")
     }
-}
-
-/// `GoServer/main.go` (built by ``PeerProgram``) in a child process on 127.0.0.1 with an
-/// OS-chosen port.
-final class GoServer: RestartingPeerServer {
-    let background: BackgroundProcess
-    let port: Int
-    let recordPath: String
-
-    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int) async throws {
-        let pki = try TestPKI.get()
-        let command = try await PeerProgram.command(
-            in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("GoServer").path)
-        recordPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-go-\(UUID().uuidString).jsonl").path
-        background = try BackgroundProcess(command[0], Array(command.dropFirst()) + [
-            pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
-            clientCA ?? "", signingKey ?? "", String(restartEvery),
-        ], log: "apns-go")
-        guard let found = background.waitForPortLine() else {
-            background.stop()
-            throw HarnessError(description: "the Go server did not start: \(background.log)")
-        }
-        port = found
-    }
-
-    /// What the server printed (its port, and any error Go's HTTP/2 server logged).
-    var log: String { background.log }
-
-    func stop() { background.stop() }
-
-    func record() throws -> ChaosRecord { try ChaosRecord.read(contentsOf: recordPath) }
-
-    deinit { try? FileManager.default.removeItem(atPath: recordPath) }
 }

@@ -332,38 +332,34 @@ final class ChaosServer: Sendable {
                 # An interim response (1xx, section 8.1) before the final one: not the answer.
                 conn.send_headers(sid, [(":status", shape_rng.choice(["100", "103"]))])
             if reason == "garbage_body":
-                conn.send_headers(sid, headers + [("content-type", "text/plain")])
-                conn.send_data(sid, b"<html>bad request</html>", end_stream=True)
-                shape = "plain"
+                payload, shape = b"<html>bad request</html>", "plain"
+                headers.append(("content-type", "text/plain"))
             elif reason is None:
-                if shape == "trailers":
-                    conn.send_headers(sid, headers)
-                    conn.send_headers(sid, [("x-trailer", "1")], end_stream=True)
-                elif shape == "empty_end":
-                    conn.send_headers(sid, headers)
-                    conn.send_data(sid, b"", end_stream=True)
-                else:
-                    conn.send_headers(sid, headers, end_stream=True)
-                    if shape != "informational": shape = "plain"
+                payload = b""
+                if shape in ("padded", "split"): shape = "plain"
             else:
                 body = {"reason": reason}
                 if reason == "Unregistered": body["timestamp"] = 1700000000000
                 payload = json.dumps(body).encode()
-                conn.send_headers(sid, headers + [("content-type", "application/json")])
-                if shape == "padded":
-                    conn.send_data(sid, payload, end_stream=True, pad_length=shape_rng.randint(1, 200))
-                elif shape == "split":
-                    cut = shape_rng.randint(1, len(payload) - 1)
-                    conn.send_data(sid, payload[:cut])
-                    conn.send_data(sid, payload[cut:], end_stream=True)
-                elif shape == "trailers":
-                    conn.send_data(sid, payload)
-                    conn.send_headers(sid, [("x-trailer", "1")], end_stream=True)
-                elif shape == "empty_end":
-                    conn.send_data(sid, payload)
-                    conn.send_data(sid, b"", end_stream=True)
-                else:
-                    conn.send_data(sid, payload, end_stream=True)
+                headers.append(("content-type", "application/json"))
+            # A 200 as APNs frames it ends with its HEADERS; everything else has a DATA or
+            # trailers frame that ends the stream.
+            ends_with_headers = not payload and shape in ("plain", "informational")
+            conn.send_headers(sid, headers, end_stream=ends_with_headers)
+            if ends_with_headers:
+                pass
+            elif shape == "padded":
+                conn.send_data(sid, payload, end_stream=True, pad_length=shape_rng.randint(1, 200))
+            elif shape == "split":
+                cut = shape_rng.randint(1, len(payload) - 1)
+                conn.send_data(sid, payload[:cut])
+                conn.send_data(sid, payload[cut:], end_stream=True)
+            elif shape in ("trailers", "empty_end"):
+                if payload: conn.send_data(sid, payload)
+                if shape == "trailers": conn.send_headers(sid, [("x-trailer", "1")], end_stream=True)
+                else: conn.send_data(sid, b"", end_stream=True)
+            else:
+                conn.send_data(sid, payload, end_stream=True)
             write(conn=cid, fate="shape:" + shape)
         try:
             while True:

@@ -37,11 +37,20 @@ struct NettyServerTests {
     func outcomesAgreeWithNetty(way: Way, authentication: Authentication) async throws {
         let seed = UInt64.random(in: 1...1_000_000)
         let pki = try TestPKI.get()
-        let server = try await NettyServer(
-            seed: seed,
-            clientCA: authentication == .certificate ? pki.path("ca.pem") : nil,
-            signingKey: authentication == .token ? pki.path("client.key") : nil,
-            restartEvery: 450, maxStreams: 50)
+        // The JDK reads the public half of the signing key (OpenSSL writes it).
+        var publicKey = ""
+        if authentication == .token {
+            publicKey = FileManager.default.temporaryDirectory.appendingPathComponent("apns-netty-\(UUID().uuidString).pub.pem").path
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            openssl.arguments = ["openssl", "pkey", "-in", pki.path("client.key"), "-pubout", "-out", publicKey]
+            try openssl.run()
+            try #require(exitStatus(of: openssl, seconds: 30) == 0, "openssl pkey -pubout failed")
+        }
+        // Restart every 450 requests, 50 streams per connection.
+        let server = try await PeerServerProcess("NettyServer", name: "Netty", seed: seed, arguments: [
+            authentication == .certificate ? pki.path("ca.pem") : "", publicKey, "450", "50",
+        ], files: publicKey.isEmpty ? [] : [publicKey])
         defer { server.stop() }
         let notification = PushNotification(payload: .alert(title: "Netty", body: "Hello"), topic: .bundleID("com.example.app"))
         let run = try await RestartingServerRun.run(
@@ -61,51 +70,5 @@ struct NettyServerTests {
         }
         #expect(run.statistics.goAwaysReceived >= run.restarts, "\(run.label): \(run.statistics.goAwaysReceived) GOAWAY frames received in \(run.restarts) shutdowns")
         print("netty: \(run.summary); \(run.findings.count) findings")
-    }
-}
-
-/// `NettyServer/NettyServer.java` (built by ``PeerProgram``) in a child process on
-/// 127.0.0.1 with an OS-chosen port.
-final class NettyServer: RestartingPeerServer {
-    let background: BackgroundProcess
-    let port: Int
-    let recordPath: String
-    let publicKeyPath: String
-
-    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int, maxStreams: Int) async throws {
-        let pki = try TestPKI.get()
-        let command = try await PeerProgram.command(
-            in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("NettyServer").path)
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("apns-netty-\(UUID().uuidString)").path
-        recordPath = base + ".jsonl"
-        publicKeyPath = base + ".pub.pem"
-        // The JDK reads the public half of the signing key (OpenSSL writes it).
-        if let signingKey {
-            let openssl = Process()
-            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            openssl.arguments = ["openssl", "pkey", "-in", signingKey, "-pubout", "-out", publicKeyPath]
-            try openssl.run()
-            guard exitStatus(of: openssl, seconds: 30) == 0 else {
-                throw HarnessError(description: "openssl pkey -pubout \(signingKey) failed")
-            }
-        }
-        background = try BackgroundProcess(command[0], Array(command.dropFirst()) + [
-            pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
-            clientCA ?? "", signingKey == nil ? "" : publicKeyPath, String(restartEvery), String(maxStreams),
-        ], log: "apns-netty")
-        guard let found = background.waitForPortLine(seconds: 60) else {
-            background.stop()
-            throw HarnessError(description: "the Netty server did not start: \(background.log)")
-        }
-        port = found
-    }
-
-    func stop() { background.stop() }
-
-    func record() throws -> ChaosRecord { try ChaosRecord.read(contentsOf: recordPath) }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: recordPath)
-        try? FileManager.default.removeItem(atPath: publicKeyPath)
     }
 }

@@ -3,18 +3,54 @@ import TestTools
 import Testing
 @testable import APNsTransport
 
-/// A server process that is not ours and restarts gracefully (Go's, Rust's): what a run
-/// against it needs from it.
-protocol RestartingPeerServer: Sendable {
+/// A server that is not ours and restarts gracefully (Go's, Rust's, Netty's), in a child
+/// process on 127.0.0.1 with an OS-chosen port: one of the peers under `Hostile/`, built by
+/// ``PeerProgram``, given the test's certificate and key, a record file, the seed and its
+/// own arguments; it prints `PORT <n>` once listening and writes one JSON line per request
+/// read, per graceful shutdown and per error to the record.
+final class PeerServerProcess: Sendable {
+    let background: BackgroundProcess
     /// Its port on 127.0.0.1.
-    var port: Int { get }
+    let port: Int
+    let recordPath: String
+    /// Files made for the server, removed with the record.
+    let files: [String]
+
+    /// Starts the peer in `Hostile/<directory>` with `arguments` after the certificate,
+    /// key, record path and seed; `name` names it in errors, `files` are removed at the end.
+    init(_ directory: String, name: String, seed: UInt64, arguments: [String], files: [String] = []) async throws {
+        let pki = try TestPKI.get()
+        let command = try await PeerProgram.command(
+            in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(directory).path)
+        recordPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("apns-\(directory)-\(UUID().uuidString).jsonl").path
+        self.files = files
+        background = try BackgroundProcess(command[0], Array(command.dropFirst()) + [
+            pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
+        ] + arguments, log: "apns-\(directory)")
+        // A JVM takes seconds to start on a busy machine.
+        guard let found = background.waitForPortLine(seconds: 60) else {
+            background.stop()
+            throw HarnessError(description: "the \(name) server did not start: \(background.log)")
+        }
+        port = found
+    }
+
+    /// What the server printed (its port, and any error it logged).
+    var log: String { background.log }
+
     /// Stops the process (idempotent).
-    func stop()
+    func stop() { background.stop() }
+
     /// What it wrote: one event per request read, per graceful shutdown, per error.
-    func record() throws -> ChaosRecord
+    func record() throws -> ChaosRecord { try ChaosRecord.read(contentsOf: recordPath) }
+
+    deinit {
+        for file in [recordPath] + files { try? FileManager.default.removeItem(atPath: file) }
+    }
 }
 
-/// One case of the client against a ``RestartingPeerServer``: the notifications sent one
+/// One case of the client against a ``PeerServerProcess``: the notifications sent one
 /// of the four ways, and the checks every such server shares (outcomes held against its
 /// record, strictly: it never drops a connection, so no notification may end `failed`;
 /// graceful restarts with requests on both sides; no connection lost; every fate met).
@@ -43,7 +79,7 @@ struct RestartingServerRun {
     /// still unanswered (it writes `connection_dropped` down then). If not, no
     /// notification may fail and no connection may be lost.
     static func run(
-        against server: some RestartingPeerServer, name: String, seed: UInt64,
+        against server: PeerServerProcess, name: String, seed: UInt64,
         way: IndependentPeerClient.Way, authentication: IndependentPeerClient.Authentication,
         notification: PushNotification, deviceTokens: [DeviceToken], dropsConnections: Bool = false
     ) async throws -> RestartingServerRun {

@@ -43,11 +43,11 @@ struct RustServerTests {
     func outcomesAgreeWithRust(way: Way, authentication: Authentication) async throws {
         let seed = UInt64.random(in: 1...1_000_000)
         let pki = try TestPKI.get()
-        let server = try await RustServer(
-            seed: seed,
-            clientCA: authentication == .certificate ? pki.path("ca.pem") : nil,
-            signingKey: authentication == .token ? pki.path("client.key") : nil,
-            restartEvery: 700, maxStreams: 100, window: 500)
+        // Restart every 700 requests, 100 streams per connection, a stream window of 500.
+        let server = try await PeerServerProcess("RustServer", name: "Rust", seed: seed, arguments: [
+            authentication == .certificate ? pki.path("ca.pem") : "", authentication == .token ? pki.path("client.key") : "",
+            "700", "100", "500",
+        ])
         defer { server.stop() }
         // A body of about 1,900 bytes: four windows of 500.
         let notification = PushNotification(
@@ -66,34 +66,4 @@ struct RustServerTests {
         #expect(rejectedEarly > 0, "\(run.label): no early answer reached its sender")
         print("rust: \(run.summary), \(rejectedEarly) answered early; \(run.findings.count) findings")
     }
-}
-
-/// `RustServer/main.rs` (built by ``PeerProgram``) in a child process on 127.0.0.1 with
-/// an OS-chosen port.
-final class RustServer: RestartingPeerServer {
-    let background: BackgroundProcess
-    let port: Int
-    let recordPath: String
-
-    init(seed: UInt64, clientCA: String?, signingKey: String?, restartEvery: Int, maxStreams: Int, window: Int) async throws {
-        let pki = try TestPKI.get()
-        let command = try await PeerProgram.command(
-            in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("RustServer").path)
-        recordPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-rust-\(UUID().uuidString).jsonl").path
-        background = try BackgroundProcess(command[0], Array(command.dropFirst()) + [
-            pki.path("server.pem"), pki.path("server.key"), recordPath, String(seed),
-            clientCA ?? "", signingKey ?? "", String(restartEvery), String(maxStreams), String(window),
-        ], log: "apns-rust")
-        guard let found = background.waitForPortLine() else {
-            background.stop()
-            throw HarnessError(description: "the Rust server did not start: \(background.log)")
-        }
-        port = found
-    }
-
-    func stop() { background.stop() }
-
-    func record() throws -> ChaosRecord { try ChaosRecord.read(contentsOf: recordPath) }
-
-    deinit { try? FileManager.default.removeItem(atPath: recordPath) }
 }
