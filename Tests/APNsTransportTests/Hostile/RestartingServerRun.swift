@@ -51,13 +51,13 @@ final class PeerServerProcess: Sendable {
 }
 
 /// One case of the client against a ``PeerServerProcess``: the notifications sent one
-/// of the four ways, and the checks every such server shares (outcomes held against its
-/// record, strictly: it never drops a connection, so no notification may end `failed`;
-/// graceful restarts with requests on both sides; no connection lost; every fate met).
+/// of the four ways, and the checks every such server shares: outcomes held against its
+/// record; unless the server may drop connections (`dropsConnections`), no notification
+/// may end `failed` and no connection may be lost; graceful restarts with requests on
+/// both sides; every fate met.
 struct RestartingServerRun {
     let outcomes: [APNsOutcome]
     let statistics: HTTP2Transport.Statistics
-    let record: ChaosRecord
     /// The events that are requests read.
     let requests: [ChaosRecord.Event]
     /// The server generations that read requests.
@@ -104,7 +104,7 @@ struct RestartingServerRun {
         }
         let requests = record.events.filter { $0.token != nil }
         return RestartingServerRun(
-            outcomes: outcomes, statistics: statistics, record: record, requests: requests,
+            outcomes: outcomes, statistics: statistics, requests: requests,
             generations: Set(requests.compactMap(\.generation)),
             restarts: record.events.filter { $0.fate == "shutdown_started" }.count,
             findings: findings, label: "seed \(seed), \(way), \(authentication)", dropsConnections: dropsConnections)
