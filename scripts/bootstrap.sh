@@ -2,7 +2,8 @@
 # Installs what swift-apns needs on a Debian machine, and nothing that is already there.
 #   scripts/bootstrap.sh          build dependencies (libssl-dev, libnghttp2-dev, pkg-config)
 #   scripts/bootstrap.sh --test   plus the outside tools the tests check against
-#                                 (openssl, curl, nghttp2-client for nghttp and h2load, tinyproxy,
+#                                 (openssl, curl, nghttp2-client for nghttp and h2load, tinyproxy
+#                                 and microsocks for HTTP and SOCKS5 proxies,
 #                                 python3-jwt and python3-cryptography to sign provider tokens,
 #                                 python3-h2 for an HTTP/2 server independent of ours,
 #                                 golang-go for Go's HTTP/2 server, a third one,
@@ -12,7 +13,7 @@ set -euo pipefail
 
 packages=(libssl-dev libnghttp2-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-    packages+=(openssl curl nghttp2-client tinyproxy python3-jwt python3-cryptography python3-h2 golang-go
+    packages+=(openssl curl nghttp2-client tinyproxy microsocks python3-jwt python3-cryptography python3-h2 golang-go
         cargo librust-h2-dev librust-tokio-dev librust-tokio-rustls-dev librust-rustls-pemfile-dev
         librust-ring-dev librust-base64-dev librust-serde-json-dev librust-http-dev librust-bytes-dev
         librust-futures-util-dev openjdk-17-jdk-headless libnetty-java)

@@ -19,6 +19,7 @@ extension APNsSettings {
     /// | `certificatePassword` | the `.p12`'s password, or an encrypted PEM key's (secret) |
     /// | `topic` | the default topic, usually the app's bundle ID (optional) |
     /// | `caFile` | PEM CA certificates to trust instead of the system's, such as the mock server's (optional) |
+    /// | `proxy` | a proxy URL: `http://[user:password@]host:port` or `socks5://…` (optional, secret: it may hold a password) |
     ///
     /// swift-configuration's `EnvironmentVariablesProvider` maps the key `apns.keyID` to the
     /// variable `APNS_KEY_ID`, so under the scope `apns` these keys are the `APNS_*`
@@ -30,7 +31,7 @@ extension APNsSettings {
     /// let client = try settings.makeClient()
     /// ```
     ///
-    /// `key` and `certificatePassword` are read as secrets, so swift-configuration's access
+    /// `key`, `certificatePassword` and `proxy` are read as secrets, so swift-configuration's access
     /// reporters redact them.
     ///
     /// - Parameter config: The reader, scoped to the settings' keys.

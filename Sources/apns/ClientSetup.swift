@@ -23,7 +23,8 @@ struct ClientSetup {
             certificate = TLSSetup.CertificateFiles(path: path, keyPath: keyPath, password: password)
         case .none: apnsCredentials = .certificate  // no authorization header
         }
-        let tls = try TLSSetup.configuration(trustedCAPEM: try connection.trustedCAPEM(), certificate: certificate)
+        var tls = try TLSSetup.configuration(trustedCAPEM: try connection.trustedCAPEM(), certificate: certificate)
+        tls.proxy = try connection.proxyConfiguration()
         let transport = TransportFactory.make(
             environment: connection.environment, tls: tls, connections: connection.connections, logger: logger)
         self.client = APNsClient(

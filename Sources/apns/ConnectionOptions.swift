@@ -23,6 +23,9 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "HTTP/2 connections to open (1–4 is typical).")
     var connections = 1
 
+    @Option(help: ArgumentHelp("Tunnel through this proxy: http://[user:password@]host:port (HTTP CONNECT) or socks5://[user:password@]host:port; default: APNS_PROXY when set.", valueName: "url"))
+    var proxy: String?
+
     /// Checks the values together; called from `run()` so that a misspelled flag is
     /// reported as such before any of these checks.
     func check() throws {
@@ -38,6 +41,32 @@ struct ConnectionOptions: ParsableArguments {
         if let port, !(1...65535).contains(port) { throw ValidationError("--port \(port) is not a TCP port (1-65535)") }
         if let host, host.isEmpty { throw ValidationError("--host is empty") }
         if !(1...64).contains(connections) { throw ValidationError("--connections must be 1...64") }
+        if let proxy {
+            do {
+                _ = try ProxyConfiguration(url: proxy)
+            } catch {
+                throw ValidationError("--proxy: \(error)")
+            }
+        }
+    }
+
+    /// The proxy `--proxy` names, or, without it, the one `APNS_PROXY` names (as
+    /// `APNsSettings` reads it) when that is set and not empty; `nil` to connect directly.
+    func proxyConfiguration() throws(CLIError) -> ProxyConfiguration? {
+        let text: String
+        let named: String
+        if let proxy {
+            (text, named) = (proxy, "--proxy")
+        } else if let variable = ProcessInfo.processInfo.environment["APNS_PROXY"], !variable.isEmpty {
+            (text, named) = (variable, "APNS_PROXY")
+        } else {
+            return nil
+        }
+        do {
+            return try ProxyConfiguration(url: text)
+        } catch {
+            throw CLIError("\(named): \(error)")
+        }
     }
 
     /// The environment the flags name; with none of --sandbox, --production, --host and

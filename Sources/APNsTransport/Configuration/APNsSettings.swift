@@ -21,6 +21,7 @@ import Logging
 /// | `APNS_CERTIFICATE_PASSWORD` | the `.p12`'s password, or an encrypted PEM key's |
 /// | `APNS_TOPIC` | the default topic, usually the app's bundle ID (optional) |
 /// | `APNS_CA_FILE` | PEM CA certificates to trust instead of the system's, such as the mock server's (optional) |
+/// | `APNS_PROXY` | a proxy to tunnel through: `http://[user:password@]host:port` (HTTP `CONNECT`) or `socks5://[user:password@]host:port` (optional; see ``ProxyConfiguration/init(url:)``) |
 ///
 /// ```swift
 /// let settings = try APNsSettings(environmentVariables: ProcessInfo.processInfo.environment)
@@ -49,13 +50,22 @@ public struct APNsSettings: Sendable {
     /// Whom the transport trusts (`APNS_CA_FILE`): the system trust store, which holds the
     /// roots APNs chains to, unless a CA file is given (a mock server's, say).
     public var trustRoots: TrustRoots
+    /// The proxy every connection tunnels through (`APNS_PROXY`), or `nil` to connect directly.
+    public var proxy: ProxyConfiguration?
 
     /// Settings given in code.
-    public init(environment: APNsEnvironment, credentials: Credentials, topic: String? = nil, trustRoots: TrustRoots = .system) {
+    public init(
+        environment: APNsEnvironment,
+        credentials: Credentials,
+        topic: String? = nil,
+        trustRoots: TrustRoots = .system,
+        proxy: ProxyConfiguration? = nil
+    ) {
         self.environment = environment
         self.credentials = credentials
         self.topic = topic
         self.trustRoots = trustRoots
+        self.proxy = proxy
     }
 
     /// Reads the variables in the table above from `variables` (by default the process's
@@ -113,6 +123,15 @@ public struct APNsSettings: Sendable {
                 throw APNsSettingsError(.unusable, setting: name(.caFile), "(\(caPath)) holds no PEM certificate")
             }
             trustRoots = .certificates(pem)
+        }
+        proxy = nil
+        if let proxyURL = try value(.proxy) {
+            do {
+                proxy = try ProxyConfiguration(url: proxyURL)
+            } catch {
+                // The URL may hold a password: the error shows it redacted.
+                throw APNsSettingsError(.malformed, setting: name(.proxy), "is '\(error.url)': it \(error.problem)")
+            }
         }
 
         let keyFile = try value(.keyFile)
@@ -189,6 +208,7 @@ public struct APNsSettings: Sendable {
     ) -> HTTP2Transport {
         var configuration = HTTP2Transport.Configuration(environment: environment, logger: logger)
         configuration.tls.trustRoots = trustRoots
+        configuration.tls.proxy = proxy
         if case .certificate(let identity) = credentials {
             configuration.tls.clientIdentity = identity
         }
@@ -297,7 +317,7 @@ public struct APNsSettings: Sendable {
 extension APNsSettings {
     /// One setting, as an environment variable and as a configuration key.
     package enum Setting: CaseIterable, Sendable {
-        case environment, keyFile, key, keyID, teamID, certificateFile, certificateKeyFile, certificatePassword, topic, caFile
+        case environment, keyFile, key, keyID, teamID, certificateFile, certificateKeyFile, certificatePassword, topic, caFile, proxy
 
         /// Its environment variable, such as `APNS_KEY_ID`.
         package var environmentVariable: String {
@@ -312,6 +332,7 @@ extension APNsSettings {
             case .certificatePassword: "APNS_CERTIFICATE_PASSWORD"
             case .topic: "APNS_TOPIC"
             case .caFile: "APNS_CA_FILE"
+            case .proxy: "APNS_PROXY"
             }
         }
 
@@ -330,11 +351,13 @@ extension APNsSettings {
             case .certificatePassword: "certificatePassword"
             case .topic: "topic"
             case .caFile: "caFile"
+            case .proxy: "proxy"
             }
         }
 
-        /// Whether the value is a secret (a key's PEM, a password): never logged or shown.
-        package var isSecret: Bool { self == .key || self == .certificatePassword }
+        /// Whether the value is a secret (a key's PEM, a password, a proxy URL that may hold
+        /// one): never logged or shown.
+        package var isSecret: Bool { self == .key || self == .certificatePassword || self == .proxy }
     }
 
     /// What a source holds for one setting.

@@ -11,11 +11,19 @@ import Glibc
 import Darwin
 #endif
 
-/// Opens an HTTP CONNECT tunnel (RFC 9110 §9.3.6) on a socket already connected to the
-/// proxy: sends `CONNECT host:port HTTP/1.1` with `Host` and, when configured,
-/// `Proxy-Authorization: Basic` (RFC 7617), then reads the response head and requires 2xx.
+/// Opens a tunnel through a proxy on a socket already connected to it, as its
+/// ``ProxyConfiguration/kind`` says:
+///
+/// - HTTP `CONNECT` (RFC 9110 §9.3.6): sends `CONNECT host:port HTTP/1.1` with `Host` and,
+///   when configured, `Proxy-Authorization: Basic` (RFC 7617), then reads the response
+///   head and requires 2xx.
+/// - SOCKS5 (RFC 1928): the greeting, username/password authentication (RFC 1929) when
+///   the proxy chooses it, then CONNECT with the destination's host name; see ``SOCKS5``.
+///
+/// It reads exactly what the proxy's answers hold, so the first byte after them is the
+/// first byte of the tunnel (the TLS handshake with APNs).
 enum ProxyTunnel {
-    /// The largest response head accepted from a proxy.
+    /// The largest response head accepted from an HTTP proxy.
     static let maximumResponseHead = 16 * 1024
 
     /// Opens the tunnel to `endpoint` on `fd` (non-blocking) before `deadline`.
@@ -23,46 +31,29 @@ enum ProxyTunnel {
     static func open(
         _ fd: Int32, to endpoint: TLSEndpoint, through proxy: ProxyConfiguration, deadline: ContinuousClock.Instant
     ) throws(APNsTransportError) {
+        if proxy.kind == .socks5 {
+            try openSOCKS5(fd, to: endpoint, through: proxy, deadline: deadline)
+            return
+        }
         let proxyName = "the proxy \(proxy.host):\(proxy.port)"
         let request = try request(to: endpoint, proxy: proxy)
         var bytes = Array(request.utf8)
-        defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { OPENSSL_cleanse_(base, $0.count) } } }
-
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL_)) }
-            if n > 0 {
-                sent += n
-            } else if n < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
-                guard TCPConnector.wait(fd, for: Int16(POLLOUT), until: deadline) else {
-                    throw .connectionFailed("\(proxyName) did not accept the CONNECT request in time")
-                }
-            } else {
-                throw .connectionFailed("sending CONNECT to \(proxyName) failed: \(TCPConnector.errorString(errno))")
-            }
-        }
+        defer { wipe(&bytes) }
+        try sendAll(fd, bytes, deadline: deadline, proxyName: proxyName, what: "the CONNECT request")
 
         // Read the response head one byte at a time, so that not a byte of the tunnel
         // after it is consumed (the head is short; this costs a few hundred syscalls once).
         var head: [UInt8] = []
         let terminator: [UInt8] = Array("\r\n\r\n".utf8)
-        var byte: UInt8 = 0
         while !head.ends(with: terminator) {
             guard head.count < maximumResponseHead else {
                 throw .connectionFailed("\(proxyName) sent a response head over \(maximumResponseHead) bytes")
             }
-            let n = recv(fd, &byte, 1, 0)
-            if n == 1 {
-                head.append(byte)
-            } else if n == 0 {
+            let byte = try receive(fd, count: 1, deadline: deadline, proxyName: proxyName, what: "CONNECT \(authority(endpoint))")
+            guard byte.count == 1 else {
                 throw .connectionFailed("\(proxyName) closed the connection before answering CONNECT \(authority(endpoint))")
-            } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
-                guard TCPConnector.wait(fd, for: Int16(POLLIN), until: deadline) else {
-                    throw .connectionFailed("\(proxyName) did not answer CONNECT \(authority(endpoint)) in time")
-                }
-            } else {
-                throw .connectionFailed("reading the answer of \(proxyName) failed: \(TCPConnector.errorString(errno))")
             }
+            head += byte
         }
         let text = String(decoding: head, as: UTF8.self)
         let statusLine = text.components(separatedBy: "\r\n").first ?? ""
@@ -81,6 +72,88 @@ enum ProxyTunnel {
         default:
             throw .connectionFailed("\(proxyName) refused CONNECT \(authority(endpoint)): \(statusLine)")
         }
+    }
+
+    /// The SOCKS5 exchange (see ``SOCKS5``) on `fd`.
+    private static func openSOCKS5(
+        _ fd: Int32, to endpoint: TLSEndpoint, through proxy: ProxyConfiguration, deadline: ContinuousClock.Instant
+    ) throws(APNsTransportError) {
+        let proxyName = "the SOCKS5 proxy \(proxy.host):\(proxy.port)"
+        let destination = authority(endpoint)
+        // The handshake's checks say what is wrong; this names the proxy in front of it.
+        func checked<T>(_ step: () throws(SOCKS5.Refusal) -> T) throws(APNsTransportError) -> T {
+            do { return try step() } catch { throw .connectionFailed("\(proxyName) \(error.problem)") }
+        }
+        let offersPassword = proxy.username != nil
+        try sendAll(fd, SOCKS5.greeting(offeringPassword: offersPassword), deadline: deadline, proxyName: proxyName, what: "the SOCKS5 greeting")
+        let choice = try receive(fd, count: 2, deadline: deadline, proxyName: proxyName, what: "the SOCKS5 greeting")
+        guard choice.count == 2 else {
+            throw .connectionFailed("\(proxyName) closed the connection before answering the SOCKS5 greeting")
+        }
+        if try checked({ () throws(SOCKS5.Refusal) in try SOCKS5.chosenMethod(choice, offeredPassword: offersPassword) }) == .usernamePassword {
+            let username = proxy.username ?? ""
+            var credentials = try checked { () throws(SOCKS5.Refusal) in try SOCKS5.authentication(username: username, password: proxy.password ?? "") }
+            defer { wipe(&credentials) }
+            try sendAll(fd, credentials, deadline: deadline, proxyName: proxyName, what: "the credentials")
+            let verdict = try receive(fd, count: 2, deadline: deadline, proxyName: proxyName, what: "the credentials")
+            try checked { () throws(SOCKS5.Refusal) in try SOCKS5.checkAuthenticationAnswer(verdict, username: username) }
+        }
+        let request = try checked { () throws(SOCKS5.Refusal) in try SOCKS5.connectRequest(host: TCPConnector.unbracketed(endpoint.host), port: endpoint.port) }
+        try sendAll(fd, request, deadline: deadline, proxyName: proxyName, what: "CONNECT \(destination)")
+        let head = try receive(fd, count: SOCKS5.replyHeadLength, deadline: deadline, proxyName: proxyName, what: "CONNECT \(destination)")
+        let remaining = try checked { () throws(SOCKS5.Refusal) in try SOCKS5.remainingReplyLength(afterHead: head, destination: destination) }
+        let rest = try receive(fd, count: remaining, deadline: deadline, proxyName: proxyName, what: "CONNECT \(destination)")
+        guard rest.count == remaining else {
+            throw .connectionFailed("\(proxyName) closed the connection in the middle of its reply to CONNECT \(destination)")
+        }
+    }
+
+    /// Sends all of `bytes` on the non-blocking `fd` before `deadline`.
+    private static func sendAll(
+        _ fd: Int32, _ bytes: [UInt8], deadline: ContinuousClock.Instant, proxyName: String, what: String
+    ) throws(APNsTransportError) {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL_)) }
+            if n > 0 {
+                sent += n
+            } else if n < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                guard TCPConnector.wait(fd, for: Int16(POLLOUT), until: deadline) else {
+                    throw .connectionFailed("\(proxyName) did not accept \(what) in time")
+                }
+            } else {
+                throw .connectionFailed("sending \(what) to \(proxyName) failed: \(TCPConnector.errorString(errno))")
+            }
+        }
+    }
+
+    /// Reads exactly `count` bytes from the non-blocking `fd` before `deadline`, or fewer
+    /// if the proxy closes the connection first (never more: what follows is the tunnel's).
+    private static func receive(
+        _ fd: Int32, count: Int, deadline: ContinuousClock.Instant, proxyName: String, what: String
+    ) throws(APNsTransportError) -> [UInt8] {
+        var received = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n = received[filled...].withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                filled += n
+            } else if n == 0 {
+                break
+            } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                guard TCPConnector.wait(fd, for: Int16(POLLIN), until: deadline) else {
+                    throw .connectionFailed("\(proxyName) did not answer \(what) in time")
+                }
+            } else {
+                throw .connectionFailed("reading the answer of \(proxyName) to \(what) failed: \(TCPConnector.errorString(errno))")
+            }
+        }
+        return Array(received[..<filled])
+    }
+
+    /// Overwrites `bytes`, which held a password.
+    private static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { OPENSSL_cleanse_(base, $0.count) } }
     }
 
     /// The CONNECT request; it holds the proxy password, so callers wipe it.

@@ -10,14 +10,14 @@ public struct TLSConfiguration: Sendable {
     /// The client certificate for certificate-based authentication, or `nil` with
     /// token-based (`.p8`) authentication.
     public var clientIdentity: ClientIdentity?
-    /// An HTTP CONNECT proxy to tunnel through, or `nil` to connect directly.
+    /// A proxy to tunnel through (HTTP `CONNECT` or SOCKS5), or `nil` to connect directly.
     public var proxy: ProxyConfiguration?
 
     /// Creates a configuration.
     /// - Parameters:
     ///   - trustRoots: Whom to trust; the system trust store by default.
     ///   - clientIdentity: A client certificate and key, for certificate-based connections.
-    ///   - proxy: An HTTP CONNECT proxy, or `nil`.
+    ///   - proxy: A proxy (HTTP `CONNECT` or SOCKS5), or `nil`.
     public init(trustRoots: TrustRoots = .system, clientIdentity: ClientIdentity? = nil, proxy: ProxyConfiguration? = nil) {
         self.trustRoots = trustRoots
         self.clientIdentity = clientIdentity

@@ -41,11 +41,31 @@ struct APNsSettingsTests {
         cases.append((good.filter { $0.key != "APNS_KEY_FILE" }, "APNS_KEY_FILE"))
         cases.append((good.merging(["APNS_KEY": "not a key"]) { $1 }.filter { $0.key != "APNS_KEY_FILE" }, "APNS_KEY"))
         cases.append((good.merging(["APNS_CERTIFICATE_FILE": "/x.p12"]) { $1 }, "APNS_CERTIFICATE_FILE"))
+        cases.append((good.merging(["APNS_PROXY": "socks4://proxy:1080"]) { $1 }, "APNS_PROXY"))
+        cases.append((good.merging(["APNS_PROXY": "http://proxy:port"]) { $1 }, "APNS_PROXY"))
         for (variables, name) in cases {
             let problem = error(variables)
             #expect(problem?.setting == name, "\(variables.keys.sorted()): \(String(describing: problem))")
             #expect(problem?.description.hasPrefix(name) == true)
         }
+    }
+
+    @Test("APNS_PROXY: an HTTP or SOCKS5 proxy URL for every connection; a refused one never shows its password")
+    func proxy() throws {
+        var variables = try tokenVariables()
+        #expect(try APNsSettings(environmentVariables: variables).proxy == nil)
+        variables["APNS_PROXY"] = "socks5://apns:p%40ss@10.0.0.7:1080"
+        let settings = try APNsSettings(environmentVariables: variables)
+        #expect(settings.proxy == .socks5(host: "10.0.0.7", port: 1080, username: "apns", password: "p@ss"))
+        #expect(settings.makeTransport().configuration.tls.proxy == settings.proxy)
+        variables["APNS_PROXY"] = "proxy.corp.example:3128"
+        #expect(try APNsSettings(environmentVariables: variables).proxy == ProxyConfiguration(host: "proxy.corp.example", port: 3128))
+        variables["APNS_PROXY"] = "https://apns:hunter2@proxy:443"
+        let refused = error(variables)
+        #expect(refused?.setting == "APNS_PROXY")
+        #expect(refused?.code == .malformed)
+        #expect(refused?.description.contains("https://apns:***@proxy:443") == true, "\(String(describing: refused))")
+        #expect(refused?.description.contains("hunter2") == false)
     }
 
     @Test("environments: production, sandbox, development, host:port and [::1]:port")

@@ -37,6 +37,14 @@ struct ConnectingWithACertificateArticleTests {
             clientIdentity: identity,
             proxy: ProxyConfiguration(host: "proxy.corp.example", port: 3128, username: "apns", password: proxyPassword)
         )
+        let throughSOCKS = TLSConfiguration(
+            clientIdentity: identity,
+            proxy: .socks5(host: "10.0.0.7", port: 1080, username: "apns", password: proxyPassword)
+        )
+        #expect(throughSOCKS.proxy?.kind == .socks5)
+        // The URL forms the article gives for APNS_PROXY.
+        #expect(try ProxyConfiguration(url: "http://user:password@proxy.corp.example:3128") == ProxyConfiguration(host: "proxy.corp.example", port: 3128, username: "user", password: "password"))
+        #expect(try ProxyConfiguration(url: "socks5://user:password@10.0.0.7:1080") == .socks5(host: "10.0.0.7", port: 1080, username: "user", password: "password"))
 
         #expect(fromPEM.subjectCommonName == "Apple Push Services: com.example.app")
         #expect(testing.trustRoots == .certificates(mockServerCAPEM))

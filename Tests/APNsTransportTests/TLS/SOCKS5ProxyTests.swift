@@ -1,0 +1,170 @@
+import APNsMockServer
+import Foundation
+import Testing
+@testable import APNsTransport
+
+/// TLS and whole notifications through a SOCKS5 proxy: Debian's `microsocks` (1.0.3, an
+/// independent C implementation of RFC 1928 and RFC 1929), started on a free loopback port
+/// and stopped by each test. The messages' bytes are checked against the RFCs in
+/// ``SOCKS5Tests``; here a real proxy accepts them.
+private let microsocksInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/microsocks")
+
+@Suite(.serialized, .blockingIO) struct SOCKS5ProxyTests {
+    static let user = "alice"
+    static let password = "s3cret:pass"
+
+    /// Starts microsocks on a free loopback port, with username/password authentication
+    /// when `authenticated`.
+    static func startProxy(authenticated: Bool) throws -> (BackgroundProcess, Int) {
+        for _ in 0..<5 {
+            let port = try unusedLoopbackPort()
+            var arguments = ["-i", "127.0.0.1", "-p", "\(port)"]
+            if authenticated { arguments += ["-u", user, "-P", password] }
+            let proxy = try BackgroundProcess("/usr/bin/microsocks", arguments, log: "microsocks")
+            // microsocks says nothing when it listens: it is ready when it accepts.
+            let end = Date().addingTimeInterval(5)
+            while Date() < end, proxy.process.isRunning {
+                if canConnect(port: port) { return (proxy, port) }
+                usleep(20_000)
+            }
+            proxy.stop()  // most likely the port was taken in between: try another
+        }
+        throw HarnessError(description: "microsocks did not start")
+    }
+
+    private static func canConnect(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    @Test(.enabled(if: microsocksInstalled, "needs microsocks: apt-get install microsocks"), arguments: [false, true])
+    func tunnelsTLSThroughTheProxy(authenticated: Bool) throws {
+        let (proxy, proxyPort) = try Self.startProxy(authenticated: authenticated)
+        defer { proxy.stop() }
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
+        defer { server.stop() }
+        let configuration = try TLSConfiguration.trustingTestCA(
+            proxy: .socks5(
+                host: "127.0.0.1", port: proxyPort,
+                username: authenticated ? Self.user : nil, password: authenticated ? Self.password : nil))
+        let stream = try connectForTest(TLSEndpoint(host: "127.0.0.1", port: server.port), configuration)
+        defer { stream.close() }
+        // The first bytes after the proxy's reply are the TLS handshake's: had the tunnel
+        // eaten or left a byte, TLS would have failed; this line goes through and back.
+        try writeAll(stream, Array("through the SOCKS5 tunnel\n".utf8))
+        let (reply, _) = try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }
+        #expect(String(decoding: reply, as: UTF8.self).contains("lennut 5SKCOS eht hguorht"))
+    }
+
+    @Test(.enabled(if: microsocksInstalled, "needs microsocks: apt-get install microsocks"))
+    func wrongPasswordIsAConnectionFailure() throws {
+        let (proxy, proxyPort) = try Self.startProxy(authenticated: true)
+        defer { proxy.stop() }
+        let configuration = TLSConfiguration(proxy: .socks5(host: "127.0.0.1", port: proxyPort, username: Self.user, password: "wrong"))
+        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), configuration)
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(error?.detail?.contains("the SOCKS5 proxy 127.0.0.1:\(proxyPort) refused the credentials of user 'alice'") == true, "\(String(describing: error))")
+        #expect(error?.detail?.contains("wrong") == false)
+    }
+
+    @Test(.enabled(if: microsocksInstalled, "needs microsocks: apt-get install microsocks"))
+    func missingCredentialsAreAConnectionFailure() throws {
+        let (proxy, proxyPort) = try Self.startProxy(authenticated: true)
+        defer { proxy.stop() }
+        let configuration = TLSConfiguration(proxy: .socks5(host: "127.0.0.1", port: proxyPort))
+        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), configuration)
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.detail?.contains("requires authentication") == true, "\(String(describing: error))")
+    }
+
+    @Test(.enabled(if: microsocksInstalled, "needs microsocks: apt-get install microsocks"))
+    func theProxysReplyCodeIsTheError() throws {
+        let (proxy, proxyPort) = try Self.startProxy(authenticated: false)
+        defer { proxy.stop() }
+        let configuration = TLSConfiguration(proxy: .socks5(host: "127.0.0.1", port: proxyPort))
+        // Nothing listens there: the proxy's own connect is refused, and it says so (REP 5).
+        let closed = try unusedLoopbackPort()
+        let refused = connectionError(TLSEndpoint(host: "127.0.0.1", port: closed), configuration)
+        #expect(refused?.code == .connectionFailed)
+        #expect(refused?.detail?.contains("could not open the tunnel to 127.0.0.1:\(closed): connection refused (reply 5)") == true, "\(String(describing: refused))")
+        // A name is sent as a name (the client resolves nothing): the proxy cannot resolve
+        // a name under .invalid (RFC 6761) and answers with a failure code.
+        let unresolvable = connectionError(TLSEndpoint(host: "apns-socks-test.invalid", port: 443), configuration)
+        #expect(unresolvable?.code == .connectionFailed)
+        #expect(unresolvable?.detail?.contains("the SOCKS5 proxy 127.0.0.1:\(proxyPort) could not open the tunnel to apns-socks-test.invalid:443") == true, "\(String(describing: unresolvable))")
+    }
+
+    @Test(
+        "APNS_PROXY=socks5://… and http://…: notifications reach the mock server through each proxy",
+        .enabled(if: microsocksInstalled && FileManager.default.isExecutableFile(atPath: "/usr/bin/tinyproxy"), "needs microsocks and tinyproxy"))
+    func settingsSendThroughEitherProxy() async throws {
+        let (socks, socksPort) = try Self.startProxy(authenticated: true)
+        defer { socks.stop() }
+        let (http, httpPort) = try ProxyTests.startProxy()
+        defer { http.stop() }
+        let pki = try TestPKI.get()
+        let configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: try pki.text("ca.pem")))
+        // The password percent-encoded, as a URL needs its ':' to be.
+        let urls = [
+            "socks5://\(Self.user):s3cret%3Apass@127.0.0.1:\(socksPort)",
+            "http://\(ProxyTests.user):\(ProxyTests.password)@127.0.0.1:\(httpPort)",
+        ]
+        try await withMockAPNsServer(configuration: configuration) { server in
+            for url in urls {
+                let settings = try APNsSettings(environmentVariables: [
+                    "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
+                    "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
+                    "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
+                    "APNS_TOPIC": "com.example.app",
+                    "APNS_PROXY": url,
+                ])
+                let ca = try #require(server.certificateAuthorityPEM)
+                let transport = settings.makeTransport { $0.tls.trustRoots = .certificates(ca) }
+                #expect(transport.configuration.tls.proxy == settings.proxy)
+                let client = try settings.makeClient(transport: transport)
+                let notification = PushNotification(payload: .alert(body: "Hi"), topic: .bundleID(try #require(settings.topic)))
+                for device in 1...3 {
+                    _ = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: UInt8(device), count: 32)))
+                }
+                await client.shutdown()
+            }
+            #expect(server.statistics.accepted == 6)
+
+            // microsocks logs nothing: that the SOCKS5 sends went through it shows in a
+            // wrong password, which its refusal turns into the send's failure.
+            let settings = try APNsSettings(environmentVariables: [
+                "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
+                "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
+                "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
+                "APNS_PROXY": "socks5://\(Self.user):wrong@127.0.0.1:\(socksPort)",
+            ])
+            let client = try settings.makeClient()
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: .bundleID("com.example.app"))
+            do {
+                _ = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: 9, count: 32)))
+                Issue.record("sent with a wrong proxy password")
+            } catch let error as APNsError {
+                guard case .failed(let failure) = error else {
+                    Issue.record("not a failure: \(error)")
+                    return
+                }
+                #expect(failure.code == .connectionFailed)
+                #expect(failure.mayHaveReachedAPNs == false)
+                #expect(failure.detail?.contains("the SOCKS5 proxy 127.0.0.1:\(socksPort) refused the credentials of user 'alice'") == true, "\(failure)")
+            }
+            await client.shutdown()
+            #expect(server.statistics.accepted == 6)
+        }
+        // tinyproxy logs each CONNECT it carried.
+        #expect(http.log.contains("CONNECT 127.0.0.1:"), "\(http.log)")
+    }
+}

@@ -1,0 +1,111 @@
+import APNsMockServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `apns send --proxy <url>` and `APNS_PROXY` through Debian's `microsocks`, an
+/// independent SOCKS5 server (RFC 1928, RFC 1929), to the mock server with a client
+/// certificate.
+@Suite("apns send through a proxy", .serialized)
+struct ProxyOptionTests {
+    /// microsocks on a free loopback port with username/password authentication; stopped by `body`'s end.
+    func withSOCKSProxy(_ body: (Int) async throws -> Void) async throws {
+        for _ in 0..<5 {
+            let port = try freePort()
+            let proxy = Process()
+            proxy.executableURL = URL(fileURLWithPath: "/usr/bin/microsocks")
+            proxy.arguments = ["-i", "127.0.0.1", "-p", "\(port)", "-u", "alice", "-P", "s3cret"]
+            proxy.standardOutput = FileHandle.nullDevice
+            proxy.standardError = FileHandle.nullDevice
+            try proxy.run()
+            defer {
+                kill(proxy.processIdentifier, SIGKILL)
+                proxy.waitUntilExit()
+            }
+            // microsocks says nothing when it listens: it is ready when it accepts.
+            var ready = false
+            for _ in 0..<250 where proxy.isRunning {
+                if accepts(port) {
+                    ready = true
+                    break
+                }
+                usleep(20_000)
+            }
+            if ready {
+                try await body(port)
+                return
+            }
+        }
+        throw CLI.Failure(description: "microsocks did not start")
+    }
+
+    @Test(
+        "--proxy socks5://… and APNS_PROXY carry the notification; a wrong password and a malformed URL are errors that say so",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/microsocks"), "needs microsocks: apt-get install microsocks"))
+    func sendsThroughSOCKS5() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Fixtures.makeClientCertificate(in: directory)
+        let clientCA = try String(contentsOf: directory.appendingPathComponent("ca.pem"), encoding: .utf8)
+        try await withMockAPNsServer(configuration: .init(authentication: .certificate(trustedCAPEM: clientCA))) { server in
+            let serverCA = directory.appendingPathComponent("server-ca.pem").path
+            try server.writeCertificateAuthority(to: serverCA)
+            let send = ["send", "--cert-file", directory.appendingPathComponent("client.p12").path, "--cert-password", Fixtures.p12Password,
+                        "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", serverCA, "--topic", Fixtures.topic, "--body", "Hi"]
+            try await withSOCKSProxy { port in
+                let flag = try await CLI.run(send + ["--proxy", "socks5://alice:s3cret@127.0.0.1:\(port)", Fixtures.goodToken])
+                #expect(flag.status == 0, "\(flag)")
+                let variable = try await CLI.run(send + [Fixtures.otherToken], environment: ["APNS_PROXY": "socks5://alice:s3cret@127.0.0.1:\(port)"])
+                #expect(variable.status == 0, "\(variable)")
+                #expect(server.statistics.accepted == 2)
+
+                let wrong = try await CLI.run(send + ["--proxy", "socks5://alice:nope@127.0.0.1:\(port)", Fixtures.goodToken])
+                #expect(wrong.status != 0)
+                #expect(wrong.stderr.contains("refused the credentials of user 'alice'"), "\(wrong)")
+                #expect(!wrong.stdout.contains("nope") && !wrong.stderr.contains("nope"))
+                #expect(server.statistics.accepted == 2)
+            }
+            let malformed = try await CLI.run(send + ["--proxy", "socks4://alice:hunter2@127.0.0.1:1080", Fixtures.goodToken])
+            #expect(malformed.status != 0)
+            #expect(malformed.stderr.contains("unsupported scheme 'socks4'"), "\(malformed)")
+            #expect(!malformed.stderr.contains("hunter2"))
+        }
+    }
+
+    private func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw CLI.Failure(description: "socket failed") }
+        defer { close(fd) }
+        var address = loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw CLI.Failure(description: "bind failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    private func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return address
+    }
+}
