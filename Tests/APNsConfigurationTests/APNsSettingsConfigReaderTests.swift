@@ -120,12 +120,28 @@ struct APNsSettingsConfigReaderTests {
         #expect(fromConfig?.code == .malformed && fromVariables?.code == .malformed)
     }
 
-    @Test("the key's PEM and the certificate password are read as secrets")
+    @Test("proxy: the same URL forms and errors as APNS_PROXY")
+    func proxy() throws {
+        var values = Self.tokenValues
+        values["apns.proxy"] = "socks5://apns:p%40ss@10.0.0.7"
+        let settings = try APNsSettings(config: reader(values))
+        #expect(settings.proxy == .socks5(host: "10.0.0.7", port: 1080, username: "apns", password: "p@ss"))
+        values["apns.proxy"] = "ftp://apns:hunter2@proxy:21"
+        let refused = error(values)
+        #expect(refused?.setting == "proxy")
+        #expect(refused?.problem.contains("unsupported scheme 'ftp'") == true, "\(String(describing: refused))")
+        #expect(refused?.description.contains("hunter2") == false)
+        values["apns.proxy"] = 1080
+        #expect(error(values)?.problem.contains("a number") == true)
+    }
+
+    @Test("the key's PEM, the certificate password and the proxy URL are read as secrets")
     func secretsAreMarked() throws {
         let reporter = RecordingReporter()
         var values = Self.tokenValues
         values["apns.keyFile"] = nil
         values["apns.key"] = ConfigValue(.string(try String(contentsOfFile: Self.keyPath, encoding: .utf8)), isSecret: false)
+        values["apns.proxy"] = ConfigValue(.string("socks5://apns:hunter2@10.0.0.7:1080"), isSecret: false)
         let config = ConfigReader(provider: InMemoryProvider(values: values), accessReporter: reporter)
         _ = try APNsSettings(config: config.scoped(to: "apns"))
         func reads(_ key: AbsoluteConfigKey) -> [ConfigValue] {
@@ -134,6 +150,8 @@ struct APNsSettingsConfigReaderTests {
         // Given as not secret, read as secret: the reader marks it, and reporters redact it.
         #expect(!reads("apns.key").isEmpty)
         #expect(reads("apns.key").allSatisfy { $0.isSecret })
+        #expect(!reads("apns.proxy").isEmpty)
+        #expect(reads("apns.proxy").allSatisfy { $0.isSecret })
         #expect(!reads("apns.keyID").isEmpty)
         #expect(reads("apns.keyID").allSatisfy { !$0.isSecret })
     }

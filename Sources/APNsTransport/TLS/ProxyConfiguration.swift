@@ -93,6 +93,31 @@ public struct ProxyConfiguration: Sendable, Hashable {
     }
 }
 
+extension ProxyConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The proxy as a URL with its password replaced by `***`, for example
+    /// `socks5://apns:***@10.0.0.7:1080`: printing, logging or dumping a configuration
+    /// never shows the password.
+    public var description: String {
+        var text = "\(kind)://"
+        if let username {
+            text += username + (password == nil ? "@" : ":***@")
+        }
+        return text + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+    }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+
+    /// The configuration's parts for `dump` and the debugger, the password as `***`.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: ["kind": kind, "host": host, "port": port, "username": username as Any, "password": password.map { _ in "***" } as Any],
+            displayStyle: .struct
+        )
+    }
+}
+
 /// A proxy URL that ``ProxyConfiguration/init(url:)`` cannot use: its ``url`` (with any
 /// password replaced by `***`) and what is wrong with it.
 public struct ProxyURLError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -123,6 +123,20 @@ struct SOCKS5Tests {
         }
     }
 
+    @Test("a configuration printed, interpolated or dumped never shows its password")
+    func redactedDescriptions() throws {
+        let socks = ProxyConfiguration.socks5(host: "10.0.0.7", port: 1080, username: "apns", password: "hunter2")
+        #expect(socks.description == "socks5://apns:***@10.0.0.7:1080")
+        #expect("\(socks)" == socks.description && String(reflecting: socks) == socks.description)
+        var dumped = ""
+        dump(TLSConfiguration(proxy: socks), to: &dumped)
+        #expect(dumped.contains("10.0.0.7") && !dumped.contains("hunter2"), "\(dumped)")
+        #expect(ProxyConfiguration(host: "::1", port: 3128).description == "http://[::1]:3128")
+        #expect(ProxyConfiguration(host: "p", port: 1, username: "u").description == "http://u@p:1")
+        // A description is a URL that reads back as the same proxy, password aside.
+        #expect(try ProxyConfiguration(url: socks.description) == .socks5(host: "10.0.0.7", port: 1080, username: "apns", password: "***"))
+    }
+
     /// The refusal's words, or `nil` if `body` returned (or threw anything else).
     private func problem<T>(_ body: () throws -> T) -> String? {
         do {
