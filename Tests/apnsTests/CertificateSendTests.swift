@@ -7,15 +7,7 @@ import Testing
 @Suite("apns send with a certificate")
 struct CertificateSendTests {
     func withCertificateServer(_ body: (URL, [String], MockAPNsServer) async throws -> Void) async throws {
-        let directory = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await Fixtures.makeClientCertificate(in: directory)
-        let clientCA = try String(contentsOf: directory.appendingPathComponent("ca.pem"), encoding: .utf8)
-        try await withMockAPNsServer(configuration: .init(authentication: .certificate(trustedCAPEM: clientCA))) { server in
-            let serverCA = directory.appendingPathComponent("server-ca.pem").path
-            try server.writeCertificateAuthority(to: serverCA)
-            try await body(directory, ["--host", "127.0.0.1", "--port", String(server.port), "--ca-file", serverCA], server)
-        }
+        try await Fixtures.withCertificateServer(body)
     }
 
     @Test("a .p12 with its password, and a PEM certificate with its key: accepted, no authorization header")

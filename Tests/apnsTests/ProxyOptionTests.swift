@@ -46,15 +46,9 @@ struct ProxyOptionTests {
         "--proxy socks5://… and APNS_PROXY carry the notification; a wrong password and a malformed URL are errors that say so",
         .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/microsocks"), "needs microsocks: apt-get install microsocks"))
     func sendsThroughSOCKS5() async throws {
-        let directory = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await Fixtures.makeClientCertificate(in: directory)
-        let clientCA = try String(contentsOf: directory.appendingPathComponent("ca.pem"), encoding: .utf8)
-        try await withMockAPNsServer(configuration: .init(authentication: .certificate(trustedCAPEM: clientCA))) { server in
-            let serverCA = directory.appendingPathComponent("server-ca.pem").path
-            try server.writeCertificateAuthority(to: serverCA)
-            let send = ["send", "--cert-file", directory.appendingPathComponent("client.p12").path, "--cert-password", Fixtures.p12Password,
-                        "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", serverCA, "--topic", Fixtures.topic, "--body", "Hi"]
+        try await Fixtures.withCertificateServer { directory, target, server in
+            let send = ["send", "--cert-file", directory.appendingPathComponent("client.p12").path, "--cert-password", Fixtures.p12Password]
+                + target + ["--topic", Fixtures.topic, "--body", "Hi"]
             try await withSOCKSProxy { port in
                 let flag = try await CLI.run(send + ["--proxy", "socks5://alice:s3cret@127.0.0.1:\(port)", Fixtures.goodToken])
                 #expect(flag.status == 0, "\(flag)")
