@@ -20,6 +20,9 @@ extension APNsSettings {
     /// | `topic` | the default topic, usually the app's bundle ID (optional) |
     /// | `caFile` | PEM CA certificates to trust instead of the system's, such as the mock server's (optional) |
     /// | `proxy` | a proxy URL: `http://[user:password@]host:port` or `socks5://…` (optional, secret: it may hold a password) |
+    /// | `connections` | the most connections to APNs, 1 to 64 (optional; a number or its text) |
+    /// | `connectTimeout` | seconds one connect, proxy tunnel and TLS handshake may take (optional; a number or its text) |
+    /// | `requestTimeout` | seconds each attempt of a notification may take (optional; 30 by default) |
     ///
     /// swift-configuration's `EnvironmentVariablesProvider` maps the key `apns.keyID` to the
     /// variable `APNS_KEY_ID`, so under the scope `apns` these keys are the `APNS_*`
@@ -46,6 +49,11 @@ extension APNsSettings {
     private static func lookup(_ setting: Setting, in config: ConfigReader) -> Lookup {
         let key = ConfigKey(setting.configKey)
         if let text = config.string(forKey: key, isSecret: setting.isSecret) { return .value(text) }
+        if setting.isNumber {
+            // A file may hold a count or a number of seconds as a number: read as its text.
+            if let number = config.int(forKey: key) { return .value(String(number)) }
+            if let number = config.double(forKey: key) { return .value(String(number)) }
+        }
         // Only on the way to an error: what else is there?
         if config.int(forKey: key, isSecret: setting.isSecret) != nil { return .notText("a number") }
         if config.double(forKey: key, isSecret: setting.isSecret) != nil { return .notText("a number") }

@@ -120,6 +120,23 @@ struct APNsSettingsConfigReaderTests {
         #expect(fromConfig?.code == .malformed && fromVariables?.code == .malformed)
     }
 
+    @Test("connections and the timeouts, as numbers or as text; a bad one is named by its key")
+    func tuning() throws {
+        var values = Self.tokenValues
+        values["apns.connections"] = 3
+        values["apns.connectTimeout"] = 1.5
+        values["apns.requestTimeout"] = "20"
+        let settings = try APNsSettings(config: reader(values))
+        #expect(settings.connectionCount == 3)
+        #expect(settings.connectTimeout == .milliseconds(1500))
+        #expect(settings.requestTimeout == .seconds(20))
+        values["apns.connections"] = 100
+        #expect(error(values)?.setting == "connections")
+        values["apns.connections"] = "2"
+        values["apns.requestTimeout"] = true
+        #expect(error(values)?.problem.contains("a boolean") == true)
+    }
+
     @Test("proxy: the same URL forms and errors as APNS_PROXY")
     func proxy() throws {
         var values = Self.tokenValues

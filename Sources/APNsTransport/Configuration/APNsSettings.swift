@@ -22,6 +22,9 @@ import Logging
 /// | `APNS_TOPIC` | the default topic, usually the app's bundle ID (optional) |
 /// | `APNS_CA_FILE` | PEM CA certificates to trust instead of the system's, such as the mock server's (optional) |
 /// | `APNS_PROXY` | a proxy to tunnel through: `http://[user:password@]host:port` (HTTP `CONNECT`) or `socks5://[user:password@]host:port` (optional; see ``ProxyConfiguration/init(url:)``) |
+/// | `APNS_CONNECTIONS` | the most connections to APNs, 1 to 64, opened as load needs them (optional; the transport's default is 1) |
+/// | `APNS_CONNECT_TIMEOUT` | seconds one TCP connect, proxy tunnel and TLS handshake may take, such as `10` or `2.5` (optional) |
+/// | `APNS_REQUEST_TIMEOUT` | seconds each attempt of a notification may take (optional; 30 by default) |
 ///
 /// ```swift
 /// let settings = try APNsSettings(environmentVariables: ProcessInfo.processInfo.environment)
@@ -52,6 +55,15 @@ public struct APNsSettings: Sendable {
     public var trustRoots: TrustRoots
     /// The proxy every connection tunnels through (`APNS_PROXY`), or `nil` to connect directly.
     public var proxy: ProxyConfiguration?
+    /// The transport's ``HTTP2Transport/Configuration/connectionCount`` (`APNS_CONNECTIONS`),
+    /// or `nil` for the transport's default.
+    public var connectionCount: Int?
+    /// The transport's ``HTTP2Transport/Configuration/connectTimeout`` (`APNS_CONNECT_TIMEOUT`),
+    /// or `nil` for the transport's default.
+    public var connectTimeout: Duration?
+    /// How long each attempt of a notification may take (`APNS_REQUEST_TIMEOUT`, the
+    /// client's `requestTimeout`), or `nil` for the client's default of 30 seconds.
+    public var requestTimeout: Duration?
 
     /// Settings given in code.
     public init(
@@ -124,6 +136,14 @@ public struct APNsSettings: Sendable {
             }
             trustRoots = .certificates(pem)
         }
+        connectionCount = try value(.connections).map { text throws(APNsSettingsError) in
+            guard let count = Int(text), (1...64).contains(count) else {
+                throw APNsSettingsError(.malformed, setting: name(.connections), "is '\(text)': expected a number of connections from 1 to 64")
+            }
+            return count
+        }
+        connectTimeout = try value(.connectTimeout).map { text throws(APNsSettingsError) in try Self.seconds(text, .connectTimeout, source) }
+        requestTimeout = try value(.requestTimeout).map { text throws(APNsSettingsError) in try Self.seconds(text, .requestTimeout, source) }
         proxy = nil
         if let proxyURL = try value(.proxy) {
             do {
@@ -193,7 +213,12 @@ public struct APNsSettings: Sendable {
         _ configure: (inout HTTP2Transport.Configuration) -> Void = { _ in }
     ) throws(APNsSettingsError) -> APNsClient {
         let clientCredentials = try makeCredentials()
-        return APNsClient(credentials: clientCredentials, transport: makeTransport(logger: logger, configure), logger: logger)
+        return APNsClient(
+            credentials: clientCredentials,
+            transport: makeTransport(logger: logger, configure),
+            requestTimeout: requestTimeout ?? APNsRequest.defaultTimeout,
+            logger: logger
+        )
     }
 
     /// A new `HTTP2Transport` to ``environment`` that trusts ``trustRoots`` and presents the
@@ -209,6 +234,8 @@ public struct APNsSettings: Sendable {
         var configuration = HTTP2Transport.Configuration(environment: environment, logger: logger)
         configuration.tls.trustRoots = trustRoots
         configuration.tls.proxy = proxy
+        if let connectionCount { configuration.connectionCount = connectionCount }
+        if let connectTimeout { configuration.connectTimeout = connectTimeout }
         if case .certificate(let identity) = credentials {
             configuration.tls.clientIdentity = identity
         }
@@ -225,7 +252,12 @@ public struct APNsSettings: Sendable {
         transport: some PushTransport,
         logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(APNsSettingsError) -> APNsClient {
-        APNsClient(credentials: try makeCredentials(), transport: transport, logger: logger)
+        APNsClient(
+            credentials: try makeCredentials(),
+            transport: transport,
+            requestTimeout: requestTimeout ?? APNsRequest.defaultTimeout,
+            logger: logger
+        )
     }
 
     /// The client's credentials: a token cache for a key (one signature every 50 minutes),
@@ -267,6 +299,18 @@ public struct APNsSettings: Sendable {
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
             return .custom(host: host, port: port)
         }
+    }
+
+    /// A duration given in seconds (`30`, `2.5`): more than 0, at most a day.
+    static func seconds(_ text: String, _ setting: Setting, _ source: Source) throws(APNsSettingsError) -> Duration {
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+            throw APNsSettingsError(
+                .malformed,
+                setting: source.name(setting),
+                "is '\(text)': expected a number of seconds greater than 0 and at most 86400 (for example 10 or 2.5)"
+            )
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
     /// A 10-character Apple identifier (digits and capital letters).
@@ -318,6 +362,7 @@ extension APNsSettings {
     /// One setting, as an environment variable and as a configuration key.
     package enum Setting: CaseIterable, Sendable {
         case environment, keyFile, key, keyID, teamID, certificateFile, certificateKeyFile, certificatePassword, topic, caFile, proxy
+        case connections, connectTimeout, requestTimeout
 
         /// Its environment variable, such as `APNS_KEY_ID`.
         package var environmentVariable: String {
@@ -333,6 +378,9 @@ extension APNsSettings {
             case .topic: "APNS_TOPIC"
             case .caFile: "APNS_CA_FILE"
             case .proxy: "APNS_PROXY"
+            case .connections: "APNS_CONNECTIONS"
+            case .connectTimeout: "APNS_CONNECT_TIMEOUT"
+            case .requestTimeout: "APNS_REQUEST_TIMEOUT"
             }
         }
 
@@ -352,12 +400,18 @@ extension APNsSettings {
             case .topic: "topic"
             case .caFile: "caFile"
             case .proxy: "proxy"
+            case .connections: "connections"
+            case .connectTimeout: "connectTimeout"
+            case .requestTimeout: "requestTimeout"
             }
         }
 
         /// Whether the value is a secret (a key's PEM, a password, a proxy URL that may hold
         /// one): never logged or shown.
         package var isSecret: Bool { self == .key || self == .certificatePassword || self == .proxy }
+
+        /// Whether the value is a number (a configuration file may hold it as one).
+        package var isNumber: Bool { self == .connections || self == .connectTimeout || self == .requestTimeout }
     }
 
     /// What a source holds for one setting.

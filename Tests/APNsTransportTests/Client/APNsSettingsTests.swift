@@ -68,6 +68,75 @@ struct APNsSettingsTests {
         #expect(refused?.description.contains("hunter2") == false)
     }
 
+    @Test("APNS_CONNECTIONS, APNS_CONNECT_TIMEOUT and APNS_REQUEST_TIMEOUT reach the transport and the client; bad values are named")
+    func tuning() throws {
+        var variables = try tokenVariables()
+        let defaults = try APNsSettings(environmentVariables: variables)
+        #expect(defaults.connectionCount == nil && defaults.connectTimeout == nil && defaults.requestTimeout == nil)
+        #expect(try defaults.makeClient().requestTimeout == APNsRequest.defaultTimeout)
+        variables["APNS_CONNECTIONS"] = "4"
+        variables["APNS_CONNECT_TIMEOUT"] = "2.5"
+        variables["APNS_REQUEST_TIMEOUT"] = " 10 "
+        let settings = try APNsSettings(environmentVariables: variables)
+        #expect(settings.connectionCount == 4)
+        #expect(settings.connectTimeout == .milliseconds(2500))
+        #expect(settings.requestTimeout == .seconds(10))
+        let transport = settings.makeTransport()
+        #expect(transport.configuration.connectionCount == 4)
+        #expect(transport.configuration.connectTimeout == .milliseconds(2500))
+        #expect(try settings.makeClient().requestTimeout == .seconds(10))
+        #expect(try settings.makeClient(transport: transport).requestTimeout == .seconds(10))
+        // `configure` still has the last word.
+        #expect(settings.makeTransport { $0.connectionCount = 2 }.configuration.connectionCount == 2)
+
+        let refused: [(String, String)] = [
+            ("APNS_CONNECTIONS", "0"), ("APNS_CONNECTIONS", "65"), ("APNS_CONNECTIONS", "four"), ("APNS_CONNECTIONS", "2.5"),
+            ("APNS_CONNECT_TIMEOUT", "0"), ("APNS_CONNECT_TIMEOUT", "-1"), ("APNS_CONNECT_TIMEOUT", "ten"),
+            ("APNS_REQUEST_TIMEOUT", "inf"), ("APNS_REQUEST_TIMEOUT", "nan"), ("APNS_REQUEST_TIMEOUT", "86401"), ("APNS_REQUEST_TIMEOUT", "30s"),
+        ]
+        for (name, value) in refused {
+            let problem = error(try tokenVariables().merging([name: value]) { $1 })
+            #expect(problem?.setting == name, "\(name)=\(value): \(String(describing: problem))")
+            #expect(problem?.code == .malformed)
+            #expect(problem?.problem.contains("'\(value)'") == true)
+        }
+    }
+
+    @Test("APNS_REQUEST_TIMEOUT bounds a send: an answer a 2-second round trip away fails it with a timeout, not after 30 s")
+    func requestTimeoutApplies() async throws {
+        let pki = try TestPKI.get()
+        let configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: try pki.text("ca.pem")))
+        try await withMockAPNsServer(configuration: configuration) { server in
+            let settings = try APNsSettings(environmentVariables: [
+                "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
+                "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
+                "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
+                "APNS_REQUEST_TIMEOUT": "0.5",
+            ])
+            let ca = try #require(server.certificateAuthorityPEM)
+            let client = try settings.makeClient(transport: settings.makeTransport { $0.tls.trustRoots = .certificates(ca) })
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: .bundleID("com.example.app"))
+            // The connection opens on a fast link; then every byte is held a second each way.
+            _ = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: 5, count: 32)))
+            server.setLinkEmulation(.init(oneWayDelay: .seconds(1)))
+            let start = ContinuousClock.now
+            do {
+                _ = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: 6, count: 32)))
+                Issue.record("answered across a 2-second round trip within a 0.5 s request timeout")
+            } catch let error as APNsError {
+                guard case .failed(let failure) = error else {
+                    Issue.record("not a failure: \(error)")
+                    return
+                }
+                #expect(failure.code == .timeout, "\(failure)")
+                #expect(failure.mayHaveReachedAPNs)
+            }
+            #expect(ContinuousClock.now - start < .seconds(15))
+            server.setLinkEmulation(nil)
+            await client.shutdown()
+        }
+    }
+
     @Test("environments: production, sandbox, development, host:port and [::1]:port")
     func environments() throws {
         #expect(try APNsSettings.parseEnvironment("production") == .production)
