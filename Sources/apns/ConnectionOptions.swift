@@ -20,8 +20,21 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (the mock server's CA); default: APNS_CA_FILE when set.", valueName: "path"))
     var caFile: String?
 
-    @Option(help: "HTTP/2 connections to open (1–4 is typical).")
-    var connections = 1
+    @Option(name: .customLong("connections"), help: "HTTP/2 connections to open (1–4 is typical); default: APNS_CONNECTIONS when set, else 1.")
+    var connectionsOption: Int?
+
+    /// `--connections`, or, without it, `APNS_CONNECTIONS` when set (``check()`` has made
+    /// sure it is a number from 1 to 64), or 1.
+    var connections: Int {
+        if let connectionsOption { return connectionsOption }
+        return Self.connectionsVariable.flatMap { Int($0) } ?? 1
+    }
+
+    /// `APNS_CONNECTIONS`, when set and not blank.
+    private static var connectionsVariable: String? {
+        guard let text = ProcessInfo.processInfo.environment["APNS_CONNECTIONS"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        return text
+    }
 
     @Option(help: ArgumentHelp("Tunnel through this proxy: http://[user:password@]host:port (HTTP CONNECT) or socks5://[user:password@]host:port; default: APNS_PROXY when set.", valueName: "url"))
     var proxy: String?
@@ -40,7 +53,10 @@ struct ConnectionOptions: ParsableArguments {
         if host != nil && (sandbox || production) { throw ValidationError("--host replaces --sandbox/--production: give one of them") }
         if let port, !(1...65535).contains(port) { throw ValidationError("--port \(port) is not a TCP port (1-65535)") }
         if let host, host.isEmpty { throw ValidationError("--host is empty") }
-        if !(1...64).contains(connections) { throw ValidationError("--connections must be 1...64") }
+        if let connectionsOption, !(1...64).contains(connectionsOption) { throw ValidationError("--connections must be 1...64") }
+        if connectionsOption == nil, let text = Self.connectionsVariable, !(Int(text).map { (1...64).contains($0) } ?? false) {
+            throw ValidationError("APNS_CONNECTIONS is '\(text)': expected a number of connections from 1 to 64")
+        }
         if let proxy {
             do {
                 _ = try ProxyConfiguration(url: proxy)

@@ -53,4 +53,25 @@ struct CertificateSendTests {
             #expect(server.statistics.requests == 0)
         }
     }
+
+    @Test("APNS_CONNECTIONS sets the pool when --connections is not given; a bad value is named")
+    func connectionsFromTheEnvironment() async throws {
+        try await Fixtures.withCertificateServer(maxConcurrentStreams: 4) { directory, target, server in
+            let tokens = (0..<64).map { String(format: "%064x", $0 + 1) }
+            let file = directory.appendingPathComponent("tokens.txt")
+            try tokens.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+            let send = ["send", "--cert-file", directory.appendingPathComponent("client.p12").path, "--cert-password", Fixtures.p12Password]
+                + target + ["--topic", Fixtures.topic, "--body", "Hi", "--tokens-file", file.path]
+            // 64 notifications over connections of 4 streams: the pool opens all it may.
+            let three = try await CLI.run(send, environment: ["APNS_CONNECTIONS": "3"])
+            #expect(three.status == 0, "\(three)")
+            #expect(server.statistics.connections == 3)
+            let flag = try await CLI.run(send + ["--connections", "1"], environment: ["APNS_CONNECTIONS": "3"])
+            #expect(flag.status == 0, "\(flag)")
+            #expect(server.statistics.connections == 4)
+            let bad = try await CLI.run(send, environment: ["APNS_CONNECTIONS": "lots"])
+            #expect(bad.status != 0)
+            #expect(bad.stderr.contains("APNS_CONNECTIONS is 'lots'"), "\(bad)")
+        }
+    }
 }

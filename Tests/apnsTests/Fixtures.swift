@@ -13,15 +13,20 @@ enum Fixtures {
     static let teamID = "DEF123GHIJ"
     static let topic = "com.example.app"
 
-    /// A mock server that requires a client certificate, and a folder with one it trusts
+    /// A mock server that requires a client certificate (and allows `maxConcurrentStreams`
+    /// streams per connection when given), and a folder with one it trusts
     /// (``makeClientCertificate(in:)``): `body` gets the folder, the flags that point
     /// `apns` at the server (`--host`, `--port`, `--ca-file`) and the server.
-    static func withCertificateServer(_ body: (URL, [String], MockAPNsServer) async throws -> Void) async throws {
+    static func withCertificateServer(
+        maxConcurrentStreams: Int? = nil, _ body: (URL, [String], MockAPNsServer) async throws -> Void
+    ) async throws {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try await makeClientCertificate(in: directory)
         let clientCA = try String(contentsOf: directory.appendingPathComponent("ca.pem"), encoding: .utf8)
-        try await withMockAPNsServer(configuration: .init(authentication: .certificate(trustedCAPEM: clientCA))) { server in
+        var configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: clientCA))
+        if let maxConcurrentStreams { configuration.maxConcurrentStreams = maxConcurrentStreams }
+        try await withMockAPNsServer(configuration: configuration) { server in
             let serverCA = directory.appendingPathComponent("server-ca.pem").path
             try server.writeCertificateAuthority(to: serverCA)
             try await body(directory, ["--host", "127.0.0.1", "--port", String(server.port), "--ca-file", serverCA], server)
