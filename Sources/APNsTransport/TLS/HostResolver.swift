@@ -8,8 +8,11 @@ import APNsCore
 /// and spread connections over them. ``HTTP2Transport`` does exactly that: it asks the
 /// resolver for every connection attempt (nothing is cached), and each attempt starts at
 /// the next address in the list, so a pool's connections land on different addresses
-/// when the name has several. The remaining addresses are tried in turn when one does
-/// not answer.
+/// when the name has several. The other addresses race it as Happy Eyeballs does
+/// (RFC 8305): IPv6 and IPv4 alternate, and while no address has connected the next one
+/// starts 250 ms after the one before (at once when one fails), so an address or a whole
+/// family that drops packets delays a connection by a quarter of a second, not by the
+/// connect timeout.
 ///
 /// ```swift
 /// var configuration = HTTP2Transport.Configuration(environment: .production, connectionCount: 4)

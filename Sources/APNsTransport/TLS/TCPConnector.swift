@@ -7,13 +7,17 @@ import Darwin
 #endif
 
 /// Opens a non-blocking TCP connection with a deadline: name resolution (IPv4 and IPv6,
-/// ``Resolver``), then a non-blocking `connect(2)` and `poll(2)` on each address in turn, then
-/// `TCP_NODELAY` (HTTP/2 frames are small and latency matters more than packet count).
+/// ``Resolver``), then non-blocking `connect(2)`s raced over the addresses as Happy
+/// Eyeballs does (RFC 8305; see ``ConnectionRace``), then `TCP_NODELAY` (HTTP/2 frames are
+/// small and latency matters more than packet count).
 enum TCPConnector {
     /// Connects to `host:port` before `deadline`; the socket is non-blocking. The host is
     /// resolved afresh by `choice`'s resolver, and the attempt starts at the address its
-    /// rotation names (see ``AddressChoice``).
-    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionFailed` with what went wrong.
+    /// rotation names (see ``AddressChoice``); the families then alternate, and each
+    /// further address starts 250 ms after the one before (at once when one fails) while
+    /// the earlier ones keep trying. The first to connect is returned; the others are closed.
+    /// - Throws: ``APNsCore/APNsTransportError`` `.connectionFailed` with what went wrong
+    ///   at each address.
     static func connect(
         host: String,
         port: Int,
@@ -23,42 +27,80 @@ enum TCPConnector {
         guard (1...65535).contains(port) else {
             throw .connectionFailed("port \(port) of \(host) is outside 1...65535")
         }
-        let addresses = try choice.addresses(host: host, port: port, deadline: deadline)
-        var failures: [String] = []
-        for (index, info) in addresses.enumerated() {
-            let address = info.description
-            // Each address gets an equal share of the time left, so one that drops packets
-            // (an IPv6 route that goes nowhere) cannot use up the whole timeout.
-            let remaining = ContinuousClock.now.duration(to: deadline)
-            let share = remaining / (addresses.count - index)
-            let attemptDeadline = index == addresses.count - 1 ? deadline : ContinuousClock.now + share
-            switch attempt(info, deadline: attemptDeadline) {
-            case .success(let fd):
-                return fd
-            case .failure(let reason):
-                let target = TCPConnector.isIPLiteral(host) ? reason : "\(address): \(reason)"
-                failures.append(target)
+        let addresses = ConnectionRace.interleavedByFamily(
+            try choice.addresses(host: host, port: port, deadline: deadline), family: \.family)
+        var race = ConnectionRace(count: addresses.count)
+        var running: [(fd: Int32, index: Int)] = []
+        var failures: [(index: Int, reason: String)] = []
+        defer { for attempt in running { _ = close(attempt.fd) } }
+        func failure() -> APNsTransportError {
+            let reasons = failures.sorted { $0.index < $1.index }.map { failure in
+                TCPConnector.isIPLiteral(host) ? failure.reason : "\(addresses[failure.index].description): \(failure.reason)"
             }
-            if ContinuousClock.now >= deadline { break }
+            return .connectionFailed("cannot connect to \(host):\(port): " + reasons.joined(separator: "; "))
         }
-        throw .connectionFailed("cannot connect to \(host):\(port): " + failures.joined(separator: "; "))
+
+        while true {
+            while let index = race.start(now: ContinuousClock.now) {
+                switch begin(addresses[index]) {
+                case .connected(let fd):
+                    return finish(fd)
+                case .inProgress(let fd):
+                    running.append((fd, index))
+                case .failed(let reason):
+                    failures.append((index, reason))
+                    race.failed()
+                }
+            }
+            if race.isExhausted { throw failure() }
+            guard ContinuousClock.now < deadline else {
+                failures += running.map { ($0.index, "timed out") }
+                throw failure()
+            }
+            var entries = running.map { pollfd(fd: $0.fd, events: Int16(POLLOUT), revents: 0) }
+            let result = poll(&entries, nfds_t(entries.count), pollMilliseconds(until: race.wakeUp(deadline: deadline)))
+            guard result > 0 else { continue }  // a timeout (start the next, or fail) or EINTR
+            var stillRunning: [(fd: Int32, index: Int)] = []
+            var winner: Int32?
+            for (attempt, entry) in zip(running, entries) {
+                guard winner == nil, entry.revents != 0 else {
+                    stillRunning.append(attempt)
+                    continue
+                }
+                var error: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                if getsockopt(attempt.fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
+                if error == 0 {
+                    winner = attempt.fd
+                } else {
+                    _ = close(attempt.fd)
+                    failures.append((attempt.index, connectFailure(error)))
+                    race.failed()
+                }
+            }
+            running = stillRunning
+            if let winner { return finish(winner) }
+        }
     }
 
-    private enum Attempt {
-        case success(Int32)
-        case failure(String)
+    /// What starting one address's attempt led to.
+    private enum Begun {
+        case connected(Int32)
+        case inProgress(Int32)
+        case failed(String)
     }
 
-    private static func attempt(_ info: ResolvedAddress, deadline: ContinuousClock.Instant) -> Attempt {
+    /// Opens a non-blocking socket for `info` and starts connecting it.
+    private static func begin(_ info: ResolvedAddress) -> Begun {
         // Closed on exec from the start: a process the host starts on another thread
         // must not inherit (and keep open) a connection to APNs.
         let fd = capns_socket_cloexec(info.family, info.socketType, info.protocolNumber)
-        guard fd >= 0 else { return .failure("socket: \(errorString(errno))") }
-        var keep = false
-        defer { if !keep { _ = close(fd) } }
+        guard fd >= 0 else { return .failed("socket: \(errorString(errno))") }
         let flags = fcntl(fd, F_GETFL, 0)
         guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
-            return .failure("fcntl: \(errorString(errno))")
+            let reason = "fcntl: \(errorString(errno))"
+            _ = close(fd)
+            return .failed(reason)
         }
         #if canImport(Darwin)
         var one: Int32 = 1
@@ -68,24 +110,28 @@ enum TCPConnector {
             guard let base = raw.baseAddress else { return -1 }
             return Glibc_connect(fd, base.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
         }
-        if started != 0 {
-            guard errno == EINPROGRESS || errno == EINTR else {
-                return .failure(connectFailure(errno))
-            }
-            guard wait(fd, for: Int16(POLLOUT), until: deadline) else {
-                return .failure("timed out")
-            }
-            var error: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else {
-                return .failure("getsockopt: \(errorString(errno))")
-            }
-            guard error == 0 else { return .failure(connectFailure(error)) }
+        if started == 0 { return .connected(fd) }
+        guard errno == EINPROGRESS || errno == EINTR else {
+            let reason = connectFailure(errno)
+            _ = close(fd)
+            return .failed(reason)
         }
+        return .inProgress(fd)
+    }
+
+    /// The connected socket, with `TCP_NODELAY`.
+    private static func finish(_ fd: Int32) -> Int32 {
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        keep = true
-        return .success(fd)
+        return fd
+    }
+
+    /// `poll(2)`'s timeout for waiting until `instant` (0 when it has passed).
+    private static func pollMilliseconds(until instant: ContinuousClock.Instant) -> Int32 {
+        let remaining = ContinuousClock.now.duration(to: instant)
+        guard remaining > .zero else { return 0 }
+        let (seconds, attoseconds) = remaining.components
+        return Int32(min(Int64(Int32.max), seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1))
     }
 
     private static func connectFailure(_ code: Int32) -> String {

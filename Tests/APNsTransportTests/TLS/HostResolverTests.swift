@@ -95,6 +95,46 @@ struct HostResolverTests {
         #expect(listener.acceptPending() == 1)
     }
 
+    @Test("Happy Eyeballs: an address that drops packets costs a quarter of a second, not its share of the timeout", .blockingIO)
+    func droppingAddressIsRacedPast() throws {
+        let working = try LoopbackListener(address: "127.0.0.2", port: 0)
+        defer { working.close() }
+        let dropping = try BlackholeListener(address: "127.0.0.3", port: working.port)
+        defer { dropping.close() }
+        let resolver = HostResolver.custom { _, _ in ["127.0.0.3", "127.0.0.2"] }
+        // Tried one after the other, the dropping address would hold the attempt for half
+        // of the 60 seconds; raced, the working one starts 250 ms after it and wins.
+        let start = ContinuousClock.now
+        let fd = try TCPConnector.connect(
+            host: "push.example", port: working.port, deadline: .now + .seconds(60),
+            choice: AddressChoice(resolver: resolver, rotation: 0))
+        defer { _ = Glibc.close(fd) }
+        #expect(ContinuousClock.now - start < .seconds(15))
+        #expect(working.acceptPending() == 1)
+    }
+
+    @Test("Every address dropping: the attempt fails at its deadline, each address named as timed out", .blockingIO)
+    func everyAddressDropping() throws {
+        let first = try BlackholeListener(address: "127.0.0.4", port: 0)
+        defer { first.close() }
+        let second = try BlackholeListener(address: "127.0.0.5", port: first.port)
+        defer { second.close() }
+        let resolver = HostResolver.custom { _, _ in ["127.0.0.4", "127.0.0.5"] }
+        let start = ContinuousClock.now
+        do {
+            let fd = try TCPConnector.connect(
+                host: "push.example", port: first.port, deadline: .now + .seconds(1),
+                choice: AddressChoice(resolver: resolver, rotation: 0))
+            _ = Glibc.close(fd)
+            Issue.record("connected to an address that drops packets")
+        } catch {
+            #expect(error.code == .connectionFailed)
+            #expect(error.detail?.contains("127.0.0.4:\(first.port): timed out; 127.0.0.5:\(first.port): timed out") == true, "\(error)")
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(990) && elapsed < .seconds(5))
+    }
+
     // MARK: The transport
 
     @Test("The transport asks its resolver for every connection it opens, and sends through it")
@@ -135,6 +175,27 @@ struct HostResolverTests {
         }
     }
 
+    @Test("A send through the transport races past an address that drops packets to the server's")
+    func transportRacesPastADroppingAddress() async throws {
+        try await withMockAPNsServer { server in
+            let dropping = try BlackholeListener(address: "127.0.0.3", port: server.port)
+            defer { dropping.close() }
+            let transport = try mockTransport(server) { configuration in
+                configuration.environment = .custom(host: "localhost", port: server.port)
+                configuration.connectTimeout = .seconds(60)
+                configuration.resolver = .custom { _, _ in ["127.0.0.3", "127.0.0.1"] }
+            }
+            let start = ContinuousClock.now
+            let response = try await transport.send(try mockPush(0, port: server.port, host: "localhost"))
+            #expect(response.status == 200)
+            // One after the other, the dropping address would have held the connection 30 s
+            // (half the connect timeout); raced, a quarter of a second (more on a busy machine).
+            #expect(ContinuousClock.now - start < .seconds(15))
+            #expect(server.statistics.connections == 1)
+            await transport.shutdown()
+        }
+    }
+
     @Test("A resolver that returns nothing fails the send as never sent")
     func transportWithEmptyResolver() async throws {
         try await withMockAPNsServer { server in
@@ -160,7 +221,7 @@ private final class LoopbackListener {
     let fd: Int32
     let port: Int
 
-    init(address: String, port: Int) throws {
+    init(address: String, port: Int, backlog: Int32 = 16) throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw HarnessError(description: "socket failed") }
         var one: Int32 = 1
@@ -175,7 +236,7 @@ private final class LoopbackListener {
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(descriptor, 16) == 0 else {
+        guard bound == 0, listen(descriptor, backlog) == 0 else {
             let reason = String(cString: strerror(errno))
             _ = Glibc.close(descriptor)
             throw HarnessError(description: "cannot listen on \(address):\(port): \(reason)")
@@ -202,4 +263,25 @@ private final class LoopbackListener {
     }
 
     func close() { _ = Glibc.close(fd) }
+}
+
+/// A loopback address that drops connection attempts, as a route that goes nowhere does:
+/// a listener whose accept queue (backlog 0) one connection fills and nobody empties, so
+/// Linux drops the SYNs of the next ones (they time out; nothing refuses them).
+private final class BlackholeListener {
+    let listener: LoopbackListener
+    private let filler: Int32
+    var port: Int { listener.port }
+
+    init(address: String, port: Int) throws {
+        listener = try LoopbackListener(address: address, port: port, backlog: 0)
+        filler = try TCPConnector.connect(
+            host: address, port: listener.port, deadline: .now + .seconds(5),
+            choice: AddressChoice(resolver: .custom { _, _ in [address] }))
+    }
+
+    func close() {
+        _ = Glibc.close(filler)
+        listener.close()
+    }
 }
