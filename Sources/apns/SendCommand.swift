@@ -54,6 +54,9 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log the client's and transport's debug messages to standard error (tokens redacted).")
     var verbose = false
 
+    @Flag(help: "As --verbose, and every HTTP/2 frame sent and received: type, stream, length, flags, SETTINGS values, GOAWAY and reset codes (never a header field or body).")
+    var trace = false
+
     @Argument(help: ArgumentHelp("Device tokens in hexadecimal.", valueName: "device-token"))
     var deviceTokens: [String] = []
 
@@ -71,7 +74,7 @@ struct SendCommand: AsyncParsableCommand {
         try connection.check()
         try notification.check()
         try check()
-        Terminal.bootstrapLogging(level: verbose ? .debug : .warning)
+        Terminal.bootstrapLogging(level: trace ? .trace : verbose ? .debug : .warning)
         let logger = Logger(label: "apns.send")
         let loaded = try credentials.load()
         let push = try notification.notification(standardInput: Terminal.readStandardInput)

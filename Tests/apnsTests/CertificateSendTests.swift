@@ -74,4 +74,23 @@ struct CertificateSendTests {
             #expect(bad.stderr.contains("APNS_CONNECTIONS is 'lots'"), "\(bad)")
         }
     }
+
+    @Test("--trace logs every HTTP/2 frame of the exchange to standard error, and no device token")
+    func traceFrames() async throws {
+        try await Fixtures.withCertificateServer(maxConcurrentStreams: 5) { directory, target, _ in
+            let result = try await CLI.run(["send", "--trace", "--cert-file", directory.appendingPathComponent("client.p12").path,
+                                            "--cert-password", Fixtures.p12Password] + target
+                                           + ["--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken])
+            #expect(result.status == 0, "\(result)")
+            for line in ["recv SETTINGS stream=0", "MAX_CONCURRENT_STREAMS=5", "send HEADERS stream=1", "flags=END_STREAM", "recv HEADERS stream=1", "send GOAWAY stream=0"] {
+                #expect(result.stderr.contains(line), "\(line) not in \(result.stderr)")
+            }
+            #expect(!result.stderr.contains(Fixtures.goodToken))
+            let quiet = try await CLI.run(["send", "--cert-file", directory.appendingPathComponent("client.p12").path,
+                                           "--cert-password", Fixtures.p12Password] + target
+                                          + ["--topic", Fixtures.topic, "--body", "Hi", Fixtures.otherToken])
+            #expect(quiet.status == 0)
+            #expect(!quiet.stderr.contains("HEADERS"))
+        }
+    }
 }

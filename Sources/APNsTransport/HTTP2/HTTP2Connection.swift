@@ -248,7 +248,10 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         guard let loop else { return nil }
         let machine: HTTP2ConnectionStateMachine
         do {
-            machine = try HTTP2ConnectionStateMachine(configuration: pool.settings.machine)
+            var configuration = pool.settings.machine
+            // Frames are traced only when asked for: the level is read once per session.
+            if logger.logLevel <= .trace { configuration.frameLogger = logger }
+            machine = try HTTP2ConnectionStateMachine(configuration: configuration)
         } catch {
             opened.close()
             pool.connectFailed(self, error: error)

@@ -1,5 +1,6 @@
 import APNsCore
 import CNGHTTP2
+import Logging
 
 /// One HTTP/2 client connection as a pure state machine over an nghttp2 client session:
 /// bytes in (``receive(_:)``), bytes out (``collectOutput(into:)``), events out
@@ -35,6 +36,9 @@ final class HTTP2ConnectionStateMachine {
         var maxBodySize = 16_384
         /// The largest response body of a channel management request (`/1/…`).
         var maxChannelBodySize = 4 << 20
+        /// Where every frame sent and received is logged at `.trace` (see
+        /// ``HTTP2FrameTrace``); `nil`, the usual case, logs none.
+        var frameLogger: Logger?
     }
 
     private let session: OpaquePointer
