@@ -103,6 +103,54 @@ private let microsocksInstalled = FileManager.default.isExecutableFile(atPath: "
         #expect(unresolvable?.detail?.contains("the SOCKS5 proxy 127.0.0.1:\(proxyPort) could not open the tunnel to apns-socks-test.invalid:443") == true, "\(String(describing: unresolvable))")
     }
 
+    /// A proxy that misbehaves in one way, in Python: it prints `PORT <n>` and handles one
+    /// connection as `mode` says.
+    static let misbehavingProxy = """
+        import socket, sys, time
+        mode = sys.argv[1]
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+        print("PORT", s.getsockname()[1], flush=True)
+        c, _ = s.accept()
+        greeting = c.recv(16)
+        if mode == "silent":
+            time.sleep(30)
+        elif mode == "http":
+            c.sendall(b"HTTP/1.1 400 Bad Request\\r\\nContent-Length: 0\\r\\n\\r\\n")
+        elif mode == "ruleset":
+            c.sendall(b"\\x05\\x00")
+            request = c.recv(300)
+            c.sendall(b"\\x05\\x02\\x00\\x01\\x00\\x00\\x00\\x00\\x00\\x00")
+        elif mode == "cut":
+            c.sendall(b"\\x05\\x00")
+            request = c.recv(300)
+            c.sendall(b"\\x05\\x00\\x00\\x03\\x20proxy")
+        c.close()
+        time.sleep(1)
+        """
+
+    @Test(
+        "a proxy that says nothing, speaks HTTP, refuses by its ruleset or cuts its reply short: each a connectionFailed that says which",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3"),
+        arguments: [
+            ("silent", "did not answer the SOCKS5 greeting in time"),
+            ("http", "did not answer the SOCKS5 greeting as a SOCKS5 proxy (4854)"),
+            ("ruleset", "could not open the tunnel to 127.0.0.1:443: connection not allowed by ruleset (reply 2)"),
+            ("cut", "closed the connection in the middle of its reply to CONNECT 127.0.0.1:443"),
+        ])
+    func misbehavingProxy(mode: String, expected: String) throws {
+        let proxy = try BackgroundProcess("/usr/bin/python3", ["-c", Self.misbehavingProxy, mode], log: "socks-\(mode)")
+        defer { proxy.stop() }
+        let port = try #require(proxy.waitForPortLine())
+        let configuration = TLSConfiguration(proxy: .socks5(host: "127.0.0.1", port: port))
+        let start = ContinuousClock.now
+        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), configuration, timeout: .seconds(1))
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(error?.detail?.contains("the SOCKS5 proxy 127.0.0.1:\(port) \(expected)") == true, "\(String(describing: error))")
+        // Within the connect timeout, whatever the proxy does.
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
     @Test(
         "APNS_PROXY=socks5://… and http://…: notifications reach the mock server through each proxy",
         .enabled(if: microsocksInstalled && FileManager.default.isExecutableFile(atPath: "/usr/bin/tinyproxy"), "needs microsocks and tinyproxy"))
