@@ -16,11 +16,12 @@ struct APNsCommand: AsyncParsableCommand {
             Examples:
               apns send --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ \\
                 --topic com.example.app --title Hello --body World <device-token>
+              apns check --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --topic com.example.app
               apns mock-server --unregistered <device-token> --verbose
               apns demo
               apns bench --connections 2 --count 100000
             """,
-        subcommands: [SendCommand.self, ChannelCommand.self, BroadcastCommand.self, MockServerCommand.self, DemoCommand.self, BenchCommand.self]
+        subcommands: [SendCommand.self, CheckCommand.self, ChannelCommand.self, BroadcastCommand.self, MockServerCommand.self, DemoCommand.self, BenchCommand.self]
     )
 
     /// What ends the line of a usage error (exit status 2), and only of one.

@@ -1,0 +1,143 @@
+import APNsCore
+import APNsTransport
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `apns check`: whether APNs can be reached and takes these credentials for a topic,
+/// without a device.
+///
+/// It sends one silent background notification to a device token no device has (32 zero
+/// bytes). APNs checks the credentials and the topic before it looks a token up, so its
+/// answer says which of them is wrong, if any: `BadDeviceToken` means neither is.
+struct CheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Check that APNs can be reached and accepts your credentials for a topic, without a device.",
+        discussion: """
+            Sends one silent background notification (content-available, priority 5) to a \
+            device token that no device has: 32 zero bytes. APNs checks the credentials and \
+            the topic before it looks the token up, so it answers 400 BadDeviceToken when \
+            both are right, and otherwise says what is wrong (InvalidProviderToken, \
+            TopicDisallowed, BadCertificateEnvironment...). Nothing reaches any device.
+
+            Exit status 0 when the credentials and the topic are accepted, 1 when they are \
+            not or APNs cannot be reached (one line says why and what to check).
+
+            Examples:
+              apns check --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --topic com.example.app
+              apns check --production --cert-file push.p12 --cert-password secret --topic com.example.app
+            """
+    )
+
+    @OptionGroup(title: "Credentials") var credentials: CredentialOptions
+    @OptionGroup(title: "Server") var connection: ConnectionOptions
+
+    @Option(help: ArgumentHelp("The app's bundle ID; default: APNS_TOPIC.", valueName: "bundle-id"))
+    var topic: String?
+
+    @Flag(name: .shortAndLong, help: "Log the client's and transport's debug messages to standard error.")
+    var verbose = false
+
+    @Flag(help: "As --verbose, and every HTTP/2 frame sent and received.")
+    var trace = false
+
+    /// The token of the probe: no device has it.
+    static let probeToken = String(repeating: "0", count: 64)
+
+    func run() async throws {
+        try credentials.check()
+        try connection.check()
+        guard let topic = topic ?? ProcessInfo.processInfo.environment["APNS_TOPIC"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            throw CLIError.usage("no topic: give --topic (the app's bundle ID) or set APNS_TOPIC")
+        }
+        Terminal.bootstrapLogging(level: trace ? .trace : verbose ? .debug : .warning)
+        let loaded = try credentials.load()
+        let setup = try ClientSetup(credentials: loaded, connection: connection, logger: Logger(label: "apns.check"))
+        let environment = connection.environment
+        print("apns check: \(environment.host):\(environment.port), \(Self.describe(loaded)), topic \(topic)")
+
+        let probe = PushNotification(payload: .background(), topic: .bundleID(topic))
+        let token = try DeviceToken(hex: Self.probeToken)
+        let started = ContinuousClock.now
+        let result: Result<APNsAccepted, APNsError>
+        do {
+            result = .success(try await setup.client.send(probe, to: token))
+        } catch {
+            result = .failure(error)
+        }
+        await setup.client.shutdown()
+        let elapsed = ContinuousClock.now - started
+        let verdict = Self.verdict(result)
+        print("answer: \(verdict.answer) in \(Self.milliseconds(elapsed)) ms")
+        print(verdict.ok ? "ok: \(verdict.meaning)" : "problem: \(verdict.meaning)")
+        Terminal.flush()
+        if !verdict.ok { throw ExitCode(1) }
+    }
+
+    /// The credentials, as the first line names them (never a secret).
+    static func describe(_ loaded: CredentialOptions.Loaded) -> String {
+        switch loaded {
+        case .providerToken(let cache): "provider token (key \(cache.keyID), team \(cache.teamID))"
+        case .certificate(let path, _, _): "client certificate \(path)"
+        case .none: "no credentials"
+        }
+    }
+
+    /// What the probe's outcome means: whether the credentials and topic are accepted,
+    /// the answer in one phrase, and what it means or what to check.
+    static func verdict(_ result: Result<APNsAccepted, APNsError>) -> (ok: Bool, answer: String, meaning: String) {
+        switch result {
+        case .success:
+            return (true, "200 (accepted)", "the server accepted the probe itself, as a test server that takes any token does; APNs would have answered BadDeviceToken")
+        case .failure(.rejected(let rejection)):
+            let answer = "\(rejection.status) \(rejection.reason?.rawValue ?? "(no reason)")"
+            switch rejection.reason {
+            case .badDeviceToken?:
+                return (true, answer, "the credentials and the topic are accepted (APNs refused only the probe's token, which no device has)")
+            case .deviceTokenNotForTopic?:
+                return (true, answer, "the credentials are accepted (the token belongs to another topic)")
+            case .invalidProviderToken?:
+                return (false, answer, "the provider token was refused: check the key ID and the team ID, and that the .p8 is the key Apple issued for them and not revoked")
+            case .expiredProviderToken?:
+                return (false, answer, "the provider token's issue time is too old or in the future: check this machine's clock")
+            case .missingProviderToken?:
+                return (false, answer, "no credentials reached APNs: give --key-file, --key-id and --team-id, or --cert-file")
+            case .badEnvironmentKeyInToken?, .badEnvironmentKeyIDInToken?:
+                return (false, answer, "the key is not enabled for this environment: use a key of this environment, or switch between --sandbox and --production")
+            case .badCertificate?:
+                return (false, answer, "the client certificate was refused: check that it is the APNs certificate of this app and has not expired or been revoked")
+            case .badCertificateEnvironment?:
+                return (false, answer, "the certificate is for the other environment: switch between --sandbox and --production")
+            case .topicDisallowed?:
+                return (false, answer, "the topic is not allowed with these credentials: it is outside a topic-specific key's topics or the certificate's")
+            case .badTopic?, .missingTopic?:
+                return (false, answer, "the topic is refused: give the app's bundle ID, as the key's team or the certificate has it")
+            case .tooManyProviderTokenUpdates?:
+                return (false, answer, "the provider token changed too often: wait a few minutes")
+            default:
+                return (false, answer, "\(rejection.remedy): \(rejection)")
+            }
+        case .failure(.failed(let failure)):
+            let hint: String
+            switch failure.code {
+            case .connectionFailed:
+                hint = "check DNS, that outbound TCP to port 443 (or 2197) is open, and the proxy (--proxy, APNS_PROXY)"
+            case .tlsFailure:
+                hint = "check the trust store (ca-certificates) and that nothing between here and APNs intercepts TLS"
+            case .timeout:
+                hint = "APNs did not answer in time: check the network and the proxy"
+            default:
+                hint = "see the detail above"
+            }
+            return (false, "no answer (\(failure.code))", "cannot reach APNs: \(failure.detail ?? "\(failure.code)"); \(hint)")
+        case .failure(.invalid(let invalid)):
+            return (false, "not sent", "the probe could not be made: \(invalid)")
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,80 @@
+import APNsCore
+import APNsMockServer
+import Foundation
+import Testing
+
+/// `apns check` against the mock server, which checks a provider token's ES256 signature
+/// with the public key of a `.p8` made by openssl, and a certificate against its CA.
+@Suite("apns check")
+struct CheckCommandTests {
+    /// The flags of a token check against `server` with `key`.
+    private func tokenCheck(_ server: MockAPNsServer, _ directory: URL, _ key: Fixtures.KeyPair, keyID: String = Fixtures.keyID) throws -> [String] {
+        let caPath = directory.appendingPathComponent("check-ca.pem").path
+        try server.writeCertificateAuthority(to: caPath)
+        return ["check", "--key-file", key.privateKeyPath, "--key-id", keyID, "--team-id", Fixtures.teamID,
+                "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath]
+    }
+
+    /// A server in token mode that knows `key` under ``Fixtures/keyID``.
+    private func withTokenServer(_ body: (MockAPNsServer, URL, Fixtures.KeyPair) async throws -> Void) async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = try await Fixtures.makeKey(in: directory)
+        var verifier = ProviderTokenVerifier()
+        try verifier.register(publicKeyPEM: key.publicKeyPEM, keyID: Fixtures.keyID)
+        try await withMockAPNsServer(configuration: .init(bundleIDs: [Fixtures.topic], authentication: .providerToken(.signature(verifier)))) { server in
+            try await body(server, directory, key)
+        }
+    }
+
+    @Test("right credentials and topic: the probe is a silent background push to a token of zeros; BadDeviceToken means ok")
+    func accepted() async throws {
+        try await withTokenServer { server, directory, key in
+            // APNs answers a token no device has with BadDeviceToken; the mock server is told to.
+            server.respond(toDeviceToken: String(repeating: "0", count: 64), with: ScriptedResponse(status: 400, reason: "BadDeviceToken"))
+            let result = try await CLI.run(try tokenCheck(server, directory, key) + ["--topic", Fixtures.topic])
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.contains("answer: 400 BadDeviceToken"), "\(result)")
+            #expect(result.stdout.contains("ok: the credentials and the topic are accepted"))
+            let probe = try #require(server.recordedRequests.first)
+            #expect(probe.deviceToken == String(repeating: "0", count: 64))
+            #expect(probe.value(of: "apns-push-type") == "background")
+            #expect(probe.value(of: "apns-priority") == "5")
+            #expect(probe.value(of: "apns-topic") == Fixtures.topic)
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(probe.body)) as? [String: Any])
+            #expect((payload["aps"] as? [String: Any])?["content-available"] as? Int == 1)
+            #expect((payload["aps"] as? [String: Any])?["alert"] == nil)
+        }
+    }
+
+    @Test("a key the server does not know, a topic not its app's: exit 1 with the reason and what to check")
+    func refused() async throws {
+        try await withTokenServer { server, directory, key in
+            let unknownKey = try await CLI.run(try tokenCheck(server, directory, key, keyID: "ZZZ999ZZZZ") + ["--topic", Fixtures.topic])
+            #expect(unknownKey.status == 1, "\(unknownKey)")
+            #expect(unknownKey.stdout.contains("answer: 403 InvalidProviderToken"), "\(unknownKey)")
+            #expect(unknownKey.stdout.contains("problem: the provider token was refused: check the key ID and the team ID"))
+
+            let otherTopic = try await CLI.run(try tokenCheck(server, directory, key) + ["--topic", "com.example.other"])
+            #expect(otherTopic.status == 1, "\(otherTopic)")
+            #expect(otherTopic.stdout.contains("problem: the topic"), "\(otherTopic)")
+        }
+    }
+
+    @Test("nothing listening: exit 1, cannot reach APNs, with what to check; no topic: a usage error")
+    func unreachable() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = try await Fixtures.makeKey(in: directory)
+        // A port nothing listens on: the server is stopped before the check runs.
+        let port = try await withMockAPNsServer { $0.port }
+        let result = try await CLI.run(["check", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+                                        "--host", "127.0.0.1", "--port", String(port), "--topic", Fixtures.topic])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.contains("problem: cannot reach APNs"), "\(result)")
+        #expect(result.stdout.contains("outbound TCP to port 443"))
+        let noTopic = try await CLI.run(["check", "--no-auth", "--host", "127.0.0.1", "--port", String(port)], environment: ["APNS_TOPIC": ""])
+        #expect(noTopic.status == 2, "\(noTopic)")
+        #expect(noTopic.stderr.contains("no topic"))
+    }
+}
