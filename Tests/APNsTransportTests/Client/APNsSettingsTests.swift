@@ -104,16 +104,8 @@ struct APNsSettingsTests {
 
     @Test("APNS_REQUEST_TIMEOUT bounds a send: an answer a 2-second round trip away fails it with a timeout, not after 30 s")
     func requestTimeoutApplies() async throws {
-        let pki = try TestPKI.get()
-        let configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: try pki.text("ca.pem")))
-        try await withMockAPNsServer(configuration: configuration) { server in
-            let settings = try APNsSettings(environmentVariables: [
-                "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
-                "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
-                "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
-                "APNS_REQUEST_TIMEOUT": "0.5",
-            ])
-            let ca = try #require(server.certificateAuthorityPEM)
+        try await withCertificateServerSettings { server, variables, ca in
+            let settings = try APNsSettings(environmentVariables: variables.merging(["APNS_REQUEST_TIMEOUT": "0.5"]) { $1 })
             let client = try settings.makeClient(transport: settings.makeTransport { $0.tls.trustRoots = .certificates(ca) })
             let notification = PushNotification(payload: .alert(body: "Hi"), topic: .bundleID("com.example.app"))
             // The connection opens on a fast link; then every byte is held a second each way.
@@ -169,16 +161,9 @@ struct APNsSettingsTests {
     @Test("a client certificate (.p12 with its password) sends to a mock server that requires one")
     func certificateSettingsSend() async throws {
         let pki = try TestPKI.get()
-        let configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: try pki.text("ca.pem")))
-        try await withMockAPNsServer(configuration: configuration) { server in
-            // The .p12 made by openssl, with its password.
-            let settings = try APNsSettings(environmentVariables: [
-                "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
-                "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
-                "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
-                "APNS_TOPIC": "com.example.app",
-            ])
-            let ca = try #require(server.certificateAuthorityPEM)
+        // The .p12 made by openssl, with its password.
+        try await withCertificateServerSettings { server, variables, ca in
+            let settings = try APNsSettings(environmentVariables: variables.merging(["APNS_TOPIC": "com.example.app"]) { $1 })
             let client = try settings.makeClient { $0.tls.trustRoots = .certificates(ca) }
             let notification = PushNotification(payload: .alert(body: "Hi"), topic: .bundleID(try #require(settings.topic)))
             let accepted = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: 7, count: 32)))
@@ -200,5 +185,21 @@ struct APNsSettingsTests {
             "APNS_CERTIFICATE_PASSWORD": "wrong",
         ])
         #expect(wrong?.setting == "APNS_CERTIFICATE_FILE")
+    }
+}
+
+/// A mock server that requires the test PKI's client certificate; `body` gets it, the
+/// `APNS_*` variables that reach it with that certificate (the `.p12` made by openssl,
+/// with its password), and the server's CA to trust.
+func withCertificateServerSettings(_ body: (MockAPNsServer, [String: String], String) async throws -> Void) async throws {
+    let pki = try TestPKI.get()
+    let configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: try pki.text("ca.pem")))
+    try await withMockAPNsServer(configuration: configuration) { server in
+        let variables = [
+            "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
+            "APNS_CERTIFICATE_FILE": try pki.path("client.p12"),
+            "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
+        ]
+        try await body(server, variables, try #require(server.certificateAuthorityPEM))
     }
 }

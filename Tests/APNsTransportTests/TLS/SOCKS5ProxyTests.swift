@@ -159,23 +159,14 @@ private let microsocksInstalled = FileManager.default.isExecutableFile(atPath: "
         defer { socks.stop() }
         let (http, httpPort) = try ProxyTests.startProxy()
         defer { http.stop() }
-        let pki = try TestPKI.get()
-        let configuration = MockAPNsServer.Configuration(authentication: .certificate(trustedCAPEM: try pki.text("ca.pem")))
         // The password percent-encoded, as a URL needs its ':' to be.
         let urls = [
             "socks5://\(Self.user):s3cret%3Apass@127.0.0.1:\(socksPort)",
             "http://\(ProxyTests.user):\(ProxyTests.password)@127.0.0.1:\(httpPort)",
         ]
-        try await withMockAPNsServer(configuration: configuration) { server in
+        try await withCertificateServerSettings { server, variables, ca in
             for url in urls {
-                let settings = try APNsSettings(environmentVariables: [
-                    "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
-                    "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
-                    "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
-                    "APNS_TOPIC": "com.example.app",
-                    "APNS_PROXY": url,
-                ])
-                let ca = try #require(server.certificateAuthorityPEM)
+                let settings = try APNsSettings(environmentVariables: variables.merging(["APNS_TOPIC": "com.example.app", "APNS_PROXY": url]) { $1 })
                 let transport = settings.makeTransport { $0.tls.trustRoots = .certificates(ca) }
                 #expect(transport.configuration.tls.proxy == settings.proxy)
                 let client = try settings.makeClient(transport: transport)
@@ -189,12 +180,8 @@ private let microsocksInstalled = FileManager.default.isExecutableFile(atPath: "
 
             // microsocks logs nothing: that the SOCKS5 sends went through it shows in a
             // wrong password, which its refusal turns into the send's failure.
-            let settings = try APNsSettings(environmentVariables: [
-                "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
-                "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
-                "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
-                "APNS_PROXY": "socks5://\(Self.user):wrong@127.0.0.1:\(socksPort)",
-            ])
+            let settings = try APNsSettings(
+                environmentVariables: variables.merging(["APNS_PROXY": "socks5://\(Self.user):wrong@127.0.0.1:\(socksPort)"]) { $1 })
             let client = try settings.makeClient()
             let notification = PushNotification(payload: .alert(body: "Hi"), topic: .bundleID("com.example.app"))
             do {
