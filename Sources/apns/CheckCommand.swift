@@ -56,6 +56,11 @@ struct CheckCommand: AsyncParsableCommand {
         let setup = try ClientSetup(credentials: loaded, connection: connection, logger: Logger(label: "apns.check"))
         let environment = connection.environment
         print("apns check: \(environment.host):\(environment.port), \(Self.describe(loaded)), topic \(topic)")
+        if let identity = setup.tls.clientIdentity, let certificate = setup.certificate {
+            // What the certificate itself says, before APNs does: its topics and expiry.
+            print("certificate: \(identity.subjectCommonName ?? "(no common name)"), expires \(ISO8601DateFormatter().string(from: identity.notAfter))")
+            TLSSetup.warnAbout(identity, topic: topic, path: certificate.path)
+        }
 
         let probe = PushNotification(payload: .background(), topic: .bundleID(topic))
         let token = try DeviceToken(hex: Self.probeToken)

@@ -77,4 +77,18 @@ struct CheckCommandTests {
         #expect(noTopic.status == 2, "\(noTopic)")
         #expect(noTopic.stderr.contains("no topic"))
     }
+
+    @Test("a client certificate: its name and expiry shown before the probe; a topic it does not cover is warned about")
+    func certificate() async throws {
+        try await Fixtures.withCertificateServer { directory, target, server in
+            server.respond(toDeviceToken: String(repeating: "0", count: 64), with: ScriptedResponse(status: 400, reason: "BadDeviceToken"))
+            let check = ["check", "--cert-file", directory.appendingPathComponent("client.p12").path, "--cert-password", Fixtures.p12Password] + target
+            let result = try await CLI.run(check + ["--topic", Fixtures.topic])
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.contains("certificate: "), "\(result)")
+            #expect(result.stdout.contains("ok: the credentials and the topic are accepted"))
+            let other = try await CLI.run(check + ["--topic", "com.example.other"])
+            #expect(other.stderr.contains("not com.example.other"), "\(other)")
+        }
+    }
 }
