@@ -42,6 +42,9 @@ struct CheckCommand: AsyncParsableCommand {
     @Flag(help: "As --verbose, and every HTTP/2 frame sent and received.")
     var trace = false
 
+    @Flag(help: "Print one JSON object instead of text: ok, status, reason, meaning, milliseconds, endpoint, topic.")
+    var json = false
+
     /// The token of the probe: no device has it.
     static let probeToken = String(repeating: "0", count: 64)
 
@@ -55,8 +58,8 @@ struct CheckCommand: AsyncParsableCommand {
         let loaded = try credentials.load()
         let setup = try ClientSetup(credentials: loaded, connection: connection, logger: Logger(label: "apns.check"))
         let environment = connection.environment
-        print("apns check: \(environment.host):\(environment.port), \(Self.describe(loaded)), topic \(topic)")
-        if let identity = setup.tls.clientIdentity, let certificate = setup.certificate {
+        if !json { print("apns check: \(environment.host):\(environment.port), \(Self.describe(loaded)), topic \(topic)") }
+        if let identity = setup.tls.clientIdentity, let certificate = setup.certificate, !json {
             // What the certificate itself says, before APNs does: its topics and expiry.
             print("certificate: \(identity.subjectCommonName ?? "(no common name)"), expires \(ISO8601DateFormatter().string(from: identity.notAfter))")
             TLSSetup.warnAbout(identity, topic: topic, path: certificate.path)
@@ -74,8 +77,24 @@ struct CheckCommand: AsyncParsableCommand {
         await setup.client.shutdown()
         let elapsed = ContinuousClock.now - started
         let verdict = Self.verdict(result)
-        print("answer: \(verdict.answer) in \(Self.milliseconds(elapsed)) ms")
-        print(verdict.ok ? "ok: \(verdict.meaning)" : "problem: \(verdict.meaning)")
+        if json {
+            var object: [String: Any] = [
+                "ok": verdict.ok, "answer": verdict.answer, "meaning": verdict.meaning,
+                "milliseconds": Self.milliseconds(elapsed), "endpoint": "\(environment.host):\(environment.port)", "topic": topic,
+            ]
+            if case .failure(.rejected(let rejection)) = result {
+                object["status"] = rejection.status
+                object["reason"] = rejection.reason?.rawValue
+            } else if case .failure(.failed(let failure)) = result {
+                object["error"] = "\(failure.code)"
+            } else if case .success = result {
+                object["status"] = 200
+            }
+            print(OutcomeText.jsonLine(object))
+        } else {
+            print("answer: \(verdict.answer) in \(Self.milliseconds(elapsed)) ms")
+            print(verdict.ok ? "ok: \(verdict.meaning)" : "problem: \(verdict.meaning)")
+        }
         Terminal.flush()
         if !verdict.ok { throw ExitCode(1) }
     }

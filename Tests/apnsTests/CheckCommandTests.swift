@@ -55,6 +55,15 @@ struct CheckCommandTests {
             #expect(unknownKey.stdout.contains("answer: 403 InvalidProviderToken"), "\(unknownKey)")
             #expect(unknownKey.stdout.contains("problem: the provider token was refused: check the key ID and the team ID"))
 
+            let asJSON = try await CLI.run(try tokenCheck(server, directory, key, keyID: "ZZZ999ZZZZ") + ["--topic", Fixtures.topic, "--json"])
+            #expect(asJSON.status == 1)
+            let object = try CLI.jsonObject(try #require(asJSON.lines.first))
+            #expect(asJSON.lines.count == 1, "\(asJSON)")
+            #expect(object["ok"] as? Bool == false)
+            #expect(object["status"] as? Int == 403)
+            #expect(object["reason"] as? String == "InvalidProviderToken")
+            #expect(object["topic"] as? String == Fixtures.topic)
+
             let otherTopic = try await CLI.run(try tokenCheck(server, directory, key) + ["--topic", "com.example.other"])
             #expect(otherTopic.status == 1, "\(otherTopic)")
             #expect(otherTopic.stdout.contains("problem: the topic"), "\(otherTopic)")
