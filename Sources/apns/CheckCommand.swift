@@ -152,7 +152,7 @@ struct CheckCommand: AsyncParsableCommand {
             case .timeout:
                 hint = "APNs did not answer in time: check the network and the proxy"
             default:
-                hint = "see the detail above"
+                hint = "try again; if it persists, --trace shows every frame of the exchange"
             }
             return (false, "no answer (\(failure.code))", "cannot reach APNs: \(failure.detail ?? "\(failure.code)"); \(hint)")
         case .failure(.invalid(let invalid)):
