@@ -1,4 +1,6 @@
+import APNsTransport
 import CNGHTTP2
+import Logging
 
 // The nghttp2 glue of ``ServerConnection``: one callback table for every session of a
 // server thread; each callback finds its connection through `user_data`, records what
@@ -35,10 +37,21 @@ let readResponseBody: nghttp2_data_source_read_callback = { _, streamID, buffer,
 }
 
 extension ServerLoop {
-    /// The callbacks every connection's session uses; `user_data` is the connection.
-    static func makeCallbacks() -> OpaquePointer? {
+    /// The callbacks every connection's session uses; `user_data` is the connection. With
+    /// `tracingFrames`, every frame sent is logged too (received ones are logged by the
+    /// receiving callback when the loop has a ``ServerLoop/frameLog``).
+    static func makeCallbacks(tracingFrames: Bool = false) -> OpaquePointer? {
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
+        if tracingFrames {
+            nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+                guard let frame else { return 0 }
+                withConnection(userData) { connection in
+                    connection.loop.frameLog?.trace("\(HTTP2FrameTrace(frame, sent: true).text)", metadata: ["connection": "\(connection.number)"])
+                }
+                return 0
+            }
+        }
         nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, userData in
             guard let header else { return 0 }
             let type = Int(header.pointee.type), length = header.pointee.length
@@ -97,6 +110,9 @@ extension ServerLoop {
             let type = Int(frame.pointee.hd.type)
             let flags = frame.pointee.hd.flags
             withConnection(userData) { connection in
+                if let log = connection.loop.frameLog {
+                    log.trace("\(HTTP2FrameTrace(frame, sent: false).text)", metadata: ["connection": "\(connection.number)"])
+                }
                 if type == Int(NGHTTP2_HEADERS.rawValue) {
                     connection.withStream(streamID) { stream in
                         guard stream.headerBlockLength == 0 else { return }

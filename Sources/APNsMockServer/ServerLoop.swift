@@ -60,8 +60,14 @@ final class ServerLoop {
     /// nghttp2's callback table, shared by every session of this thread (sessions copy it).
     let callbacks: OpaquePointer
 
+    /// Where every frame of every connection is logged, when the logger is at `.trace`
+    /// (read once); `nil` logs none.
+    let frameLog: Logger?
+
     init(state: ServerState, configuration: MockAPNsServer.Configuration, tls: TLSServerContext) throws {
-        guard let callbacks = Self.makeCallbacks() else { throw MockAPNsServerError("nghttp2_session_callbacks_new failed") }
+        let frameLog = configuration.logger.logLevel <= .trace ? configuration.logger : nil
+        guard let callbacks = Self.makeCallbacks(tracingFrames: frameLog != nil) else { throw MockAPNsServerError("nghttp2_session_callbacks_new failed") }
+        self.frameLog = frameLog
         self.callbacks = callbacks
         self.state = state
         self.configuration = configuration

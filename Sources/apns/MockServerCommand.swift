@@ -103,6 +103,9 @@ struct MockServerCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print a line per request.")
     var verbose = false
 
+    @Flag(help: "Log every HTTP/2 frame the server sends and receives to standard error: type, stream, length, flags, SETTINGS values, GOAWAY and reset codes (never a header field or body).")
+    var trace = false
+
     /// Checks the values together; called from `run()` so that a misspelled flag is
     /// reported as such before any of these checks.
     func check() throws {
@@ -197,7 +200,7 @@ struct MockServerCommand: AsyncParsableCommand {
 
     func run() async throws {
         try check()
-        Terminal.bootstrapLogging(level: .warning)
+        Terminal.bootstrapLogging(level: trace ? .trace : .warning)
         var authentication = MockAPNsServer.Authentication.none
         if let tokenKey, let keyID {
             guard let data = FileManager.default.contents(atPath: tokenKey) else {
@@ -213,14 +216,16 @@ struct MockServerCommand: AsyncParsableCommand {
         } else if acceptAnyToken {
             authentication = .providerToken(ProviderTokenCheck { _, _ in true })
         }
-        let server = MockAPNsServer(configuration: .init(
+        var configuration = MockAPNsServer.Configuration(
             bundleIDs: bundleIDs,
             authentication: authentication,
             maxConcurrentStreams: maxStreams,
             recordedRequestLimit: recordLimit,
             environment: try serverEnvironment(),
             keyScopes: try keyScopes()
-        ))
+        )
+        if trace { configuration.logger = Logger(label: "apns.mock-server") }
+        let server = MockAPNsServer(configuration: configuration)
         do {
             try await server.start()
         } catch {

@@ -1,14 +1,14 @@
 import CNGHTTP2
 
-/// One HTTP/2 frame as a trace line: what a connection logs for every frame it sends and
-/// receives when its logger's level is `.trace` (as `nghttp -v` and Pushy's frame logger
+/// One HTTP/2 frame as a trace line: what a connection (the transport's, or the mock
+/// server's) logs for every frame it sends and receives when its logger's level is `.trace` (as `nghttp -v` and Pushy's frame logger
 /// do), for reading an exchange with APNs when something goes wrong.
 ///
 /// Only the frame's header and its control fields are written (SETTINGS values, the
 /// GOAWAY's last stream and error code and debug text, a reset's code, a window
 /// increment, a PING's payload): never a header field or a body, so a trace holds no
 /// device token, provider token or payload.
-struct HTTP2FrameTrace: Equatable {
+package struct HTTP2FrameTrace: Equatable {
     /// `send` or `recv`.
     var direction: String
     var type: UInt8
@@ -19,7 +19,7 @@ struct HTTP2FrameTrace: Equatable {
     var fields: [String] = []
 
     /// The line: `send HEADERS stream=1 length=244 flags=END_STREAM|END_HEADERS`.
-    var text: String {
+    package var text: String {
         var line = "\(direction) \(Self.typeName(type)) stream=\(streamID) length=\(length)"
         let flagNames = Self.flagNames(type: type, flags: flags)
         if !flagNames.isEmpty { line += " flags=" + flagNames.joined(separator: "|") }
@@ -27,8 +27,8 @@ struct HTTP2FrameTrace: Equatable {
         return line
     }
 
-    /// The frame nghttp2 sent or received.
-    init(_ frame: UnsafePointer<nghttp2_frame>, sent: Bool) {
+    /// The frame nghttp2 sent or received (a client's or, in the mock server, a server's).
+    package init(_ frame: UnsafePointer<nghttp2_frame>, sent: Bool) {
         let header = frame.pointee.hd
         self.init(direction: sent ? "send" : "recv", type: header.type, flags: header.flags, streamID: header.stream_id, length: header.length)
         switch Int(header.type) {
