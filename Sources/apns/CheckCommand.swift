@@ -58,7 +58,11 @@ struct CheckCommand: AsyncParsableCommand {
         let loaded = try credentials.load()
         let setup = try ClientSetup(credentials: loaded, connection: connection, logger: Logger(label: "apns.check"))
         let environment = connection.environment
-        if !json { print("apns check: \(environment.host):\(environment.port), \(Self.describe(loaded)), topic \(topic)") }
+        if !json {
+            // The proxy as its URL, the password as *** (ProxyConfiguration's description).
+            let via = setup.tls.proxy.map { " via \($0)" } ?? ""
+            print("apns check: \(environment.host):\(environment.port)\(via), \(Self.describe(loaded)), topic \(topic)")
+        }
         if let identity = setup.tls.clientIdentity, let certificate = setup.certificate, !json {
             // What the certificate itself says, before APNs does: its topics and expiry.
             print("certificate: \(identity.subjectCommonName ?? "(no common name)"), expires \(ISO8601DateFormatter().string(from: identity.notAfter))")

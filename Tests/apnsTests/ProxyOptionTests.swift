@@ -56,6 +56,15 @@ struct ProxyOptionTests {
                 #expect(variable.status == 0, "\(variable)")
                 #expect(server.statistics.accepted == 2)
 
+                // apns check through the same proxy, which it names without its password.
+                server.respond(toDeviceToken: String(repeating: "0", count: 64), with: ScriptedResponse(status: 400, reason: "BadDeviceToken"))
+                let check = try await CLI.run(
+                    ["check", "--cert-file", directory.appendingPathComponent("client.p12").path, "--cert-password", Fixtures.p12Password]
+                        + target + ["--topic", Fixtures.topic, "--proxy", "socks5://alice:s3cret@127.0.0.1:\(port)"])
+                #expect(check.status == 0, "\(check)")
+                #expect(check.stdout.contains("via socks5://alice:***@127.0.0.1:\(port)"), "\(check)")
+                #expect(!check.stdout.contains("s3cret"))
+
                 let wrong = try await CLI.run(send + ["--proxy", "socks5://alice:nope@127.0.0.1:\(port)", Fixtures.goodToken])
                 #expect(wrong.status != 0)
                 #expect(wrong.stderr.contains("refused the credentials of user 'alice'"), "\(wrong)")
