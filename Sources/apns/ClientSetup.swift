@@ -26,9 +26,11 @@ struct ClientSetup {
         var tls = try TLSSetup.configuration(trustedCAPEM: try connection.trustedCAPEM(), certificate: certificate)
         tls.proxy = try connection.proxyConfiguration()
         let transport = TransportFactory.make(
-            environment: connection.environment, tls: tls, connections: connection.connections, logger: logger)
+            environment: connection.environment, tls: tls, connections: connection.connections, logger: logger,
+            connectTimeout: connection.connectTimeout)
         self.client = APNsClient(
-            environment: connection.environment, credentials: apnsCredentials, transport: transport, logger: logger)
+            environment: connection.environment, credentials: apnsCredentials, transport: transport,
+            requestTimeout: connection.requestTimeout ?? APNsRequest.defaultTimeout, logger: logger)
         self.tls = tls
         self.certificate = certificate
     }

@@ -36,6 +36,12 @@ struct ConnectionOptions: ParsableArguments {
         return text
     }
 
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds a connect, proxy tunnel and TLS handshake may take; default: APNS_CONNECT_TIMEOUT when set, else 10.", valueName: "seconds"))
+    var connectTimeoutOption: String?
+
+    @Option(name: .customLong("request-timeout"), help: ArgumentHelp("Seconds each attempt of a notification may take; default: APNS_REQUEST_TIMEOUT when set, else 30.", valueName: "seconds"))
+    var requestTimeoutOption: String?
+
     @Option(help: ArgumentHelp("Tunnel through this proxy: http://[user:password@]host:port (HTTP CONNECT) or socks5://[user:password@]host:port; default: APNS_PROXY when set.", valueName: "url"))
     var proxy: String?
 
@@ -64,6 +70,36 @@ struct ConnectionOptions: ParsableArguments {
                 throw ValidationError("--proxy: \(error)")
             }
         }
+        _ = try Self.seconds(connectTimeoutOption, flag: "--connect-timeout", variable: "APNS_CONNECT_TIMEOUT")
+        _ = try Self.seconds(requestTimeoutOption, flag: "--request-timeout", variable: "APNS_REQUEST_TIMEOUT")
+    }
+
+    /// `--connect-timeout`, or `APNS_CONNECT_TIMEOUT`, or `nil` for the transport's default.
+    var connectTimeout: Duration? {
+        try? Self.seconds(connectTimeoutOption, flag: "--connect-timeout", variable: "APNS_CONNECT_TIMEOUT")
+    }
+
+    /// `--request-timeout`, or `APNS_REQUEST_TIMEOUT`, or `nil` for the client's default.
+    var requestTimeout: Duration? {
+        try? Self.seconds(requestTimeoutOption, flag: "--request-timeout", variable: "APNS_REQUEST_TIMEOUT")
+    }
+
+    /// A number of seconds from `flag`'s value or, without it, from `variable` (as
+    /// `APNsSettings` reads it): more than 0, at most a day; `nil` when neither is set.
+    private static func seconds(_ option: String?, flag: String, variable: String) throws -> Duration? {
+        let named: String
+        let text: String
+        if let option {
+            (named, text) = (flag, option)
+        } else if let value = ProcessInfo.processInfo.environment[variable]?.trimmingCharacters(in: .whitespaces), !value.isEmpty {
+            (named, text) = (variable, value)
+        } else {
+            return nil
+        }
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+            throw ValidationError("\(named) is '\(text)': expected a number of seconds greater than 0 and at most 86400 (for example 10 or 2.5)")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
     /// The proxy `--proxy` names, or, without it, the one `APNS_PROXY` names (as

@@ -93,4 +93,32 @@ struct CertificateSendTests {
             #expect(!quiet.stderr.contains("HEADERS"))
         }
     }
+
+    @Test("--request-timeout, or APNS_REQUEST_TIMEOUT, bounds each attempt; a bad value is a usage error naming it")
+    func requestTimeout() async throws {
+        try await Fixtures.withCertificateServer { directory, target, server in
+            let send = ["send", "--cert-file", directory.appendingPathComponent("client.p12").path, "--cert-password", Fixtures.p12Password]
+                + target + ["--topic", Fixtures.topic, "--body", "Hi"]
+            // A warm connection, then answers held 3 s: a 0.5 s attempt times out; a 30 s one would wait.
+            let warm = try await CLI.run(send + [Fixtures.goodToken])
+            #expect(warm.status == 0, "\(warm)")
+            server.setResponseDelay(.seconds(3))
+            for (extra, environment) in [(["--request-timeout", "0.5"], [String: String]()), ([], ["APNS_REQUEST_TIMEOUT": "0.5"])] {
+                let start = ContinuousClock.now
+                let result = try await CLI.run(send + extra + [Fixtures.otherToken], environment: environment)
+                #expect(result.status == 1, "\(result)")
+                #expect(result.stdout.contains("timeout") || result.stderr.contains("timeout"), "\(result)")
+                #expect(ContinuousClock.now - start < .seconds(30))
+            }
+            server.setResponseDelay(.zero)
+            for (extra, environment, named) in [
+                (["--request-timeout", "soon"], [String: String](), "--request-timeout is 'soon'"),
+                ([], ["APNS_CONNECT_TIMEOUT": "-1"], "APNS_CONNECT_TIMEOUT is '-1'"),
+            ] {
+                let bad = try await CLI.run(send + extra + [Fixtures.goodToken], environment: environment)
+                #expect(bad.status == 2, "\(bad)")
+                #expect(bad.stderr.contains(named), "\(bad)")
+            }
+        }
+    }
 }
