@@ -27,7 +27,7 @@ struct ConnectionOptions: ParsableArguments {
     /// sure it is a number from 1 to 64), or 1.
     var connections: Int {
         if let connectionsOption { return connectionsOption }
-        return Self.connectionsVariable.flatMap { Int($0) } ?? 1
+        return Self.connectionsVariable.flatMap(APNsSettings.connectionCount) ?? 1
     }
 
     /// `APNS_CONNECTIONS`, when set and not blank.
@@ -60,7 +60,7 @@ struct ConnectionOptions: ParsableArguments {
         if let port, !(1...65535).contains(port) { throw ValidationError("--port \(port) is not a TCP port (1-65535)") }
         if let host, host.isEmpty { throw ValidationError("--host is empty") }
         if let connectionsOption, !(1...64).contains(connectionsOption) { throw ValidationError("--connections must be 1...64") }
-        if connectionsOption == nil, let text = Self.connectionsVariable, !(Int(text).map { (1...64).contains($0) } ?? false) {
+        if connectionsOption == nil, let text = Self.connectionsVariable, APNsSettings.connectionCount(text) == nil {
             throw ValidationError("APNS_CONNECTIONS is '\(text)': expected a number of connections from 1 to 64")
         }
         if let proxy {
@@ -96,10 +96,10 @@ struct ConnectionOptions: ParsableArguments {
         } else {
             return nil
         }
-        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+        guard let duration = APNsSettings.duration(seconds: text) else {
             throw ValidationError("\(named) is '\(text)': expected a number of seconds greater than 0 and at most 86400 (for example 10 or 2.5)")
         }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
+        return duration
     }
 
     /// The proxy `--proxy` names, or, without it, the one `APNS_PROXY` names (as

@@ -230,7 +230,9 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
         }
     }
 
-    private static func value(ofHexDigit digit: UInt8) -> UInt8? {
+    /// The value of one hexadecimal digit, in either case, or `nil` (the proxy URL parser
+    /// reads percent escapes with it too).
+    package static func value(ofHexDigit digit: UInt8) -> UInt8? {
         switch digit {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10

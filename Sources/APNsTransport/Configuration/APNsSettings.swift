@@ -137,7 +137,7 @@ public struct APNsSettings: Sendable {
             trustRoots = .certificates(pem)
         }
         connectionCount = try value(.connections).map { text throws(APNsSettingsError) in
-            guard let count = Int(text), (1...64).contains(count) else {
+            guard let count = Self.connectionCount(text) else {
                 throw APNsSettingsError(.malformed, setting: name(.connections), "is '\(text)': expected a number of connections from 1 to 64")
             }
             return count
@@ -301,16 +301,29 @@ public struct APNsSettings: Sendable {
         }
     }
 
-    /// A duration given in seconds (`30`, `2.5`): more than 0, at most a day.
+    /// A connection count as `APNS_CONNECTIONS` holds one: 1 to 64, or `nil`.
+    package static func connectionCount(_ text: String) -> Int? {
+        guard let count = Int(text), (1...64).contains(count) else { return nil }
+        return count
+    }
+
+    /// A duration given in seconds (`30`, `2.5`), as the timeout settings hold one: more
+    /// than 0, at most a day; `nil` otherwise.
+    package static func duration(seconds text: String) -> Duration? {
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else { return nil }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    /// ``duration(seconds:)``, or an error naming `setting`.
     static func seconds(_ text: String, _ setting: Setting, _ source: Source) throws(APNsSettingsError) -> Duration {
-        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+        guard let duration = duration(seconds: text) else {
             throw APNsSettingsError(
                 .malformed,
                 setting: source.name(setting),
                 "is '\(text)': expected a number of seconds greater than 0 and at most 86400 (for example 10 or 2.5)"
             )
         }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
+        return duration
     }
 
     /// A 10-character Apple identifier (digits and capital letters).

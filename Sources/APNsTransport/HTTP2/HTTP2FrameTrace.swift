@@ -52,7 +52,7 @@ package struct HTTP2FrameTrace: Equatable {
             fields.append("increment=\(frame.pointee.window_update.window_size_increment)")
         case Int(NGHTTP2_PING.rawValue):
             let data = withUnsafeBytes(of: frame.pointee.ping.opaque_data) { Array($0) }
-            fields.append("data=" + data.map { Self.hexByte($0) }.joined())
+            fields.append("data=" + Hex.digits(data))
         default:
             break
         }
@@ -80,7 +80,7 @@ package struct HTTP2FrameTrace: Equatable {
         case 0x7: "GOAWAY"
         case 0x8: "WINDOW_UPDATE"
         case 0x9: "CONTINUATION"
-        default: "type=0x" + hexByte(type)
+        default: "type=0x" + Hex.digits([type])
         }
     }
 
@@ -102,7 +102,7 @@ package struct HTTP2FrameTrace: Equatable {
             names.append(name)
             rest &= ~bit
         }
-        if rest != 0 { names.append("0x" + hexByte(rest)) }
+        if rest != 0 { names.append("0x" + Hex.digits([rest])) }
         return names
     }
 
@@ -128,14 +128,9 @@ package struct HTTP2FrameTrace: Equatable {
             if (0x20...0x7E).contains(byte), byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") {
                 text.unicodeScalars.append(Unicode.Scalar(byte))
             } else {
-                text += "\\x" + hexByte(byte)
+                text += "\\x" + Hex.digits([byte])
             }
         }
         return text + (bytes.count > 128 ? "…\"" : "\"")
-    }
-
-    static func hexByte(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef".unicodeScalars)
-        return String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xF)])
     }
 }

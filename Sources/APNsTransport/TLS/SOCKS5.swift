@@ -35,7 +35,7 @@ enum SOCKS5 {
     /// The method the proxy chose, from its two-byte answer to the greeting (VER, METHOD).
     static func chosenMethod(_ answer: [UInt8], offeredPassword: Bool) throws(Refusal) -> Method {
         guard answer.count == 2, answer[0] == 5 else {
-            throw Refusal("did not answer the SOCKS5 greeting as a SOCKS5 proxy (\(hex(answer)))")
+            throw Refusal("did not answer the SOCKS5 greeting as a SOCKS5 proxy (\(Hex.digits(answer.prefix(16))))")
         }
         switch answer[1] {
         case Method.noAuthentication.rawValue:
@@ -47,7 +47,7 @@ enum SOCKS5 {
         case 0xFF:
             throw Refusal("accepts none of the offered authentication methods (none, username/password)")
         default:
-            throw Refusal("chose an authentication method that was not offered (0x\(hex([answer[1]])))")
+            throw Refusal("chose an authentication method that was not offered (0x\(Hex.digits([answer[1]])))")
         }
     }
 
@@ -101,7 +101,7 @@ enum SOCKS5 {
     /// bound address and its port.
     static func remainingReplyLength(afterHead head: [UInt8], destination: String) throws(Refusal) -> Int {
         guard head.count >= 2 else { throw Refusal("closed the connection before answering CONNECT \(destination)") }
-        guard head[0] == 5 else { throw Refusal("answered CONNECT with something that is not a SOCKS5 reply (\(hex(head)))") }
+        guard head[0] == 5 else { throw Refusal("answered CONNECT with something that is not a SOCKS5 reply (\(Hex.digits(head.prefix(16))))") }
         guard head[1] == 0 else { throw Refusal("could not open the tunnel to \(destination): \(replyMeaning(head[1]))") }
         guard head.count == replyHeadLength else { throw Refusal("closed the connection in the middle of its reply") }
         switch head[3] {
@@ -137,14 +137,5 @@ enum SOCKS5 {
         var address = in6_addr()
         guard inet_pton(AF_INET6, TCPConnector.unbracketed(host), &address) == 1 else { return nil }
         return withUnsafeBytes(of: &address) { Array($0) }
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        for byte in bytes.prefix(16) {
-            text += [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]]
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }
