@@ -14,8 +14,6 @@ final class HTTP2SessionSink {
     // a time (the connection's I/O thread, from nghttp2's callbacks), no access overlaps
     // another, and the runtime's dynamic checks were measurable per notification.
     let configuration: HTTP2ConnectionStateMachine.Configuration
-    /// ``HTTP2ConnectionStateMachine/Configuration/frameLogger``: one load per frame when off.
-    let frameLog: Logger?
     @exclusivity(unchecked) var records = StreamTable<HTTP2StreamRecord>()
     /// The stream whose record a callback looked up last, and that record (unretained:
     /// ``records`` holds it until ``onStreamClose`` takes it out, which clears these). The
@@ -54,7 +52,6 @@ final class HTTP2SessionSink {
 
     init(configuration: HTTP2ConnectionStateMachine.Configuration) {
         self.configuration = configuration
-        self.frameLog = configuration.frameLogger
         self.streamLimit = max(1, min(configuration.initialStreamLimit, configuration.maxStreamLimit))
         headerScratch.reserveCapacity(1024)
     }
@@ -156,7 +153,7 @@ final class HTTP2SessionSink {
     static let onFrameSend: nghttp2_on_frame_send_callback = { session, frame, userData in
         guard let frame else { return 0 }
         return withSink(userData) { sink -> Int32 in
-            if let log = sink.frameLog { log.trace("\(HTTP2FrameTrace(frame, sent: true).text)") }
+            if let log = sink.configuration.frameLogger { log.trace("\(HTTP2FrameTrace(frame, sent: true).text)") }
             switch Int(frame.pointee.hd.type) {
             case Int(NGHTTP2_HEADERS.rawValue):
                 sink.framesSent.headers += 1
@@ -278,7 +275,7 @@ final class HTTP2SessionSink {
     static let onFrameRecv: nghttp2_on_frame_recv_callback = { session, frame, userData in
         guard let frame else { return 0 }
         return withSink(userData) { sink -> Int32 in
-            if let log = sink.frameLog { log.trace("\(HTTP2FrameTrace(frame, sent: false).text)") }
+            if let log = sink.configuration.frameLogger { log.trace("\(HTTP2FrameTrace(frame, sent: false).text)") }
             let header = frame.pointee.hd
             let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             switch Int(header.type) {
