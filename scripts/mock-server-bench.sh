@@ -70,9 +70,11 @@ wait_for_port() {
 }
 
 servers=(swift)
+# As production: its answers carry what fastmock's do (:status and apns-id), not the
+# sandbox's apns-unique-id as well.
 taskset -c "$SERVER_CPU" "$apns" mock-server --port-file "$work/swift.port" --ca-file "$work/ca.pem" \
   --token-key "$work/AuthKey.pub.pem" --key-id "$key_id" --team-id "$team_id" --bundle-id "$topic" \
-  --record-limit "$RECORD" >"$work/swift.out" 2>&1 &
+  --record-limit "$RECORD" --environment production >"$work/swift.out" 2>&1 &
 pids+=($!)
 declare -A pid_of port_of
 pid_of[swift]=$!

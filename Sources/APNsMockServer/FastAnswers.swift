@@ -113,6 +113,8 @@ struct FastAnswers {
             case 2: guard priority[0] == UInt8(ascii: "1"), priority[1] == UInt8(ascii: "0"), !background else { return false }
             default: return false
             }
+        } else if background {
+            return false  // no header means 10, a BadPriority for a background push
         }
         if fields.expiration >= 0 {
             let expiration = fields.value(at: fields.expiration)

@@ -15,18 +15,28 @@ struct LinkShaper {
     private var head = 0
     /// Bytes of `queue[head]` already released.
     private var headOffset = 0
-    /// The bandwidth cap's credit, in bytes, and when it was last topped up.
-    private var credit = 0
+    /// The bandwidth cap's credit, in bytes (fractions kept, so that a slow rate polled
+    /// often still adds up), and when it was last topped up.
+    private var credit: Double
     private var creditTime: ContinuousClock.Instant
 
-    /// The most bytes the bandwidth cap lets through at once after an idle period.
-    static let burst = 16 * 1024
+    /// The most bytes the bandwidth cap lets through at once after an idle period: ten
+    /// milliseconds' worth, at least one byte and at most 16 KiB. A link that was busy all
+    /// along earns rate × time; idle, it saves no more than this.
+    let burst: Double
 
     init(link: MockAPNsServer.LinkEmulation, start: ContinuousClock.Instant) {
         self.link = link
         self.start = start
         self.creditTime = start
-        self.credit = Self.burst
+        self.burst = Self.burst(bytesPerSecond: link.bytesPerSecond)
+        self.credit = burst
+    }
+
+    /// The burst of a cap of `bytesPerSecond` (see ``burst``).
+    static func burst(bytesPerSecond: Int?) -> Double {
+        guard let rate = bytesPerSecond, rate > 0 else { return 0 }
+        return Double(min(16 * 1024, max(1, rate / 100)))
     }
 
     /// Whether nothing is waiting.
@@ -68,21 +78,27 @@ struct LinkShaper {
 
     /// Moves to `output` every byte that may leave at `now`.
     mutating func release(at now: ContinuousClock.Instant, into output: inout [UInt8]) {
-        if stallEnd(at: now) != nil { return }
-        if let rate = link.bytesPerSecond, rate > 0 {
-            let elapsed = creditTime.duration(to: now)
-            if elapsed > .zero {
-                let added = Double(rate) * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-                credit = min(Self.burst, credit + Int(added.rounded(.down)))
-                creditTime = now
-            }
+        if stallEnd(at: now) != nil {
+            // A stalled link sends nothing, so it earns no credit either.
+            creditTime = max(creditTime, now)
+            return
+        }
+        let rate = link.bytesPerSecond.flatMap { $0 > 0 ? Double($0) : nil }
+        if let rate, creditTime < now {
+            // Idle (nothing due) until the head was due: credit up to a burst; busy from
+            // then on: all of rate × time.
+            let busyFrom = head < queue.count ? min(max(queue[head].due, creditTime), now) : now
+            credit = min(burst, credit + rate * Self.seconds(creditTime.duration(to: busyFrom)))
+            credit += rate * Self.seconds(busyFrom.duration(to: now))
+            creditTime = now
         }
         while head < queue.count, queue[head].due <= now {
             let remaining = queue[head].bytes.count - headOffset
             var take = remaining
-            if let rate = link.bytesPerSecond, rate > 0 {
-                take = min(take, credit)
-                credit -= take
+            if rate != nil {
+                // A millionth of a byte's slack: durations made from a rate are not exact.
+                take = min(take, Int((credit + 1e-6).rounded(.down)))
+                credit -= Double(take)
             }
             guard take > 0 else { break }
             output.append(contentsOf: queue[head].bytes[headOffset..<headOffset + take])
@@ -95,10 +111,15 @@ struct LinkShaper {
         if head == queue.count {
             queue.removeAll(keepingCapacity: true)
             head = 0
+            credit = min(credit, burst)
         } else if head > 64 {
             queue.removeFirst(head)
             head = 0
         }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// When ``release(at:into:)`` next has something to move, if anything waits.
@@ -106,9 +127,15 @@ struct LinkShaper {
         guard head < queue.count else { return nil }
         var next = max(queue[head].due, now)
         if let end = stallEnd(at: next) { next = end }
-        if let rate = link.bytesPerSecond, rate > 0, credit <= 0 {
-            // Enough credit for at least one full burst's share: one millisecond of bytes.
-            next = max(next, creditTime + .milliseconds(1))
+        if let rate = link.bytesPerSecond, rate > 0 {
+            // When the credit covers the head's bytes, or a burst of them: bytes leave in
+            // chunks of at most ten milliseconds' worth, never one write per byte.
+            let needed = min(Double(queue[head].bytes.count - headOffset), burst)
+            if credit < needed {
+                let wait = Duration.seconds((needed - credit) / Double(rate))
+                next = max(next, creditTime + wait)
+                if let end = stallEnd(at: next) { next = end }
+            }
         }
         return next
     }

@@ -44,6 +44,12 @@ extension MockAPNsServer {
         /// after any request on it is rejected, as APNs has been seen to do; `nil` (the
         /// default) keeps the limit.
         public var streamLimitAfterRejection: Int?
+        /// When set, the request that brings a connection's rejections to this many (400s,
+        /// 403s and the like from validation or authentication, not scripted answers) is
+        /// answered after a GOAWAY (`NO_ERROR`, last-stream-id that request, no debug data)
+        /// and the connection then closes, as APNs closes a connection that keeps sending
+        /// requests it refuses (sooner for `BadDeviceToken`). `nil` (the default) never does.
+        public var closeAfterRejections: Int?
         /// Where the certificate comes from.
         public var certificate: CertificateSource
         /// Also listen on `::1` when the host has IPv6 loopback.
@@ -106,6 +112,7 @@ extension MockAPNsServer {
             self.authentication = authentication
             self.maxConcurrentStreams = maxConcurrentStreams
             self.streamLimitAfterRejection = streamLimitAfterRejection
+            self.closeAfterRejections = nil
             self.certificate = certificate
             self.listensOnIPv6 = listensOnIPv6
             self.recordedRequestLimit = recordedRequestLimit

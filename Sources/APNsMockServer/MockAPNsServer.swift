@@ -216,9 +216,10 @@ public final class MockAPNsServer: Sendable {
     // MARK: Scripting
 
     /// Answers every valid request for `deviceToken` with `response` (for example
-    /// ``ScriptedResponse/unregistered(since:)``); `nil` removes the rule.
+    /// ``ScriptedResponse/unregistered(since:)``); `nil` removes the rule. Hexadecimal
+    /// digits match in either case, as APNs reads a token.
     public func respond(toDeviceToken deviceToken: String, with response: ScriptedResponse?) {
-        state.shared.withLock { $0.perToken[deviceToken] = response }
+        state.shared.withLock { $0.perToken[deviceToken.lowercased()] = response }
     }
 
     /// Answers the next `count` valid requests (after per-token rules) with `response`,

@@ -20,6 +20,8 @@ final class RequestHandler {
         /// Whether the stream limit was raised past the initial 1 (token mode), by a first
         /// accepted token or by ``MockAPNsServer/setMaxConcurrentStreams(_:)``.
         var streamLimitRaised = false
+        /// Requests rejected on the connection (see ``MockAPNsServer/Configuration/closeAfterRejections``).
+        var rejections = 0
     }
 
     /// A complete request as the connection received it.
@@ -34,7 +36,8 @@ final class RequestHandler {
     }
 
     /// An answer: `:status`, the identifier field (`apns-id`, or `apns-request-id`), the
-    /// other header fields in order (none for a device push), the JSON body if any.
+    /// other header fields in order (`apns-unique-id` first when there is one; for a device
+    /// push, only that one, in the sandbox), the JSON body if any.
     struct Response {
         var status: Int
         var idField: (name: String, value: String)
@@ -44,7 +47,8 @@ final class RequestHandler {
 
     /// What the connection does with the request.
     enum Action {
-        /// Answer, after `delay` (`.zero`: now), with GOAWAY first when `goAwayReason` is set.
+        /// Answer, after `delay` (`.zero`: now), with GOAWAY first when `goAwayReason` is set
+        /// (`{"reason": …}` as its debug data; none when it is empty).
         case answer(Response, delay: Duration, goAwayReason: String?)
         /// Close the connection abruptly; see ``MockAPNsServer/dropConnection(atRequest:)``.
         case drop
@@ -190,9 +194,19 @@ final class RequestHandler {
             body = answer.body
             responseHeaders += answer.headers
         }
+        if status == 200, channelOperation == nil, configuration.environment == .sandbox {
+            // APNs' development server adds a key into its delivery log to an accepted push.
+            responseHeaders.append(("apns-unique-id", idGenerator.make()))
+        }
         decision.observer?(processed(status: status))
+        var goAwayReason = decision.goAwayReason
+        if rejection != nil, let limit = configuration.closeAfterRejections {
+            connection.rejections += 1
+            // "" is a GOAWAY without debug data (see ServerConnection.goAway(reason:)).
+            if connection.rejections == limit, goAwayReason == nil { goAwayReason = "" }
+        }
         var reply = Reply(action: .answer(Response(status: status, idField: (idFieldName, apnsID), headers: responseHeaders, body: body),
-                                          delay: decision.delay, goAwayReason: decision.goAwayReason))
+                                          delay: decision.delay, goAwayReason: goAwayReason))
         if tokenAccepted, tokenMode, !connection.streamLimitRaised {
             reply.streamLimits.append(state.shared.withLock { $0.maxConcurrentStreams })
             connection.streamLimitRaised = true

@@ -129,9 +129,11 @@ struct RequestValidator: Sendable {
             guard priority == "10" || priority == "5" || priority == "1" else {
                 return .failure(Rejection(status: 400, reason: "BadPriority"))
             }
-            if priority == "10", pushType == "background" {
-                return .failure(Rejection(status: 400, reason: "BadPriority"))
-            }
+        }
+        // Without the header APNs sets priority 10, and 10 is an error for a background
+        // push (Apple's apns-priority documentation): omitted or sent, the same answer.
+        if pushType == "background", (fields.priority ?? "10") == "10" {
+            return .failure(Rejection(status: 400, reason: "BadPriority"))
         }
         if let expiration = fields.expiration {
             guard !expiration.isEmpty, expiration.utf8.count <= 18,

@@ -114,17 +114,28 @@ extension ServerConnection {
         } else {
             answerID.withUnsafeMutableBufferPointer { loop.handler.makeAPNsID(into: $0.baseAddress!) }
         }
+        // APNs' development server adds `apns-unique-id`, a key into its delivery log.
+        let fieldCount = loop.configuration.environment == .sandbox ? 3 : 2
+        if fieldCount == 3 {
+            answerID.withUnsafeMutableBufferPointer { loop.handler.makeAPNsID(into: $0.baseAddress! + 36) }
+        }
         let status: StaticString = "200", statusName: StaticString = ":status", idName: StaticString = "apns-id"
+        let uniqueIDName: StaticString = "apns-unique-id"
+        // Values that differ in every answer are never indexed: they would only push the
+        // client's HPACK table entries out.
+        let perAnswer = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
         answerID.withUnsafeMutableBufferPointer { id in
             var answer = (
                 nghttp2_nv(name: UnsafeMutablePointer(mutating: statusName.utf8Start),
                            value: UnsafeMutablePointer(mutating: status.utf8Start), namelen: 7, valuelen: 3,
                            flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)),
                 nghttp2_nv(name: UnsafeMutablePointer(mutating: idName.utf8Start), value: id.baseAddress!,
-                           namelen: 7, valuelen: 36, flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
+                           namelen: 7, valuelen: 36, flags: perAnswer),
+                nghttp2_nv(name: UnsafeMutablePointer(mutating: uniqueIDName.utf8Start), value: id.baseAddress! + 36,
+                           namelen: 14, valuelen: 36, flags: perAnswer))
             withUnsafeMutablePointer(to: &answer) {
-                $0.withMemoryRebound(to: nghttp2_nv.self, capacity: 2) {
-                    _ = nghttp2_submit_response(session, streamID, $0, 2, nil)
+                $0.withMemoryRebound(to: nghttp2_nv.self, capacity: 3) {
+                    _ = nghttp2_submit_response(session, streamID, $0, fieldCount, nil)
                 }
             }
         }
@@ -143,6 +154,8 @@ extension ServerConnection {
             responseFieldBytes.append(contentsOf: value.utf8)
             responseFieldLengths.append((name.utf8.count, value.utf8.count))
         }
+        // The identifiers differ in every answer: never indexed (see answerQuickly).
+        let identifiers = 1 + (response.headers.first?.0 == "apns-unique-id" ? 1 : 0)
         add(":status", String(response.status))
         add(response.idField.name, response.idField.value)
         for (name, value) in response.headers { add(name, value) }
@@ -155,10 +168,11 @@ extension ServerConnection {
         responseFieldBytes.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
             var offset = 0
-            for (nameLength, valueLength) in responseFieldLengths {
+            for (index, (nameLength, valueLength)) in responseFieldLengths.enumerated() {
+                let flags = index >= 1 && index <= identifiers ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE
                 responseFields.append(nghttp2_nv(name: base + offset, value: base + offset + nameLength,
                                                  namelen: nameLength, valuelen: valueLength,
-                                                 flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                                                 flags: UInt8(flags.rawValue)))
                 offset += nameLength + valueLength
             }
             if body.isEmpty {

@@ -67,8 +67,9 @@ final class ServerConnection {
     /// The shape's `authorization` bytes, which request streams refer to instead of
     /// copying them (see ``RequestFields``).
     var sharedAuthorization: UnsafeMutableBufferPointer<UInt8>? { fast.sharedAuthorization }
-    /// The `apns-id` of a fast answer, written here before nghttp2 copies it.
-    @exclusivity(unchecked) var answerID = [UInt8](repeating: 0, count: 36)
+    /// The `apns-id` of a fast answer (its first 36 bytes) and, from a sandbox server, its
+    /// `apns-unique-id` (the next 36), written here before nghttp2 copies them.
+    @exclusivity(unchecked) var answerID = [UInt8](repeating: 0, count: 72)
 
     /// The stream opened last: its header fields, body and end arrive one after the other,
     /// so most look-ups need no hashing. Unretained: ``streams`` holds it, and it is
@@ -520,7 +521,7 @@ final class ServerConnection {
         }
         let lastStreamID = nghttp2_session_get_last_proc_stream_id(session)
         goAwayLastStreamID = lastStreamID
-        let debugData = reason.map { Array(ScriptedResponse(status: 0, reason: $0).jsonBody.utf8) } ?? []
+        let debugData = reason.flatMap { $0.isEmpty ? nil : Array(ScriptedResponse(status: 0, reason: $0).jsonBody.utf8) } ?? []
         _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID,
                                   NGHTTP2_NO_ERROR.rawValue, debugData, debugData.count)
         phase = .goingAway(deadline: .now + .seconds(5))

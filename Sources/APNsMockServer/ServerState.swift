@@ -132,7 +132,7 @@ final class ServerState: Sendable {
             var response: ScriptedResponse?
             if let validation {
                 response = ScriptedResponse(status: validation.status, reason: validation.reason)
-            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[String(deviceToken)] {
+            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[deviceToken.lowercased()] {
                 response = scripted
             } else if !shared.perChannel.isEmpty, let broadcastChannel, let scripted = shared.perChannel[broadcastChannel] {
                 response = scripted

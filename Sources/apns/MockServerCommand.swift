@@ -52,7 +52,7 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(help: "The status for --fail-next: 429, 500 or 503 (default 503).")
     var status = 503
 
-    @Option(name: .customLong("goaway-after"), help: ArgumentHelp("Send GOAWAY after N requests.", valueName: "n"))
+    @Option(name: .customLong("goaway-after"), help: ArgumentHelp("Send GOAWAY once, on the connection that carries the Nth request (counted over the whole server), then close that connection.", valueName: "n"))
     var goAwayAfter: Int?
 
     @Option(help: ArgumentHelp("Wait this many milliseconds before each answer.", valueName: "ms"))
@@ -60,6 +60,9 @@ struct MockServerCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated.")
     var maxStreams = 1000
+
+    @Option(name: .customLong("close-after-rejections"), help: ArgumentHelp("Send GOAWAY on a connection and close it once N of its requests were rejected (400, 403, …), as APNs closes connections that keep failing.", valueName: "n"))
+    var closeAfterRejections: Int?
 
     @Option(name: .customLong("token-key"), help: ArgumentHelp("Require provider tokens signed by the private half of this public key (PEM); needs --key-id.", valueName: "path"))
     var tokenKey: String?
@@ -118,6 +121,7 @@ struct MockServerCommand: AsyncParsableCommand {
         if let goAwayAfter, goAwayAfter < 1 { throw ValidationError("--goaway-after must be at least 1") }
         if let delay, delay < 0 { throw ValidationError("--delay must not be negative") }
         if maxStreams < 1 { throw ValidationError("--max-streams must be at least 1") }
+        if let closeAfterRejections, closeAfterRejections < 1 { throw ValidationError("--close-after-rejections must be at least 1") }
         for token in unregistered where (try? DeviceToken(hex: token)) == nil {
             throw ValidationError("--unregistered \(token) is not a hexadecimal device token")
         }
@@ -224,6 +228,7 @@ struct MockServerCommand: AsyncParsableCommand {
             environment: try serverEnvironment(),
             keyScopes: try keyScopes()
         )
+        configuration.closeAfterRejections = closeAfterRejections
         if trace { configuration.logger = Logger(label: "apns.mock-server") }
         let server = MockAPNsServer(configuration: configuration)
         do {

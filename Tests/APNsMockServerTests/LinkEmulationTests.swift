@@ -29,20 +29,50 @@ struct LinkShaperTests {
         #expect(shaper.nextRelease(after: Self.t0 + .milliseconds(130)) == nil)
     }
 
-    @Test("a bandwidth cap lets a burst through, then rate × time")
+    @Test("a bandwidth cap lets ten milliseconds' worth through at once, then rate × time while busy")
     func bandwidth() {
         var shaper = LinkShaper(link: .init(bytesPerSecond: 10_000), start: Self.t0)
+        #expect(shaper.burst == 100)
         shaper.enqueue(Self.bytes(40_000, 7), at: Self.t0)
         var output: [UInt8] = []
         shaper.release(at: Self.t0, into: &output)
-        #expect(output.count == LinkShaper.burst)
-        #expect(shaper.nextRelease(after: Self.t0) == Self.t0 + .milliseconds(1))
+        #expect(output.count == 100)
+        // The next chunk: another 100 bytes, 10 ms later.
+        #expect(shaper.nextRelease(after: Self.t0) == Self.t0 + .milliseconds(10))
         shaper.release(at: Self.t0 + .milliseconds(500), into: &output)
-        #expect(output.count == LinkShaper.burst + 5_000)
-        // Credit never exceeds one burst, however long the link was idle.
-        shaper.release(at: Self.t0 + .seconds(100), into: &output)
-        #expect(output.count == 2 * LinkShaper.burst + 5_000)
-        #expect(output.allSatisfy { $0 == 7 })
+        #expect(output.count == 100 + 5_000)
+        // A busy link earns rate × time however late it is polled: the rest leaves by 4 s.
+        shaper.release(at: Self.t0 + .milliseconds(3_500), into: &output)
+        #expect(output.count == 35_100)
+        shaper.release(at: Self.t0 + .seconds(4), into: &output)
+        #expect(output.count == 40_000)
+        #expect(shaper.isEmpty)
+        // Idle, it saves one burst at most: 100 s later, 100 bytes at once, not 1,000,000.
+        shaper.enqueue(Self.bytes(5_000, 8), at: Self.t0 + .seconds(104))
+        shaper.release(at: Self.t0 + .seconds(104), into: &output)
+        #expect(output.count == 40_100)
+        #expect(output.allSatisfy { $0 == 7 || $0 == 8 })
+    }
+
+    @Test("a slow cap (500 B/s) releases 500 bytes a second, a few at a time, not a 16 KiB burst first")
+    func slowBandwidth() {
+        var shaper = LinkShaper(link: .init(bytesPerSecond: 500), start: Self.t0)
+        #expect(shaper.burst == 5)
+        shaper.enqueue(Self.bytes(15_000, 1), at: Self.t0)
+        var output: [UInt8] = []
+        var now = Self.t0
+        var writes = 0
+        // Poll as the server does, at each next release, for one second.
+        while now <= Self.t0 + .seconds(1) {
+            let before = output.count
+            shaper.release(at: now, into: &output)
+            if output.count > before { writes += 1 }
+            guard let next = shaper.nextRelease(after: now) else { break }
+            now = next
+        }
+        #expect(output.count >= 500 && output.count <= 510, "\(output.count) bytes in one second")
+        // Chunks of 5 bytes (10 ms' worth), about a hundred writes, not one per byte.
+        #expect(writes >= 90 && writes <= 110, "\(writes) writes")
     }
 
     @Test("nothing leaves during a stall; what waited leaves when it ends")

@@ -29,6 +29,56 @@ func waitForRequests(_ server: MockAPNsServer, count: Int) async throws {
 
 @Suite("Scripted faults")
 struct ScriptedFaultTests {
+    @Test("closeAfterRejections 3: GOAWAY (NO_ERROR, no debug data) at the third rejection on a connection; what it had received is answered, then it closes (nghttp)")
+    func closeAfterRejections() async throws {
+        var configuration = MockAPNsServer.Configuration(bundleIDs: ["com.example.app"])
+        configuration.closeAfterRejections = 3
+        try await withServerAndCurl(configuration) { server, curl in
+            // Six requests for a token that is not hexadecimal, on one connection, at once.
+            let bodyFile = curl.caFile + ".\(UUID().uuidString).body"
+            try Data(samplePayload.utf8).write(to: URL(fileURLWithPath: bodyFile))
+            defer { try? FileManager.default.removeItem(atPath: bodyFile) }
+            let uris = (0..<6).map { "https://127.0.0.1:\(server.port)/3/device/not-hex-\($0)" }
+            let result = try await ExternalTool.run("nghttp", ["-nv", "--no-dep", "-d", bodyFile, "-H", "apns-topic: com.example.app"] + uris)
+            let lines = result.stdout.split(whereSeparator: \.isNewline).map(String.init)
+            let goAways = lines.filter { $0.contains("recv GOAWAY frame") }
+            try #require(goAways.count == 1, "\(result.stdout)")
+            // Found outside the macro: a closure inside #require's argument and the filter's
+            // below came out as one and the same closure (Swift 6.3.1).
+            let goAwayLine = lines.first(where: { $0.contains("(last_stream_id=") })
+            let detail = try #require(goAwayLine, "\(result.stdout)")
+            #expect(detail.contains("error_code=NO_ERROR(0x00)") && detail.contains("opaque_data(0)=[]"), "\(detail)")
+            let lastStreamIDText = detail.range(of: "last_stream_id=").map { detail[$0.upperBound...].prefix { $0.isNumber } }
+            let lastStreamID = try #require(lastStreamIDText.flatMap { Int($0) })
+            // Every stream up to the last-stream-id answered 400, none above it.
+            let answered = lines.filter { $0.contains("recv (stream_id=") && $0.contains(":status: ") }
+            let answeredIDs = answered.compactMap { line in
+                line.range(of: "stream_id=").flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) }
+            }
+            #expect(answered.count >= 3 && answered.allSatisfy { $0.hasSuffix(":status: 400") }, "\(result.stdout)")
+            #expect(answeredIDs.allSatisfy { $0 <= lastStreamID } && answeredIDs.contains(lastStreamID), "\(answeredIDs) \(lastStreamID)")
+            #expect(server.statistics.rejected == answered.count)
+            #expect(server.statistics.connections == 1)
+            #expect(server.statistics.goAways == 1)
+        }
+    }
+
+    @Test("closeAfterRejections nil (the default): a thousand rejections on one connection, no GOAWAY")
+    func noCloseByDefault() async throws {
+        try await withServerAndCurl { server, curl in
+            let bodyFile = curl.caFile + ".\(UUID().uuidString).body"
+            try Data(samplePayload.utf8).write(to: URL(fileURLWithPath: bodyFile))
+            defer { try? FileManager.default.removeItem(atPath: bodyFile) }
+            let result = try await ExternalTool.run("h2load", [
+                "-n", "1000", "-c", "1", "-m", "100", "-d", bodyFile, "-H", "apns-topic: com.example.app",
+                "https://127.0.0.1:\(server.port)/3/device/not-hex",
+            ], timeout: .seconds(120))
+            #expect(result.stdout.contains("1000 done") && result.stdout.contains("1000 4xx"), "\(result.stdout)")
+            #expect(server.statistics.connections == 1)
+            #expect(server.statistics.goAways == 0)
+        }
+    }
+
     @Test("a device token scripted as unregistered gets 410 with the timestamp in milliseconds")
     func unregistered() async throws {
         try await withServerAndCurl { server, curl in

@@ -43,6 +43,11 @@ let validationCases: [ValidationCase] = [
     ValidationCase(name: "background at priority 10",
                    headers: ["apns-topic: com.example.app", "apns-push-type: background", "apns-priority: 10"],
                    body: #"{"aps":{"content-available":1}}"#, status: 400, reason: "BadPriority"),
+    // "If you omit this header, APNs sets the notification priority to 10", and 10 is an
+    // error for a background push: omitted, the same answer as sent.
+    ValidationCase(name: "background without apns-priority (APNs sets 10)",
+                   headers: ["apns-topic: com.example.app", "apns-push-type: background"],
+                   body: #"{"aps":{"content-available":1}}"#, status: 400, reason: "BadPriority"),
     ValidationCase(name: "background at priority 5",
                    headers: ["apns-topic: com.example.app", "apns-push-type: background", "apns-priority: 5"],
                    body: #"{"aps":{"content-available":1}}"#, status: 200),
@@ -148,6 +153,61 @@ struct ValidationTests {
             #expect(value == value.lowercased())
         }
     }
+
+    /// The fields of a `curl -D -` header dump, lowercased names.
+    static func headerValue(_ name: String, in dump: String) -> String? {
+        dump.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name + ": ") }
+            .map { String($0.dropFirst(name.count + 2)) }
+    }
+
+    @Test("a sandbox server adds apns-unique-id (a UUID, new in every answer) to an accepted push; production does not",
+          arguments: [MockAPNsServer.Environment.sandbox, .production])
+    func uniqueID(environment: MockAPNsServer.Environment) async throws {
+        var configuration = MockAPNsServer.Configuration(bundleIDs: ["com.example.app"])
+        configuration.environment = environment
+        for recorded in [true, false] {
+            // Recording on: each answer takes the full path; off: the second is a fast answer.
+            configuration.recordedRequestLimit = recorded ? 100 : 0
+            try await withServerAndCurl(configuration) { server, curl in
+                let url = "https://127.0.0.1:\(server.port)/3/device/\(sampleDeviceToken)"
+                let one = ["-sS", "--http2", "--cacert", curl.caFile, "-D", "-", "-o", "/dev/null",
+                           "-H", "apns-topic: com.example.app", "--data-binary", samplePayload, url]
+                let result = try await curl.raw(one + ["--next"] + one)
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                let answers = result.stdout.components(separatedBy: "\r\n\r\n").filter { $0.contains("HTTP/2 ") }
+                try #require(answers.count == 2, "\(result.stdout)")
+                let ids = answers.map { Self.headerValue("apns-unique-id", in: $0) }
+                if environment == .sandbox {
+                    #expect(ids.allSatisfy { $0.flatMap(UUID.init(uuidString:)) != nil }, "\(answers)")
+                    #expect(ids[0] != ids[1])
+                    #expect(ids.allSatisfy { $0 == $0?.lowercased() })
+                } else {
+                    #expect(ids == [nil, nil], "\(answers)")
+                }
+                #expect(recorded || server.statistics.fastAnswers == 1)
+                // A rejection carries none.
+                let rejected = try await curl.send(port: server.port, path: "/3/device/abc",
+                                                   headers: ["apns-topic: com.example.app"], extra: ["-D", "-"])
+                #expect(rejected.status == 400)
+                #expect(Self.headerValue("apns-unique-id", in: rejected.body) == nil)
+            }
+        }
+    }
+
+    @Test("a token scripted in lower case answers for the same token in upper case, and the other way round")
+    func tokenCase() async throws {
+        try await withServerAndCurl { server, curl in
+            let lower = String(repeating: "ab", count: 32), upper = String(repeating: "CD", count: 32)
+            server.respond(toDeviceToken: lower, with: .unregistered(since: Date(timeIntervalSince1970: 1_700_000_000)))
+            server.respond(toDeviceToken: upper, with: .unregistered(since: Date(timeIntervalSince1970: 1_700_000_000)))
+            for token in [lower.uppercased(), lower, upper.lowercased(), upper] {
+                let response = try await curl.send(port: server.port, path: "/3/device/\(token)",
+                                                   headers: ["apns-topic: com.example.app"])
+                #expect(response.status == 410, "\(token)")
+                #expect(response.reason == "Unregistered")
+            }
+        }
+    }
 }
 
 /// The fast path (a connection answering a push like the last one it accepted without the
@@ -198,6 +258,27 @@ struct FastPathValidationTests {
                 // Not vacuous: the second alert was answered on the fast path.
                 #expect(server.statistics.fastAnswers > fastBefore, "\(testCase.name)")
             }
+        }
+    }
+
+    @Test("after background pushes at priority 5 were fast-answered, one without apns-priority is BadPriority")
+    func backgroundWithoutPriorityAfterFastAnswer() async throws {
+        var configuration = MockAPNsServer.Configuration(bundleIDs: ["com.example.app"])
+        configuration.recordedRequestLimit = 0
+        try await withServerAndCurl(configuration) { server, curl in
+            let url = "https://127.0.0.1:\(server.port)/3/device/\(sampleDeviceToken)"
+            func push(_ priority: [String]) -> [String] {
+                var arguments = ["-sS", "--http2", "--cacert", curl.caFile, "-w", "%{http_code}\n",
+                                 "-H", "apns-topic: com.example.app", "-H", "apns-push-type: background"]
+                for header in priority { arguments += ["-H", header] }
+                return arguments + ["--data-binary", #"{"aps":{"content-available":1}}"#, url]
+            }
+            let result = try await curl.raw(push(["apns-priority: 5"]) + ["--next"] + push(["apns-priority: 5"])
+                                            + ["--next"] + push([]))
+            #expect(result.exitCode == 0, "\(result.stderr)")
+            #expect(result.stdout.hasPrefix("200\n200\n"), "\(result.stdout)")
+            #expect(result.stdout.hasSuffix(#"{"reason":"BadPriority"}400"# + "\n"), "\(result.stdout)")
+            #expect(server.statistics.fastAnswers == 1)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import APNsMockServer
 import Logging
 import Testing
@@ -21,6 +22,8 @@ struct EnvironmentOnceTests {
                 to: DeviceToken(hex: Self.token)
             )
             #expect(accepted.apnsID != nil)
+            // The mock stands for the sandbox by default, whose answers carry apns-unique-id.
+            #expect(accepted.uniqueID.flatMap(UUID.init(uuidString:)) != nil, "\(accepted)")
             #expect(server.statistics.accepted == 1)
             await client.shutdown()
         }
