@@ -119,7 +119,7 @@ struct CheckCommand: AsyncParsableCommand {
         case .success:
             return (true, "200 (accepted)", "the server accepted the probe itself, as a test server that takes any token does; APNs would have answered BadDeviceToken")
         case .failure(.rejected(let rejection)):
-            let answer = "\(rejection.status) \(rejection.reason?.rawValue ?? "(no reason)")"
+            let answer = "\(rejection.status) \(rejection.reason?.description ?? "(no reason)")"
             switch rejection.reason {
             case .badDeviceToken?:
                 return (true, answer, "the credentials and the topic are accepted (APNs refused only the probe's token, which no device has)")

@@ -9,7 +9,7 @@ enum OutcomeText {
         case .success(let accepted):
             var text = "accepted"
             if let id = accepted.apnsID { text += " apns-id \(id.uuidString)" }
-            if let unique = accepted.uniqueID { text += " apns-unique-id \(unique)" }
+            if let unique = accepted.uniqueID { text += " apns-unique-id \(PrintableText.escaped(unique))" }
             return text
         case .failure(let error):
             return "\(summary(error)) → \(advice(error))"
@@ -20,7 +20,7 @@ enum OutcomeText {
     static func summary(_ error: APNsError) -> String {
         switch error {
         case .rejected(let rejection):
-            return "rejected \(rejection.status) \(rejection.reason?.rawValue ?? "(no reason)")"
+            return "rejected \(rejection.status) \(rejection.reason?.description ?? "(no reason)")"
         case .failed(let failure):
             return "failed \(failure.code)" + (failure.detail.map { ": \($0)" } ?? "")
         case .invalid(let problem):

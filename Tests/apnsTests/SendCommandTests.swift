@@ -239,6 +239,25 @@ struct SendCommandTests {
         }
     }
 
+    @Test("a server's reason with a newline and escape codes prints escaped on one line: it cannot forge another token's outcome")
+    func forgedReasonEscaped() async throws {
+        try await withServer { server, _, target in
+            let token = String(repeating: "ab", count: 32)
+            let forged = "BadDeviceToken\n\(String(repeating: "f", count: 64))  accepted apns-id 00000000-0000-4000-8000-000000000000\u{1B}[2J"
+            server.respond(toDeviceToken: token, with: ScriptedResponse(status: 400, reason: forged))
+            let result = try await CLI.run(["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--body", "Hi", token])
+            #expect(result.status == 1, "\(result)")
+            // One line for the token, one summary line; the newline and ESC written as \u{…}.
+            #expect(result.lines.count == 2, "\(result.lines)")
+            #expect(result.lines.first?.contains(#"rejected 400 BadDeviceToken\u{A}ffff"#) == true, "\(result.lines)")
+            #expect(!result.stdout.contains("\u{1B}"))
+            // --json keeps the reason exactly, JSON-escaped.
+            let json = try await CLI.run(["send", "--no-auth", "--json"] + target + ["--topic", Fixtures.topic, "--body", "Hi", token])
+            let object = try CLI.jsonObject(try #require(json.lines.first))
+            #expect(object["reason"] as? String == forged)
+        }
+    }
+
     @Test("on a terminal a long batch draws a progress bar with rate and ETA on standard error; off a terminal, none")
     func progressBar() async throws {
         try await withServer { server, directory, target in

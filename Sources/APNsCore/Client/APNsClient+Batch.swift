@@ -388,7 +388,7 @@ extension APNsClient {
         let error: APNsError
         switch result {
         case .success(let response):
-            error = .rejected(Self.rejection(of: response, to: request, apnsID: request.apnsID, deviceToken: deviceToken))
+            error = Self.notAccepted(response, to: request, apnsID: request.apnsID, deviceToken: deviceToken)
         case .failure(let failure):
             error = .failed(failure)
         }

@@ -13,8 +13,8 @@ extension APNsClient {
     public struct Statistics: Sendable, Hashable {
         /// Retries after a rejection the ``RetryPolicy`` retries, by APNs reason as
         /// ``APNsReason/rawValue``: `TooManyRequests` (429), `InternalServerError` (500),
-        /// `ServiceUnavailable` or `Shutdown` (503), `IdleTimeout`; ``noReason`` when the
-        /// rejection carried none.
+        /// `ServiceUnavailable` or `Shutdown` (503), `IdleTimeout`; `other` for a reason
+        /// Apple does not document; ``noReason`` when the rejection carried none.
         public var retriesByReason: [String: Int] = [:]
         /// Retries after a transport failure, by ``APNsTransportError/Code`` name
         /// (`connectionFailed`, `goAway`, `streamRefused`, `queueFull`, …).
@@ -40,7 +40,9 @@ extension APNsClient {
         mutating func recordRetry(after error: APNsError) {
             switch error {
             case .rejected(let rejection):
-                retriesByReason[rejection.reason?.rawValue ?? Self.noReason, default: 0] += 1
+                // A reason Apple does not document counts as "other": a broken server's inventions
+                // must not grow the table without bound.
+                retriesByReason[rejection.reason.map { $0.status == nil ? "other" : $0.rawValue } ?? Self.noReason, default: 0] += 1
             case .failed(let failure):
                 retriesByFailureCode[failure.code.description, default: 0] += 1
             case .invalid:

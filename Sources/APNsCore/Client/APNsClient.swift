@@ -355,7 +355,7 @@ public final class APNsClient: Sendable {
             },
             interpret: { response, request in
                 if let accepted = APNsAccepted(response: response, request: request) { return .success(accepted) }
-                return .failure(.rejected(Self.rejection(of: response, to: request, apnsID: apnsID, deviceToken: deviceToken)))
+                return .failure(Self.notAccepted(response, to: request, apnsID: apnsID, deviceToken: deviceToken))
             },
             resuming: resumption,
             attempts: attempts
@@ -397,6 +397,20 @@ public final class APNsClient: Sendable {
     static func rejection(of response: APNsResponse, to request: APNsRequest, apnsID: APNsID?, deviceToken: DeviceToken) -> APNsRejection {
         APNsRejection(response: response, request: request)
             ?? APNsRejection(status: response.status, reason: nil, apnsID: apnsID, deviceToken: deviceToken)
+    }
+
+    /// What a device push's response other than `200` means: APNs' refusal for a 4xx or
+    /// 5xx (see ``rejection(of:to:apnsID:deviceToken:)``); any other status is one APNs
+    /// never answers a push with (a 2xx other than 200, a 3xx, a number past 599), so the
+    /// server is not APNs or is broken: a failure that may have reached APNs, never a
+    /// rejection to act on.
+    static func notAccepted(_ response: APNsResponse, to request: APNsRequest, apnsID: APNsID?, deviceToken: DeviceToken) -> APNsError {
+        guard (400...599).contains(response.status) else {
+            return .failed(.protocolError(
+                "the server answered with status \(response.status), which APNs never answers a notification with; "
+                    + "it may have been delivered"))
+        }
+        return .rejected(rejection(of: response, to: request, apnsID: apnsID, deviceToken: deviceToken))
     }
 
     /// Counts the requests a call sent (its attempts, a new provider token's included),

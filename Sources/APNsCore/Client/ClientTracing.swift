@@ -46,7 +46,7 @@ struct ClientTracing: Sendable {
             case .failure(.rejected(let rejection)):
                 attributes["apns.outcome"] = "rejected"
                 attributes["apns.status"] = rejection.status
-                attributes["apns.reason"] = rejection.reason?.rawValue ?? "none"
+                attributes["apns.reason"] = rejection.reason?.description ?? "none"
                 attributes["apns.may_have_reached_apns"] = true
             case .failure(.failed(let failure)):
                 attributes["apns.outcome"] = "failed"

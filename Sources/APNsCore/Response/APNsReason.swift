@@ -28,8 +28,11 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
         self.rawValue = rawValue
     }
 
-    /// The reason string.
-    public var description: String { rawValue }
+    /// The reason string for people and logs: as it is for every reason APNs sends (short
+    /// printable ASCII); a broken server's reason with control or non-ASCII characters
+    /// has them escaped (`\u{A}`) and is cut at 128 characters, so it cannot forge a log
+    /// line or drive a terminal. ``rawValue`` keeps the string exactly as it came.
+    public var description: String { PrintableText.escaped(rawValue) }
 
     /// `BadCollapseId` (400): The collapse identifier exceeds the maximum allowed size.
     public static let badCollapseID = APNsReason(rawValue: "BadCollapseId")

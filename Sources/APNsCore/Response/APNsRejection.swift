@@ -88,7 +88,7 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
 
     /// `<status> <reason>`, for example `410 Unregistered`, with the redacted device token.
     public var description: String {
-        var text = String(status) + " " + (reason?.rawValue ?? "(no reason)")
+        var text = String(status) + " " + (reason?.description ?? "(no reason)")
         if let deviceToken { text += " for device token " + deviceToken.redacted }
         if let requestID { text += " (apns-request-id " + requestID.uuidString + ")" }
         if let detail { text += ": " + detail }

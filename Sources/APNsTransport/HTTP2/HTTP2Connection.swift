@@ -620,7 +620,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             case .goAway(let lastStreamID, let errorCode, let debugData):
                 let reason = APNsReason(errorBody: debugData)
                 let detail = "GOAWAY \(Self.errorName(errorCode)), last-stream-id \(lastStreamID)"
-                    + (reason.map { ", reason \($0.rawValue)" } ?? "")
+                    + (reason.map { ", reason \($0)" } ?? "")
                 goAwayDetail = detail
                 pool.connectionUnavailable(self, closed: false)
                 pool.statistics.update { $0.goAwaysReceived += 1 }
@@ -632,7 +632,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                     metadata: [
                         "apns.goaway.last-stream-id": "\(lastStreamID)",
                         "apns.goaway.error-code": "\(Self.errorName(errorCode))",
-                        "apns.reason": "\(reason?.rawValue ?? "none")",
+                        "apns.reason": "\(reason?.description ?? "none")",
                         "apns.in-flight": "\(inFlight.count)",
                     ]
                 )
@@ -798,15 +798,19 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             logger.log(level: level, "APNs refused the TLS session", metadata: ["apns.error": "\(refused.debugDescription)"])
             return
         }
-        if prefaceTimedOut, let reason {
-            // Not an HTTP/2 server, or a stuck one: a failed connection attempt. The pool
-            // backs off and fails what waits (never sent) if no other connection is up.
-            pool.connectFailed(self, error: .connectionFailed(reason.detail))
+        if let reason, prefaceTimedOut || !machine.settingsReceived {
+            // Not an HTTP/2 server, a stuck one, or one that closes before its SETTINGS (a
+            // load balancer with no backend closes right after the TLS handshake): a failed
+            // connection attempt. The pool backs off and fails what waits (never sent) if
+            // no other connection is up, rather than reconnecting at once, again and again.
+            pool.connectFailed(self, error: .connectionFailed(
+                prefaceTimedOut ? reason.detail : "the server closed the connection before its HTTP/2 SETTINGS (\(reason.detail ?? reason.code.description))"))
             return
         }
-        if submittedAny, !hadResponse {
-            // Requests went out and nothing came back: count it against the endpoint, so
-            // a server that drops every connection is not hammered with reconnects.
+        if !hadResponse, submittedAny || pool.hasQueuedRequests {
+            // Nothing came back, while requests went out or waited: count it against the
+            // endpoint, so a server that drops every connection is not hammered with
+            // reconnects. (A connection that only sat idle and closed counts for nothing.)
             pool.sessionFailedWithoutResponse(reason ?? .connectionClosed("the connection closed before any answer"))
         }
         if lost {

@@ -470,6 +470,11 @@ final class HTTP2ConnectionPool: Sendable {
         state.withLock { $0.machine.prepareToSleep(connection.index, freeStreams: freeStreams) }
     }
 
+    /// Whether requests wait in the queue for a stream.
+    var hasQueuedRequests: Bool {
+        state.withLock { $0.machine.hasQueuedRequests }
+    }
+
     /// The shutdown deadline, if shutdown has begun.
     var shutdownDeadline: UInt64? {
         state.withLock { $0.machine.shuttingDown ? $0.machine.shutdownDeadline : nil }

@@ -209,7 +209,7 @@ final class HTTP2ConnectionStateMachine {
     /// HTTP/2 (RFC 9113 §5.4.1): the connection must be closed after that output is written.
     var connectionError: APNsTransportError? {
         sink.connectionErrorCode.map {
-            .protocolError("the server broke HTTP/2; sent GOAWAY \(HTTP2Connection.errorName($0))")
+            .protocolError("the server broke HTTP/2; the client ended the connection with GOAWAY \(HTTP2Connection.errorName($0))")
         }
     }
 

@@ -316,6 +316,9 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         return (anyUp ? [] : queue.removeAll(), delay)
     }
 
+    /// Whether requests wait for a stream.
+    var hasQueuedRequests: Bool { !queue.isEmpty }
+
     /// `id` is up with `freeStreams` streams; whether it is a reconnect of its slot.
     mutating func connectSucceeded(_ id: ConnectionID, freeStreams: Int) -> Bool {
         slots[id].isConnecting = false

@@ -63,6 +63,11 @@ final class HostileHTTP2Server: @unchecked Sendable {
         /// Answers with HEADERS without END_HEADERS, then `frames` empty CONTINUATION
         /// frames, never ending the header block.
         case continuationFlood(frames: Int = 10_000)
+        /// Closes each connection as soon as it opens, before a byte of HTTP/2 (as a load
+        /// balancer with no healthy backend does after the TLS handshake).
+        case closeAtOnce
+        /// Sends its SETTINGS, then closes the connection without reading anything.
+        case settingsThenClose
 
         /// The case name, for reports.
         var name: String {
@@ -77,6 +82,8 @@ final class HostileHTTP2Server: @unchecked Sendable {
             case .badStatus: "badStatus"
             case .windowOverflow: "windowOverflow"
             case .continuationFlood: "continuationFlood"
+            case .closeAtOnce: "closeAtOnce"
+            case .settingsThenClose: "settingsThenClose"
             }
         }
     }
@@ -323,6 +330,11 @@ private final class HostileConnection {
         switch opening {
         case .noSettings: silent = true
         case .streamLimitZero: settings(maxConcurrentStreams: 0)
+        case .closeAtOnce: return
+        case .settingsThenClose:
+            settings(maxConcurrentStreams: 100)
+            _ = flush()
+            return
         default: settings(maxConcurrentStreams: 100)
         }
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -505,7 +517,7 @@ private final class HostileConnection {
         }
         let apnsID = HandHPACK.literal(name: "apns-id", value: String(format: "00000000-0000-4000-8000-%012X", stream))
         switch current {
-        case .normal, .streamLimitZero, .noSettings, .silentAfter:
+        case .normal, .streamLimitZero, .noSettings, .silentAfter, .closeAtOnce, .settingsThenClose:
             headerBlock(stream: stream, HandHPACK.status(200) + apnsID, endStream: true)
         case .hpackAmplification(let references, let status):
             var block = HandHPACK.status(status) + apnsID

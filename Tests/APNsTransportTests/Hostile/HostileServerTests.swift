@@ -318,6 +318,41 @@ struct HostileServerTests {
         await Self.finish(transport, server)
     }
 
+    @Test("a server that closes every connection before its SETTINGS, or right after them: the pool backs off (a handful of connections in 2 s, not hundreds)",
+          arguments: [HostileHTTP2Server.Misbehaviour.closeAtOnce, .settingsThenClose])
+    func closesEveryConnection(_ misbehaviour: HostileHTTP2Server.Misbehaviour) async throws {
+        let server = HostileHTTP2Server(misbehaviour)
+        let transport = makeTransport(connector: server.connector) {
+            $0.connectTimeout = .seconds(2)
+            $0.reconnectBackoffBase = .milliseconds(200)
+            $0.reconnectBackoffMax = .seconds(1)
+            $0.shutdownGracePeriod = .milliseconds(500)
+        }
+        // An application that keeps sending, one request at a time, for two seconds.
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(2)
+        var sends = 0
+        var errors: [APNsTransportError.Code: Int] = [:]
+        while clock.now < end {
+            let request = try devicePush(token: sends, timeout: .seconds(1))
+            do throws(APNsTransportError) {
+                _ = try await transport.send(request)
+                Issue.record("a request was answered by a server that answers nothing")
+            } catch {
+                errors[error.code, default: 0] += 1
+            }
+            sends += 1
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let connections = server.counters.connectionsAccepted
+        // Attempts 200 ms, 400 ms, 800 ms, then 1 s apart (with jitter): about five. Without
+        // the backoff each send opened connections as fast as the server closed them.
+        #expect(connections >= 2 && connections <= 10, "\(connections) connections for \(sends) sends: \(errors)")
+        #expect(sends >= 10, "\(sends) sends in two seconds: \(errors)")
+        if misbehaviour == .closeAtOnce { #expect(transport.statistics.connectionFailures >= 1) }
+        await Self.finish(transport, server)
+    }
+
     @Test("no SETTINGS after connecting: the request fails by its deadline, the connection is closed and not used again")
     func noSettings() async throws {
         let server = HostileHTTP2Server(.noSettings)
