@@ -721,8 +721,10 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         earliestInFlightDeadline = earliest
         for (streamID, pending) in expired {
             inFlight.removeValue(forKey: streamID)
+            // Asked before the reset: whether the frame ending the request ever went out.
+            let incomplete = machine.isUnsent(streamID)
             machine.cancelStream(streamID)
-            pending.expire()
+            perform(RequestFate.deadlinePassedInFlight(incomplete: incomplete), on: pending)
         }
         if !expired.isEmpty {
             // The server let a request's deadline pass: it may have stopped answering. Stop

@@ -59,6 +59,18 @@ enum RequestFate: Sendable, Hashable {
         return unsent ? .requeue(failure: failure) : .fail(failure)
     }
 
+    /// A request whose deadline passed while its stream was open. `incomplete`: the frame
+    /// ending it (END_STREAM) was never written, its body held back by the server's
+    /// flow-control window, so the server never had the whole request and cannot have
+    /// delivered it: a timeout that did not reach APNs. Otherwise it may have.
+    static func deadlinePassedInFlight(incomplete: Bool) -> RequestFate {
+        incomplete
+            ? .fail(.timeout(mayHaveReachedAPNs: false,
+                             "the request timed out before it was completely written (the server's flow-control window "
+                                 + "held its body back); the stream was reset, so the server never had the whole request"))
+            : .expire
+    }
+
     /// What a request that went again `requeues` times (this one included) becomes, when
     /// it may go again at most `maxRequeues` times: `.requeue` while within the limit,
     /// then `.fail` with `failure`.

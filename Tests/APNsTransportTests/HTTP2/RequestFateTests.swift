@@ -36,6 +36,16 @@ struct RequestFateTests {
         #expect(!failure.mayHaveReachedAPNs)
     }
 
+    @Test("a deadline passed in flight: an incomplete request (no END_STREAM written) never reached APNs; a complete one may have")
+    func deadlinePassedInFlight() {
+        guard case .fail(let error) = RequestFate.deadlinePassedInFlight(incomplete: true) else {
+            Issue.record("an incomplete request did not fail")
+            return
+        }
+        #expect(error.code == .timeout && !error.mayHaveReachedAPNs)
+        #expect(RequestFate.deadlinePassedInFlight(incomplete: false) == .expire)
+    }
+
     @Test("at the session's end: timeouts, refusals, unsent requests and written ones")
     func sessionEnded() {
         let lost = APNsTransportError.connectionClosed("TLS read failed: Connection reset by peer")

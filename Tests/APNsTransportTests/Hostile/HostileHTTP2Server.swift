@@ -68,6 +68,9 @@ final class HostileHTTP2Server: @unchecked Sendable {
         case closeAtOnce
         /// Sends its SETTINGS, then closes the connection without reading anything.
         case settingsThenClose
+        /// SETTINGS_INITIAL_WINDOW_SIZE 0 and no WINDOW_UPDATE ever: a request's HEADERS
+        /// arrive, its body never can, and nothing is answered.
+        case zeroWindow
 
         /// The case name, for reports.
         var name: String {
@@ -84,6 +87,7 @@ final class HostileHTTP2Server: @unchecked Sendable {
             case .continuationFlood: "continuationFlood"
             case .closeAtOnce: "closeAtOnce"
             case .settingsThenClose: "settingsThenClose"
+            case .zeroWindow: "zeroWindow"
             }
         }
     }
@@ -331,6 +335,7 @@ private final class HostileConnection {
         case .noSettings: silent = true
         case .streamLimitZero: settings(maxConcurrentStreams: 0)
         case .closeAtOnce: return
+        case .zeroWindow: frame(Frame.settings, [0x00, 0x03] + Self.bigEndian(100) + [0x00, 0x04] + Self.bigEndian(0))
         case .settingsThenClose:
             settings(maxConcurrentStreams: 100)
             _ = flush()
@@ -517,7 +522,7 @@ private final class HostileConnection {
         }
         let apnsID = HandHPACK.literal(name: "apns-id", value: String(format: "00000000-0000-4000-8000-%012X", stream))
         switch current {
-        case .normal, .streamLimitZero, .noSettings, .silentAfter, .closeAtOnce, .settingsThenClose:
+        case .normal, .streamLimitZero, .noSettings, .silentAfter, .closeAtOnce, .settingsThenClose, .zeroWindow:
             headerBlock(stream: stream, HandHPACK.status(200) + apnsID, endStream: true)
         case .hpackAmplification(let references, let status):
             var block = HandHPACK.status(status) + apnsID

@@ -353,6 +353,24 @@ struct HostileServerTests {
         await Self.finish(transport, server)
     }
 
+    @Test("a window of 0 holds every body back: the request times out as never reaching APNs, its HEADERS reached the server")
+    func zeroWindow() async throws {
+        let server = HostileHTTP2Server(.zeroWindow)
+        let transport = Self.transport(server)
+        let request = try devicePush(token: 1, timeout: .milliseconds(500))
+        do throws(APNsTransportError) {
+            _ = try await transport.send(request)
+            Issue.record("answered")
+        } catch {
+            #expect(error.code == .timeout, "\(String(reflecting: error))")
+            #expect(!error.mayHaveReachedAPNs, "\(String(reflecting: error))")
+            #expect(error.detail?.contains("completely written") == true, "\(String(reflecting: error))")
+        }
+        // Not vacuous: the request was under way (its stream reset by the client), not queued.
+        #expect(await Self.eventually { server.counters.resetCodes.contains(0x8) }, "\(server.counters.resetCodes)")
+        await Self.finish(transport, server)
+    }
+
     @Test("no SETTINGS after connecting: the request fails by its deadline, the connection is closed and not used again")
     func noSettings() async throws {
         let server = HostileHTTP2Server(.noSettings)
