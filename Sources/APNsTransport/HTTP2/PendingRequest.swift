@@ -125,14 +125,15 @@ final class PendingRequest: Sendable {
         return true
     }
 
-    /// Decides the outcome from the phase, under the lock, and resumes the caller.
+    /// Decides the outcome from the phase and the times the request went again, under the
+    /// lock, and resumes the caller.
     ///
     /// - Returns: The phase the request was in, or `nil` if it had already finished.
-    private func finish(_ decide: (Phase) -> Outcome) -> Phase? {
+    private func finish(_ decide: (Phase, _ requeues: Int) -> Outcome) -> Phase? {
         let decided: (Phase, Outcome, UnsafeContinuation<Outcome, Never>?)? = state.withLock { state in
             if case .finished = state.phase { return nil }
             let previous = state.phase
-            let outcome = decide(previous)
+            let outcome = decide(previous, state.requeues)
             state.phase = .finished
             if let continuation = state.continuation {
                 state.continuation = nil
@@ -186,7 +187,7 @@ final class PendingRequest: Sendable {
     /// - Returns: Whether the request was queued (it is still in the pool's queue).
     @discardableResult
     func cancel() -> Bool {
-        let previous = finish { phase in
+        let previous = finish { phase, _ in
             if case .queued = phase {
                 return .failure(.cancelled(mayHaveReachedAPNs: false, "the task was cancelled before the request was sent"))
             }
@@ -209,9 +210,17 @@ final class PendingRequest: Sendable {
     /// - Returns: The phase the request was in, or `nil` if it had finished.
     @discardableResult
     func expire() -> Phase? {
-        finish { phase in
+        finish { phase, requeues in
             if case .queued = phase {
-                return .failure(.timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent"))
+                guard requeues > 0 else {
+                    return .failure(.timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent"))
+                }
+                // Sent before, and handed back unprocessed (REFUSED_STREAM, or above a
+                // GOAWAY's last-stream-id): "never sent" would not be true.
+                return .failure(.timeout(
+                    mayHaveReachedAPNs: false,
+                    "the request timed out waiting to go again; the server declined to process it \(requeues) "
+                        + (requeues == 1 ? "time" : "times") + " (refused, or above a GOAWAY's last-stream-id), so it never reached APNs"))
             }
             return .failure(.timeout(mayHaveReachedAPNs: true, "no response before the request's timeout; the stream was reset"))
         }

@@ -96,3 +96,28 @@ struct RequestFateTests {
         }
     }
 }
+
+@Suite("A request's timeout, by where it waited")
+struct PendingRequestTimeoutTests {
+    static func outcome(_ pending: PendingRequest) async -> PendingRequest.Outcome {
+        await withUnsafeContinuation { continuation in _ = pending.install(continuation) }
+    }
+
+    @Test("queued and never sent: 'never sent'; handed back unprocessed and queued again: says so, never reached APNs")
+    func queuedTimeouts() async throws {
+        let fresh = PendingRequest(request: try devicePush(token: 1), deadline: 0, statistics: StatisticsBox())
+        fresh.expire()
+        guard case .failure(let neverSent) = await Self.outcome(fresh) else { Issue.record("not a failure"); return }
+        #expect(neverSent.code == .timeout && !neverSent.mayHaveReachedAPNs)
+        #expect(neverSent.detail?.contains("never sent") == true, "\(neverSent)")
+
+        let bounced = PendingRequest(request: try devicePush(token: 2), deadline: 0, statistics: StatisticsBox())
+        #expect(bounced.markRequeued() == 1)
+        #expect(bounced.markRequeued() == 2)
+        bounced.expire()
+        guard case .failure(let declined) = await Self.outcome(bounced) else { Issue.record("not a failure"); return }
+        #expect(declined.code == .timeout && !declined.mayHaveReachedAPNs)
+        #expect(declined.detail?.contains("declined to process it 2 times") == true, "\(declined)")
+        #expect(declined.detail?.contains("never sent") == false, "\(declined)")
+    }
+}
