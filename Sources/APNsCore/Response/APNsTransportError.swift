@@ -74,8 +74,9 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     /// Details for logs (an OpenSSL error string, an HTTP/2 error code); never a secret.
     public let detail: String?
     /// The HTTP status of the response, when one arrived before the failure
-    /// (``Code/responseTooLarge``): `200` means APNs accepted the notification even though
-    /// the rest of its answer was refused. `nil` when no status arrived.
+    /// (``Code/responseTooLarge``, or a ``Code/timeout`` while the rest of the answer
+    /// trickled in): `200` means APNs accepted the notification even though the rest of
+    /// its answer was refused or late. `nil` when no status arrived.
     public let responseStatus: Int?
 
     /// Creates an error. Prefer the static constructors, which set ``mayHaveReachedAPNs``

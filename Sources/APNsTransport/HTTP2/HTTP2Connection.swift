@@ -723,8 +723,9 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             inFlight.removeValue(forKey: streamID)
             // Asked before the reset: whether the frame ending the request ever went out.
             let incomplete = machine.isUnsent(streamID)
+            let status = machine.responseStatus(of: streamID)
             machine.cancelStream(streamID)
-            perform(RequestFate.deadlinePassedInFlight(incomplete: incomplete), on: pending)
+            perform(RequestFate.deadlinePassedInFlight(incomplete: incomplete, status: status), on: pending)
         }
         if !expired.isEmpty {
             // The server let a request's deadline pass: it may have stopped answering. Stop

@@ -191,6 +191,11 @@ final class HTTP2ConnectionStateMachine {
         sink.records[streamID].map { !$0.endStreamSent } ?? false
     }
 
+    /// The `:status` of `streamID`'s response, once its header block has arrived.
+    func responseStatus(of streamID: Int32) -> Int? {
+        sink.records[streamID].flatMap { $0.status > 0 ? $0.status : nil }
+    }
+
     // MARK: Input
 
     /// Feeds bytes read from the socket. Events go to ``takeEvents(into:)``.

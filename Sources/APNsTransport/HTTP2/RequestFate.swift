@@ -62,13 +62,23 @@ enum RequestFate: Sendable, Hashable {
     /// A request whose deadline passed while its stream was open. `incomplete`: the frame
     /// ending it (END_STREAM) was never written, its body held back by the server's
     /// flow-control window, so the server never had the whole request and cannot have
-    /// delivered it: a timeout that did not reach APNs. Otherwise it may have.
-    static func deadlinePassedInFlight(incomplete: Bool) -> RequestFate {
-        incomplete
-            ? .fail(.timeout(mayHaveReachedAPNs: false,
-                             "the request timed out before it was completely written (the server's flow-control window "
-                                 + "held its body back); the stream was reset, so the server never had the whole request"))
-            : .expire
+    /// delivered it: a timeout that did not reach APNs. `status`: the answer had begun
+    /// (its header block arrived) but its body had not ended: a timeout that keeps the
+    /// status in ``APNsCore/APNsTransportError/responseStatus`` (a `200` means APNs
+    /// accepted it). Otherwise a timeout that may have reached APNs.
+    static func deadlinePassedInFlight(incomplete: Bool, status: Int? = nil) -> RequestFate {
+        if incomplete {
+            return .fail(.timeout(mayHaveReachedAPNs: false,
+                                  "the request timed out before it was completely written (the server's flow-control window "
+                                      + "held its body back); the stream was reset, so the server never had the whole request"))
+        }
+        if let status {
+            return .fail(APNsTransportError(
+                code: .timeout, mayHaveReachedAPNs: true,
+                detail: "the answer began (status \(status)) but did not end before the request's timeout; the stream was reset",
+                responseStatus: status))
+        }
+        return .expire
     }
 
     /// What a request that went again `requeues` times (this one included) becomes, when

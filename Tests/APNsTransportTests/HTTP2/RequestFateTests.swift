@@ -44,6 +44,13 @@ struct RequestFateTests {
         }
         #expect(error.code == .timeout && !error.mayHaveReachedAPNs)
         #expect(RequestFate.deadlinePassedInFlight(incomplete: false) == .expire)
+        // The answer's status had arrived, its body had not ended: kept with the timeout.
+        guard case .fail(let late) = RequestFate.deadlinePassedInFlight(incomplete: false, status: 400) else {
+            Issue.record("a begun answer did not fail")
+            return
+        }
+        #expect(late.code == .timeout && late.mayHaveReachedAPNs && late.responseStatus == 400)
+        #expect(late.detail?.contains("status 400") == true)
     }
 
     @Test("at the session's end: timeouts, refusals, unsent requests and written ones")

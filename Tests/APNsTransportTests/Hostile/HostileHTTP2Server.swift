@@ -71,6 +71,8 @@ final class HostileHTTP2Server: @unchecked Sendable {
         /// SETTINGS_INITIAL_WINDOW_SIZE 0 and no WINDOW_UPDATE ever: a request's HEADERS
         /// arrive, its body never can, and nothing is answered.
         case zeroWindow
+        /// Answers each request's HEADERS (without END_STREAM) and never sends its body.
+        case stalledBody(status: Int)
 
         /// The case name, for reports.
         var name: String {
@@ -88,6 +90,7 @@ final class HostileHTTP2Server: @unchecked Sendable {
             case .closeAtOnce: "closeAtOnce"
             case .settingsThenClose: "settingsThenClose"
             case .zeroWindow: "zeroWindow"
+            case .stalledBody(let status): "stalledBody(\(status))"
             }
         }
     }
@@ -532,6 +535,8 @@ private final class HostileConnection {
             }
             block += [UInt8](repeating: HandHPACK.amplifierReference, count: references)
             headerBlock(stream: stream, block, endStream: true)
+        case .stalledBody(let status):
+            headerBlock(stream: stream, HandHPACK.status(status) + apnsID, endStream: false)
         case .endlessBody(let status, let bytes):
             headerBlock(stream: stream, HandHPACK.status(status) + apnsID, endStream: false)
             bodies.append((stream, max(1, min(bytes, clientStreamWindow))))

@@ -371,6 +371,21 @@ struct HostileServerTests {
         await Self.finish(transport, server)
     }
 
+    @Test("an answer whose body never comes: a timeout that keeps the status seen", arguments: [200, 400])
+    func stalledBody(_ status: Int) async throws {
+        let server = HostileHTTP2Server(.stalledBody(status: status))
+        let transport = Self.transport(server)
+        let request = try devicePush(token: 1, timeout: .milliseconds(500))
+        do throws(APNsTransportError) {
+            _ = try await transport.send(request)
+            Issue.record("answered")
+        } catch {
+            #expect(error.code == .timeout && error.mayHaveReachedAPNs, "\(String(reflecting: error))")
+            #expect(error.responseStatus == status, "\(String(reflecting: error))")
+        }
+        await Self.finish(transport, server)
+    }
+
     @Test("no SETTINGS after connecting: the request fails by its deadline, the connection is closed and not used again")
     func noSettings() async throws {
         let server = HostileHTTP2Server(.noSettings)
