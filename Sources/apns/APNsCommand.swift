@@ -31,6 +31,7 @@ struct APNsCommand: AsyncParsableCommand {
     /// errors become status 2 with a single line ending in a pointer to `--help`,
     /// ``CLIError`` its own status, and any other error status 1 with a single line.
     static func main() async {
+        SignalWaiter.unblockTerminationSignals()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -38,6 +39,7 @@ struct APNsCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+            Terminal.exit(0)
         } catch let error as CLIError {
             Terminal.standardError("apns: \(error.message)\(error.status == 2 ? Self.usageHint : "")")
             Terminal.exit(error.status)

@@ -101,8 +101,11 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     /// Prints a line for people (not with `--json`).
+    /// Prints a line at once (a long run's lines must not wait in a buffer).
     private func say(_ line: String) {
-        if !json { print(line) }
+        guard !json else { return }
+        print(line)
+        Terminal.flush()
     }
 
     func run() async throws {
@@ -152,6 +155,14 @@ struct BenchCommand: AsyncParsableCommand {
             (serverHost, serverPort, caPath) = ("127.0.0.1", started.port, started.caPath)
         }
         defer { child?.stop() }
+        // Ctrl-C or SIGTERM: stop the child server and remove its files before ending.
+        let watch = child.map { child in
+            SignalWatch([SIGINT, SIGTERM]) { signal in
+                child.stop()
+                Terminal.exit(128 + signal)
+            }
+        }
+        defer { watch?.stop() }
         guard let ca = FileManager.default.contents(atPath: caPath) else {
             throw CLIError("cannot read the CA file \(caPath): check the path and its permissions")
         }

@@ -3,6 +3,7 @@ import APNsMockServer
 import ArgumentParser
 import Dispatch
 import Foundation
+import Synchronization
 import Logging
 
 #if canImport(Glibc)
@@ -102,6 +103,9 @@ struct MockServerCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("record-limit"), help: "How many requests to keep in memory (0 for benchmarks).")
     var recordLimit = 1000
+
+    @Option(name: .customLong("parent-pid"), help: ArgumentHelp("Stop when the process with this ID ends (for `apns bench`'s child server).", visibility: .hidden))
+    var parentPID: Int32?
 
     @Flag(name: .shortAndLong, help: "Print a line per request.")
     var verbose = false
@@ -270,6 +274,22 @@ struct MockServerCommand: AsyncParsableCommand {
             }
         } : nil
 
+        // A child of `apns bench`: ends with its parent, even one killed with SIGKILL, as
+        // if sent SIGTERM (the parent's signals do not reach this process group).
+        let orphaned = OrphanFlag()
+        let orphanWatch = parentPID.map { parent in
+            Task.detached {
+                while !Task.isCancelled {
+                    if kill(parent, 0) != 0 && errno == ESRCH || getppid() != parent {
+                        orphaned.set()
+                        kill(getpid(), SIGTERM)
+                        return
+                    }
+                    try? await Task.sleep(for: .milliseconds(250))
+                }
+            }
+        }
+        defer { orphanWatch?.cancel() }
         let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM])
         print("received \(signal == SIGINT ? "SIGINT" : "SIGTERM"): stopping")
         // Stop the per-request printer first: its stream must end before the server's
@@ -277,10 +297,23 @@ struct MockServerCommand: AsyncParsableCommand {
         watcher?.cancel()
         await watcher?.value
         await server.stop()
+        if orphaned.isSet {
+            // The parent cannot clean up after itself any more: its files, and the folder
+            // it made for them if nothing else is in it.
+            for path in [caFile, portFile].compactMap({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+            if let portFile { rmdir((portFile as NSString).deletingLastPathComponent) }
+        }
         let stats = server.statistics
         print("stopped after \(stats.requests) requests (\(stats.accepted) accepted, \(stats.rejected) rejected) on \(stats.connections) connections")
         Terminal.flush()
     }
+}
+
+/// Set when the parent named by `--parent-pid` has ended.
+private final class OrphanFlag: Sendable {
+    private let state = Atomic<Bool>(false)
+    func set() { state.store(true, ordering: .relaxed) }
+    var isSet: Bool { state.load(ordering: .relaxed) }
 }
 
 extension MockAPNsServer.Authentication {

@@ -7,7 +7,8 @@ import Darwin
 #endif
 
 /// `apns mock-server` in a child process, so the benchmark's CPU time is the client's alone.
-final class MockServerProcess {
+/// The child stops by itself when this process ends, however it ends (`--parent-pid`).
+final class MockServerProcess: @unchecked Sendable {  // stop() may run on the signal queue; it is idempotent
     let process: Process
     let port: Int
     let caPath: String
@@ -32,7 +33,7 @@ final class MockServerProcess {
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         }
         process.arguments = ["mock-server", "--port-file", portFile, "--ca-file", caPath, "--record-limit", "0",
-                             "--max-streams", String(maxStreams)]
+                             "--max-streams", String(maxStreams), "--parent-pid", String(getpid())]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let deadline = ContinuousClock.now + .seconds(20)

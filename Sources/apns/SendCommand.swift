@@ -2,6 +2,7 @@ import APNsCore
 import ArgumentParser
 import Foundation
 import Logging
+import Synchronization
 
 /// `apns send`: one notification to one or many device tokens, with an outcome and its
 /// meaning per token.
@@ -95,6 +96,12 @@ struct SendCommand: AsyncParsableCommand {
         let client = setup.client
         let report = await send(push, to: tokens, with: client)
         await client.shutdown()
+        if let signal = report.interruptedBy {
+            Terminal.standardError(
+                "apns: interrupted by \(signal == SIGINT ? "SIGINT" : "SIGTERM"): the notifications that were in flight may have "
+                    + "reached APNs (their lines say so); the rest were not sent")
+            throw ExitCode(128 + signal)
+        }
         if report.accepted < tokens.count { throw ExitCode(1) }
     }
 
@@ -166,6 +173,8 @@ struct SendCommand: AsyncParsableCommand {
         var accepted = 0
         var rejected = 0
         var failed = 0
+        /// The signal (SIGINT, SIGTERM) that stopped the batch, if one did.
+        var interruptedBy: Int32?
 
         mutating func record(_ result: Result<APNsAccepted, APNsError>) {
             switch result {
@@ -206,15 +215,33 @@ struct SendCommand: AsyncParsableCommand {
             }
         }
         let (finished, finish) = AsyncStream.makeStream(of: Finished.self)
-        let report = await withTaskGroup(of: Void.self) { [devices, positions, concurrency] group -> Report in
-            group.addTask {
-                // The outcomes come from the transport's threads: they are handed to this
-                // task, which prints, rather than printed there.
-                await client.send(push, to: devices, maxConcurrency: concurrency) { index, outcome in
-                    finish.yield((positions[index], outcome.result))
-                }
-                finish.finish()
+        // Ctrl-C (or SIGTERM) cancels the batch rather than killing the process: what was
+        // in flight ends as "may have reached APNs", the rest as not sent, and every line
+        // and the summary are still written. Watched before the batch starts, so that no
+        // signal can come between its first request and the watch.
+        let interruption = Mutex<(signal: Int32?, batch: Task<Void, Never>?)>((nil, nil))
+        let watch = SignalWatch([SIGINT, SIGTERM]) { signal in
+            let batch = interruption.withLock { state in
+                state.signal = signal
+                return state.batch
             }
+            batch?.cancel()
+        }
+        defer { watch.stop() }
+        // The outcomes come from the transport's threads: they are handed to this task,
+        // which prints, rather than printed there.
+        let batch = Task { [devices, positions, concurrency] in
+            await client.send(push, to: devices, maxConcurrency: concurrency) { index, outcome in
+                finish.yield((positions[index], outcome.result))
+            }
+            finish.finish()
+        }
+        let signalledEarly = interruption.withLock { state in
+            state.batch = batch
+            return state.signal != nil
+        }
+        if signalledEarly { batch.cancel() }
+        let report = await { () async -> Report in
             var report = Report()
             var nextToPrint = 0
             var done = waiting.count
@@ -233,8 +260,10 @@ struct SendCommand: AsyncParsableCommand {
                 progress.update(done: done)
                 printReady()
             }
+            await batch.value
+            report.interruptedBy = interruption.withLock { $0.signal }
             return report
-        }
+        }()
         progress.finish()
         let seconds = Terminal.seconds(since: start)
         let rate = seconds > 0 ? Double(tokens.count) / seconds : 0

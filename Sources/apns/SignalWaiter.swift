@@ -1,40 +1,162 @@
-import Dispatch
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// Waits for a signal with DispatchSource instead of a signal handler, so the process
-/// can shut down cleanly (stop servers, flush output) rather than die.
+/// The write end of the pipe the signal handler writes each caught signal's number to.
+/// Set once, before any handler is installed, and never changed after.
+nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
+
+/// Catches signals with `sigaction` and a self-pipe: the handler only writes the signal's
+/// number to a pipe (async-signal-safe), and a thread of its own reads the pipe and runs
+/// the Swift code. That thread is the one that unblocks SIGINT and SIGTERM: a signal mask
+/// is inherited across `exec`, and the threads Swift's concurrency runs on block every
+/// signal, so a tool started by such a thread (a test runner's) would otherwise keep
+/// Ctrl-C pending until it exits. Unlike a dispatch signal source (a `signalfd` on Linux,
+/// which needs every thread to block the signal) this works whatever threads exist.
+private enum SignalPipe {
+    /// The actions waiting for each signal number; guarded by `lock`.
+    nonisolated(unsafe) static var handlers: [Int32: @Sendable (Int32) -> Void] = [:]
+    nonisolated(unsafe) static var lock = pthread_mutex_t()
+    nonisolated(unsafe) static var started = false
+
+    /// Creates the pipe and its reader thread (once).
+    static func start() {
+        pthread_mutex_lock(&lock)
+        defer { pthread_mutex_unlock(&lock) }
+        guard !started else { return }
+        started = true
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return }
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        signalPipeWriteEnd = fds[1]
+        let readEnd = fds[0]
+        var thread = pthread_t()
+        let argument = UnsafeMutableRawPointer(bitPattern: Int(readEnd) + 1)
+        pthread_create(&thread, nil, { argument in
+            // The thread the kernel delivers SIGINT and SIGTERM to (see the type's comment).
+            var unblocked = sigset_t()
+            sigemptyset(&unblocked)
+            sigaddset(&unblocked, SIGINT)
+            sigaddset(&unblocked, SIGTERM)
+            pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+            let readEnd = Int32(Int(bitPattern: argument) - 1)
+            var byte: UInt8 = 0
+            while true {
+                let n = read(readEnd, &byte, 1)
+                if n < 0 && errno == EINTR { continue }
+                guard n == 1 else { return nil }
+                let number = Int32(byte)
+                pthread_mutex_lock(&SignalPipe.lock)
+                let handler = SignalPipe.handlers[number]
+                pthread_mutex_unlock(&SignalPipe.lock)
+                handler?(number)
+            }
+        }, argument)
+        pthread_detach(thread)
+    }
+
+    /// Routes `signals` to `handler` (replacing an earlier one).
+    static func install(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) {
+        start()
+        pthread_mutex_lock(&lock)
+        for number in signals { handlers[number] = handler }
+        pthread_mutex_unlock(&lock)
+        for number in signals {
+            var action = sigaction()
+            #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(signalPipeWriteEnd, &byte, 1)
+            }
+            #else
+            action.__sigaction_u.__sa_handler = { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(signalPipeWriteEnd, &byte, 1)
+            }
+            #endif
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(number, &action, nil)
+        }
+    }
+
+    /// Gives `signals` their default actions back.
+    static func remove(_ signals: [Int32]) {
+        for number in signals { signal(number, SIG_DFL) }
+        pthread_mutex_lock(&lock)
+        for number in signals { handlers[number] = nil }
+        pthread_mutex_unlock(&lock)
+    }
+}
+
+/// Waits for a signal instead of dying of it, so the process can shut down cleanly (stop
+/// servers, flush output).
 enum SignalWaiter {
-    /// Ignores the default action of `signals`, then returns the first one that arrives.
+    /// Catches `signals`, then returns the first one that arrives.
     static func wait(for signals: [Int32]) async -> Int32 {
-        let queue = DispatchQueue(label: "apns.signals")
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            let box = SourcesBox()
-            queue.sync {
-                for number in signals {
-                    signal(number, SIG_IGN)
-                    let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                    source.setEventHandler {
-                        guard !box.resumed else { return }
-                        box.resumed = true
-                        for source in box.sources { source.cancel() }
-                        continuation.resume(returning: number)
-                    }
-                    box.sources.append(source)
-                    source.resume()
-                }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            let once = Once()
+            SignalPipe.install(signals) { number in
+                if once.first() { continuation.resume(returning: number) }
             }
         }
     }
 
-    /// The sources and whether the continuation resumed; touched only on the signal queue.
-    private final class SourcesBox: @unchecked Sendable {
-        // Safe without a lock: every access happens on the serial queue "apns.signals".
-        var sources: [any DispatchSourceSignal] = []
-        var resumed = false
+    /// Makes sure SIGINT and SIGTERM reach this process, caught or not: starts the thread
+    /// that does not block them (see ``SignalPipe``). Call first thing.
+    static func unblockTerminationSignals() {
+        SignalPipe.start()
+    }
+
+    /// A flag that is set once.
+    private final class Once: @unchecked Sendable {
+        // Guarded by `lock`.
+        private var done = false
+        private var lock = pthread_mutex_t()
+        func first() -> Bool {
+            pthread_mutex_lock(&lock)
+            defer { pthread_mutex_unlock(&lock) }
+            if done { return false }
+            done = true
+            return true
+        }
+    }
+}
+
+/// Watches signals while a job runs, so that an interrupted job ends cleanly: the first
+/// signal calls `onFirst` (which asks the job to stop; the job then reports what became of
+/// its work), another one more than half a second later ends the process at once (status
+/// 128 + the signal's number, standard output flushed). ``stop()`` gives the signals their
+/// default actions back.
+final class SignalWatch: @unchecked Sendable {
+    private let signals: [Int32]
+    // Guarded by `lock`.
+    private var first: ContinuousClock.Instant?
+    private var lock = pthread_mutex_t()
+
+    /// Starts watching `signals`.
+    init(_ signals: [Int32], onFirst: @escaping @Sendable (Int32) -> Void) {
+        self.signals = signals
+        SignalPipe.install(signals) { [self] number in
+            pthread_mutex_lock(&lock)
+            let previous = first
+            if previous == nil { first = .now }
+            pthread_mutex_unlock(&lock)
+            guard let previous else {
+                onFirst(number)
+                return
+            }
+            // The same signal delivered twice at once (timeout(1) signals the child and
+            // then its process group) is one request to stop, not two.
+            if ContinuousClock.now - previous > .milliseconds(500) { Terminal.exit(128 + number) }
+        }
+    }
+
+    /// Stops watching; the signals' default actions apply again.
+    func stop() {
+        SignalPipe.remove(signals)
     }
 }

@@ -34,9 +34,17 @@ enum Terminal {
         fflush(nil)
     }
 
-    /// Flushes the streams and ends the process with `status`.
+    /// Flushes the streams and ends the process with `status`; when standard output could
+    /// not be written (a full disk, a closed pipe, `> /dev/full`), says so on standard
+    /// error and ends with status 1 instead of 0: the results are incomplete.
     static func exit(_ status: Int32) -> Never {
-        fflush(nil)
+        var status = status
+        // Output that could not be written stays in the buffer, so flushing it fails again.
+        if fflush(nil) != 0 {
+            let reason = String(cString: strerror(errno))
+            standardError("apns: cannot write to standard output (\(reason)): what it printed is incomplete")
+            if status == 0 { status = 1 }
+        }
         #if canImport(Glibc)
         Glibc.exit(status)
         #else

@@ -239,6 +239,44 @@ struct SendCommandTests {
         }
     }
 
+    @Test("SIGINT in the middle of a batch: every token still gets its line (in flight: may have reached APNs; the rest: not sent), the summary, exit 130")
+    func interruptedBatch() async throws {
+        try await withServer { server, _, target in
+            server.setResponseDelay(.milliseconds(50))
+            // 20,000 at 10 in flight and 50 ms an answer: 100 s of work, so that the signal
+            // lands early even if the test's own task wakes late on a loaded machine.
+            let tokens = (0..<20_000).map { String(format: "%064x", $0 + 1) }
+            let running = try CLI.start(["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--body", "Hi", "--concurrency", "10"],
+                                        standardInput: tokens.joined(separator: "\n"))
+            defer { running.cleanUp() }
+            for _ in 0..<600 where server.statistics.requests < 50 { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(server.statistics.requests >= 50)
+            kill(running.pid, SIGINT)
+            let status = try await running.wait(timeout: .seconds(60))
+            #expect(status == 130, "\(running.stderr)")
+            let lines = running.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.count == 20_001, "\(lines.count) lines")
+            #expect(lines.dropLast().map { String($0.prefix(64)) } == tokens)
+            #expect(lines.last?.hasPrefix("20000 notifications: ") == true, "\(lines.last ?? "")")
+            let inFlight = lines.filter { $0.contains("may have reached APNs") }.count
+            let notSent = lines.filter { $0.contains("never reached APNs") }.count
+            #expect(inFlight <= 10 && notSent > 10_000, "\(inFlight) in flight, \(notSent) not sent")
+            #expect(running.stderr.contains("interrupted by SIGINT"), "\(running.stderr)")
+        }
+    }
+
+    @Test("output that cannot be written (a full disk) is an error, exit 1, not a silent success")
+    func unwritableOutput() async throws {
+        try await withServer { _, _, target in
+            let token = String(repeating: "ab", count: 32)
+            // /dev/full: every write fails with ENOSPC.
+            let result = try await CLI.tool("/bin/sh", ["-c", #"exec "$0" "$@" >/dev/full"#, try CLI.executable, "send", "--no-auth"]
+                                                + target + ["--topic", Fixtures.topic, "--body", "Hi", token])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stderr.contains("cannot write to standard output"), "\(result.stderr)")
+        }
+    }
+
     @Test("a server's reason with a newline and escape codes prints escaped on one line: it cannot forge another token's outcome")
     func forgedReasonEscaped() async throws {
         try await withServer { server, _, target in
@@ -314,6 +352,43 @@ struct BenchCommandTests {
         #expect(result.stdout.contains("µs client CPU per notification"), "\(result)")
         #expect(result.stdout.contains("p99"), "\(result)")
         #expect(result.stdout.contains("child process, so the CPU figures are the client's alone"), "\(result)")
+    }
+
+    @Test("bench's child server ends with it, on SIGINT and on SIGKILL: its port closes and its files go", arguments: [SIGINT, SIGKILL])
+    func benchChildEndsWithParent(_ signal: Int32) async throws {
+        let running = try CLI.start(["bench", "--count", "5000000", "--skip-h2load"])
+        defer { running.cleanUp() }
+        let server = try await running.waitForLine(startingWith: "server: 127.0.0.1:", timeout: .seconds(60))
+        let port = try #require(Int(server.prefix { $0.isNumber }))
+        #expect(try await Self.connects(to: port))
+        kill(running.pid, signal)
+        // (wait(timeout:) reads a SIGKILL as its own timeout: the status does not matter here.)
+        _ = try? await running.wait(timeout: .seconds(30))
+        // The child notices within a quarter of a second (SIGKILL) or is stopped at once (SIGINT).
+        var open = true
+        for _ in 0..<100 where open {
+            open = try await Self.connects(to: port)
+            if open { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(!open, "the child server still listens on \(port)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(running.pid)").path
+        for _ in 0..<50 where FileManager.default.fileExists(atPath: directory) { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(!FileManager.default.fileExists(atPath: directory))
+    }
+
+    /// Whether a TCP connection to 127.0.0.1:`port` is accepted.
+    static func connects(to port: Int) async throws -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw CLI.Failure(description: "socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return result == 0
     }
 
     @Test("--in-process runs the mock server in the process and says the CPU figures include it")
