@@ -82,7 +82,7 @@ struct BroadcastCommand: AsyncParsableCommand {
             }
         }
         let payload = try makePayload()
-        Terminal.bootstrapLogging(level: verbose ? .debug : .warning)
+        Terminal.bootstrapLogging(level: verbose ? .debug : .error)
         let setup = try ClientSetup(credentials: try credentials.load(), connection: connection, logger: Logger(label: "apns.broadcast"))
         let result: Result<BroadcastAccepted, APNsError>
         do {

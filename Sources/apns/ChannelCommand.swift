@@ -56,7 +56,7 @@ struct ChannelCommand: AsyncParsableCommand {
             try credentials.check()
             try connection.check()
             let requestID = try parsedRequestID()
-            Terminal.bootstrapLogging(level: verbose ? .debug : .warning)
+            Terminal.bootstrapLogging(level: verbose ? .debug : .error)
             let setup = try ClientSetup(credentials: try credentials.load(), connection: connection, logger: Logger(label: "apns.channel"))
             do {
                 try await body(setup.client, requestID)

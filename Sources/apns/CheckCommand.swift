@@ -54,7 +54,7 @@ struct CheckCommand: AsyncParsableCommand {
         guard let topic = topic ?? ProcessInfo.processInfo.environment["APNS_TOPIC"].flatMap({ $0.isEmpty ? nil : $0 }) else {
             throw CLIError.usage("no topic: give --topic (the app's bundle ID) or set APNS_TOPIC")
         }
-        Terminal.bootstrapLogging(level: trace ? .trace : verbose ? .debug : .warning)
+        Terminal.bootstrapLogging(level: trace ? .trace : verbose ? .debug : .error)
         let loaded = try credentials.load()
         let setup = try ClientSetup(credentials: loaded, connection: connection, logger: Logger(label: "apns.check"))
         let environment = connection.environment

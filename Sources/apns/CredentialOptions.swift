@@ -110,12 +110,16 @@ struct CredentialOptions: ParsableArguments {
                 }
             } else {
                 let keyFile = keyFile ?? ""
-                try Self.refuseIfExposed(keyFile)
+                // What the file holds first: a public key or a certificate is no secret, and
+                // asking to chmod it would only hide the real mistake.
                 do {
                     key = try ProviderKey(contentsOfFile: keyFile)
                 } catch {
-                    throw CLIError("cannot use the key \(keyFile): \(error)")
+                    let hint = Self.looksLikeCertificate(keyFile)
+                        ? " (it looks like a client certificate: give it with --cert-file instead)" : ""
+                    throw CLIError("cannot use the key \(keyFile): \(error)\(hint)")
                 }
+                try Self.refuseIfExposed(keyFile)
             }
             do {
                 return .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))
@@ -126,15 +130,32 @@ struct CredentialOptions: ParsableArguments {
         if let certFile {
             // The private key is in --cert-key-file when given, else in the .p12 or PEM
             // itself; a certificate alone is public and may be readable by anyone.
-            try Self.refuseIfExposed(certKeyFile ?? certFile)
             guard FileManager.default.isReadableFile(atPath: certFile) else {
                 throw CLIError("cannot read the certificate \(certFile): check the path and its permissions")
             }
+            let keyHolder = certKeyFile ?? certFile
+            if Self.mayHoldPrivateKey(keyHolder) { try Self.refuseIfExposed(keyHolder) }
             let variables = ProcessInfo.processInfo.environment
             let password = certPassword ?? variables["APNS_CERTIFICATE_PASSWORD"] ?? variables["APNS_CERT_PASSWORD"]
             return .certificate(path: certFile, keyPath: certKeyFile, password: password)
         }
         return .none
+    }
+
+    /// Whether `path` may hold a private key: a PEM file with a `PRIVATE KEY` block, or a
+    /// binary file (a `.p12`); a PEM file with only certificates or public keys does not.
+    static func mayHoldPrivateKey(_ path: String) -> Bool {
+        guard let data = FileManager.default.contents(atPath: path) else { return true }
+        let text = String(decoding: data.prefix(65_536), as: UTF8.self)
+        guard text.contains("-----BEGIN") else { return true }
+        return text.contains("PRIVATE KEY-----")
+    }
+
+    /// Whether `path` is a `.p12` or a PEM certificate (a likely mix-up for a `.p8` key).
+    static func looksLikeCertificate(_ path: String) -> Bool {
+        if path.lowercased().hasSuffix(".p12") || path.lowercased().hasSuffix(".pfx") { return true }
+        guard let data = FileManager.default.contents(atPath: path) else { return false }
+        return String(decoding: data.prefix(65_536), as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
     }
 
     /// Refuses a file holding a private key when its mode grants any access to its group or

@@ -4,8 +4,13 @@ import Foundation
 
 /// The payload (from flags, a JSON file or standard input) and the APNs request headers.
 struct NotificationOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The apns-topic: your bundle ID (the push type's suffix, such as .voip, is added) or a full topic.", valueName: "topic"))
-    var topic: String
+    @Option(name: .customLong("topic"), help: ArgumentHelp("The apns-topic: your bundle ID (the push type's suffix, such as .voip, is added) or a full topic; default: APNS_TOPIC.", valueName: "topic"))
+    var topicOption: String?
+
+    /// `--topic`, or `APNS_TOPIC` when the flag is not given (checked by ``check()``).
+    var topic: String {
+        topicOption ?? ProcessInfo.processInfo.environment["APNS_TOPIC"] ?? ""
+    }
 
     @Option(name: .customLong("title"), help: "The alert title.")
     var title: String?
@@ -110,7 +115,9 @@ struct NotificationOptions: ParsableArguments {
         if let collapseID, collapseID.utf8.count > PushNotification.maximumCollapseIDBytes {
             throw ValidationError("--collapse-id is \(collapseID.utf8.count) bytes; APNs allows \(PushNotification.maximumCollapseIDBytes)")
         }
-        if topic.isEmpty { throw ValidationError("--topic is empty") }
+        if topic.isEmpty {
+            throw ValidationError(topicOption == nil ? "no topic: give --topic (the app's bundle ID) or set APNS_TOPIC" : "--topic is empty")
+        }
         if !locArgs.isEmpty && locKey == nil { throw ValidationError("--loc-args needs --loc-key") }
         if !titleLocArgs.isEmpty && titleLocKey == nil { throw ValidationError("--title-loc-args needs --title-loc-key") }
         try checkLiveActivity()
@@ -166,14 +173,31 @@ struct NotificationOptions: ParsableArguments {
         return .alert
     }
 
+    /// The push type whose topic suffix `topic` ends in, if any (the longest that fits).
+    static func pushTypeSuffix(of topic: String) -> (suffix: String, pushType: PushType)? {
+        PushType.documented
+            .map { (suffix: Topic.suffix(for: $0), pushType: $0) }
+            .filter { !$0.suffix.isEmpty && topic.hasSuffix($0.suffix) && topic.count > $0.suffix.count }
+            .max { $0.suffix.count < $1.suffix.count }
+    }
+
     /// The notification the flags describe.
     /// - Parameter standardInput: Reads standard input (called only for `--payload-file -`).
     func notification(standardInput: () -> [UInt8]) throws(CLIError) -> PushNotification {
         let pushType = resolvedPushType
         let payload = try makePayload(standardInput: standardInput)
         let suffix = Topic.suffix(for: pushType)
-        let topic: Topic = (!suffix.isEmpty && self.topic.hasSuffix(suffix)) || pushType == .mdm
-            ? .explicit(self.topic) : .bundleID(self.topic)
+        // A topic that already ends in a push type's suffix is a full topic: used as given,
+        // never stacked (com.example.app.voip.voip), with a warning when the suffix is
+        // another push type's, which APNs answers with DeviceTokenNotForTopic.
+        let ownSuffix = Self.pushTypeSuffix(of: self.topic)
+        let topic: Topic = ownSuffix != nil || pushType == .mdm ? .explicit(self.topic) : .bundleID(self.topic)
+        if let ownSuffix, ownSuffix.suffix != suffix, pushType != .mdm {
+            Terminal.standardError(
+                "apns: warning: the topic \(self.topic) ends in \(ownSuffix.suffix), the suffix of \(ownSuffix.pushType) pushes, "
+                    + "but this is a\(pushType == .alert ? "n" : "") \(pushType) push"
+                    + (suffix.isEmpty ? " (no suffix)" : " (suffix \(suffix))") + ": APNs will answer DeviceTokenNotForTopic")
+        }
         var expirationValue = Expiration.none
         if let expiration {
             do { expirationValue = try Self.parseExpiration(expiration) } catch { throw CLIError.usage("\(error)") }

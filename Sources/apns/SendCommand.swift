@@ -75,7 +75,7 @@ struct SendCommand: AsyncParsableCommand {
         try connection.check()
         try notification.check()
         try check()
-        Terminal.bootstrapLogging(level: trace ? .trace : verbose ? .debug : .warning)
+        Terminal.bootstrapLogging(level: trace ? .trace : verbose ? .debug : .error)
         let logger = Logger(label: "apns.send")
         let loaded = try credentials.load()
         let push = try notification.notification(standardInput: Terminal.readStandardInput)

@@ -29,11 +29,36 @@ enum TLSSetup {
         guard let data = FileManager.default.contents(atPath: certificate.path) else {
             throw CLIError("cannot read the certificate \(certificate.path): check the path and its permissions")
         }
-        let isPEM = String(decoding: data.prefix(8192), as: UTF8.self).contains("-----BEGIN")
-        do {
-            if !isPEM {
-                return try ClientIdentity(pkcs12Data: data, password: certificate.password ?? "")
+        let text = String(decoding: data.prefix(65_536), as: UTF8.self)
+        let isPEM = text.contains("-----BEGIN")
+        if isPEM {
+            // Say which half is missing in the tool's words, not the API's.
+            if !text.contains("-----BEGIN CERTIFICATE-----") {
+                throw CLIError(
+                    "\(certificate.path) holds no certificate"
+                        + (text.contains("PRIVATE KEY-----")
+                            ? " (only a private key: a .p8 signing key goes with --key-file, --key-id and --team-id)" : "")
+                        + ": give the certificate APNs issued, as a .p12 or PEM, with --cert-file")
             }
+            if certificate.keyPath == nil, !text.contains("PRIVATE KEY-----") {
+                throw CLIError(
+                    "\(certificate.path) holds the certificate but not its private key: give the key with --cert-key-file, "
+                        + "or use the .p12 exported from Keychain Access (certificate and key together)")
+            }
+        }
+        if !isPEM {
+            let opened: Result<ClientIdentity, any Error> = Result { try ClientIdentity(pkcs12Data: data, password: certificate.password ?? "") }
+            switch opened {
+            case .success(let identity):
+                return identity
+            case .failure(let error) where certificate.password == nil:
+                throw CLIError(
+                    "cannot open \(certificate.path) without a password (\(error)): give it with --cert-password or APNS_CERT_PASSWORD")
+            case .failure(let error):
+                throw CLIError("cannot use the certificate \(certificate.path): \(error)")
+            }
+        }
+        do {
             var keyPEM = String(decoding: data, as: UTF8.self)
             if let keyPath = certificate.keyPath {
                 guard let keyData = FileManager.default.contents(atPath: keyPath) else {

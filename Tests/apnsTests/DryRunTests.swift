@@ -21,7 +21,27 @@ struct DryRunTests {
         Case(flags: ["--push-type", "voip", "--custom", "caller=\"Jenna\""], topic: "com.example.app.voip", pushType: "voip", priority: "10"),
         Case(flags: ["--push-type", "complication", "--body", "Hi"], topic: "com.example.app.complication", pushType: "complication", priority: "10"),
         Case(flags: ["--push-type", "voip", "--topic", "com.example.app.voip", "--custom", "id=1"], topic: "com.example.app.voip", pushType: "voip", priority: "10"),
+        // A topic that already ends in a suffix is used as given, never stacked.
+        Case(flags: ["--push-type", "pushtotalk", "--topic", "com.example.app.voip-ptt", "--custom", "id=1"],
+             topic: "com.example.app.voip-ptt", pushType: "pushtotalk", priority: "10"),
+        Case(flags: ["--push-type", "liveactivity", "--topic", "com.example.app.push-type.liveactivity", "--event", "end",
+                     "--content-state", "{}"],
+             topic: "com.example.app.push-type.liveactivity", pushType: "liveactivity", priority: "10"),
     ]
+
+    @Test("a topic ending in another push type's suffix is sent as given, with a warning that APNs will refuse it",
+          arguments: [(["--push-type", "voip", "--custom", "id=1"], "com.example.app.complication", "complication", "voip"),
+                      (["--body", "Hi"], "com.example.app.voip", "voip", "alert")])
+    func mismatchedSuffix(_ flags: [String], _ topic: String, _ suffixOf: String, _ pushType: String) async throws {
+        let result = try await CLI.run(["send", "--no-auth", "--dry-run", "--json", "--topic", topic] + flags + [Fixtures.goodToken])
+        #expect(result.status == 0, "\(result)")
+        let object = try CLI.jsonObject(try #require(result.lines.first))
+        let headers = try #require(object["headers"] as? [[String]])
+        #expect(headers.first { $0.first == "apns-topic" }?.last == topic)
+        #expect(result.errorLines.count == 1, "\(result)")
+        #expect(result.stderr.contains("the suffix of \(suffixOf) pushes") && result.stderr.contains("\(pushType) push"), "\(result.stderr)")
+        #expect(result.stderr.contains("DeviceTokenNotForTopic"))
+    }
 
     @Test("headers follow Apple's topic and priority rules", arguments: cases)
     func headers(_ testCase: Case) async throws {

@@ -265,6 +265,22 @@ struct SendCommandTests {
         }
     }
 
+    @Test("refused credentials: the reason on each token's line, nothing logged on standard error without --verbose; APNS_TOPIC names the topic")
+    func quietWithoutVerbose() async throws {
+        try await withTokenServer { server, directory, _ in
+            let ca = directory.appendingPathComponent("ca-token.pem").path
+            try server.writeCertificateAuthority(to: ca)
+            let result = try await CLI.run(
+                ["send", "--no-auth", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", ca, "--body", "Hi",
+                 Fixtures.goodToken, Fixtures.otherToken],
+                environment: ["APNS_TOPIC": Fixtures.topic])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.lines.prefix(2).allSatisfy { $0.contains("rejected 403 MissingProviderToken") }, "\(result)")
+            #expect(result.stderr.isEmpty, "\(result.stderr)")
+            #expect(server.recordedRequests.allSatisfy { $0.value(of: "apns-topic") == Fixtures.topic })
+        }
+    }
+
     @Test("output that cannot be written (a full disk) is an error, exit 1, not a silent success")
     func unwritableOutput() async throws {
         try await withServer { _, _, target in

@@ -100,6 +100,47 @@ struct UsageTests {
         }
     }
 
+    @Test("a public key or a certificate given as --key-file is named for what it is, not refused for its mode")
+    func publicFileAsKey() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = try await Fixtures.makeKey(in: directory)
+        try await Fixtures.makeClientCertificate(in: directory)
+        let publicKey = directory.appendingPathComponent("public.pem").path
+        try key.publicKeyPEM.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        let certificate = directory.appendingPathComponent("client.pem").path
+        for path in [publicKey, certificate] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+            let result = try await CLI.run(["send", "--key-file", path, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+                                            "--topic", Fixtures.topic, "--body", "hi", Fixtures.goodToken])
+            #expect(result.status == 1, "\(result)")
+            #expect(!result.stderr.contains("chmod"), "\(result)")
+            #expect(result.errorLines.count == 1, "\(result)")
+        }
+        let asCertificate = try await CLI.run(["send", "--key-file", certificate, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+                                               "--topic", Fixtures.topic, "--body", "hi", Fixtures.goodToken])
+        #expect(asCertificate.stderr.contains("--cert-file"), "\(asCertificate)")
+    }
+
+    @Test("a certificate without its key, a key without a certificate, a .p12 without its password: each says which flag is missing")
+    func certificateHalves() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Fixtures.makeClientCertificate(in: directory)
+        let key = try await Fixtures.makeKey(in: directory)
+        let target = ["--host", "127.0.0.1", "--port", "9", "--topic", Fixtures.topic, "--body", "hi", Fixtures.goodToken]
+        let pem = directory.appendingPathComponent("client.pem").path
+        let noKey = try await CLI.run(["send", "--cert-file", pem] + target)
+        #expect(noKey.status == 1 && noKey.stderr.contains("--cert-key-file"), "\(noKey)")
+        let noCertificate = try await CLI.run(["send", "--cert-file", key.privateKeyPath] + target)
+        #expect(noCertificate.status == 1 && noCertificate.stderr.contains("holds no certificate")
+                    && noCertificate.stderr.contains("--key-file"), "\(noCertificate)")
+        let p12 = directory.appendingPathComponent("client.p12").path
+        let noPassword = try await CLI.run(["send", "--cert-file", p12] + target)
+        #expect(noPassword.status == 1 && noPassword.stderr.contains("--cert-password"), "\(noPassword)")
+        for result in [noKey, noCertificate] { #expect(result.errorLines.count == 1, "\(result)") }
+    }
+
     @Test("a .p12 that other users can read is refused; a public PEM certificate beside a private key file is not")
     func exposedCertificateKeyIsRefused() async throws {
         let directory = try CLI.temporaryDirectory()
