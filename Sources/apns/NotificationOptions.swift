@@ -151,6 +151,8 @@ struct NotificationOptions: ParsableArguments {
             throw ValidationError("--attributes-type and --attributes are for --event start")
         }
         if event != "end" && dismissalDate != nil { throw ValidationError("--dismissal-date is for --event end") }
+        if let staleDate { try Self.checkSeconds(Int64(staleDate), flag: "--stale-date") }
+        if let dismissalDate { try Self.checkSeconds(Int64(dismissalDate), flag: "--dismissal-date") }
     }
 
     /// A JSON object from a flag's value.
@@ -200,7 +202,7 @@ struct NotificationOptions: ParsableArguments {
         }
         var expirationValue = Expiration.none
         if let expiration {
-            do { expirationValue = try Self.parseExpiration(expiration) } catch { throw CLIError.usage("\(error)") }
+            do { expirationValue = try Self.parseExpiration(expiration, warn: true) } catch { throw CLIError.usage("\(error)") }
         }
         return PushNotification(
             body: try body(payload, pushType: pushType),
@@ -314,13 +316,28 @@ struct NotificationOptions: ParsableArguments {
     }
 
     /// Parses `--expiration`: UNIX seconds, `+SECONDS` from now, or `0`.
-    static func parseExpiration(_ text: String) throws -> Expiration {
+    static func parseExpiration(_ text: String, warn: Bool = false) throws -> Expiration {
         if text.hasPrefix("+"), let offset = Int64(text.dropFirst()), offset >= 0 {
             return .unixTime(Int64(Date().timeIntervalSince1970) + offset)
         }
         guard let seconds = Int64(text), seconds >= 0 else {
             throw ValidationError("--expiration \(text) is not UNIX seconds, +SECONDS or 0")
         }
+        try checkSeconds(seconds, flag: "--expiration")
+        if warn, seconds != 0, seconds < Int64(Date().timeIntervalSince1970) {
+            Terminal.standardError("apns: warning: --expiration \(text) is in the past: APNs will try to deliver once and not store it, as with 0")
+        }
         return seconds == 0 ? .immediately : .unixTime(seconds)
+    }
+
+    /// The largest UNIX time in seconds the tool takes (the year 2286): a larger value is
+    /// almost certainly milliseconds, as JavaScript's `Date.now()` gives.
+    static let maxSeconds: Int64 = 9_999_999_999
+
+    /// Refuses a time in milliseconds where seconds are meant.
+    static func checkSeconds(_ value: Int64, flag: String) throws {
+        if value > maxSeconds {
+            throw ValidationError("\(flag) \(value) is after the year 2286: it looks like milliseconds; give UNIX seconds (\(value / 1000))")
+        }
     }
 }

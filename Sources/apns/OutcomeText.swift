@@ -22,10 +22,19 @@ enum OutcomeText {
         case .rejected(let rejection):
             return "rejected \(rejection.status) \(rejection.reason?.description ?? "(no reason)")"
         case .failed(let failure):
-            return "failed \(failure.code)" + (failure.detail.map { ": \($0)" } ?? "")
+            return "failed \(failure.code)" + (failure.detail.map { ": \(inToolTerms($0))" } ?? "")
         case .invalid(let problem):
             return "invalid: \(problem)"
         }
+    }
+
+    /// The SDK's advice in a failure's detail, with the API it names replaced by the flag
+    /// that does the same in the tool.
+    static func inToolTerms(_ detail: String) -> String {
+        detail
+            .replacingOccurrences(of: "pass its CA with TLSConfiguration(trustRoots: .certificates(pem))",
+                                  with: "pass its CA with --ca-file (or APNS_CA_FILE)")
+            .replacingOccurrences(of: "the CA certificates in TrustRoots.certificates(_:)", with: "the CA certificates of --ca-file")
     }
 
     /// What to do about `error`: the remedy APNs' reason calls for, or what a transport

@@ -83,6 +83,14 @@ struct SendCommand: AsyncParsableCommand {
         guard !tokens.isEmpty else {
             throw CLIError.usage("no device tokens: give them as arguments, with --tokens-file, or on standard input")
         }
+        let short = tokens.filter { $0.count < 64 && $0.count % 2 == 0 && $0.allSatisfy(\.isHexDigit) }
+        if let first = short.first {
+            // Sent anyway (Apple does not fix a token's length), but a fragment is likelier.
+            Terminal.standardError(
+                "apns: warning: \(short.count) token\(short.count == 1 ? "" : "s") shorter than 32 bytes (\(first): \(first.count / 2) bytes); "
+                    + "device tokens are 32 bytes or more, and one copied from Xcode's console with spaces must be quoted "
+                    + "('<00fc13ad ff785122 …>')")
+        }
 
         if dryRun {
             if try printRequests(push, to: tokens, credentials: loaded) < tokens.count { throw ExitCode(1) }
@@ -145,7 +153,7 @@ struct SendCommand: AsyncParsableCommand {
 
     /// Tokens from arguments, `--tokens-file`, or standard input when it is not a terminal.
     private func readTokens() throws(CLIError) -> [String] {
-        var tokens = deviceTokens
+        var tokens = Self.joiningXcodeForm(deviceTokens)
         var text: String?
         if let tokensFile {
             if tokensFile == "-" {
@@ -166,7 +174,39 @@ struct SendCommand: AsyncParsableCommand {
                 tokens.append(token)
             }
         }
-        return tokens
+        return tokens.map(Self.hexOnly)
+    }
+
+    /// Arguments with a token as Xcode's console prints a `Data` (`<00fc13ad ff785122 …>`)
+    /// pasted without quotes, which the shell split at the spaces, joined back into one.
+    static func joiningXcodeForm(_ arguments: [String]) -> [String] {
+        var joined: [String] = []
+        var open: String?
+        for argument in arguments {
+            if var pending = open {
+                pending += argument
+                if argument.hasSuffix(">") {
+                    joined.append(pending)
+                    open = nil
+                } else {
+                    open = pending
+                }
+            } else if argument.hasPrefix("<") && !argument.hasSuffix(">") {
+                open = argument
+            } else {
+                joined.append(argument)
+            }
+        }
+        if let open { joined.append(open) }
+        return joined
+    }
+
+    /// A token in Xcode's `<00fc13ad ff785122 …>` form as its hex digits alone; any other
+    /// text as it is (an invalid one is reported in its place).
+    static func hexOnly(_ token: String) -> String {
+        guard token.hasPrefix("<") && token.hasSuffix(">") || token.contains(" ") else { return token }
+        let stripped = token.filter { $0 != "<" && $0 != ">" && $0 != " " }
+        return stripped.allSatisfy(\.isHexDigit) ? stripped : token
     }
 
     private struct Report {

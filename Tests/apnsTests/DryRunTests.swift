@@ -29,6 +29,34 @@ struct DryRunTests {
              topic: "com.example.app.push-type.liveactivity", pushType: "liveactivity", priority: "10"),
     ]
 
+    @Test("a token as Xcode's console prints it (quoted, or split by the shell between brackets) is read as its hex digits; short ones draw a warning")
+    func xcodeForm() async throws {
+        let spaced = "<00fc13ad ff785122 b4ad2880 9a342098 23412414 21348097 878e577c 991de8f0>"
+        let hex = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+        for arguments in [[spaced], spaced.split(separator: " ").map(String.init)] {
+            let result = try await CLI.run(["send", "--no-auth", "--dry-run", "--json", "--topic", Fixtures.topic, "--body", "Hi"] + arguments)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.lines.count == 1, "\(result)")
+            let object = try CLI.jsonObject(try #require(result.lines.first))
+            #expect(object["url"] as? String == "https://api.sandbox.push.apple.com/3/device/\(hex)")
+            #expect(result.stderr.isEmpty, "\(result.stderr)")
+        }
+        // Unbracketed fragments are sent as given (Apple fixes no length) with one warning.
+        let fragments = try await CLI.run(["send", "--no-auth", "--dry-run", "--topic", Fixtures.topic, "--body", "Hi", "00fc13ad", "ff785122"])
+        #expect(fragments.errorLines.count == 1 && fragments.stderr.contains("2 tokens shorter than 32 bytes"), "\(fragments)")
+    }
+
+    @Test("times in milliseconds are usage errors that give the seconds; an expiration in the past draws one warning")
+    func millisecondTimes() async throws {
+        let base = ["send", "--no-auth", "--dry-run", "--topic", Fixtures.topic]
+        let expiration = try await CLI.run(base + ["--body", "Hi", "--expiration", "1893456000000", Fixtures.goodToken])
+        #expect(expiration.status == 2 && expiration.stderr.contains("give UNIX seconds (1893456000)"), "\(expiration)")
+        let stale = try await CLI.run(base + ["--event", "update", "--content-state", "{}", "--stale-date", "1893456000000", Fixtures.goodToken])
+        #expect(stale.status == 2 && stale.stderr.contains("--stale-date 1893456000000"), "\(stale)")
+        let past = try await CLI.run(base + ["--body", "Hi", "--expiration", "1000", Fixtures.goodToken])
+        #expect(past.status == 0 && past.errorLines.count == 1 && past.stderr.contains("in the past"), "\(past)")
+    }
+
     @Test("a topic ending in another push type's suffix is sent as given, with a warning that APNs will refuse it",
           arguments: [(["--push-type", "voip", "--custom", "id=1"], "com.example.app.complication", "complication", "voip"),
                       (["--body", "Hi"], "com.example.app.voip", "voip", "alert")])

@@ -281,6 +281,17 @@ struct SendCommandTests {
         }
     }
 
+    @Test("a server whose CA is not trusted: the line names --ca-file, not the Swift API")
+    func untrustedServerNamesTheFlag() async throws {
+        try await withServer { server, _, _ in
+            let result = try await CLI.run(["send", "--no-auth", "--host", "127.0.0.1", "--port", String(server.port),
+                                            "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken],
+                                           environment: ["APNS_CA_FILE": ""])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stdout.contains("--ca-file (or APNS_CA_FILE)") && !result.stdout.contains("TLSConfiguration"), "\(result)")
+        }
+    }
+
     @Test("output that cannot be written (a full disk) is an error, exit 1, not a silent success")
     func unwritableOutput() async throws {
         try await withServer { _, _, target in
