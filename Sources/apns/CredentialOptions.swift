@@ -29,33 +29,47 @@ struct CredentialOptions: ParsableArguments {
     @Option(name: .customLong("key-pem"), help: .hidden)
     var keyPEM: String?
 
-    /// These options, or, when no credential flag is given, the variables `APNsSettings`
-    /// reads: `APNS_KEY_FILE` (or `APNS_KEY`), `APNS_KEY_ID`, `APNS_TEAM_ID`,
-    /// `APNS_CERTIFICATE_FILE`, `APNS_CERTIFICATE_KEY_FILE`, `APNS_CERTIFICATE_PASSWORD`.
+    /// These options, each one the flags leave out filled in from the variable
+    /// `APNsSettings` reads for it: `APNS_KEY_FILE` (or `APNS_KEY`), `APNS_KEY_ID`,
+    /// `APNS_TEAM_ID`, `APNS_CERTIFICATE_FILE`, `APNS_CERTIFICATE_KEY_FILE`,
+    /// `APNS_CERTIFICATE_PASSWORD`. Flags of one kind (a key's, a certificate's) take only
+    /// that kind from the environment; `--no-auth` takes nothing.
     var resolved: CredentialOptions {
-        guard keyFile == nil, keyID == nil, teamID == nil, certFile == nil, certKeyFile == nil, certPassword == nil,
-            keyPEM == nil, !noAuth
-        else { return self }
+        guard !noAuth else { return self }
         let variables = ProcessInfo.processInfo.environment
         func value(_ name: String) -> String? { variables[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let keyFlags = keyFile != nil || keyPEM != nil || keyID != nil || teamID != nil
+        let certificateFlags = certFile != nil || certKeyFile != nil || certPassword != nil
         var copy = self
-        copy.keyFile = value("APNS_KEY_FILE")
-        copy.keyPEM = value("APNS_KEY")
-        copy.keyID = value("APNS_KEY_ID")
-        copy.teamID = value("APNS_TEAM_ID")
-        copy.certFile = value("APNS_CERTIFICATE_FILE")
-        copy.certKeyFile = value("APNS_CERTIFICATE_KEY_FILE")
-        copy.certPassword = value("APNS_CERTIFICATE_PASSWORD")
+        if !certificateFlags {
+            if keyFile == nil && keyPEM == nil {
+                copy.keyFile = value("APNS_KEY_FILE")
+                copy.keyPEM = value("APNS_KEY")
+            }
+            copy.keyID = keyID ?? value("APNS_KEY_ID")
+            copy.teamID = teamID ?? value("APNS_TEAM_ID")
+        }
+        if !keyFlags {
+            copy.certFile = certFile ?? value("APNS_CERTIFICATE_FILE")
+            copy.certKeyFile = certKeyFile ?? value("APNS_CERTIFICATE_KEY_FILE")
+            copy.certPassword = certPassword ?? value("APNS_CERTIFICATE_PASSWORD")
+        }
         return copy
     }
 
     /// Checks the values together; called from `run()` so that a misspelled flag is
     /// reported as such before any of these checks.
     func check() throws {
-        try resolved.checkValues()
+        try resolved.checkValues(flags: self)
     }
 
-    private func checkValues() throws {
+    /// The name a value goes by in a message: the flag when `given` (the flag's value),
+    /// otherwise the variable it came from.
+    private static func name(_ flag: String, _ variable: String, given: String?) -> String {
+        given == nil ? variable : flag
+    }
+
+    private func checkValues(flags: CredentialOptions) throws {
         if keyFile != nil && keyPEM != nil {
             throw ValidationError("APNS_KEY and APNS_KEY_FILE are both set: set one")
         }
@@ -65,7 +79,8 @@ struct CredentialOptions: ParsableArguments {
             throw ValidationError("give a .p8 key (--key-file, --key-id, --team-id) or a certificate (--cert-file), not both")
         }
         if tokenFlags > 0 && tokenFlags < 3 {
-            let missing = [("--key-file", keyFile), ("--key-id", keyID), ("--team-id", teamID)].filter { $0.1 == nil }.map(\.0)
+            let missing = [("--key-file", "APNS_KEY_FILE", keyFile), ("--key-id", "APNS_KEY_ID", keyID), ("--team-id", "APNS_TEAM_ID", teamID)]
+                .filter { $0.2 == nil }.map { "\($0.0) (or \($0.1))" }
             throw ValidationError("token-based authentication needs --key-file, --key-id and --team-id: add \(missing.joined(separator: ", "))")
         }
         if tokenFlags == 0 && certFile == nil && !noAuth {
@@ -79,7 +94,8 @@ struct CredentialOptions: ParsableArguments {
         if certFile == nil && (certKeyFile != nil || certPassword != nil) {
             throw ValidationError("--cert-key-file and --cert-password need --cert-file")
         }
-        for (flag, value) in [("--key-id", keyID), ("--team-id", teamID)] {
+        for (flag, value) in [(Self.name("--key-id", "APNS_KEY_ID", given: flags.keyID), keyID),
+                              (Self.name("--team-id", "APNS_TEAM_ID", given: flags.teamID), teamID)] {
             if let value, value.utf8.count != 10 || !value.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }) {
                 throw ValidationError("\(flag) \(value) is not a 10-character Apple identifier (digits and capital letters)")
             }

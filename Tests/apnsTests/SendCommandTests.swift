@@ -292,6 +292,23 @@ struct SendCommandTests {
         }
     }
 
+    @Test("--key-file with APNS_KEY_ID and APNS_TEAM_ID: each value the flags leave out comes from its variable, named as such when wrong")
+    func flagsAndVariablesMix() async throws {
+        try await withTokenServer { server, directory, key in
+            let ca = directory.appendingPathComponent("ca-mix.pem").path
+            try server.writeCertificateAuthority(to: ca)
+            let send = ["send", "--key-file", key.privateKeyPath, "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", ca,
+                        "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken]
+            let mixed = try await CLI.run(send, environment: ["APNS_KEY_ID": Fixtures.keyID, "APNS_TEAM_ID": Fixtures.teamID])
+            #expect(mixed.status == 0, "\(mixed)")
+            #expect(server.statistics.accepted == 1)
+            let wrong = try await CLI.run(send, environment: ["APNS_KEY_ID": "bad", "APNS_TEAM_ID": Fixtures.teamID])
+            #expect(wrong.status == 2 && wrong.stderr.contains("APNS_KEY_ID bad is not"), "\(wrong)")
+            let missing = try await CLI.run(send, environment: ["APNS_KEY_ID": Fixtures.keyID, "APNS_TEAM_ID": ""])
+            #expect(missing.status == 2 && missing.stderr.contains("--team-id (or APNS_TEAM_ID)"), "\(missing)")
+        }
+    }
+
     @Test("output that cannot be written (a full disk) is an error, exit 1, not a silent success")
     func unwritableOutput() async throws {
         try await withServer { _, _, target in
