@@ -226,7 +226,8 @@ struct NotificationOptions: ParsableArguments {
         do {
             encoded = try payload.encoded(for: pushType)
         } catch {
-            throw CLIError("the payload cannot be sent: \(error)")
+            throw CLIError("the payload cannot be sent: \(error)"
+                + (pushType == .alert ? " (custom keys alone make a VoIP or background push: add --push-type voip or --content-available)" : ""))
         }
         return .raw(Array(#"{"aps":{},"#.utf8) + encoded.dropFirst())
     }

@@ -79,6 +79,12 @@ struct SendCommand: AsyncParsableCommand {
         let logger = Logger(label: "apns.send")
         let loaded = try credentials.load()
         let push = try notification.notification(standardInput: Terminal.readStandardInput)
+        do {
+            // The same for every token: said once, before anything is sent.
+            try push.validate()
+        } catch {
+            throw CLIError("the notification cannot be sent: \(error)")
+        }
         let tokens = try readTokens()
         guard !tokens.isEmpty else {
             throw CLIError.usage("no device tokens: give them as arguments, with --tokens-file, or on standard input")

@@ -170,6 +170,16 @@ public struct PushNotification: Sendable {
         )
     }
 
+    /// Checks every value and encodes the payload as a send would, without sending: the
+    /// ``APNsRequestError`` a send of this notification would end with, at once (for
+    /// example when a notification built from user input is about to be queued for many
+    /// devices). The encoded result is kept, so the sends that follow do not encode it again.
+    ///
+    /// - Throws: ``APNsRequestError`` saying which value is wrong and where.
+    public func validate() throws(APNsRequestError) {
+        _ = try prepared()
+    }
+
     /// Checks every value and encodes the body once, so that many device tokens and retries
     /// reuse the result.
     ///

@@ -1,3 +1,4 @@
+import APNsTesting
 import Testing
 
 @testable import APNsCore
@@ -57,5 +58,32 @@ import Testing
         // The notification's own push type wins over the payload's.
         #expect(PushNotification(payload: .contentChanged(), pushType: .widgets, topic: "com.example.app").pushType == .widgets)
         #expect(PushNotification(payload: .background(), pushType: .alert, topic: "com.example.app").pushType == .alert)
+    }
+}
+
+/// `validate()` raises, without a device token or a transport, what a send would end with.
+@Suite struct ValidateTests {
+    @Test func validateRaisesWhatASendWould() async throws {
+        var tooLarge = PushNotification(payload: .alert(body: String(repeating: "x", count: 5_000)), topic: "com.example.app")
+        #expect(throws: APNsRequestError.self) { try tooLarge.validate() }
+        tooLarge.collapseID = nil
+        var badCollapse = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+        badCollapse.collapseID = String(repeating: "c", count: 65)
+        do throws(APNsRequestError) {
+            try badCollapse.validate()
+            Issue.record("a 65-byte collapse ID passed")
+        } catch {
+            #expect(error.header == "apns-collapse-id", "\(error)")
+        }
+        // The same error from a send, through the mock transport.
+        let mock = MockTransport()
+        let outcome = await APNsClient.testing(transport: mock).send(badCollapse, to: [mockToken(1)])
+        guard case .failure(.invalid(let sent))? = outcome.first?.result else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(sent.header == "apns-collapse-id")
+        #expect(mock.requests.isEmpty)
+        try PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app").validate()
     }
 }
