@@ -85,6 +85,9 @@ struct BenchCommand: AsyncParsableCommand {
         if host != nil && caFile == nil { throw ValidationError("--host needs --ca-file (the mock server's CA)") }
         if inProcess && host != nil { throw ValidationError("--in-process starts its own server: drop --host, --port and --ca-file") }
         if h2load.isEmpty { throw ValidationError("--h2load must name an executable") }
+        if !skipH2load, h2load.contains("/"), Self.executable(named: h2load, searchPath: nil) == nil {
+            throw ValidationError("--h2load \(h2load) is not an executable file")
+        }
         if batch && onIOThread { throw ValidationError("--on-io-thread is for one send per notification: drop --batch or --on-io-thread") }
         if stream && onIOThread { throw ValidationError("--on-io-thread is for one send per notification: drop --stream or --on-io-thread") }
         if stream && batch { throw ValidationError("--batch and --stream are two ways to send: choose one") }
@@ -223,11 +226,14 @@ struct BenchCommand: AsyncParsableCommand {
                 } else {
                     say("h2load: its output had no \"req/s\" figure")
                 }
-            } else if h2load.contains("/") {
-                say("h2load: \(h2load) is not an executable file — skipped")
             } else {
                 say("h2load: \(h2load) is not on PATH (apt-get install nghttp2-client) — skipped")
             }
+        }
+        if let failed = report.fields["failed"] as? Int, failed > 0 {
+            throw CLIError(
+                "\(failed) of \(count) notifications were not accepted, so the figures above do not measure working sends "
+                    + "(a server that wants credentials?): apns send to the same server says why")
         }
     }
 

@@ -435,6 +435,24 @@ struct BenchCommandTests {
         return result == 0
     }
 
+    @Test("bench against a server that refuses its requests ends with status 1 and says so; a missing --h2load path is a usage error")
+    func benchThatFails() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A server that wants a provider token: the benchmark sends none.
+        let configuration = MockAPNsServer.Configuration(authentication: .providerToken(ProviderTokenCheck { _, _ in true }))
+        try await withMockAPNsServer(configuration: configuration) { server in
+            let ca = directory.appendingPathComponent("ca-bench.pem").path
+            try server.writeCertificateAuthority(to: ca)
+            let result = try await CLI.run(["bench", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", ca,
+                                            "--count", "50", "--skip-h2load"], timeout: .seconds(120))
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stderr.contains("50 of 50 notifications were not accepted"), "\(result)")
+        }
+        let missing = try await CLI.run(["bench", "--count", "10", "--h2load", "/nonexistent/h2load"])
+        #expect(missing.status == 2 && missing.stderr.contains("--h2load /nonexistent/h2load is not an executable file"), "\(missing)")
+    }
+
     @Test("--in-process runs the mock server in the process and says the CPU figures include it")
     func inProcess() async throws {
         let result = try await CLI.run(["bench", "--in-process", "--count", "500", "--streams", "20", "--skip-h2load"], timeout: .seconds(120))
