@@ -353,15 +353,24 @@ struct HostileServerTests {
         await Self.finish(transport, server)
     }
 
-    @Test("a window of 0 holds every body back: the request times out as never reaching APNs, its HEADERS reached the server")
-    func zeroWindow() async throws {
-        let server = HostileHTTP2Server(.zeroWindow)
-        let transport = Self.transport(server)
+    /// Sends one request with a half-second timeout through `transport`; the error it failed
+    /// with (an answer is recorded as an issue and gives `nil`).
+    static func failureOfOneRequest(_ transport: HTTP2Transport) async throws -> APNsTransportError? {
         let request = try devicePush(token: 1, timeout: .milliseconds(500))
         do throws(APNsTransportError) {
             _ = try await transport.send(request)
             Issue.record("answered")
+            return nil
         } catch {
+            return error
+        }
+    }
+
+    @Test("a window of 0 holds every body back: the request times out as never reaching APNs, its HEADERS reached the server")
+    func zeroWindow() async throws {
+        let server = HostileHTTP2Server(.zeroWindow)
+        let transport = Self.transport(server)
+        if let error = try await Self.failureOfOneRequest(transport) {
             #expect(error.code == .timeout, "\(String(reflecting: error))")
             #expect(!error.mayHaveReachedAPNs, "\(String(reflecting: error))")
             #expect(error.detail?.contains("completely written") == true, "\(String(reflecting: error))")
@@ -375,11 +384,7 @@ struct HostileServerTests {
     func stalledBody(_ status: Int) async throws {
         let server = HostileHTTP2Server(.stalledBody(status: status))
         let transport = Self.transport(server)
-        let request = try devicePush(token: 1, timeout: .milliseconds(500))
-        do throws(APNsTransportError) {
-            _ = try await transport.send(request)
-            Issue.record("answered")
-        } catch {
+        if let error = try await Self.failureOfOneRequest(transport) {
             #expect(error.code == .timeout && error.mayHaveReachedAPNs, "\(String(reflecting: error))")
             #expect(error.responseStatus == status, "\(String(reflecting: error))")
         }
