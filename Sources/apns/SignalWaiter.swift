@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -16,17 +18,16 @@ nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
 /// Ctrl-C pending until it exits. Unlike a dispatch signal source (a `signalfd` on Linux,
 /// which needs every thread to block the signal) this works whatever threads exist.
 private enum SignalPipe {
-    /// The actions waiting for each signal number; guarded by `lock`.
-    nonisolated(unsafe) static var handlers: [Int32: @Sendable (Int32) -> Void] = [:]
-    nonisolated(unsafe) static var lock = pthread_mutex_t()
-    nonisolated(unsafe) static var started = false
+    /// The actions waiting for each signal number, and whether the pipe exists.
+    static let state = Mutex<(handlers: [Int32: @Sendable (Int32) -> Void], started: Bool)>(([:], false))
 
     /// Creates the pipe and its reader thread (once).
     static func start() {
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        guard !started else { return }
-        started = true
+        let first = state.withLock { state in
+            defer { state.started = true }
+            return !state.started
+        }
+        guard first else { return }
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { return }
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
@@ -49,9 +50,7 @@ private enum SignalPipe {
                 if n < 0 && errno == EINTR { continue }
                 guard n == 1 else { return nil }
                 let number = Int32(byte)
-                pthread_mutex_lock(&SignalPipe.lock)
-                let handler = SignalPipe.handlers[number]
-                pthread_mutex_unlock(&SignalPipe.lock)
+                let handler = SignalPipe.state.withLock { $0.handlers[number] }
                 handler?(number)
             }
         }, argument)
@@ -61,9 +60,9 @@ private enum SignalPipe {
     /// Routes `signals` to `handler` (replacing an earlier one).
     static func install(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) {
         start()
-        pthread_mutex_lock(&lock)
-        for number in signals { handlers[number] = handler }
-        pthread_mutex_unlock(&lock)
+        state.withLock { state in
+            for number in signals { state.handlers[number] = handler }
+        }
         for number in signals {
             var action = sigaction()
             #if canImport(Glibc)
@@ -86,9 +85,9 @@ private enum SignalPipe {
     /// Gives `signals` their default actions back.
     static func remove(_ signals: [Int32]) {
         for number in signals { signal(number, SIG_DFL) }
-        pthread_mutex_lock(&lock)
-        for number in signals { handlers[number] = nil }
-        pthread_mutex_unlock(&lock)
+        state.withLock { state in
+            for number in signals { state.handlers[number] = nil }
+        }
     }
 }
 
@@ -105,24 +104,17 @@ enum SignalWaiter {
         }
     }
 
+    /// A flag that is set once.
+    private final class Once: Sendable {
+        private let done = Atomic<Bool>(false)
+        /// Whether this is the first call.
+        func first() -> Bool { !done.exchange(true, ordering: .relaxed) }
+    }
+
     /// Makes sure SIGINT and SIGTERM reach this process, caught or not: starts the thread
     /// that does not block them (see ``SignalPipe``). Call first thing.
     static func unblockTerminationSignals() {
         SignalPipe.start()
-    }
-
-    /// A flag that is set once.
-    private final class Once: @unchecked Sendable {
-        // Guarded by `lock`.
-        private var done = false
-        private var lock = pthread_mutex_t()
-        func first() -> Bool {
-            pthread_mutex_lock(&lock)
-            defer { pthread_mutex_unlock(&lock) }
-            if done { return false }
-            done = true
-            return true
-        }
     }
 }
 
@@ -131,20 +123,19 @@ enum SignalWaiter {
 /// its work), another one more than half a second later ends the process at once (status
 /// 128 + the signal's number, standard output flushed). ``stop()`` gives the signals their
 /// default actions back.
-final class SignalWatch: @unchecked Sendable {
+final class SignalWatch: Sendable {
     private let signals: [Int32]
-    // Guarded by `lock`.
-    private var first: ContinuousClock.Instant?
-    private var lock = pthread_mutex_t()
+    /// When the first signal came.
+    private let first = Mutex<ContinuousClock.Instant?>(nil)
 
     /// Starts watching `signals`.
     init(_ signals: [Int32], onFirst: @escaping @Sendable (Int32) -> Void) {
         self.signals = signals
         SignalPipe.install(signals) { [self] number in
-            pthread_mutex_lock(&lock)
-            let previous = first
-            if previous == nil { first = .now }
-            pthread_mutex_unlock(&lock)
+            let previous = first.withLock { first in
+                defer { if first == nil { first = .now } }
+                return first
+            }
             guard let previous else {
                 onFirst(number)
                 return
