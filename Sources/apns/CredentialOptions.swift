@@ -161,17 +161,19 @@ struct CredentialOptions: ParsableArguments {
     /// Whether `path` may hold a private key: a PEM file with a `PRIVATE KEY` block, or a
     /// binary file (a `.p12`); a PEM file with only certificates or public keys does not.
     static func mayHoldPrivateKey(_ path: String) -> Bool {
-        guard let data = FileManager.default.contents(atPath: path) else { return true }
-        let text = String(decoding: data.prefix(65_536), as: UTF8.self)
-        guard text.contains("-----BEGIN") else { return true }
+        guard let text = head(of: path), text.contains("-----BEGIN") else { return true }
         return text.contains("PRIVATE KEY-----")
+    }
+
+    /// The first 64 KiB of the file at `path` as text (where PEM headers are), if it reads.
+    private static func head(of path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { String(decoding: $0.prefix(65_536), as: UTF8.self) }
     }
 
     /// Whether `path` is a `.p12` or a PEM certificate (a likely mix-up for a `.p8` key).
     static func looksLikeCertificate(_ path: String) -> Bool {
         if path.lowercased().hasSuffix(".p12") || path.lowercased().hasSuffix(".pfx") { return true }
-        guard let data = FileManager.default.contents(atPath: path) else { return false }
-        return String(decoding: data.prefix(65_536), as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
+        return head(of: path)?.contains("-----BEGIN CERTIFICATE-----") ?? false
     }
 
     /// Refuses a file holding a private key when its mode grants any access to its group or
