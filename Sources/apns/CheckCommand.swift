@@ -125,25 +125,10 @@ struct CheckCommand: AsyncParsableCommand {
                 return (true, answer, "the credentials and the topic are accepted (APNs refused only the probe's token, which no device has)")
             case .deviceTokenNotForTopic?:
                 return (true, answer, "the credentials are accepted (the token belongs to another topic)")
-            case .invalidProviderToken?:
-                return (false, answer, "the provider token was refused: check the key ID and the team ID, and that the .p8 is the key Apple issued for them and not revoked")
-            case .expiredProviderToken?:
-                return (false, answer, "the provider token's issue time is too old or in the future: check this machine's clock")
-            case .missingProviderToken?:
-                return (false, answer, "no credentials reached APNs: give --key-file, --key-id and --team-id, or --cert-file")
-            case .badEnvironmentKeyInToken?, .badEnvironmentKeyIDInToken?:
-                return (false, answer, "the key is not enabled for this environment: use a key of this environment, or switch between --sandbox and --production")
-            case .badCertificate?:
-                return (false, answer, "the client certificate was refused: check that it is the APNs certificate of this app and has not expired or been revoked")
-            case .badCertificateEnvironment?:
-                return (false, answer, "the certificate is for the other environment: switch between --sandbox and --production")
-            case .topicDisallowed?:
-                return (false, answer, "the topic is not allowed with these credentials: it is outside a topic-specific key's topics or the certificate's")
-            case .badTopic?, .missingTopic?:
-                return (false, answer, "the topic is refused: give the app's bundle ID, as the key's team or the certificate has it")
-            case .tooManyProviderTokenUpdates?:
-                return (false, answer, "the provider token changed too often: wait a few minutes")
             default:
+                if let meaning = OutcomeText.credentialMeaning(rejection.reason) {
+                    return (false, answer, meaning)
+                }
                 return (false, answer, "\(rejection.remedy): \(rejection)")
             }
         case .failure(.failed(let failure)):

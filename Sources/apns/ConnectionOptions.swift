@@ -14,7 +14,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Send to this host instead (for example 127.0.0.1 for `apns mock-server`).", valueName: "host"))
     var host: String?
 
-    @Option(help: ArgumentHelp("The port: 443 (default) or 2197 for APNs, the mock server's port otherwise.", valueName: "port"))
+    @Option(help: ArgumentHelp("The port: by default the environment's (443 for notifications and broadcasts, 2195 or 2196 for channel management); the mock server's port with --host.", valueName: "port"))
     var port: Int?
 
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (the mock server's CA); default: APNS_CA_FILE when set.", valueName: "path"))
@@ -58,7 +58,7 @@ struct ConnectionOptions: ParsableArguments {
         if sandbox && production { throw ValidationError("--sandbox and --production exclude each other") }
         if host != nil && (sandbox || production) { throw ValidationError("--host replaces --sandbox/--production: give one of them") }
         if let port, !(1...65535).contains(port) { throw ValidationError("--port \(port) is not a TCP port (1-65535)") }
-        if let host, host.isEmpty { throw ValidationError("--host is empty") }
+        if let host, let problem = Self.hostProblem(host) { throw ValidationError(problem) }
         if let connectionsOption, !(1...64).contains(connectionsOption) { throw ValidationError("--connections must be 1...64") }
         if connectionsOption == nil, let text = Self.connectionsVariable, APNsSettings.connectionCount(text) == nil {
             throw ValidationError("APNS_CONNECTIONS is '\(text)': expected a number of connections from 1 to 64")
@@ -157,5 +157,31 @@ struct ConnectionOptions: ParsableArguments {
             throw CLIError("\(named) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
         }
         return pem
+    }
+
+    /// What is wrong with a `--host` value that is not a host name or an address (a URL,
+    /// a `host:port` pair, a path), saying what to give instead; `nil` when it is usable.
+    static func hostProblem(_ host: String) -> String? {
+        if host.isEmpty { return "--host is empty" }
+        if let scheme = host.range(of: "://") {
+            let authority = host[scheme.upperBound...].split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
+            let name: String
+            if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+                name = String(authority[authority.index(after: authority.startIndex)..<close])
+            } else {
+                name = authority.split(separator: ":").first.map(String.init) ?? ""
+            }
+            return "--host takes a host name or an address, not a URL: give --host \(name.isEmpty ? "<name>" : name) (and --port for a port)"
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") {
+            return "--host \(host): give the IPv6 address without brackets (--host \(host.dropFirst().dropLast()))"
+        }
+        if host.contains("/") { return "--host \(host) has a path: give only the host name or address" }
+        if host.contains(where: \.isWhitespace) { return "--host '\(host)' contains a space" }
+        let colons = host.filter { $0 == ":" }.count
+        if colons == 1, let port = host.split(separator: ":").last, Int(port) != nil {
+            return "--host \(host) includes a port: give --host \(host.split(separator: ":")[0]) --port \(port)"
+        }
+        return nil
     }
 }

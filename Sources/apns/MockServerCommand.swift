@@ -35,8 +35,8 @@ struct MockServerCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Where to write the CA certificate (PEM).", valueName: "path"))
-    var caFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-ca.pem").path
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Where to write the CA certificate (PEM); default: apns-mock-ca.pem in the temporary directory, or apns-mock-ca-PORT.pem there while another mock server uses that one.", valueName: "path"))
+    var caFile: String?
 
     @Option(name: .customLong("port-file"), help: ArgumentHelp("Also write the port to this file, once listening.", valueName: "path"))
     var portFile: String?
@@ -51,7 +51,7 @@ struct MockServerCommand: AsyncParsableCommand {
     var failNext: Int?
 
     @Option(help: "The status for --fail-next: 429, 500 or 503 (default 503).")
-    var status = 503
+    var status: Int?
 
     @Option(name: .customLong("goaway-after"), help: ArgumentHelp("Send GOAWAY once, on the connection that carries the Nth request (counted over the whole server), then close that connection.", valueName: "n"))
     var goAwayAfter: Int?
@@ -121,7 +121,10 @@ struct MockServerCommand: AsyncParsableCommand {
         if tokenKey != nil && acceptAnyToken { throw ValidationError("--token-key and --accept-any-token exclude each other") }
         if teamID != nil && tokenKey == nil { throw ValidationError("--team-id needs --token-key") }
         if let failNext, failNext < 1 { throw ValidationError("--fail-next must be at least 1") }
-        if ![429, 500, 503].contains(status) { throw ValidationError("--status \(status) is not 429, 500 or 503") }
+        if let status {
+            if failNext == nil { throw ValidationError("--status needs --fail-next: it is the answer to the next N requests") }
+            if ![429, 500, 503].contains(status) { throw ValidationError("--status \(status) is not 429, 500 or 503") }
+        }
         if let goAwayAfter, goAwayAfter < 1 { throw ValidationError("--goaway-after must be at least 1") }
         if let delay, delay < 0 { throw ValidationError("--delay must not be negative") }
         if maxStreams < 1 { throw ValidationError("--max-streams must be at least 1") }
@@ -240,16 +243,35 @@ struct MockServerCommand: AsyncParsableCommand {
         } catch {
             throw CLIError("the mock server could not start: \(error)")
         }
+        // Each server makes its own CA: two servers writing the same file would leave the
+        // first one's clients with the second one's CA. The default file is claimed with a
+        // lock held for the life of the process; a second server uses a file of its own.
+        let caFile: String
+        let caFileIsOwn: Bool
+        if let given = self.caFile {
+            (caFile, caFileIsOwn) = (given, false)
+        } else if let shared = Self.claimDefaultCAFile() {
+            (caFile, caFileIsOwn) = (shared, false)
+        } else {
+            (caFile, caFileIsOwn) = (FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-ca-\(server.port).pem").path, true)
+        }
         do {
             try server.writeCertificateAuthority(to: caFile)
-            if let portFile { try Data("\(server.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic) }
         } catch {
             await server.stop()
-            throw CLIError("cannot write \(portFile ?? caFile): \(error)")
+            throw CLIError(Self.cannotWrite(caFile, error))
+        }
+        if let portFile {
+            do {
+                try Data("\(server.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
+            } catch {
+                await server.stop()
+                throw CLIError(Self.cannotWrite(portFile, error))
+            }
         }
         for token in unregistered { server.respond(toDeviceToken: token.lowercased(), with: .unregistered()) }
         if let failNext {
-            let response: ScriptedResponse = switch status {
+            let response: ScriptedResponse = switch status ?? 503 {
             case 429: .tooManyRequests
             case 500: .internalServerError
             default: .serviceUnavailable
@@ -297,6 +319,7 @@ struct MockServerCommand: AsyncParsableCommand {
         watcher?.cancel()
         await watcher?.value
         await server.stop()
+        if caFileIsOwn { try? FileManager.default.removeItem(atPath: caFile) }
         if orphaned.isSet {
             // The parent cannot clean up after itself any more: its files, and the folder
             // it made for them if nothing else is in it.
@@ -306,6 +329,39 @@ struct MockServerCommand: AsyncParsableCommand {
         let stats = server.statistics
         print("stopped after \(stats.requests) requests (\(stats.accepted) accepted, \(stats.rejected) rejected) on \(stats.connections) connections")
         Terminal.flush()
+    }
+
+    /// The default CA file's path, once this process holds the lock that claims it (kept
+    /// until the process ends); `nil` while another mock server holds it.
+    static func claimDefaultCAFile() -> String? {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-ca.pem").path
+        let descriptor = open(path + ".lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return path } // no lock possible: the file as before
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            return nil
+        }
+        return path // the descriptor stays open: the lock lasts as long as the process
+    }
+
+    /// Why `path` cannot be written, in words (a missing folder, a folder without write
+    /// permission), not Foundation's error domain and code.
+    static func cannotWrite(_ path: String, _ error: any Error) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) {
+            return "cannot write \(path): the folder \(folder) does not exist"
+        }
+        if !folder.isEmpty, !isDirectory.boolValue {
+            return "cannot write \(path): \(folder) is not a folder"
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return "cannot write \(path): it is a folder"
+        }
+        if !FileManager.default.isWritableFile(atPath: folder.isEmpty ? "." : folder) {
+            return "cannot write \(path): no permission to write in \(folder.isEmpty ? "the current folder" : folder)"
+        }
+        return "cannot write \(path): \((error as NSError).localizedDescription)"
     }
 }
 

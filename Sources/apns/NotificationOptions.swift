@@ -246,8 +246,11 @@ struct NotificationOptions: ParsableArguments {
                 bytes = Array(data)
                 name = payloadFile
             }
+            // A byte order mark, as some editors write at the start of a UTF-8 file: JSON
+            // parsers may ignore it (RFC 8259, section 8.1), and APNs' body must not have it.
+            let json = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
             do {
-                return try Payload(jsonBytes: bytes)
+                return try Payload(jsonBytes: json)
             } catch {
                 throw CLIError("\(name) is not a usable payload: \(error)")
             }

@@ -52,8 +52,10 @@ enum OutcomeText {
             case .retryLater:
                 return "temporary condition at APNs: send again later (already retried within the retry policy)"
             case .fixCredentials:
+                if let meaning = credentialMeaning(rejection.reason) { return meaning }
                 return "fix the credentials: check the key, key ID, team ID, certificate and environment (--sandbox/--production)"
             case .fixRequest:
+                if let meaning = credentialMeaning(rejection.reason) { return meaning }
                 if rejection.reason == .badDeviceToken {
                     return "fix the request: the token is malformed or belongs to the other environment (try --sandbox/--production) before deleting it"
                 }
@@ -71,6 +73,36 @@ enum OutcomeText {
             return text
         case .invalid:
             return "not sent: fix the notification or the device token"
+        }
+    }
+
+    /// What a rejection of the credentials or the topic means and what to change, for the
+    /// reasons whose cause APNs names; `nil` for the others. `apns check` and the advice of
+    /// `apns send` say the same.
+    static func credentialMeaning(_ reason: APNsReason?) -> String? {
+        switch reason {
+        case .invalidProviderToken?:
+            "the provider token was refused: check the key ID and the team ID, and that the .p8 is the key Apple issued for them and not revoked"
+        case .expiredProviderToken?:
+            "the provider token's issue time is too old or in the future: check this machine's clock"
+        case .missingProviderToken?:
+            "no credentials reached APNs: give --key-file, --key-id and --team-id, or --cert-file"
+        case .badEnvironmentKeyInToken?, .badEnvironmentKeyIDInToken?:
+            "the key is not enabled for this environment: use a key of this environment, or switch between --sandbox and --production"
+        case .unrelatedKeyIDInToken?:
+            "the connection belongs to another key: send each key's notifications on connections of their own"
+        case .badCertificate?:
+            "the client certificate was refused: check that it is the APNs certificate of this app and has not expired or been revoked"
+        case .badCertificateEnvironment?:
+            "the certificate is for the other environment: switch between --sandbox and --production"
+        case .topicDisallowed?:
+            "the topic is not allowed with these credentials: it is outside a topic-specific key's topics or the certificate's"
+        case .badTopic?, .missingTopic?:
+            "the topic is refused: give the app's bundle ID, as the key's team or the certificate has it"
+        case .tooManyProviderTokenUpdates?:
+            "the provider token changed too often: wait a few minutes"
+        default:
+            nil
         }
     }
 

@@ -113,8 +113,10 @@ struct LinkEmulationServerTests {
             server.setLinkEmulation(.init(oneWayDelay: .seconds(3600)))
             let answered = Flag()
             async let response = {
+                // A wide limit: under a loaded machine the handshake alone can take seconds,
+                // and the answer is held until the emulation is removed.
                 let response = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)",
-                                                   headers: ["apns-topic: com.example.app"])
+                                                   headers: ["apns-topic: com.example.app"], extra: ["--max-time", "60"])
                 answered.value.withLock { $0 = true }
                 return response
             }()

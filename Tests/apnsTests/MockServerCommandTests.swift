@@ -169,4 +169,52 @@ struct MockServerCommandTests {
                     pass  # the server may close first (for example after a GOAWAY)
                 tls.close()
     """#
+
+    @Test("two servers started without --ca-file write their CAs to different files, and each file verifies its own server (curl)")
+    func twoServersTwoCAFiles() async throws {
+        let first = try CLI.start(["mock-server"])
+        defer { first.cleanUp() }
+        let firstPort = try #require(Int(try await first.waitForLine(startingWith: "port: ")))
+        let firstCA = try await first.waitForLine(startingWith: "ca-file: ")
+        let second = try CLI.start(["mock-server"])
+        defer { second.cleanUp() }
+        let secondPort = try #require(Int(try await second.waitForLine(startingWith: "port: ")))
+        let secondCA = try await second.waitForLine(startingWith: "ca-file: ")
+        #expect(firstCA != secondCA)
+
+        func status(port: Int, ca: String) async throws -> String {
+            let result = try await CLI.tool("/usr/bin/curl", [
+                "--silent", "--http2", "--cacert", ca, "--max-time", "20", "--output", "/dev/null",
+                "--header", "apns-topic: \(Fixtures.topic)", "--data", #"{"aps":{"alert":"Hello"}}"#,
+                "--write-out", "%{http_code}", "https://localhost:\(port)/3/device/\(Fixtures.goodToken)",
+            ])
+            return result.stdout
+        }
+        #expect(try await status(port: firstPort, ca: firstCA) == "200")
+        #expect(try await status(port: secondPort, ca: secondCA) == "200")
+        // The other server's CA does not verify: curl fails the handshake (no HTTP status).
+        #expect(try await status(port: firstPort, ca: secondCA) == "000")
+
+        kill(second.pid, SIGTERM)
+        #expect(try await second.wait(timeout: .seconds(20)) == 0, "\(second.stdout)\(second.stderr)")
+        kill(first.pid, SIGTERM)
+        #expect(try await first.wait(timeout: .seconds(20)) == 0, "\(first.stdout)\(first.stderr)")
+        // A file named for its port is the server's own, and goes with it.
+        for ca in [firstCA, secondCA] where ca.hasSuffix("-\(firstPort).pem") || ca.hasSuffix("-\(secondPort).pem") {
+            #expect(!FileManager.default.fileExists(atPath: ca), "\(ca)")
+        }
+    }
+
+    @Test("a --ca-file or --port-file in a folder that does not exist: exit 1, one line naming the folder")
+    func unwritableFiles() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let missing = directory.appendingPathComponent("no-such-folder")
+        for arguments in [["--ca-file", missing.appendingPathComponent("ca.pem").path],
+                          ["--ca-file", directory.appendingPathComponent("ca.pem").path, "--port-file", missing.appendingPathComponent("port").path]] {
+            let result = try await CLI.run(["mock-server"] + arguments)
+            #expect(result.status == 1, "\(result)")
+            #expect(result.errorLines == ["apns: cannot write \(arguments.last!): the folder \(missing.path) does not exist"], "\(result)")
+        }
+    }
 }

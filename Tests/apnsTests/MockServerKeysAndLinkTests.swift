@@ -45,6 +45,12 @@ struct MockServerKeysAndLinkTests {
             let (line, status) = try await sendThrough(flags)
             #expect(line.contains(expected), "\(flags): \(line)")
             #expect(status == (expected.hasPrefix("accepted") ? 0 : 1), "\(flags): \(line)")
+            // The advice names the cause Apple gives for the reason, as `apns check` does.
+            if expected.contains("BadEnvironmentKeyIdInToken") {
+                #expect(line.contains("the key is not enabled for this environment"), "\(line)")
+            } else if expected.contains("TopicDisallowed") {
+                #expect(line.contains("outside a topic-specific key's topics"), "\(line)")
+            }
         }
     }
 
@@ -61,6 +67,12 @@ struct MockServerKeysAndLinkTests {
             let (line, status) = try await sendThrough(flags)
             #expect(line.contains(expected), "\(flags): \(line)")
             #expect(status == (expected.hasPrefix("accepted") ? 0 : 1), "\(flags): \(line)")
+            // The advice names the cause Apple gives for the reason, as `apns check` does.
+            if expected.contains("BadEnvironmentKeyIdInToken") {
+                #expect(line.contains("the key is not enabled for this environment"), "\(line)")
+            } else if expected.contains("TopicDisallowed") {
+                #expect(line.contains("outside a topic-specific key's topics"), "\(line)")
+            }
         }
     }
 

@@ -224,6 +224,23 @@ struct SendCommandTests {
         }
     }
 
+    @Test("a payload file that starts with a UTF-8 byte order mark (as some editors write) is sent without it")
+    func payloadWithByteOrderMark() async throws {
+        try await withServer { server, directory, target in
+            let payloadFile = directory.appendingPathComponent("bom.json")
+            let json = #"{"aps":{"alert":"Grüße"}}"#
+            try Data([0xEF, 0xBB, 0xBF] + Array(json.utf8)).write(to: payloadFile)
+            let result = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--payload-file", payloadFile.path, Fixtures.goodToken])
+            #expect(result.status == 0, "\(result)")
+            let request = try #require(server.recordedRequests.first)
+            // RFC 8259, section 8.1: a BOM must not be sent in networked JSON.
+            #expect(request.body.first == UInt8(ascii: "{"), "\(Array(request.body.prefix(4)))")
+            let expected = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary)
+            #expect(NSDictionary(dictionary: try receivedPayload(server, token: Fixtures.goodToken)) == expected)
+        }
+    }
+
     @Test("a batch wider than the window: one line per token, in input order, and every request reaches the server")
     func batchKeepsOrder() async throws {
         try await withServer { server, _, target in
@@ -276,6 +293,7 @@ struct SendCommandTests {
                 environment: ["APNS_TOPIC": Fixtures.topic])
             #expect(result.status == 1, "\(result)")
             #expect(result.lines.prefix(2).allSatisfy { $0.contains("rejected 403 MissingProviderToken") }, "\(result)")
+            #expect(result.lines.prefix(2).allSatisfy { $0.contains("no credentials reached APNs") }, "\(result)")
             #expect(result.stderr.isEmpty, "\(result.stderr)")
             #expect(server.recordedRequests.allSatisfy { $0.value(of: "apns-topic") == Fixtures.topic })
         }

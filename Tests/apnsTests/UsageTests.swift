@@ -19,6 +19,10 @@ struct UsageTests {
         ["send", "--no-auth", "--topic", "com.example.app", "--body", "hi"],  // no tokens
         ["send", "--no-auth", "--topic", "com.example.app", "--body", "hi", "--port", "70000", Fixtures.goodToken],
         ["mock-server", "--status", "404", "--fail-next", "1"],
+        ["mock-server", "--status", "429"],  // no --fail-next: it would be ignored
+        ["send", "--no-auth", "--topic", "com.example.app", "--body", "hi", "--host", "https://127.0.0.1:8443", Fixtures.goodToken],
+        ["send", "--no-auth", "--topic", "com.example.app", "--body", "hi", "--host", "127.0.0.1:8443", Fixtures.goodToken],
+        ["send", "--no-auth", "--topic", "com.example.app", "--body", "hi", "--host", "[::1]", Fixtures.goodToken],
         ["mock-server", "--token-key", "public.pem"],
         ["mock-server", "--environment", "staging"],
         ["mock-server", "--sandbox-only-key", "ABC123DEFG"],  // no --token-key or --accept-any-token
