@@ -171,7 +171,8 @@ struct SendCommand: AsyncParsableCommand {
                 text = String(decoding: data, as: UTF8.self)
             }
         } else if deviceTokens.isEmpty && !notification.readsPayloadFromStandardInput && !Terminal.standardInputIsTerminal {
-            text = String(decoding: Terminal.readStandardInput(), as: UTF8.self)
+            let notice = "apns: waiting for device tokens on standard input, one per line, until it ends (no tokens were given as arguments or with --tokens-file)"
+            text = String(decoding: Terminal.readStandardInput(noticeAfter: .seconds(3), notice), as: UTF8.self)
         }
         if let text {
             for line in text.split(whereSeparator: \.isNewline) {

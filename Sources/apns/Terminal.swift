@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -57,6 +58,20 @@ enum Terminal {
         Array(FileHandle.standardInput.readDataToEndOfFile())
     }
 
+    /// Reads standard input to its end, and writes `notice` to standard error once if
+    /// nothing has ended it after `delay`: a pipe that an outer program never closes
+    /// would otherwise keep the tool waiting without a word.
+    static func readStandardInput(noticeAfter delay: Duration, _ notice: String) -> [UInt8] {
+        let finished = InputFinished()
+        let milliseconds = Int(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            finished.state.withLock { done in if !done { standardError(notice) } }
+        }
+        let bytes = readStandardInput()
+        finished.state.withLock { $0 = true }
+        return bytes
+    }
+
     /// Seconds since the `start` instant.
     static func seconds(since start: ContinuousClock.Instant) -> Double {
         seconds(ContinuousClock.now - start)
@@ -66,4 +81,9 @@ enum Terminal {
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
+}
+
+/// Whether standard input has been read to its end (for the notice of a silent pipe).
+private final class InputFinished: Sendable {
+    let state = Mutex(false)
 }

@@ -241,6 +241,19 @@ struct SendCommandTests {
         }
     }
 
+    @Test("tokens on a pipe that stays silent: one notice on standard error after a few seconds, then the tokens are sent")
+    func silentPipeNotice() async throws {
+        try await withServer { server, _, target in
+            let command = (try [CLI.executable] + ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--body", "Hi"])
+                .map { "'\($0)'" }.joined(separator: " ")
+            let result = try await CLI.tool("/bin/sh", ["-c", "(sleep 5; echo \(Fixtures.goodToken)) | \(command)"], timeout: .seconds(60))
+            #expect(result.status == 0, "\(result)")
+            #expect(result.errorLines == ["apns: waiting for device tokens on standard input, one per line, until it ends (no tokens were given as arguments or with --tokens-file)"], "\(result)")
+            #expect(result.lines.first?.hasPrefix("\(Fixtures.goodToken)  accepted apns-id") == true, "\(result)")
+            #expect(server.recordedRequests.count == 1)
+        }
+    }
+
     @Test("a batch wider than the window: one line per token, in input order, and every request reaches the server")
     func batchKeepsOrder() async throws {
         try await withServer { server, _, target in
