@@ -26,7 +26,7 @@ extension Payload {
     /// - Throws: the errors of ``encoded(for:)``, with `limit` as the size limit.
     public func encoded(for pushType: PushType, limit: PayloadLimit) throws(PayloadError) -> [UInt8] {
         try validate(pushType: pushType)
-        let bytes = try write()
+        let bytes = try write(for: pushType)
         guard bytes.count <= limit.bytes else {
             throw .tooLarge(size: bytes.count, limit: limit, pushType: pushType)
         }
@@ -70,6 +70,11 @@ extension Payload {
         switch pushType {
         case .alert:
             if !aps.hasAlert && aps.sound == nil && aps.badge == nil {
+                if aps.contentChanged {
+                    throw .missing(
+                        "aps.alert",
+                        "push type alert needs an alert, a sound or a badge; a content-changed payload is for push type widgets or controls (Payload.contentChanged(for: .widgets))")
+                }
                 throw .missing("aps.alert", "push type alert needs an alert, a sound or a badge")
             }
         case .background:
@@ -109,16 +114,23 @@ extension Payload {
 
     // MARK: Writing
 
-    /// Writes the JSON; refuses NaN and infinity with their key path.
-    func write() throws(PayloadError) -> [UInt8] {
+    /// Writes the JSON for `pushType` (any when `nil`); refuses NaN and infinity with
+    /// their key path.
+    func write(for pushType: PushType? = nil) throws(PayloadError) -> [UInt8] {
         var writer = JSONWriter(capacity: 512)
-        try write(into: &writer)  // on error, the writer's deinit frees its buffer
+        try write(into: &writer, for: pushType)  // on error, the writer's deinit frees its buffer
         return writer.finish()
     }
 
-    private func write(into writer: inout JSONWriter) throws(PayloadError) {
+    /// Push types whose payload may have no `aps` dictionary: MDM (`{"mdm": …}`), File
+    /// Provider (`{"container-identifier": …, "domain": …}`) and VoIP (PushKit hands the
+    /// app the whole dictionary). Every other payload has one, empty or not, as APNs asks.
+    static let typesWithoutAPS: Set<PushType> = [.mdm, .fileprovider, .voip]
+
+    private func write(into writer: inout JSONWriter, for pushType: PushType?) throws(PayloadError) {
         writer.beginObject()
-        if !aps.isEmpty || custom.isEmpty {
+        // An empty aps beside custom keys is left out only where APNs does not ask for it.
+        if !aps.isEmpty || custom.isEmpty || pushType.map({ !Self.typesWithoutAPS.contains($0) }) == true {
             writer.key("aps")
             try aps.write(into: &writer)
         }
@@ -141,8 +153,11 @@ extension APS {
         try sound?.validate(at: "aps.sound")
         if let relevanceScore {
             guard relevanceScore.isFinite else { throw .nonFinite("aps.relevance-score") }
-            guard (0...1).contains(relevanceScore) else {
-                throw .outOfRange("aps.relevance-score", "relevance-score must be in 0...1, not \(relevanceScore)")
+            // A notification's score ranks it in the notification summary (0...1); a Live
+            // Activity's is ActivityKit's relevanceScore, any number: the highest one gets
+            // the Dynamic Island.
+            guard event != nil || (0...1).contains(relevanceScore) else {
+                throw .outOfRange("aps.relevance-score", "relevance-score must be in 0...1, not \(relevanceScore) (a Live Activity's, with an event, may be any number)")
             }
         }
         if case .some = liveActivityAlert {
@@ -153,6 +168,14 @@ extension APS {
         }
         if event != nil && timestamp == nil {
             throw .missing("aps.timestamp", "a Live Activity event needs a timestamp (UNIX seconds)")
+        }
+        // Seconds, not milliseconds: ActivityKit drops an update older than the last one
+        // it applied, so a timestamp in milliseconds (a date some 50,000 years ahead)
+        // would win over every correct one after it.
+        if let timestamp, timestamp >= 100_000_000_000 {
+            throw .outOfRange(
+                "aps.timestamp",
+                "timestamp is in seconds since 1970; \(timestamp) is thousands of years ahead (milliseconds? \(timestamp / 1000) seconds)")
         }
         if event == .start {
             if attributesType == nil {

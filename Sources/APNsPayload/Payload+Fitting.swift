@@ -34,7 +34,7 @@ extension Payload {
     ) throws(PayloadError) -> (payload: Payload, bytes: [UInt8]) {
         try validate(pushType: pushType)
         var payload = self
-        var bytes = try payload.write()
+        var bytes = try payload.write(for: pushType)
         // One pass normally suffices: escaped lengths add up per character. The loop
         // only guards the arithmetic.
         while bytes.count > limit.bytes {
@@ -65,7 +65,7 @@ extension Payload {
                     size: bytes.count, limit: limit.bytes, pushType: pushType)
             }
             payload.plainBody = String(body[..<end]) + ellipsis
-            bytes = try payload.write()
+            bytes = try payload.write(for: pushType)
         }
         return (payload, bytes)
     }

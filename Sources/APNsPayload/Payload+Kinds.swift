@@ -106,6 +106,12 @@ extension Payload {
         Payload(aps: APS(contentChanged: true))
     }
 
+    /// The same payload for `pushType` (``PushType/widgets`` or ``PushType/controls``), so
+    /// that a notification made from it has that push type without saying it again.
+    public static func contentChanged(for pushType: PushType) -> Payload {
+        Payload(aps: APS(contentChanged: true), pushType: pushType)
+    }
+
     /// Tells a File Provider extension that content changed:
     /// `{"container-identifier":…,"domain":…}` with no `aps`.
     /// Send it with push type ``PushType/fileprovider``.

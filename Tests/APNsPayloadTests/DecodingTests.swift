@@ -88,6 +88,22 @@ import Foundation
         #expect(reencoded == json.replacingOccurrences(of: #""aps":{},"#, with: ""))
     }
 
+    // Python's json keeps 12345678901234567890 exactly; as a Double it would come back as
+    // 1.2345678901234567e+19. Refused at its offset rather than changed.
+    @Test(arguments: [
+        (#"{"aps":{"alert":"a"},"n":12345678901234567890}"#, 25),
+        (#"{"n":[-9223372036854775809]}"#, 6),
+        (#"{"n":9223372036854775808}"#, 5),
+    ])
+    func integersBeyondInt64AreRefusedNotRounded(json: String, offset: Int) {
+        #expect {
+            try Payload(jsonBytes: Array(json.utf8))
+        } throws: { error in
+            let error = error as! PayloadError
+            return error.code == .valueOutOfRange && error.byteOffset == offset && error.description.contains("64-bit")
+        }
+    }
+
     @Test func unknownKeysArePreservedInTheModel() throws {
         let payload = try Payload(jsonBytes: Array(#"{"aps":{"badge":1,"x-new":2},"c":3}"#.utf8))
         #expect(payload.aps.badge == 1)

@@ -80,6 +80,21 @@ import Testing
         expectSameJSON(bytes, #"{"caller":"Ann","handle":"+1 555 0100"}"#)
     }
 
+    // APNs asks every payload for an aps dictionary but those of File Provider and MDM
+    // pushes; PushKit's VoIP payloads are the app's own dictionary.
+    @Test("an empty aps beside custom keys is written for every push type but voip, fileprovider and mdm")
+    func emptyAPSByPushType() throws {
+        let custom = Payload(custom: ["ptt": "channel-7"])
+        for type in [PushType.complication, .pushtotalk, .location] {
+            #expect(text(try custom.encoded(for: type)) == #"{"aps":{},"ptt":"channel-7"}"#, "\(type)")
+        }
+        #expect(text(try custom.encoded(for: .voip)) == #"{"ptt":"channel-7"}"#)
+        // No push type: the form of the payload alone, as before.
+        #expect(text(try custom.encoded()) == #"{"ptt":"channel-7"}"#)
+        // Fitting writes what encoding writes.
+        #expect(text(try custom.encoded(for: .pushtotalk, fitting: .truncatingBody)) == #"{"aps":{},"ptt":"channel-7"}"#)
+    }
+
     // After Apple's "Starting and updating Live Activities with ActivityKit push notifications".
     @Test func liveActivityStart() throws {
         let payload = Payload.liveActivityStart(

@@ -28,6 +28,12 @@ import Testing
              kind: .valueOutOfRange, keyPath: "aps.relevance-score"),
         Case(name: "relevance below 0", payload: Payload(aps: APS(badge: 1, relevanceScore: -0.01)),
              kind: .valueOutOfRange, keyPath: "aps.relevance-score"),
+        Case(name: "live activity relevance NaN", payload: Payload(aps: APS(
+                relevanceScore: .nan, timestamp: 1, event: .update, contentState: liveState)),
+             kind: .nonFiniteNumber, keyPath: "aps.relevance-score"),
+        Case(name: "live activity timestamp in milliseconds", payload: Payload.liveActivityUpdate(
+                timestamp: 1_705_560_370_000, contentState: liveState),
+             kind: .valueOutOfRange, keyPath: "aps.timestamp"),
         Case(name: "negative badge", payload: Payload(aps: APS(badge: -1)),
              kind: .valueOutOfRange, keyPath: "aps.badge"),
         Case(name: "summary-arg-count 0", payload: Payload.alert(Alert(body: "b", summaryArg: "x", summaryArgCount: 0)),
@@ -169,6 +175,13 @@ import Testing
             timestamp: 1, attributesType: "Match", attributes: ["home": "A"], contentState: ["score": 0],
             alert: LiveActivityAlert(title: "t"), inputPushToken: true, inputPushChannel: "Y2g=")
         _ = try start.encoded(for: .liveactivity)
+        // A Live Activity's relevance-score is ActivityKit's relevanceScore: any number
+        // (Apple's WWDC23 "Update Live Activities with push notifications" uses 100 and 50).
+        for score in [50.0, 100, -3] {
+            var ranked = Payload.liveActivityUpdate(timestamp: 99_999_999_999, contentState: ["score": 1])
+            ranked.aps.relevanceScore = score
+            _ = try ranked.encoded(for: .liveactivity)
+        }
         var future = start
         future.aps.event = LiveActivityEvent(rawValue: "future-event")
         _ = try future.encoded(for: .liveactivity)

@@ -94,21 +94,7 @@ public enum ChannelRequest: Sendable, Hashable {
         guard !bundleID.isEmpty else {
             throw APNsRequestError(.invalidTopic, header: ":path", "the bundle ID is empty")
         }
-        for (offset, byte) in bundleID.utf8.enumerated() {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."):
-                continue
-            default:
-                throw APNsRequestError(
-                    .invalidTopic,
-                    header: ":path",
-                    position: offset,
-                    "the bundle ID has a character at UTF-8 offset \(offset) that a bundle identifier cannot contain "
-                        + "(only A-Z, a-z, 0-9, '-' and '.')"
-                )
-            }
-        }
+        try Topic.checkBundleID(bundleID, header: ":path")
         return prefix + bundleID + suffix
     }
 }

@@ -11,6 +11,8 @@ public struct Expiration: Sendable, Hashable, CustomStringConvertible {
     private enum Storage: Sendable, Hashable {
         case none
         case seconds(Int64)
+        /// A date that is no UNIX time APNs takes, with what is wrong with it.
+        case invalid(String)
     }
     private let storage: Storage
 
@@ -21,9 +23,17 @@ public struct Expiration: Sendable, Hashable, CustomStringConvertible {
     public static let immediately = Expiration(storage: .seconds(0))
 
     /// Store and retry delivery until `date` (sent as whole UNIX seconds, rounded down).
+    /// A date that is not a number (NaN) or before 1970 makes an expiration that
+    /// ``headerValue()`` refuses, naming the date.
     public static func at(_ date: Date) -> Expiration {
         let seconds = date.timeIntervalSince1970.rounded(.down)
-        if seconds < 0 { return Expiration(storage: .seconds(-1)) }
+        if seconds.isNaN {
+            return Expiration(storage: .invalid("apns-expiration is not a date (its time interval is NaN)"))
+        }
+        if seconds < 0 {
+            let shown = seconds > -Double(Int64.max) ? String(Int64(seconds)) : "-infinity"
+            return Expiration(storage: .invalid("apns-expiration is before 1970 (\(shown) seconds from 1970)"))
+        }
         if seconds >= Double(Int64.max) { return Expiration(storage: .seconds(Int64.max)) }
         return Expiration(storage: .seconds(Int64(seconds)))
     }
@@ -40,6 +50,8 @@ public struct Expiration: Sendable, Hashable, CustomStringConvertible {
     public func headerValue() throws(APNsRequestError) -> String? {
         switch storage {
         case .none: return nil
+        case .invalid(let problem):
+            throw APNsRequestError(.invalidExpiration, header: "apns-expiration", problem)
         case .seconds(let seconds):
             guard seconds >= 0 else {
                 throw APNsRequestError(
@@ -57,6 +69,7 @@ public struct Expiration: Sendable, Hashable, CustomStringConvertible {
         switch storage {
         case .none: "none"
         case .seconds(let seconds): String(seconds)
+        case .invalid: "invalid"
         }
     }
 }

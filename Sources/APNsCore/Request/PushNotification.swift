@@ -198,11 +198,11 @@ public struct PushNotification: Sendable {
     private func makePrepared() throws(APNsRequestError) -> Prepared {
         let topicValue = try topic.value(for: pushType)
         let priorityValue = priority ?? .default(for: pushType)
-        if pushType == .background && priorityValue == .immediate {
+        if pushType == .background && priorityValue != .powerConsiderate {
             throw APNsRequestError(
                 .invalidPriority,
                 header: "apns-priority",
-                "a background push must use priority 5 (powerConsiderate), not 10"
+                "a background push must use priority 5 (powerConsiderate), not \(priorityValue.rawValue)"
             )
         }
         let expirationValue = try expiration.headerValue()

@@ -75,6 +75,7 @@ public struct Topic: Sendable, Hashable, ExpressibleByStringLiteral, CustomStrin
             guard !id.isEmpty else {
                 throw APNsRequestError(.invalidTopic, header: "apns-topic", "the bundle ID for apns-topic is empty")
             }
+            try Self.checkBundleID(id, header: "apns-topic")
             if pushType == .mdm {
                 throw APNsRequestError(
                     .invalidTopic,
@@ -82,7 +83,32 @@ public struct Topic: Sendable, Hashable, ExpressibleByStringLiteral, CustomStrin
                     "an mdm push needs the topic from the MDM push certificate: use Topic.explicit(_:)"
                 )
             }
-            return id + Self.suffix(for: pushType)
+            // A bundle ID that already ends in the push type's suffix (com.example.app.voip
+            // for a VoIP push, as other libraries and Apple's curl examples write the
+            // topic) is the full topic: the suffix is not added twice.
+            let suffix = Self.suffix(for: pushType)
+            return id.hasSuffix(suffix) ? id : id + suffix
+        }
+    }
+
+    /// Checks that `bundleID` can be a bundle identifier: only ASCII letters, digits, `-`
+    /// and `.` (Apple's rule for bundle IDs), so that it cannot make a header or a path
+    /// that APNs refuses as `BadTopic`.
+    static func checkBundleID(_ bundleID: String, header: String) throws(APNsRequestError) {
+        for (offset, byte) in bundleID.utf8.enumerated() {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                continue
+            default:
+                throw APNsRequestError(
+                    .invalidTopic,
+                    header: header,
+                    position: offset,
+                    "the bundle ID has a character at UTF-8 offset \(offset) that a bundle identifier cannot contain "
+                        + "(only A-Z, a-z, 0-9, '-' and '.')"
+                )
+            }
         }
     }
 }

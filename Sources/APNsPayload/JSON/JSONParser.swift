@@ -4,8 +4,9 @@
 /// Strict: one value with optional whitespace around it, no trailing commas, no comments,
 /// no raw control characters in strings, valid UTF-8, valid escapes (surrogate pairs
 /// joined; a lone surrogate is an error). Nesting is limited to ``maximumDepth``.
-/// A number without fraction or exponent that fits `Int64` becomes ``JSONValue/integer(_:)``,
-/// any other number ``JSONValue/double(_:)``. A repeated object key keeps its first
+/// A number without fraction or exponent becomes ``JSONValue/integer(_:)`` (one outside
+/// `Int64` is refused: as a double it would lose digits), any other number
+/// ``JSONValue/double(_:)``. A repeated object key keeps its first
 /// position and its last value. Errors carry the byte offset.
 struct JSONParser {
     static let maximumDepth = 512
@@ -338,7 +339,16 @@ struct JSONParser {
             while offset < input.count, isDigit(input[offset]) { offset += 1 }
         }
         let text = UnsafeBufferPointer(rebasing: input[start..<offset])
-        if isInteger, let integer = parseInt64(text) {
+        if isInteger {
+            guard let integer = parseInt64(text) else {
+                // As a double it would lose its last digits (12345678901234567890 comes
+                // back as 1.2345678901234567e+19): a forwarded payload must keep its values.
+                throw PayloadError(
+                    code: .valueOutOfRange, keyPath: "",
+                    rule: "the integer \(String(decoding: text, as: UTF8.self)) is outside the 64-bit range and would lose digits; "
+                        + "send such a payload's bytes as they are (PushNotification.Body.raw) or write the number as a string",
+                    byteOffset: start)
+            }
             return .integer(integer)
         }
         // The grammar was checked above, so Double's parser sees a valid literal.

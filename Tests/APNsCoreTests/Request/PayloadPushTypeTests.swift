@@ -55,6 +55,17 @@ import Testing
         )
         // Built from parts: an alert, as before.
         #expect(PushNotification(payload: Payload(aps: APS(badge: 1)), topic: "com.example.app").pushType == .alert)
+        // A content-changed payload made for a kind makes a notification of that kind;
+        // without one it is an alert, refused with the push types it is for.
+        let reload = PushNotification(payload: .contentChanged(for: .controls), topic: "com.example.app")
+        #expect(reload.pushType == .controls)
+        #expect(try Self.header("apns-topic", of: reload) == "com.example.app.push-type.controls")
+        do throws(APNsRequestError) {
+            try PushNotification(payload: .contentChanged(), topic: "com.example.app").validate()
+            Issue.record("a content-changed alert passed")
+        } catch {
+            #expect(error.description.contains("widgets or controls"), "\(error)")
+        }
         // The notification's own push type wins over the payload's.
         #expect(PushNotification(payload: .contentChanged(), pushType: .widgets, topic: "com.example.app").pushType == .widgets)
         #expect(PushNotification(payload: .background(), pushType: .alert, topic: "com.example.app").pushType == .alert)

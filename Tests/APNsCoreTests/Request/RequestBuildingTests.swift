@@ -153,6 +153,9 @@ import Testing
         let type = PushType(rawValue: pushType)
         #expect(PushType.documented.contains(type))
         #expect(try Topic.bundleID("com.example.app").value(for: type) == expected)
+        // Given with its suffix already (as Apple's curl examples write it), the topic
+        // does not get the suffix twice.
+        #expect(try Topic.bundleID(expected).value(for: type) == expected)
         let request = try PushNotification(
             body: .raw(Array("{\"aps\":{}}".utf8)),
             pushType: type,
@@ -170,6 +173,16 @@ import Testing
         // An explicit topic is sent as is whatever the push type.
         #expect(try Topic.explicit("com.example.app").value(for: .voip) == "com.example.app")
         #expect(throws: APNsRequestError.self) { try Topic.bundleID("").value(for: .alert) }
+        // A bundle ID has only ASCII letters, digits, '-' and '.' (Apple's rule): a space or
+        // a non-ASCII letter is refused at its offset, before APNs would answer BadTopic.
+        for (bundleID, offset) in [("com.example app", 11), ("com.exämple.app", 6), ("com.example.app\n", 15)] {
+            #expect {
+                try Topic.bundleID(bundleID).value(for: .alert)
+            } throws: { error in
+                let error = error as? APNsRequestError
+                return error?.code == .invalidTopic && error?.position == offset
+            }
+        }
         #expect(PushType.documented.count == 11)
     }
 
@@ -181,14 +194,18 @@ import Testing
         var explicitFive = background
         explicitFive.priority = .powerConsiderate
         #expect(try explicitFive.request(to: token, environment: .sandbox).header("apns-priority") == "5")
-        var ten = background
-        ten.priority = .immediate
-        do {
-            _ = try ten.request(to: token, environment: .sandbox)
-            Issue.record("background push with priority 10 accepted")
-        } catch {
-            #expect(error.code == .invalidPriority)
-            #expect(error.header == "apns-priority")
+        // APNS-PROTOCOL.md and Apple's "Pushing background updates to your App": 5, only.
+        for priority in [Priority.immediate, .low] {
+            var other = background
+            other.priority = priority
+            do {
+                _ = try other.request(to: token, environment: .sandbox)
+                Issue.record("background push with priority \(priority) accepted")
+            } catch {
+                #expect(error.code == .invalidPriority)
+                #expect(error.header == "apns-priority")
+                #expect(error.description.contains("not \(priority.rawValue)"))
+            }
         }
         let alert = PushNotification(body: raw, topic: "com.example.app", priority: .low)
         #expect(try alert.request(to: token, environment: .sandbox).header("apns-priority") == "1")
@@ -202,6 +219,17 @@ import Testing
         #expect(try Expiration.at(Date(timeIntervalSince1970: 1_454_402_113.75)).headerValue() == "1454402113")
         #expect(try Expiration.unixTime(1_454_402_113).headerValue() == "1454402113")
         #expect(throws: APNsRequestError.self) { try Expiration.at(Date(timeIntervalSince1970: -1)).headerValue() }
+        // A date no arithmetic should make, but a legal Date: a typed error, never a trap.
+        for (date, named) in [(Date(timeIntervalSince1970: .nan), "NaN"), (Date.distantPast, "\(Int64(Date.distantPast.timeIntervalSince1970.rounded(.down))) seconds"),
+                              (Date(timeIntervalSince1970: -.infinity), "-infinity")] {
+            #expect {
+                try Expiration.at(date).headerValue()
+            } throws: { error in
+                let error = error as? APNsRequestError
+                return error?.code == .invalidExpiration && error?.description.contains(named) == true
+            }
+        }
+        #expect(try Expiration.at(Date(timeIntervalSince1970: .infinity)).headerValue() == String(Int64.max))
     }
 
     // "é" is 2 bytes of UTF-8 and "😀" is 4: count bytes, not characters.

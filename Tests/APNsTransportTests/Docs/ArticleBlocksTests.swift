@@ -76,7 +76,7 @@ func payloadsBackground() throws -> [UInt8] {
 }
 
 func payloadsOtherKinds() throws -> [[UInt8]] {
-    let reload = Payload.contentChanged()          // push type widgets or controls
+    let reload = Payload.contentChanged(for: .widgets)  // or .controls
     let files = Payload.fileProvider(
         containerIdentifier: "NSFileProviderWorkingSetContainerItemIdentifier",
         domain: "com.example.docs")                // push type fileprovider
