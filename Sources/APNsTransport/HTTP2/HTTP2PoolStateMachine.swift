@@ -158,9 +158,10 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     // MARK: Callers
 
     /// A request to queue at `now`: fails it at once when the pool is shut down, too many
-    /// single sends wait for a stream, or the pool is backing off with no connection (a
-    /// batch's requests wait for the next attempt instead); otherwise queues it and says
-    /// which connections to wake or start.
+    /// single sends wait for a stream, or the pool is backing off with no connection and
+    /// the request's deadline comes before the next attempt (a batch's requests, and
+    /// single sends that can, wait for the next attempt instead); otherwise queues it and
+    /// says which connections to wake or start.
     ///
     /// A queued request *waits* when no stream is free for it: the queue is matched
     /// against the free streams each open connection published plus one stream for each
@@ -176,7 +177,12 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
                 .queueFull("\(waiting) requests are waiting for a stream (maxQueuedRequests \(settings.maxQueuedRequests))")
             )
         }
-        if !request.isBatched, !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt {
+        // While the pool backs off with nothing up, a single send whose deadline comes
+        // before the next attempt fails at once (waiting could only end in a timeout); one
+        // that can wait for the attempt waits, as a batch's requests do, so that a retry
+        // of a refused connection is not spent while no connection can be tried.
+        if !request.isBatched, !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt,
+            request.deadline <= nextConnectAttempt {
             let waitMS = (nextConnectAttempt - now) / 1_000_000
             let detail = "not connected to \(settings.endpointDescription); the last attempt failed ("
                 + (lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")

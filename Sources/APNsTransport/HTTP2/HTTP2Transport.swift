@@ -24,10 +24,12 @@ import Synchronization
 /// (RFC 9113 §6.7) and closed if the PING goes unanswered. After a failed attempt the
 /// pool waits an exponential, jittered delay before the next one
 /// (``Configuration/reconnectBackoffBase`` to ``Configuration/reconnectBackoffMax``);
-/// while it waits with no connection up, ``send(_:)`` fails at once with
-/// ``APNsCore/APNsTransportError/Code/connectionFailed`` rather than hammer APNs, which treats
-/// rapid reconnects as an attack (a batch's requests wait for the next attempt instead:
-/// see ``sendBatch(count:maxConcurrency:makeRequest:onResult:)``).
+/// it never connects sooner, since APNs treats rapid reconnects as an attack. While it
+/// waits with no connection up, a ``send(_:)`` whose deadline comes before the next
+/// attempt fails at once with ``APNsCore/APNsTransportError/Code/connectionFailed`` (never
+/// sent); the others wait for that attempt, as a batch's requests do (see
+/// ``sendBatch(count:maxConcurrency:makeRequest:onResult:)``), and each failed attempt
+/// fails the requests waiting for it.
 ///
 /// **Streams and back-pressure.** Each connection honours the server's
 /// SETTINGS_MAX_CONCURRENT_STREAMS (APNs starts at 1 and raises it after the first

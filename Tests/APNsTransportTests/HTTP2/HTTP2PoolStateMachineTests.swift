@@ -149,7 +149,7 @@ struct HTTP2PoolStateMachineTests {
         #expect(taken.map(\.name) == ["refused", "a", "b"])
     }
 
-    @Test("reconnect backoff: exponential with equal jitter, one probe at a time, single sends fail fast, batches wait")
+    @Test("reconnect backoff: exponential with equal jitter, one probe at a time; single sends that cannot wait for the next attempt fail fast, the rest wait")
     func reconnectBackoff() {
         var pool = machine(backoffBaseMS: 500)
         let first = FakeRequest("a")
@@ -159,14 +159,20 @@ struct HTTP2PoolStateMachineTests {
         let (failed, delay) = pool.connectFailed(0, error: .connectionFailed("refused"), now: 0, jitter: 1)
         #expect(failed.map(\.name) == ["a"])
         #expect(delay == 500 * ms)
-        // While backing off with nothing up, a single send fails at once and names the cause…
-        let error = failure(pool.enqueue(FakeRequest("b"), now: 100 * ms))
+        // While backing off with nothing up, a single send whose deadline (450 ms) comes
+        // before the next attempt (500 ms) fails at once and names the cause…
+        let error = failure(pool.enqueue(FakeRequest("b", deadline: 450 * ms), now: 100 * ms))
         #expect(error?.code == .connectionFailed)
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("the last attempt failed (refused)") == true, "\(String(describing: error))")
         #expect(error?.detail?.contains("next attempt in 400 ms") == true, "\(String(describing: error))")
-        // …while a batch's request waits for the next attempt.
+        // …one whose deadline is at the attempt fails too (it could only time out)…
+        #expect(failure(pool.enqueue(FakeRequest("c", deadline: 500 * ms), now: 100 * ms))?.code == .connectionFailed)
+        // …while a batch's request, and a single send with time to wait, wait for it: a
+        // retry of a refused connection is not spent while no connection can be tried.
         #expect(queued(pool.enqueue(FakeRequest("batch", batched: true), now: 100 * ms)) != nil)
+        #expect(queued(pool.enqueue(FakeRequest("patient", deadline: 501 * ms), now: 100 * ms)) != nil)
+        #expect(pool.hasQueuedRequests)
         #expect(pool.connectPermission(for: 0, now: 100 * ms, jitter: 0) == .wait(nanoseconds: 400 * ms))
         // The probe at 500 ms pushes the next attempt back by the backoff for 1 failure
         // (jitter 0: 250 ms), so a second thread would wait for the probe's result.
@@ -185,7 +191,7 @@ struct HTTP2PoolStateMachineTests {
         var pool = machine(backoffBaseMS: 1_000)
         pool.sessionFailedWithoutResponse(.protocolError("GOAWAY PROTOCOL_ERROR"), now: 0, jitter: 1)
         #expect(pool.nextConnectAttempt == 1_000 * ms)
-        let error = failure(pool.enqueue(FakeRequest("a"), now: 0))
+        let error = failure(pool.enqueue(FakeRequest("a", deadline: 500 * ms), now: 0))
         #expect(error?.detail?.contains("GOAWAY PROTOCOL_ERROR") == true, "\(String(describing: error))")
     }
 
@@ -435,7 +441,7 @@ struct HTTP2PoolBudgetTests {
         #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
         _ = pool.connectFailed(0, error: .tlsFailure("the server requires a client certificate"), now: 0, jitter: 1)
         var error: APNsTransportError?
-        if case .fail(let failure) = pool.enqueue(FakeRequest("b"), now: 100 * ms) { error = failure }
+        if case .fail(let failure) = pool.enqueue(FakeRequest("b", deadline: 200 * ms), now: 100 * ms) { error = failure }
         #expect(error?.code == .tlsFailure)
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("the server requires a client certificate") == true, "\(String(describing: error))")

@@ -271,7 +271,9 @@ struct MockServerIntegrationTests {
             var failures: [APNsTransportError] = []
             let clock = ContinuousClock()
             let start = clock.now
-            let request = try mockPush(0, port: server.port)
+            // A deadline shorter than the shortest backoff (0.5 s): a send cannot wait for
+            // the next attempt, so during a backoff it fails at once.
+            let request = try mockPush(0, port: server.port, timeout: .milliseconds(400))
             func failedFast(_ error: APNsTransportError) -> Bool { error.detail?.contains("next attempt in") == true }
             // Sends back to back until the pool has tried twice and at least 10 sends
             // failed during a backoff (bounded by 60 s however slow the machine).

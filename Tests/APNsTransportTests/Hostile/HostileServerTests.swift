@@ -152,9 +152,9 @@ struct HostileServerTests {
     }
 
     /// Switches the server to ``HostileHTTP2Server/Misbehaviour/normal`` and checks that
-    /// a new request succeeds. While the pool backs off after a lost connection, `send`
-    /// fails at once with `connectionFailed` (never sent); such sends are tried again,
-    /// for at most `requestTimeout` in all, as an application would.
+    /// a new request succeeds. A send that fails with `connectionFailed` (never sent: an
+    /// attempt that met the old behaviour, or a backoff longer than its deadline) is tried
+    /// again, for at most `requestTimeout` in all, as an application would.
     static func expectRecovery(_ transport: HTTP2Transport, _ server: HostileHTTP2Server, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         server.behave(.normal)
         let request = try devicePush(token: 9_999, timeout: requestTimeout)
@@ -348,7 +348,9 @@ struct HostileServerTests {
         // Attempts 200 ms, 400 ms, 800 ms, then 1 s apart (with jitter): about five. Without
         // the backoff each send opened connections as fast as the server closed them.
         #expect(connections >= 2 && connections <= 10, "\(connections) connections for \(sends) sends: \(errors)")
-        #expect(sends >= 10, "\(sends) sends in two seconds: \(errors)")
+        // A send whose deadline allows waits for the next attempt rather than failing at
+        // once, so in two seconds there are a few sends, each ended by an attempt.
+        #expect(sends >= 3, "\(sends) sends in two seconds: \(errors)")
         if misbehaviour == .closeAtOnce { #expect(transport.statistics.connectionFailures >= 1) }
         await Self.finish(transport, server)
     }

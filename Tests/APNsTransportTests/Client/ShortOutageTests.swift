@@ -1,0 +1,67 @@
+import APNsMockServer
+import Foundation
+import Testing
+@testable import APNsTransport
+
+/// A server that refuses connections for a moment (a restart, a load balancer swapping
+/// backends) must not fail a notification that the retry policy would deliver: a retry of
+/// a send that certainly never reached APNs waits for the pool's next connection attempt
+/// instead of failing at once because the pool is backing off (the reconnect backoff
+/// starts at 500 ms, the policy's retries come after 125-500 ms). Found from outside: with
+/// the defaults, a 300 ms refusal failed a send after three attempts of which only two
+/// reached the server.
+@Suite("A short outage: a retried send waits for the next connection attempt")
+struct ShortOutageTests {
+    @Test("a single send through APNsClient's default policy outlives 300 ms of refused connections and a backoff longer than its retries")
+    func singleSendOutlivesARefusal() async throws {
+        try await withMockAPNsServer { server in
+            // A backoff of 1-2 s after the refused attempt: longer than all the policy's
+            // retry delays together, so a retry that did not wait would fail every time.
+            let transport = try mockTransport(server) { $0.reconnectBackoffBase = .seconds(2) }
+            let client = APNsClient(credentials: .certificate, transport: transport)
+            server.refuseConnections(for: .milliseconds(300))
+            let token = try DeviceToken(hex: String(repeating: "ab", count: 32))
+            var outcome = "accepted"
+            do throws(APNsError) {
+                _ = try await client.send(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: token)
+            } catch {
+                outcome = "\(error)"
+            }
+            await client.shutdown()
+            #expect(outcome == "accepted")
+            #expect(server.statistics.connectionsRefused >= 1)
+            #expect(server.statistics.accepted == 1)
+        }
+    }
+
+    @Test("ten concurrent single sends outlive the same refusal, each delivered once")
+    func concurrentSendsOutliveARefusal() async throws {
+        try await withMockAPNsServer { server in
+            // A backoff of 1-2 s after the refused attempt: longer than all the policy's
+            // retry delays together, so a retry that did not wait would fail every time.
+            let transport = try mockTransport(server) { $0.reconnectBackoffBase = .seconds(2) }
+            let client = APNsClient(credentials: .certificate, transport: transport)
+            server.refuseConnections(for: .milliseconds(300))
+            let accepted = await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<10 {
+                    group.addTask {
+                        let hex = String(repeating: "0", count: 62) + String(format: "%02x", index)
+                        guard let token = try? DeviceToken(hex: hex) else { return false }
+                        do throws(APNsError) {
+                            _ = try await client.send(
+                                PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: token)
+                            return true
+                        } catch {
+                            return false
+                        }
+                    }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            await client.shutdown()
+            #expect(accepted == 10)
+            #expect(server.statistics.accepted == 10)
+            #expect(Set(server.recordedRequests.compactMap(\.deviceToken)).count == 10)
+        }
+    }
+}
