@@ -97,7 +97,7 @@ struct ConnectionOptions: ParsableArguments {
             return nil
         }
         guard let duration = APNsSettings.duration(seconds: text) else {
-            throw ValidationError("\(named) is '\(text)': expected a number of seconds greater than 0 and at most 86400 (for example 10 or 2.5)")
+            throw ValidationError("\(named) is '\(text)': expected a number of seconds from 0.001 to 86400 (for example 10 or 2.5)")
         }
         return duration
     }

@@ -94,7 +94,7 @@ public struct Topic: Sendable, Hashable, ExpressibleByStringLiteral, CustomStrin
     /// Checks that `bundleID` can be a bundle identifier: only ASCII letters, digits, `-`
     /// and `.` (Apple's rule for bundle IDs), so that it cannot make a header or a path
     /// that APNs refuses as `BadTopic`.
-    static func checkBundleID(_ bundleID: String, header: String) throws(APNsRequestError) {
+    package static func checkBundleID(_ bundleID: String, header: String) throws(APNsRequestError) {
         for (offset, byte) in bundleID.utf8.enumerated() {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),

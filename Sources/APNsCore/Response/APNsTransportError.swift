@@ -20,8 +20,9 @@
 /// | ``Code/protocolError`` | true | the peer broke HTTP/2, or the response could not be read |
 /// | ``Code/responseTooLarge`` | true | the response's headers or body passed the transport's limit; ``responseStatus`` says what APNs answered (200: accepted) |
 ///
-/// ``description`` is a short, stable code name, safe as a metric label; ``detail`` has
-/// the specifics for logs.
+/// ``description`` says what happened and where, for logs and people (the code, then
+/// the detail); ``code``'s description is the short, stable code name, safe as a metric
+/// label.
 public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The kind of failure: an open set, so new kinds can be added without breaking callers.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
@@ -141,8 +142,13 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
         Self(code: .responseTooLarge, mayHaveReachedAPNs: true, detail: detail, responseStatus: status)
     }
 
-    /// The code name, for example `timeout`: short and stable, safe as a metric label.
-    public var description: String { code.description }
+    /// The code name and the detail, for example `connectionFailed: connect to
+    /// 1.2.3.4:443 refused`: what `"\(error)"` writes in a log line. For a metric label
+    /// use `code.description`, which is short and stable.
+    public var description: String {
+        guard let detail else { return code.description }
+        return "\(code): \(detail)"
+    }
 
     /// The code, whether the request may have reached APNs, and the detail.
     public var debugDescription: String {

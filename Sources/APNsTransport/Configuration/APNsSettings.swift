@@ -4,7 +4,9 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import CoreMetrics
 import Logging
+import Tracing
 
 /// Where to send and how to authenticate, read from environment variables: the usual way
 /// to configure a server process (a container, a systemd unit, a CI job) without code.
@@ -126,6 +128,15 @@ public struct APNsSettings: Sendable {
             throw APNsSettingsError(error.code, setting: name(.environment), error.problem)
         }
         topic = try value(.topic)
+        if let topic {
+            do {
+                try Topic.checkBundleID(topic, header: "apns-topic")
+            } catch {
+                throw APNsSettingsError(
+                    .malformed, setting: name(.topic),
+                    "is \"\(topic)\": a topic has only A-Z, a-z, 0-9, '-' and '.' (a bundle ID, with a push type's suffix or not)")
+            }
+        }
         trustRoots = .system
         if let caPath = try value(.caFile) {
             guard let pem = FileManager.default.contents(atPath: caPath).map({ String(decoding: $0, as: UTF8.self) }) else {
@@ -190,8 +201,20 @@ public struct APNsSettings: Sendable {
             }
             let keyID = try Self.identifier(.keyID, try value(.keyID), source)
             let teamID = try Self.identifier(.teamID, try value(.teamID), source)
+            // A certificate's settings beside a signing key mean a half-finished switch
+            // between the two ways: say so rather than ignore them.
+            for stray in [Setting.certificateKeyFile, .certificatePassword] where try value(stray) != nil {
+                throw APNsSettingsError(
+                    .conflicting, setting: name(stray),
+                    "is set together with a signing key: it belongs to a client certificate (\(name(.certificateFile))); unset one of them")
+            }
             credentials = .providerToken(key: key, keyID: keyID, teamID: teamID)
         case (false, .some(let path)):
+            for stray in [Setting.keyID, .teamID] where try value(stray) != nil {
+                throw APNsSettingsError(
+                    .conflicting, setting: name(stray),
+                    "is set together with a client certificate (\(name(.certificateFile))): it belongs to a signing key; unset one of them")
+            }
             credentials = .certificate(
                 try Self.identity(
                     path: path,
@@ -208,16 +231,31 @@ public struct APNsSettings: Sendable {
     /// the transport: its `shutdown()` closes the connections.
     ///
     /// - Throws: ``APNsSettingsError`` when the key ID or team ID is refused by the token cache.
+    ///
+    /// `retryPolicy`, `metricsFactory` and `tracer` are the client's (see
+    /// ``APNsCore/APNsClient/init(environment:credentials:transport:retryPolicy:requestTimeout:logger:metricsFactory:tracer:)``);
+    /// `metricsFactory` also goes to the transport and the provider token cache, as a test
+    /// with swift-metrics' `TestMetrics` needs.
     public func makeClient(
         logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() }),
+        retryPolicy: RetryPolicy = .default,
+        metricsFactory: (any MetricsFactory)? = nil,
+        tracer: (any Tracer)? = nil,
         _ configure: (inout HTTP2Transport.Configuration) -> Void = { _ in }
     ) throws(APNsSettingsError) -> APNsClient {
-        let clientCredentials = try makeCredentials()
+        let clientCredentials = try makeCredentials(logger: logger, metricsFactory: metricsFactory)
+        let transport = makeTransport(logger: logger) { configuration in
+            if let metricsFactory { configuration.metricsFactory = metricsFactory }
+            configure(&configuration)
+        }
         return APNsClient(
             credentials: clientCredentials,
-            transport: makeTransport(logger: logger, configure),
+            transport: transport,
+            retryPolicy: retryPolicy,
             requestTimeout: requestTimeout ?? APNsRequest.defaultTimeout,
-            logger: logger
+            logger: logger,
+            metricsFactory: metricsFactory,
+            tracer: tracer
         )
     }
 
@@ -225,7 +263,7 @@ public struct APNsSettings: Sendable {
     /// client certificate when the credentials are one; `configure` may change the rest of its configuration.
     ///
     /// For a server that runs the transport as a `Service` (so that a `ServiceGroup` drains
-    /// it on SIGTERM): make the transport here, give it to ``makeClient(transport:logger:)``,
+    /// it on SIGTERM): make the transport here, give it to ``makeClient(transport:logger:retryPolicy:metricsFactory:tracer:)``,
     /// and put it in the group.
     public func makeTransport(
         logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() }),
@@ -248,25 +286,34 @@ public struct APNsSettings: Sendable {
     /// certificate. The client sends to the transport's environment.
     ///
     /// - Throws: ``APNsSettingsError`` when the key ID or team ID is refused by the token cache.
+    /// `retryPolicy`, `metricsFactory` and `tracer` are the client's, as in
+    /// ``makeClient(logger:retryPolicy:metricsFactory:tracer:_:)`` (the transport's metrics
+    /// are the transport's own configuration).
     public func makeClient(
         transport: some PushTransport,
-        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "swift-apns", factory: { _ in SwiftLogNoOpLogHandler() }),
+        retryPolicy: RetryPolicy = .default,
+        metricsFactory: (any MetricsFactory)? = nil,
+        tracer: (any Tracer)? = nil
     ) throws(APNsSettingsError) -> APNsClient {
         APNsClient(
-            credentials: try makeCredentials(),
+            credentials: try makeCredentials(logger: logger, metricsFactory: metricsFactory),
             transport: transport,
+            retryPolicy: retryPolicy,
             requestTimeout: requestTimeout ?? APNsRequest.defaultTimeout,
-            logger: logger
+            logger: logger,
+            metricsFactory: metricsFactory,
+            tracer: tracer
         )
     }
 
     /// The client's credentials: a token cache for a key (one signature every 50 minutes),
     /// or the certificate the transport presents.
-    private func makeCredentials() throws(APNsSettingsError) -> APNsCredentials {
+    private func makeCredentials(logger: Logger, metricsFactory: (any MetricsFactory)?) throws(APNsSettingsError) -> APNsCredentials {
         switch credentials {
         case .providerToken(let key, let keyID, let teamID):
             do {
-                return .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID))
+                return .providerToken(try ProviderTokenCache(key: key, keyID: keyID, teamID: teamID, logger: logger, metricsFactory: metricsFactory))
             } catch {
                 throw APNsSettingsError(.malformed, setting: Setting.keyID.environmentVariable, "or APNS_TEAM_ID is refused: \(error)")
             }
@@ -286,6 +333,20 @@ public struct APNsSettings: Sendable {
         case "production": return .production
         case "sandbox", "development": return .sandbox
         default:
+            if text.contains("://") || text.contains("/") || text.contains(where: \.isWhitespace) {
+                throw APNsSettingsError(
+                    .malformed,
+                    setting: Setting.environment.environmentVariable,
+                    "is \"\(text)\": expected production, sandbox, or host:port without a scheme or path (for example 127.0.0.1:2197)"
+                )
+            }
+            if !text.hasPrefix("["), text.filter({ $0 == ":" }).count > 1 {
+                throw APNsSettingsError(
+                    .malformed,
+                    setting: Setting.environment.environmentVariable,
+                    "is \"\(text)\": write an IPv6 address in brackets, then the port (for example [::1]:2197)"
+                )
+            }
             guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
                 (1...65535).contains(port), colon > text.startIndex
             else {
@@ -307,11 +368,14 @@ public struct APNsSettings: Sendable {
         return count
     }
 
-    /// A duration given in seconds (`30`, `2.5`), as the timeout settings hold one: more
-    /// than 0, at most a day; `nil` otherwise.
+    /// A duration given in seconds (`30`, `2.5`), as the timeout settings hold one: at
+    /// least a millisecond (`0.001`; less would round to no time at all), at most a day;
+    /// `nil` otherwise.
     package static func duration(seconds text: String) -> Duration? {
-        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else { return nil }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
+        guard let seconds = Double(text), seconds.isFinite, seconds <= 86_400 else { return nil }
+        let milliseconds = Int64((seconds * 1000).rounded())
+        guard milliseconds >= 1 else { return nil }
+        return .milliseconds(milliseconds)
     }
 
     /// ``duration(seconds:)``, or an error naming `setting`.
@@ -320,7 +384,7 @@ public struct APNsSettings: Sendable {
             throw APNsSettingsError(
                 .malformed,
                 setting: source.name(setting),
-                "is '\(text)': expected a number of seconds greater than 0 and at most 86400 (for example 10 or 2.5)"
+                "is '\(text)': expected a number of seconds from 0.001 to 86400 (for example 10 or 2.5)"
             )
         }
         return duration
@@ -349,7 +413,18 @@ public struct APNsSettings: Sendable {
         let text = String(decoding: data, as: UTF8.self)
         do {
             guard text.contains("-----BEGIN") else {
-                return try ClientIdentity(pkcs12Data: data, password: password ?? "")
+                let opened = Result { try ClientIdentity(pkcs12Data: data, password: password ?? "") }
+                if password == nil, case .failure(let error) = opened {
+                    throw APNsSettingsError(
+                        .unusable, setting: source.name(.certificatePassword),
+                        "is not set, and \(source.name(.certificateFile)) (\(path)) cannot be opened without a password: \(error)")
+                }
+                return try opened.get()
+            }
+            if keyPath == nil, !text.contains("PRIVATE KEY-----") {
+                throw APNsSettingsError(
+                    .unusable, setting: source.name(.certificateFile),
+                    "(\(path)) holds a certificate but no private key: add the key to the file, or name the key's file in \(source.name(.certificateKeyFile))")
             }
             var keyText = text
             if let keyPath {

@@ -30,7 +30,7 @@ private final class RetryQueue: Sendable {
     ) async throws {
         do {
             let accepted = try await client.send(notification, to: deviceToken)
-            logger.debug("accepted", metadata: ["apns-id": "\(accepted.apnsID?.uuidString ?? "-")"])
+            logger.debug("accepted", metadata: ["apns.id": "\(accepted.apnsID?.uuidString ?? "-")"])
         } catch {
             switch error {
             case .rejected(let rejection):

@@ -18,13 +18,17 @@ import Testing
         #expect(mayHaveReached.allSatisfy { $0.mayHaveReachedAPNs })
     }
 
-    @Test func descriptionIsAShortMetricLabel() {
+    @Test func descriptionSaysWhatAndWhereAndTheCodeIsTheMetricLabel() {
         let error = APNsTransportError.connectionFailed("connect to 17.188.0.1:443: Connection refused")
-        #expect(error.description == "connectionFailed")
+        // What "\(error)" writes in a log line: the code and what happened where.
+        #expect(error.description == "connectionFailed: connect to 17.188.0.1:443: Connection refused")
+        #expect("\(error)" == error.description)
         #expect(error.code == .connectionFailed)
         #expect(error.debugDescription.contains("Connection refused"))
-        for error in [APNsTransportError.timeout(), .goAway(), .streamRefused(), .tlsFailure()] {
-            #expect(error.description.allSatisfy { $0.isLetter })
+        // The code's name is short and stable: a metric label.
+        for error in [APNsTransportError.timeout(), .goAway(), .streamRefused(), .tlsFailure(), error] {
+            #expect(error.code.description.allSatisfy { $0.isLetter })
         }
+        #expect(APNsTransportError.timeout().description == "timeout")
     }
 }

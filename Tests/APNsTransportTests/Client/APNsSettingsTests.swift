@@ -43,6 +43,16 @@ struct APNsSettingsTests {
         cases.append((good.merging(["APNS_CERTIFICATE_FILE": "/x.p12"]) { $1 }, "APNS_CERTIFICATE_FILE"))
         cases.append((good.merging(["APNS_PROXY": "socks4://proxy:1080"]) { $1 }, "APNS_PROXY"))
         cases.append((good.merging(["APNS_PROXY": "http://proxy:port"]) { $1 }, "APNS_PROXY"))
+        // A URL where host:port belongs, and an IPv6 address without its brackets: named
+        // when read, not as a name that does not resolve at the first send.
+        cases.append((good.merging(["APNS_ENVIRONMENT": "https://127.0.0.1:2197"]) { $1 }, "APNS_ENVIRONMENT"))
+        cases.append((good.merging(["APNS_ENVIRONMENT": "127.0.0.1:2197/3/device"]) { $1 }, "APNS_ENVIRONMENT"))
+        cases.append((good.merging(["APNS_ENVIRONMENT": "2001:db8::1:2197"]) { $1 }, "APNS_ENVIRONMENT"))
+        // A topic no bundle ID can be.
+        cases.append((good.merging(["APNS_TOPIC": "com.example app"]) { $1 }, "APNS_TOPIC"))
+        // The other way of authenticating's settings beside this one: a half-finished switch.
+        cases.append((good.merging(["APNS_CERTIFICATE_PASSWORD": "secret"]) { $1 }, "APNS_CERTIFICATE_PASSWORD"))
+        cases.append((good.merging(["APNS_CERTIFICATE_KEY_FILE": "/tmp/key.pem"]) { $1 }, "APNS_CERTIFICATE_KEY_FILE"))
         for (variables, name) in cases {
             let problem = error(variables)
             #expect(problem?.setting == name, "\(variables.keys.sorted()): \(String(describing: problem))")
@@ -93,6 +103,8 @@ struct APNsSettingsTests {
             ("APNS_CONNECTIONS", "0"), ("APNS_CONNECTIONS", "65"), ("APNS_CONNECTIONS", "four"), ("APNS_CONNECTIONS", "2.5"),
             ("APNS_CONNECT_TIMEOUT", "0"), ("APNS_CONNECT_TIMEOUT", "-1"), ("APNS_CONNECT_TIMEOUT", "ten"),
             ("APNS_REQUEST_TIMEOUT", "inf"), ("APNS_REQUEST_TIMEOUT", "nan"), ("APNS_REQUEST_TIMEOUT", "86401"), ("APNS_REQUEST_TIMEOUT", "30s"),
+            // Above 0 but less than a millisecond: it would round to no time at all.
+            ("APNS_REQUEST_TIMEOUT", "0.0000000001"), ("APNS_CONNECT_TIMEOUT", "0.0004"),
         ]
         for (name, value) in refused {
             let problem = error(try tokenVariables().merging([name: value]) { $1 })
@@ -136,6 +148,9 @@ struct APNsSettingsTests {
         #expect(try APNsSettings.parseEnvironment("development") == .sandbox)
         #expect(try APNsSettings.parseEnvironment("127.0.0.1:2197") == .custom(host: "127.0.0.1", port: 2197))
         #expect(try APNsSettings.parseEnvironment("[::1]:8443") == .custom(host: "::1", port: 8443))
+        #expect(try APNsSettings.parseEnvironment("[2001:db8::1]:2197") == .custom(host: "2001:db8::1", port: 2197))
+        #expect(try APNsSettings(environmentVariables: try tokenVariables().merging(["APNS_REQUEST_TIMEOUT": "0.001"]) { $1 })
+            .requestTimeout == .milliseconds(1))
     }
 
     @Test("a signing key from a file or from APNS_KEY's text; the client takes the environment")
@@ -185,6 +200,25 @@ struct APNsSettingsTests {
             "APNS_CERTIFICATE_PASSWORD": "wrong",
         ])
         #expect(wrong?.setting == "APNS_CERTIFICATE_FILE")
+        // No password for a .p12 that needs one: the missing setting is named.
+        let noPassword = error(["APNS_ENVIRONMENT": "sandbox", "APNS_CERTIFICATE_FILE": pki.path("client.p12")])
+        #expect(noPassword?.setting == "APNS_CERTIFICATE_PASSWORD", "\(String(describing: noPassword))")
+        #expect(noPassword?.description.contains("is not set") == true)
+        // A PEM certificate without its key and no APNS_CERTIFICATE_KEY_FILE: both named,
+        // not a parameter of the Swift API.
+        let noKey = error(["APNS_ENVIRONMENT": "sandbox", "APNS_CERTIFICATE_FILE": pki.path("client.pem")])
+        #expect(noKey?.setting == "APNS_CERTIFICATE_FILE")
+        #expect(noKey?.description.contains("APNS_CERTIFICATE_KEY_FILE") == true, "\(String(describing: noKey))")
+        #expect(noKey?.description.contains("privateKeyPEM") == false)
+        // A signing key's settings beside a certificate: a half-finished switch, named.
+        for stray in ["APNS_KEY_ID", "APNS_TEAM_ID"] {
+            let problem = error([
+                "APNS_ENVIRONMENT": "sandbox", "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
+                "APNS_CERTIFICATE_PASSWORD": TestPKI.password, stray: "ABC123DEFG",
+            ])
+            #expect(problem?.setting == stray, "\(String(describing: problem))")
+            #expect(problem?.code == .conflicting)
+        }
     }
 }
 
