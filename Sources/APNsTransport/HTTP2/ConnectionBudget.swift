@@ -17,9 +17,17 @@
 ///    pool asks (a pool that was not offered it cannot take it meanwhile). Each free
 ///    place is offered to one waiting pool, so no waiter is forgotten.
 ///
+/// 4. **A pool that holds none and waits while every holder has only its one** would wait
+///    until some pool closes (its idle timeout: 15 minutes by default): instead, the shell
+///    asks the holders in ``reclaimCandidates(for:)`` order (the longest-granted first)
+///    to give back a connection, and the first that has nothing queued does; after a
+///    second of waiting, the first that has held its connection a second does even if
+///    busy (what it carries finishes first). With more credentials sending than the
+///    budget has connections, they take turns.
+///
 /// So a tenant with a million queued notifications cannot take every connection, and
 /// another tenant's single alert gets a connection of its own at once, or as soon as one
-/// connection of the busiest tenant has drained.
+/// connection of the busiest tenant has drained, or of a tenant that has nothing to send.
 struct ConnectionBudget<PoolID: Hashable> {
     /// What ``request(_:)`` decided.
     enum Decision: Equatable {
@@ -40,6 +48,8 @@ struct ConnectionBudget<PoolID: Hashable> {
         var waitingSince: UInt64?
         /// A free place is held for this pool until it asks again.
         var offered = false
+        /// When it was last granted a connection (an order, not a time).
+        var lastGrant: UInt64 = 0
     }
 
     /// The most connections in all.
@@ -85,6 +95,8 @@ struct ConnectionBudget<PoolID: Hashable> {
         entry.offered = false
         let grant = room && (entry.held == 0 || !othersWaiting || entry.held < share)
         if grant {
+            order += 1
+            entry.lastGrant = order
             entry.held += 1
             entry.waitingSince = nil
             held += 1
@@ -143,6 +155,29 @@ struct ConnectionBudget<PoolID: Hashable> {
             if best == nil || (entry.held, since) < (best!.held, best!.since) { best = (id, entry.held, since) }
         }
         return best?.id
+    }
+
+    /// The pools to ask, in order, to give back a connection they are not using, for
+    /// `pool`, which waits holding none while the budget is spent (rule 4); empty when
+    /// `pool` is not in that state, or when as many connections are already being given
+    /// back as such pools wait. The longest-granted holders come first.
+    func reclaimCandidates(for pool: PoolID) -> [PoolID] {
+        guard let entry = entries[pool], entry.waitingSince != nil, entry.held == 0 else { return [] }
+        let offers = entries.values.count { $0.offered }
+        guard held + offers >= limit else { return [] }
+        let starved = entries.values.count { $0.waitingSince != nil && $0.held == 0 }
+        let reclaiming = entries.values.reduce(0) { $0 + $1.reclaiming }
+        guard reclaiming < starved else { return [] }
+        return entries
+            .filter { $0.key != pool && $0.value.held - $0.value.reclaiming >= 1 }
+            .sorted { $0.value.lastGrant < $1.value.lastGrant }
+            .map(\.key)
+    }
+
+    /// `pool` agreed to give a connection back (rule 4): its release will go to the
+    /// waiting pools, and it is not asked again meanwhile.
+    mutating func noteReclaim(from pool: PoolID) {
+        entries[pool]?.reclaiming += 1
     }
 
     /// `pool` was asked to give a connection back (``Decision/waitAndReclaim(from:)``)

@@ -78,6 +78,13 @@ final class HTTP2ConnectionPool: Sendable {
         /// A place was offered while a connection was asking: a refusal it gets is stale
         /// and it asks again (else the offer would be lost and the pool wait forever).
         var budgetOffered = false
+        /// When the pool, waiting for the budget with no connection, last asked for an
+        /// idle pool's connection (``MonotonicTime``).
+        var lastReclaimAsk: UInt64 = 0
+        /// Since when the pool has waited for the budget with no connection, if it does.
+        var starvedSince: UInt64?
+        /// When the budget last granted this pool a connection (``MonotonicTime``).
+        var lastGranted: UInt64 = 0
         /// The pool was closed on its own (idle, or its credential's connections closed)
         /// while the transport goes on: requests that reach it late go to a new pool.
         var closedAlone = false
@@ -261,6 +268,7 @@ final class HTTP2ConnectionPool: Sendable {
                 let decided: Bool = state.withLock { locked in
                     if granted {
                         locked.budgetHolders.insert(connection.index)
+                        locked.lastGranted = MonotonicTime.now()
                     } else if locked.budgetOffered {
                         locked.budgetOffered = false
                         return false  // a place freed meanwhile: ask again
@@ -334,6 +342,39 @@ final class HTTP2ConnectionPool: Sendable {
         statistics.update { $0.connectionsRetired += 1 }
         settings.logger.debug(
             "APNs connection given back to the transport's connection budget",
+            metadata: ["apns.credential": "\(credential)"]
+        )
+        connection.wake()
+        return true
+    }
+
+    /// How long a pool must have queued nothing before it gives a connection to a pool
+    /// that has none (``SharedConnectionBudget/reclaimIdle(for:now:)``): long enough that
+    /// what it sent last has usually been answered; a connection given back still drains.
+    static let idleBeforeGivingBack: UInt64 = 250_000_000
+
+    /// How long a pool keeps a connection before it must share it with a pool that has
+    /// waited ``starvedBeforeSharing`` with none, busy or not.
+    static let heldBeforeSharing: UInt64 = 1_000_000_000
+    /// How long a pool waits with no connection before it takes one from a busy pool.
+    static let starvedBeforeSharing: UInt64 = 1_000_000_000
+
+    /// Another pool waits with no connection, the budget is spent and every holder has
+    /// only its one: if this pool has queued nothing for ``idleBeforeGivingBack`` (or,
+    /// with `evenIfBusy`, has held its connection for ``heldBeforeSharing``), retire its
+    /// newest connection: what it carries finishes, then it closes, and its place goes
+    /// to the waiting pools (this pool's next requests wait their turn). Whether it did.
+    func giveBackIfIdle(now: UInt64, evenIfBusy: Bool = false) -> Bool {
+        let connection: HTTP2Connection? = state.withLock { locked in
+            let idle = locked.machine.queuedCount == 0 && now &- locked.lastUsed >= Self.idleBeforeGivingBack
+            let heldLongEnough = now &- locked.lastGranted >= Self.heldBeforeSharing
+            guard idle || (evenIfBusy && heldLongEnough), let id = locked.machine.retireCandidate else { return nil }
+            return retireLocked(id, &locked)
+        }
+        guard let connection else { return false }
+        statistics.update { $0.connectionsRetired += 1 }
+        settings.logger.debug(
+            "idle APNs connection given back to the transport's connection budget for a credential that has none",
             metadata: ["apns.credential": "\(credential)"]
         )
         connection.wake()
@@ -458,10 +499,26 @@ final class HTTP2ConnectionPool: Sendable {
         state.withLock { $0.machine.queuedRequestFinished() }
     }
 
-    /// Fails queued requests whose deadline has passed; at most one scan per 10 ms.
+    /// Fails queued requests whose deadline has passed; at most one scan per 10 ms. While
+    /// the pool waits for a place in the budget with no connection, asks (every 100 ms)
+    /// for an idle pool's connection (one that was busy when it was refused may be idle
+    /// now) and, after ``starvedBeforeSharing``, for a busy one's: every credential with
+    /// requests to send gets a connection, in turns when there are more such credentials
+    /// than the budget has connections.
     func expireQueued(now: UInt64) {
-        let expired = state.withLock { $0.machine.expireQueued(now: now) }
-        for pending in expired { pending.expire() }
+        let (expired, reclaim, evenIfBusy, blocked) = state.withLock { locked -> ([PendingRequest], Bool, Bool, Bool) in
+            let expired = locked.machine.expireQueued(now: now)
+            let blocked = locked.machine.budgetBlocked && locked.budgetHolders.isEmpty
+            let waiting = blocked && locked.machine.queuedCount > 0
+            if !waiting { locked.starvedSince = nil }
+            guard waiting, now &- locked.lastReclaimAsk >= 100_000_000 else { return (expired, false, false, blocked) }
+            locked.lastReclaimAsk = now
+            if locked.starvedSince == nil { locked.starvedSince = now }
+            return (expired, true, now &- locked.starvedSince! >= Self.starvedBeforeSharing, blocked)
+        }
+        let why = blocked ? budget.map { "its credential had no connection: it waited for a place in the transport's connection budget (maxConnections \($0.limit))" } : nil
+        for pending in expired { pending.expire(waitingFor: why) }
+        if reclaim, let budget { budget.reclaimIdle(for: self, now: now, evenIfBusy: evenIfBusy) }
     }
 
     /// Called by a connection about to block in poll(2) with `freeStreams` free streams;

@@ -24,7 +24,8 @@ extension HTTP2Transport {
         /// The most connections the transport holds in all, over every authority and
         /// credential (each provider key, each client certificate has connections of its
         /// own). Shared fairly: every credential with requests to send is guaranteed one
-        /// connection (when the budget is spent, the busiest credential gives one back),
+        /// connection (when the budget is spent, the busiest credential gives one back, or,
+        /// when each holds only one, an idle one, else in turns),
         /// and beyond that a credential gets at most `maxConnections / active credentials`
         /// while others wait. Default 256. A connection costs no thread of its own (the
         /// process's I/O threads drive them all), only a socket and its TLS and HTTP/2

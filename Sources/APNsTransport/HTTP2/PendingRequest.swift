@@ -208,12 +208,17 @@ final class PendingRequest: Sendable {
     /// `mayHaveReachedAPNs` true unless the request was still queued.
     ///
     /// - Returns: The phase the request was in, or `nil` if it had finished.
+    /// - Parameter waitingFor: Why the queue did not move, when the pool knows (its
+    ///   credential waited for a place in the transport's connection budget), added to
+    ///   the error's detail.
     @discardableResult
-    func expire() -> Phase? {
+    func expire(waitingFor: String? = nil) -> Phase? {
         finish { phase, requeues in
             if case .queued = phase {
                 guard requeues > 0 else {
-                    return .failure(.timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent"))
+                    return .failure(.timeout(
+                        mayHaveReachedAPNs: false,
+                        "the request timed out in the queue; it was never sent" + (waitingFor.map { " (\($0))" } ?? "")))
                 }
                 // Sent before, and handed back unprocessed (REFUSED_STREAM, or above a
                 // GOAWAY's last-stream-id): "never sent" would not be true.

@@ -43,6 +43,29 @@ final class SharedConnectionBudget: Sendable {
             // It had nothing to give back after all (its connections closed meanwhile).
             state.withLock { $0.budget.cancelReclaim(from: ObjectIdentifier(victim)) }
         }
+        if victim == nil { reclaimIdle(for: pool) }
+        return false
+    }
+
+    /// `pool` waits holding no connection while the budget is spent and every holder has
+    /// only its one: asks the holders, longest-granted first, to give back a connection
+    /// they have no use for (``HTTP2ConnectionPool/giveBackIfIdle(now:)``); the first that
+    /// does drains it, and its place goes to the waiting pools. Called when `pool` is
+    /// refused, and again every so often while it waits (a holder busy then may be idle
+    /// later). Whether a holder gave one back.
+    /// With `evenIfBusy` (the pool has waited a while), a holder that has had its
+    /// connection long enough gives it back even if busy, when none is idle.
+    @discardableResult
+    func reclaimIdle(for pool: HTTP2ConnectionPool, now: UInt64 = MonotonicTime.now(), evenIfBusy: Bool = false) -> Bool {
+        let candidates: [HTTP2ConnectionPool] = state.withLock { state in
+            state.budget.reclaimCandidates(for: ObjectIdentifier(pool)).compactMap { state.pools[$0] }
+        }
+        for busyToo in evenIfBusy ? [false, true] : [false] {
+            for candidate in candidates where candidate.giveBackIfIdle(now: now, evenIfBusy: busyToo) {
+                state.withLock { $0.budget.noteReclaim(from: ObjectIdentifier(candidate)) }
+                return true
+            }
+        }
         return false
     }
 

@@ -54,6 +54,30 @@ struct ConnectionBudgetTests {
         #expect(budget.release("b") == "a")
     }
 
+    @Test func aPoolWithNoneAsksTheHoldersOfOneLongestGrantedFirstOncePerWaiter() {
+        var budget = Budget(limit: 2)
+        #expect(budget.request("a") == .grant)
+        #expect(budget.request("b") == .grant)
+        // Nobody holds more than one: nothing to reclaim by rule 1, so "c" waits…
+        #expect(budget.request("c") == .wait)
+        // …and the shell may ask the holders, longest-granted first, to give back a
+        // connection they do not use.
+        #expect(budget.reclaimCandidates(for: "c") == ["a", "b"])
+        // A holder or a pool that does not wait has no candidates.
+        #expect(budget.reclaimCandidates(for: "a").isEmpty)
+        #expect(budget.reclaimCandidates(for: "d").isEmpty)
+        // One reclaim per starved waiter: once "a" agreed, "c" asks nobody else.
+        budget.noteReclaim(from: "a")
+        #expect(budget.reclaimCandidates(for: "c").isEmpty)
+        // A second starved waiter may ask the other holder only.
+        #expect(budget.request("d") == .wait)
+        #expect(budget.reclaimCandidates(for: "d") == ["b"])
+        // "a"'s connection closes: its place goes to the earliest waiter.
+        #expect(budget.release("a") == "c")
+        #expect(budget.request("c") == .grant)
+        #expect(budget.reclaimCandidates(for: "d") == ["b", "c"])
+    }
+
     @Test func aFreedPlaceGoesToTheWaiterHoldingTheFewest() {
         var budget = Budget(limit: 3)
         #expect(fill(&budget, "x", upTo: 2) == 2)

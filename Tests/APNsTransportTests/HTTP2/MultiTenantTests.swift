@@ -351,8 +351,12 @@ struct MultiTenantTests {
             let a = try client(tenants[0], timeout: .seconds(20))
             let b = try client(tenants[1], timeout: .milliseconds(300))
             _ = try await a.send(Self.alert, to: try Self.device(1))
-            // A holds the only connection, its guaranteed one: B waits, and times out in
-            // the queue (never sent).
+            // A holds the only connection, its guaranteed one, with an answer outstanding
+            // (the server holds it a second): B waits, and times out in the queue (never
+            // sent). Even given back, A's connection drains its answer first.
+            server.setResponseDelay(.seconds(1))
+            let slow = Task { try await a.send(Self.alert, to: try Self.device(4)) }
+            _ = await waitUntil { server.recordedRequests.count >= 2 || server.statistics.requests >= 2 }
             let device = try Self.device(2)
             do throws(APNsError) {
                 _ = try await b.send(Self.alert, to: device)
@@ -360,8 +364,14 @@ struct MultiTenantTests {
             } catch {
                 #expect(error.transportError?.code == .timeout, "\(error)")
                 #expect(error.transportError?.mayHaveReachedAPNs == false)
+                // The detail says why the queue did not move.
+                #expect(error.transportError?.detail?.contains("connection budget (maxConnections 1)") == true, "\(error)")
             }
-            #expect(transport.connectionBudget.held == 1)
+            // At most A's one (given back and drained by now on a slow machine, since A
+            // queued nothing more): B never had a second.
+            #expect(transport.connectionBudget.held <= 1)
+            _ = try await slow.value
+            server.setResponseDelay(.zero)
             // A leaves: its connection's place is offered to B.
             await transport.closeConnections(for: tenants[0].credential)
             let bAgain = try client(tenants[1], timeout: .seconds(20))
@@ -370,6 +380,52 @@ struct MultiTenantTests {
             await transport.shutdown()
             #expect(server.statistics.peakOpenConnections <= 2)
             Self.expectOneKeyPerConnection(server, keys: 2)
+        }
+    }
+
+    @Test("more tenants than connections (4 on a budget of 2, idle pools never closed): each tenant's send gets a connection in turn, from an idle tenant, long before any idle timeout")
+    func moreTenantsThanConnections() async throws {
+        let tenants = try Self.tenants(4)
+        try await withMockAPNsServer(configuration: Self.tokenServer(tenants)) { server in
+            let transport = try Self.transport(server) { $0.maxConnections = 2 }
+            let clients = try tenants.map { tenant in
+                APNsClient(
+                    credentials: .providerToken(try ProviderTokenCache(key: tenant.key, keyID: tenant.keyID, teamID: tenant.teamID)),
+                    transport: transport,
+                    retryPolicy: .never,
+                    requestTimeout: .seconds(20)
+                )
+            }
+            let clock = ContinuousClock()
+            // One after the other: the third and fourth find the budget spent by two idle
+            // tenants (before, they waited for the 15-minute idle timeout, or forever).
+            for (index, client) in clients.enumerated() {
+                let start = clock.now
+                _ = try await client.send(Self.alert, to: try Self.device(index))
+                #expect(clock.now - start < .seconds(10), "tenant \(index) waited \(clock.now - start)")
+            }
+            // All at once, twice: every tenant is served, in turns.
+            for round in 0..<2 {
+                let accepted = await withTaskGroup(of: Bool.self) { group in
+                    for (index, client) in clients.enumerated() {
+                        group.addTask {
+                            guard let device = try? Self.device(100 * (round + 1) + index) else { return false }
+                            do throws(APNsError) {
+                                _ = try await client.send(Self.alert, to: device)
+                                return true
+                            } catch {
+                                return false
+                            }
+                        }
+                    }
+                    return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+                #expect(accepted == 4, "round \(round)")
+            }
+            #expect(transport.connectionBudget.peak <= 2)
+            #expect(server.statistics.accepted == 12)
+            await transport.shutdown()
+            Self.expectOneKeyPerConnection(server, keys: 4)
         }
     }
 
