@@ -551,26 +551,38 @@ final class HTTP2ConnectionPool: Sendable {
     // MARK: Shutdown
 
     /// Closes this pool alone while the transport goes on (idle, or its credential's
-    /// connections closed): as ``shutdown(gracePeriod:)``, but requests that reach it
-    /// afterwards (looked up just before) go to ``redirect`` instead of failing.
+    /// connections closed): as ``shutdown(gracePeriod:)``, but what is queued (never
+    /// sent), and requests that reach it afterwards (looked up just before), go to
+    /// ``redirect`` (the credential's next pool) instead of failing: the transport is
+    /// not shutting down, so a key rotation mid-batch costs no notification.
     func close(gracePeriod: Duration) async {
         state.withLock { $0.closedAlone = true }
         await shutdown(
             gracePeriod: gracePeriod,
-            reason: "the connections of \(credential) were closed (idle, or closeConnections(for:)) before the request was sent"
+            reason: "the connections of \(credential) were closed (idle, or closeConnections(for:)) before the request was sent",
+            redirectQueued: redirect != nil
         )
     }
 
-    /// Fails what is queued, lets in-flight requests finish until `gracePeriod` has
-    /// passed, closes every connection with GOAWAY, and returns when all connections exited.
-    func shutdown(gracePeriod: Duration, reason: String = "the transport shut down before the request was sent") async {
+    /// Fails what is queued (or, with `redirectQueued`, hands it to ``redirect``), lets
+    /// in-flight requests finish until `gracePeriod` has passed, closes every connection
+    /// with GOAWAY, and returns when all connections exited.
+    func shutdown(
+        gracePeriod: Duration,
+        reason: String = "the transport shut down before the request was sent",
+        redirectQueued: Bool = false
+    ) async {
         let deadline = MonotonicTime.deadline(after: gracePeriod)
         let (queued, connections): ([PendingRequest], [HTTP2Connection]) = state.withLock { locked in
             let (fail, signal) = locked.machine.shutdown(deadline: deadline)
             return (fail, signal.map { locked.connections[$0] })
         }
         for pending in queued {
-            pending.finish(.failure(.shutdown(reason)))
+            if redirectQueued, let redirect {
+                redirect(pending)
+            } else {
+                pending.finish(.failure(.shutdown(reason)))
+            }
         }
         for connection in connections { connection.wake() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -118,9 +118,10 @@ extension HTTP2Transport {
     /// credential's: for a tenant removed at run time, or the old key after a rotation
     /// (which otherwise simply idles out, see ``Configuration/credentialIdleTimeout``).
     ///
-    /// Requests queued for it fail with ``APNsCore/APNsTransportError/Code/shutdown``
-    /// (never sent); requests in flight get ``Configuration/shutdownGracePeriod`` to
-    /// finish. A later request for the credential opens new connections.
+    /// Requests in flight get ``Configuration/shutdownGracePeriod`` to finish; requests
+    /// queued for it (never sent) go to new connections of the credential, as do later
+    /// ones, so a key rotated in the middle of a batch costs no notification. To stop a
+    /// removed tenant's sends, cancel their tasks (or stop its batches) as well.
     public func closeConnections(for credential: Credential) async {
         let closing: [HTTP2ConnectionPool] = pools.withLock { state in
             let keys = state.pools.keys.filter { $0.credential == credential }
