@@ -201,12 +201,13 @@ public final class HTTP2Transport: PushTransport {
         }
         let resolver = configuration.resolver
         let attempts = ConnectionAttemptCounter()
+        let health = AddressHealth()
         // One connector per TLS configuration: the transport's own, and one per client
         // certificate a request asks for.
         let makeConnector: @Sendable (TLSConfiguration) -> HTTP2Connector = { tls in
             { (endpoint, timeout) throws(APNsTransportError) -> any HTTP2ByteStream in
                 // Every attempt resolves the host again and starts one address further on.
-                let choice = AddressChoice(resolver: resolver, rotation: attempts.next())
+                let choice = AddressChoice(resolver: resolver, rotation: attempts.next(), health: health)
                 return try TLSStream.connect(to: endpoint, configuration: tls, timeout: timeout, addresses: choice)
             }
         }

@@ -1,4 +1,5 @@
 import APNsCore
+import Synchronization
 
 /// How a host name becomes the addresses a new connection tries: the system's resolver
 /// (`getaddrinfo`) by default, or a function of yours.
@@ -41,6 +42,33 @@ public struct HostResolver: Sendable {
     }
 }
 
+/// Addresses that accepted a TCP connection but did not finish a TLS handshake in time
+/// (a load balancer node with no working backend): later attempts try them last until
+/// ``avoidance`` has passed, so the rotation does not keep sending new connections to
+/// them. Shared by one transport's attempts.
+final class AddressHealth: Sendable {
+    /// How long an address that failed that way is tried last.
+    static let avoidance: Duration = .seconds(60)
+
+    private let avoided = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    /// `address` (`host:port`, as ``ResolvedAddress/description`` writes it) failed its
+    /// handshake at `now`.
+    func noteFailedHandshake(_ address: String, now: ContinuousClock.Instant = .now) {
+        avoided.withLock { $0[address] = now + Self.avoidance }
+    }
+
+    /// `addresses` with the ones still avoided at `now` moved to the end, the order
+    /// otherwise kept.
+    func ordered(_ addresses: [ResolvedAddress], now: ContinuousClock.Instant = .now) -> [ResolvedAddress] {
+        avoided.withLock { avoided in
+            avoided = avoided.filter { $0.value > now }
+            guard !avoided.isEmpty else { return addresses }
+            return addresses.filter { avoided[$0.description] == nil } + addresses.filter { avoided[$0.description] != nil }
+        }
+    }
+}
+
 /// Which addresses one connection attempt tries, and from which one it starts.
 struct AddressChoice: Sendable {
     /// Where the addresses come from.
@@ -48,6 +76,8 @@ struct AddressChoice: Sendable {
     /// The attempt's place in the transport's sequence of attempts: the attempt starts at
     /// address `rotation % count`, so consecutive connections spread over the addresses.
     var rotation: Int = 0
+    /// Addresses to try last (their handshakes timed out lately); `nil`: none.
+    var health: AddressHealth?
 
     /// The addresses to try for `host:port`, rotated; see the type's rules.
     func addresses(host: String, port: Int, deadline: ContinuousClock.Instant) throws(APNsTransportError) -> [ResolvedAddress] {
@@ -76,7 +106,7 @@ struct AddressChoice: Sendable {
         if start > 0 {
             addresses = Array(addresses[start...] + addresses[..<start])
         }
-        return addresses
+        return health?.ordered(addresses) ?? addresses
     }
 
     /// The address an attempt starts at: `rotation` modulo `count` (0 for no address).

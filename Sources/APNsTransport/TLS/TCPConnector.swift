@@ -24,11 +24,31 @@ enum TCPConnector {
         deadline: ContinuousClock.Instant,
         choice: AddressChoice = AddressChoice()
     ) throws(APNsTransportError) -> Int32 {
+        try connect(host: host, port: port, deadline: deadline, choice: choice, excluding: []).fd
+    }
+
+    /// ``connect(host:port:deadline:choice:)``, leaving out the addresses in `excluded`
+    /// (by ``ResolvedAddress/description``); also returns the address that connected and
+    /// how many other addresses were left to try.
+    static func connect(
+        host: String,
+        port: Int,
+        deadline: ContinuousClock.Instant,
+        choice: AddressChoice,
+        excluding excluded: Set<String>
+    ) throws(APNsTransportError) -> (fd: Int32, address: String, others: Int) {
         guard (1...65535).contains(port) else {
             throw .connectionFailed("port \(port) of \(host) is outside 1...65535")
         }
         let addresses = ConnectionRace.interleavedByFamily(
-            try choice.addresses(host: host, port: port, deadline: deadline), family: \.family)
+            try choice.addresses(host: host, port: port, deadline: deadline).filter { !excluded.contains($0.description) },
+            family: \.family)
+        guard !addresses.isEmpty else {
+            throw .connectionFailed("no address of \(host) is left to try")
+        }
+        func won(_ fd: Int32, _ index: Int) -> (fd: Int32, address: String, others: Int) {
+            (finish(fd), addresses[index].description, addresses.count - 1)
+        }
         var race = ConnectionRace(count: addresses.count)
         var running: [(fd: Int32, index: Int)] = []
         var failures: [(index: Int, reason: String)] = []
@@ -44,7 +64,7 @@ enum TCPConnector {
             while let index = race.start(now: ContinuousClock.now) {
                 switch begin(addresses[index]) {
                 case .connected(let fd):
-                    return finish(fd)
+                    return won(fd, index)
                 case .inProgress(let fd):
                     running.append((fd, index))
                 case .failed(let reason):
@@ -61,7 +81,7 @@ enum TCPConnector {
             let result = poll(&entries, nfds_t(entries.count), pollMilliseconds(until: race.wakeUp(deadline: deadline)))
             guard result > 0 else { continue }  // a timeout (start the next, or fail) or EINTR
             var stillRunning: [(fd: Int32, index: Int)] = []
-            var winner: Int32?
+            var winner: (fd: Int32, index: Int)?
             for (attempt, entry) in zip(running, entries) {
                 guard winner == nil, entry.revents != 0 else {
                     stillRunning.append(attempt)
@@ -71,7 +91,7 @@ enum TCPConnector {
                 var length = socklen_t(MemoryLayout<Int32>.size)
                 if getsockopt(attempt.fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
                 if error == 0 {
-                    winner = attempt.fd
+                    winner = attempt
                 } else {
                     _ = close(attempt.fd)
                     failures.append((attempt.index, connectFailure(error)))
@@ -79,7 +99,7 @@ enum TCPConnector {
                 }
             }
             running = stillRunning
-            if let winner { return finish(winner) }
+            if let winner { return won(winner.fd, winner.index) }
         }
     }
 

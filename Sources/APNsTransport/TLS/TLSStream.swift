@@ -111,19 +111,49 @@ final class TLSStream: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         let context = try SSLContext.client(configuration: configuration)
 
-        let fd: Int32
         if let proxy = configuration.proxy {
-            fd = try TCPConnector.connect(host: proxy.host, port: proxy.port, deadline: deadline)
+            let fd = try TCPConnector.connect(host: proxy.host, port: proxy.port, deadline: deadline)
             do {
                 try ProxyTunnel.open(fd, to: endpoint, through: proxy, deadline: deadline)
             } catch {
                 _ = Glibc_close(fd)
                 throw error
             }
-        } else {
-            fd = try TCPConnector.connect(host: endpoint.host, port: endpoint.port, deadline: deadline, choice: addresses)
+            var timedOut = false
+            return try handshake(context: context, fd: fd, endpoint: endpoint, configuration: configuration,
+                                 deadline: deadline, timeout: timeout, timedOut: &timedOut)
         }
+        // An address that accepts TCP but never finishes the TLS handshake (a load
+        // balancer node with no working backend) would hold the attempt for the whole
+        // timeout, as Happy Eyeballs ends at the TCP connect: while other addresses are
+        // left, a handshake gets a slice of the time, and one that runs out of it moves
+        // the attempt on to the next address (and the address to the back of later
+        // attempts' order, see ``AddressHealth``).
+        var excluded: Set<String> = []
+        while true {
+            let (fd, address, others) = try TCPConnector.connect(
+                host: endpoint.host, port: endpoint.port, deadline: deadline, choice: addresses, excluding: excluded)
+            let slice = max(Duration.seconds(2), timeout / 4)
+            let handshakeDeadline = others > 0 ? min(deadline, .now + slice) : deadline
+            var timedOut = false
+            do {
+                return try handshake(context: context, fd: fd, endpoint: endpoint, configuration: configuration,
+                                     deadline: handshakeDeadline, timeout: others > 0 ? min(slice, timeout) : timeout,
+                                     timedOut: &timedOut)
+            } catch {
+                guard timedOut else { throw error }
+                addresses.health?.noteFailedHandshake(address)
+                guard others > 0, ContinuousClock.now < deadline else { throw error }
+                excluded.insert(address)
+            }
+        }
+    }
 
+    /// A session from `context` on `fd`, and its handshake; on failure the socket is closed.
+    private static func handshake(
+        context: SSLContext, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
+        deadline: ContinuousClock.Instant, timeout: Duration, timedOut: inout Bool
+    ) throws(APNsTransportError) -> TLSStream {
         let session: SSLSession
         do {
             session = try context.makeSession()
@@ -133,23 +163,27 @@ final class TLSStream: @unchecked Sendable {
         }
         // From here `handshake` owns both; on failure it closes the socket (and the
         // session is released with it).
-        return try handshake(session: session, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout)
+        return try handshake(session: session, fd: fd, endpoint: endpoint, configuration: configuration,
+                             deadline: deadline, timeout: timeout, timedOut: &timedOut)
     }
 
     private static func handshake(
         session: SSLSession, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
-        deadline: ContinuousClock.Instant, timeout: Duration
+        deadline: ContinuousClock.Instant, timeout: Duration, timedOut: inout Bool
     ) throws(APNsTransportError) -> TLSStream {
+        var ranOut = false
+        defer { timedOut = ranOut }
         let (version, host, endpointText) = try session.withUnsafeHandle { (ssl: OpaquePointer) throws(APNsTransportError) in
-            try handshake(ssl: ssl, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout)
+            try handshake(ssl: ssl, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout, timedOut: &ranOut)
         }
         return TLSStream(session: session, fd: fd, protocolVersion: version, host: host, endpointDescription: endpointText, configuration: configuration)
     }
 
     /// The handshake on `ssl`; returns the protocol version, the host and `host:port`.
+    /// `timedOut` is set when it failed because `deadline` passed.
     private static func handshake(
         ssl: OpaquePointer, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
-        deadline: ContinuousClock.Instant, timeout: Duration
+        deadline: ContinuousClock.Instant, timeout: Duration, timedOut: inout Bool
     ) throws(APNsTransportError) -> (version: String, host: String, endpoint: String) {
         var ok = false
         defer {
@@ -207,6 +241,7 @@ final class TLSStream: @unchecked Sendable {
                     host: host, where: endpointText, configuration: configuration))
             }
             guard ready else {
+                timedOut = true
                 throw .tlsFailure("the TLS handshake with \(endpointText) did not finish within \(timeout)")
             }
         }

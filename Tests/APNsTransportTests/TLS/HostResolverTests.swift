@@ -196,6 +196,50 @@ struct HostResolverTests {
         }
     }
 
+    @Test("An address that accepts TCP but never answers TLS costs a quarter of the connect timeout once, then is tried last")
+    func silentTLSAddressIsLeftBehind() async throws {
+        // One stream per connection, so that twenty sends open every connection allowed.
+        try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 1)) { server in
+            // The kernel completes TCP handshakes into the backlog; nobody accepts, so a
+            // ClientHello goes unanswered, as at a load balancer node with no backend.
+            let silent = try LoopbackListener(address: "127.0.0.3", port: server.port)
+            defer { silent.close() }
+            let transport = try mockTransport(server) { configuration in
+                configuration.environment = .custom(host: "localhost", port: server.port)
+                // A slice of 10 s per address: far longer than a loaded machine's handshake,
+                // and far shorter than the 40 s the attempt would wait before (past the
+                // request's 20 s timeout).
+                configuration.connectTimeout = .seconds(40)
+                configuration.connectionCount = 3
+                configuration.resolver = .custom { _, _ in ["127.0.0.3", "127.0.0.1"] }
+            }
+            let clock = ContinuousClock()
+            let start = clock.now
+            // The first attempt starts at the silent address: its handshake gets 10 s,
+            // then the attempt moves on (before, the send timed out at 20 s).
+            let response = try await transport.send(try mockPush(0, port: server.port, host: "localhost"))
+            #expect(response.status == 200)
+            #expect(clock.now - start < .seconds(19), "\(clock.now - start)")
+            // More connections: the rotation would start the third at the silent address
+            // again; it is tried last for a minute, so it is not.
+            let accepted = await withTaskGroup(of: Bool.self) { group in
+                for index in 1...20 {
+                    group.addTask {
+                        guard let request = try? mockPush(index, port: server.port, host: "localhost") else { return false }
+                        return (try? await transport.send(request))?.status == 200
+                    }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(accepted == 20)
+            #expect(server.statistics.connections == 3, "\(server.statistics.connections) connections")
+            await transport.shutdown()
+            // Only the first attempt ever began a handshake at the silent address (on a
+            // loaded machine a Happy Eyeballs race may also connect there and close unused).
+            #expect(silent.acceptPendingThatSent() == 1)
+        }
+    }
+
     @Test("A resolver that returns nothing fails the send as never sent")
     func transportWithEmptyResolver() async throws {
         try await withMockAPNsServer { server in
@@ -258,6 +302,20 @@ private final class LoopbackListener {
             guard client >= 0 else { break }
             _ = Glibc.close(client)
             count += 1
+        }
+        return count
+    }
+
+    /// Accepts (and closes) every connection already waiting; how many of them had sent
+    /// something (a TLS ClientHello), as opposed to closed unused (a Happy Eyeballs loser).
+    func acceptPendingThatSent() -> Int {
+        var count = 0
+        for _ in 0..<100 {
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { break }
+            var byte: UInt8 = 0
+            if recv(client, &byte, 1, Int32(MSG_DONTWAIT)) == 1 { count += 1 }
+            _ = Glibc.close(client)
         }
         return count
     }
