@@ -65,15 +65,19 @@ public struct ProviderToken: Sendable, Hashable {
     /// - Parameters:
     ///   - jwt: The compact JWS.
     ///   - issuedAt: Its `iat` claim.
-    ///   - keyID: Its `kid` header, if known; `nil` reads it from the JWT's header.
-    ///   - teamID: Its `iss` claim, if known; `nil` reads it from the JWT's claims.
-    ///   Both choose the connections the token travels on (one set per key).
+    ///   - keyID: Its `kid` header, for a JWT whose header cannot be read here; the
+    ///     JWT's own `kid` wins when it has one.
+    ///   - teamID: Its `iss` claim, likewise; the JWT's own `iss` wins.
+    ///   Both choose the connections the token travels on (one set per key): APNs binds a
+    ///   connection to the key the JWT names, so a value that disagrees with the JWT would
+    ///   put the token on another key's connections (answered `UnrelatedKeyIdInToken`,
+    ///   which retires that connection).
     public init(jwt: String, issuedAt: Date, keyID: String? = nil, teamID: String? = nil) {
         storage = Storage(
             jwt: jwt,
             issuedAt: issuedAt,
-            keyID: keyID ?? Self.stringMember("kid", ofPart: 0, of: jwt),
-            teamID: teamID ?? Self.stringMember("iss", ofPart: 1, of: jwt)
+            keyID: Self.stringMember("kid", ofPart: 0, of: jwt) ?? keyID,
+            teamID: Self.stringMember("iss", ofPart: 1, of: jwt) ?? teamID
         )
     }
 

@@ -219,7 +219,9 @@ public struct PushNotification: Sendable {
                 )
             }
         }
-        let bytes = try body.encoded(for: pushType, limit: PayloadLimit(for: pushType), what: "a \(pushType) push")
+        // "an alert push", "a voip push": the size error reads as a sentence.
+        let article = pushType.rawValue.first.map { "aeiou".contains($0) } == true ? "an" : "a"
+        let bytes = try body.encoded(for: pushType, limit: PayloadLimit(for: pushType), what: "\(article) \(pushType) push")
         // The headers every request of this notification carries, checked here once.
         var fixed = [
             HeaderField(name: "apns-topic", value: topicValue),

@@ -24,6 +24,25 @@ struct ProviderTokenFormatTests {
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
+    /// A token source that states one key but holds another's JWT: APNs binds the
+    /// connection to the key the JWT names, so that key chooses the connections.
+    @Test func aWrappedJWTsOwnKidAndIssWinOverStatedOnes() {
+        func part(_ json: String) -> String {
+            Data(json.utf8).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        let jwt = part(#"{"alg":"ES256","kid":"KEYB000000"}"#) + "." + part(#"{"iss":"TEAMB00000","iat":1}"#) + ".c2ln"
+        let token = ProviderToken(jwt: jwt, issuedAt: Date(timeIntervalSince1970: 1), keyID: "KEYA000000", teamID: "TEAMA00000")
+        #expect(token.keyID == "KEYB000000")
+        #expect(token.teamID == "TEAMB00000")
+        // A JWT whose header and claims name neither: the stated values.
+        let opaque = ProviderToken(jwt: part(#"{"alg":"ES256"}"#) + "." + part("{}") + ".c2ln",
+                                   issuedAt: Date(timeIntervalSince1970: 1), keyID: "KEYA000000", teamID: "TEAMA00000")
+        #expect(opaque.keyID == "KEYA000000")
+        #expect(opaque.teamID == "TEAMA00000")
+    }
+
     @Test func headerAndClaimsAreApplesJSON() throws {
         let token = try Self.makeToken()
         let parts = token.jwt.split(separator: ".", omittingEmptySubsequences: false)

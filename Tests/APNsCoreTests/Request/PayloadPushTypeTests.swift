@@ -74,6 +74,16 @@ import Testing
 
 /// `validate()` raises, without a device token or a transport, what a send would end with.
 @Suite struct ValidateTests {
+    @Test func aRawBodyOverItsLimitIsNamedInASentence() {
+        let body = PushNotification.Body.raw([UInt8](repeating: UInt8(ascii: " "), count: 4_097))
+        do throws(APNsRequestError) {
+            try PushNotification(body: body, pushType: .alert, topic: "com.example.app").validate()
+            Issue.record("a 4,097-byte alert body passed")
+        } catch {
+            #expect(error.description.contains("payload is 4097 bytes; an alert push allows at most 4096"), "\(error)")
+        }
+    }
+
     @Test func validateRaisesWhatASendWould() async throws {
         var tooLarge = PushNotification(payload: .alert(body: String(repeating: "x", count: 5_000)), topic: "com.example.app")
         #expect(throws: APNsRequestError.self) { try tooLarge.validate() }
