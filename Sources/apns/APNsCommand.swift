@@ -24,6 +24,18 @@ struct APNsCommand: AsyncParsableCommand {
         subcommands: [SendCommand.self, CheckCommand.self, ChannelCommand.self, BroadcastCommand.self, MockServerCommand.self, DemoCommand.self, BenchCommand.self]
     )
 
+    /// ArgumentParser reads `-5` after an option as another option and says "Missing
+    /// value for '--count <n>'": when the argument after the option is a negative number,
+    /// the line says that instead. `nil` when that is not the case.
+    static func negativeValueProblem(_ message: String, arguments: [String]) -> String? {
+        guard message.hasPrefix("Missing value for '"),
+            let option = message.dropFirst("Missing value for '".count).split(separator: " ").first.map(String.init),
+            let index = arguments.firstIndex(of: option), index + 1 < arguments.count,
+            case let value = arguments[index + 1], value.count > 1, value.hasPrefix("-"), Double(value) != nil
+        else { return nil }
+        return "\(option) is \(value): it must not be negative"
+    }
+
     /// What ends the line of a usage error (exit status 2), and only of one.
     static let usageHint = " (run with --help for usage)"
 
@@ -56,6 +68,9 @@ struct APNsCommand: AsyncParsableCommand {
                 .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty }.joined(separator: "; ")
             if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+            if let negative = negativeValueProblem(message, arguments: Array(CommandLine.arguments.dropFirst())) {
+                message = negative
+            }
             // Only a usage error (a bad flag or value) is fixed by reading --help; a run-time
             // failure (a file that cannot be read, a program that cannot start) is not.
             let isUsageError = status == .validationFailure

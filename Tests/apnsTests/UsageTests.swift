@@ -48,6 +48,13 @@ struct UsageTests {
         #expect(result.stdout.isEmpty, "\(result)")
     }
 
+    @Test("a negative number after an option is named as such, not as a missing value")
+    func negativeNumber() async throws {
+        let result = try await CLI.run(["bench", "--count", "-5"])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.errorLines == ["apns: --count is -5: it must not be negative (run with --help for usage)"], "\(result)")
+    }
+
     @Test("a misspelled flag is named as such, with the flag it resembles, before other checks")
     func misspelledFlag() async throws {
         let result = try await CLI.run(["send", "--no-auth", "--topic", Fixtures.topic, "--bodyy", "hi", Fixtures.goodToken])
