@@ -339,17 +339,19 @@ final class HTTP2ConnectionPool: Sendable {
         }
         if owed { return true }
         guard let connection else { return false }
-        statistics.update { $0.connectionsRetired += 1 }
-        settings.logger.debug(
-            "APNs connection given back to the transport's connection budget",
-            metadata: ["apns.credential": "\(credential)"]
-        )
-        connection.wake()
+        givenBack(connection, "APNs connection given back to the transport's connection budget")
         return true
     }
 
+    /// Counts, logs and wakes a connection retired to give its place in the budget back.
+    private func givenBack(_ connection: HTTP2Connection, _ message: Logger.Message) {
+        statistics.update { $0.connectionsRetired += 1 }
+        settings.logger.debug(message, metadata: ["apns.credential": "\(credential)"])
+        connection.wake()
+    }
+
     /// How long a pool must have queued nothing before it gives a connection to a pool
-    /// that has none (``SharedConnectionBudget/reclaimIdle(for:now:)``): long enough that
+    /// that has none (``SharedConnectionBudget/reclaimIdle(for:now:evenIfBusy:)``): long enough that
     /// what it sent last has usually been answered; a connection given back still drains.
     static let idleBeforeGivingBack: UInt64 = 250_000_000
 
@@ -372,12 +374,7 @@ final class HTTP2ConnectionPool: Sendable {
             return retireLocked(id, &locked)
         }
         guard let connection else { return false }
-        statistics.update { $0.connectionsRetired += 1 }
-        settings.logger.debug(
-            "idle APNs connection given back to the transport's connection budget for a credential that has none",
-            metadata: ["apns.credential": "\(credential)"]
-        )
-        connection.wake()
+        givenBack(connection, "APNs connection given back to the transport's connection budget for a credential that has none")
         return true
     }
 

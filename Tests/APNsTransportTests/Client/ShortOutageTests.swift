@@ -12,14 +12,21 @@ import Testing
 /// reached the server.
 @Suite("A short outage: a retried send waits for the next connection attempt")
 struct ShortOutageTests {
+    /// A client with the default retry policy over a transport to `server`, which then
+    /// refuses connections for 300 ms. The transport's backoff after a refused attempt is
+    /// 1-2 s: longer than all the policy's retry delays together, so a retry that did not
+    /// wait for the next attempt would fail every time.
+    static func clientDuringARefusal(_ server: MockAPNsServer) throws -> APNsClient {
+        let transport = try mockTransport(server) { $0.reconnectBackoffBase = .seconds(2) }
+        let client = APNsClient(credentials: .certificate, transport: transport)
+        server.refuseConnections(for: .milliseconds(300))
+        return client
+    }
+
     @Test("a single send through APNsClient's default policy outlives 300 ms of refused connections and a backoff longer than its retries")
     func singleSendOutlivesARefusal() async throws {
         try await withMockAPNsServer { server in
-            // A backoff of 1-2 s after the refused attempt: longer than all the policy's
-            // retry delays together, so a retry that did not wait would fail every time.
-            let transport = try mockTransport(server) { $0.reconnectBackoffBase = .seconds(2) }
-            let client = APNsClient(credentials: .certificate, transport: transport)
-            server.refuseConnections(for: .milliseconds(300))
+            let client = try Self.clientDuringARefusal(server)
             let token = try DeviceToken(hex: String(repeating: "ab", count: 32))
             var outcome = "accepted"
             do throws(APNsError) {
@@ -37,11 +44,7 @@ struct ShortOutageTests {
     @Test("ten concurrent single sends outlive the same refusal, each delivered once")
     func concurrentSendsOutliveARefusal() async throws {
         try await withMockAPNsServer { server in
-            // A backoff of 1-2 s after the refused attempt: longer than all the policy's
-            // retry delays together, so a retry that did not wait would fail every time.
-            let transport = try mockTransport(server) { $0.reconnectBackoffBase = .seconds(2) }
-            let client = APNsClient(credentials: .certificate, transport: transport)
-            server.refuseConnections(for: .milliseconds(300))
+            let client = try Self.clientDuringARefusal(server)
             let accepted = await withTaskGroup(of: Bool.self) { group in
                 for index in 0..<10 {
                     group.addTask {
