@@ -17,6 +17,28 @@ extension MockAPNsServer {
         /// one (`MissingTopic` otherwise); a topic the certificate does not list is
         /// `400 TopicDisallowed`. No `authorization` header is needed.
         case certificate(trustedCAPEM: String)
+        /// Both, as APNs' own hosts take both: a connection whose TLS handshake presents a
+        /// client certificate issued by `trustedCAPEM` is a certificate connection (as
+        /// ``certificate(trustedCAPEM:)``), and one without a certificate is a token
+        /// connection (as ``providerToken(_:)``: it starts at one stream and needs a
+        /// provider token). For a transport serving token and certificate tenants at once.
+        case providerTokenOrCertificate(ProviderTokenCheck, trustedCAPEM: String)
+
+        /// The provider-token check, if tokens are accepted.
+        var tokenCheck: ProviderTokenCheck? {
+            switch self {
+            case .providerToken(let check), .providerTokenOrCertificate(let check, _): check
+            case .none, .certificate: nil
+            }
+        }
+
+        /// The CAs of client certificates, if certificates are accepted.
+        var clientCAPEM: String? {
+            switch self {
+            case .certificate(let pem), .providerTokenOrCertificate(_, let pem): pem
+            case .none, .providerToken: nil
+            }
+        }
     }
 
     /// The certificate the mock server presents.

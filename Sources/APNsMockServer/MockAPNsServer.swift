@@ -147,9 +147,11 @@ public final class MockAPNsServer: Sendable {
                     capns_block_sigpipe_on_this_thread()
                     let loop: ServerLoop
                     do {
-                        var clientCA: String?
-                        if case .certificate(let trusted) = configuration.authentication { clientCA = trusted }
-                        let tls = try TLSServerContext(certificateChainPEM: chain, privateKeyPEM: key, clientCAPEM: clientCA)
+                        var requireCertificate = false
+                        if case .certificate = configuration.authentication { requireCertificate = true }
+                        let tls = try TLSServerContext(
+                            certificateChainPEM: chain, privateKeyPEM: key,
+                            clientCAPEM: configuration.authentication.clientCAPEM, requireClientCertificate: requireCertificate)
                         loop = try ServerLoop(state: state, configuration: configuration, tls: tls)
                         try loop.bind()
                     } catch {

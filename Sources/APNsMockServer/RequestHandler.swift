@@ -15,7 +15,8 @@ final class RequestHandler {
         let number: Int
         /// In certificate mode, the topics of the client's certificate.
         var certificateTopics: [String]?
-        /// In token mode, the connection's provider-token rules.
+        /// On a token connection, the connection's provider-token rules; `nil` on a
+        /// certificate connection (or with no authentication).
         var authorizer: TokenAuthorizer?
         /// Whether the stream limit was raised past the initial 1 (token mode), by a first
         /// accepted token or by ``MockAPNsServer/setMaxConcurrentStreams(_:)``.
@@ -87,14 +88,11 @@ final class RequestHandler {
         self.configuration = configuration
         self.validator = RequestValidator(bundleIDs: configuration.bundleIDs,
                                           malformedPayloadReason: configuration.malformedPayloadReason)
-        if case .providerToken(let check) = configuration.authentication {
-            verdicts = TokenVerdictCache(check: check)
-        } else {
-            verdicts = nil
-        }
+        verdicts = configuration.authentication.tokenCheck.map { TokenVerdictCache(check: $0) }
     }
 
-    /// Whether connections authenticate with provider tokens (and so start at one stream).
+    /// Whether connections may authenticate with provider tokens (a connection that does
+    /// starts at one stream; see ``ConnectionState/authorizer``).
     var tokenMode: Bool { verdicts != nil }
 
     /// Writes a new `apns-id` (36 bytes) for an answer to a request that sent none.
@@ -207,7 +205,7 @@ final class RequestHandler {
         }
         var reply = Reply(action: .answer(Response(status: status, idField: (idFieldName, apnsID), headers: responseHeaders, body: body),
                                           delay: decision.delay, goAwayReason: goAwayReason))
-        if tokenAccepted, tokenMode, !connection.streamLimitRaised {
+        if tokenAccepted, connection.authorizer != nil, !connection.streamLimitRaised {
             reply.streamLimits.append(state.shared.withLock { $0.maxConcurrentStreams })
             connection.streamLimitRaised = true
         }

@@ -143,7 +143,8 @@ final class ServerConnection {
     @exclusivity(unchecked) private var shaper: LinkShaper?
     /// Reused to gather nghttp2's output for the shaper.
     @exclusivity(unchecked) private var shapedChunk: [UInt8] = []
-    var tokenMode: Bool { loop.handler.tokenMode }
+    /// Whether this connection authenticates with provider tokens (it starts at one stream).
+    var tokenMode: Bool { requestState.authorizer != nil }
 
     init?(fd: Int32, number: Int, loop: ServerLoop) {
         guard let tls = try? loop.tls.sslContext.makeSession(), tls.attach(to: fd) else { return nil }
@@ -269,13 +270,22 @@ final class ServerConnection {
                 return
             }
             sslWantsWrite = false
-            if case .certificate = loop.configuration.authentication {
+            switch loop.configuration.authentication {
+            case .certificate:
                 // The handshake required and verified a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
                 guard let certificate = tls.peerCertificate() else {
                     close()
                     return
                 }
                 requestState.certificateTopics = CertificateTopics.topics(of: certificate)
+            case .providerTokenOrCertificate:
+                // A verified certificate makes a certificate connection; none, a token one.
+                if let certificate = tls.peerCertificate() {
+                    requestState.certificateTopics = CertificateTopics.topics(of: certificate)
+                    requestState.authorizer = nil
+                }
+            case .none, .providerToken:
+                break
             }
             guard startSession() else {
                 close()

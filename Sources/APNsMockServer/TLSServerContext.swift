@@ -10,9 +10,13 @@ final class TLSServerContext {
     /// The configured context; connections make their sessions from it.
     let sslContext: SSLContext
 
-    /// - Parameter clientCAPEM: When given, clients must present a certificate issued by
-    ///   one of these PEM certificates (certificate-based authentication).
-    init(certificateChainPEM: String, privateKeyPEM: String, clientCAPEM: String? = nil) throws {
+    /// - Parameters:
+    ///   - clientCAPEM: When given, a client certificate is asked for and must be issued by
+    ///     one of these PEM certificates (certificate-based authentication).
+    ///   - requireClientCertificate: Whether a client without a certificate is refused
+    ///     (with `clientCAPEM`); otherwise it may connect without one (token connections
+    ///     beside certificate ones).
+    init(certificateChainPEM: String, privateKeyPEM: String, clientCAPEM: String? = nil, requireClientCertificate: Bool = true) throws {
         do {
             sslContext = try SSLContext(.server)
         } catch {
@@ -24,12 +28,14 @@ final class TLSServerContext {
         if let clientCAs, clientCAs.isEmpty { throw openSSLError("reading the client CA PEM (no certificate in it)") }
         let key = try Self.readKey(privateKeyPEM)
         try sslContext.withUnsafeHandle { (context: OpaquePointer) throws in
-            try Self.configure(context, leaf: leaf, chain: certificates.dropFirst(), key: key, clientCAs: clientCAs)
+            try Self.configure(context, leaf: leaf, chain: certificates.dropFirst(), key: key, clientCAs: clientCAs,
+                               requireClientCertificate: requireClientCertificate)
         }
     }
 
     private static func configure(
-        _ context: OpaquePointer, leaf: X509Certificate, chain: ArraySlice<X509Certificate>, key: EVPKey, clientCAs: [X509Certificate]?
+        _ context: OpaquePointer, leaf: X509Certificate, chain: ArraySlice<X509Certificate>, key: EVPKey, clientCAs: [X509Certificate]?,
+        requireClientCertificate: Bool
     ) throws {
         guard capns_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
             throw openSSLError("requiring TLS 1.2")
@@ -53,7 +59,7 @@ final class TLSServerContext {
             for certificate in clientCAs {
                 guard certificate.withUnsafeHandle({ X509_STORE_add_cert(store, $0) }) == 1 else { throw openSSLError("trusting a client CA") }
             }
-            SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+            SSL_CTX_set_verify(context, SSL_VERIFY_PEER | (requireClientCertificate ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0), nil)
         }
         SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, input, inputLength, _ in
             // Pick "h2" from the client's list (RFC 7301 §3.2); no h2, no connection.

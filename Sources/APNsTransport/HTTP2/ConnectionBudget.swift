@@ -157,10 +157,10 @@ struct ConnectionBudget<PoolID: Hashable> {
         return best?.id
     }
 
-    /// The pools to ask, in order, to give back a connection they are not using, for
-    /// `pool`, which waits holding none while the budget is spent (rule 4); empty when
-    /// `pool` is not in that state, or when as many connections are already being given
-    /// back as such pools wait. The longest-granted holders come first.
+    /// The pools to ask, in order, to give back a connection, for `pool`, which waits
+    /// holding none while the budget is spent (rule 4); empty when `pool` is not in that
+    /// state, or when as many connections are already being given back as such pools
+    /// wait. Pools keeping more connections come first, then the longest-granted.
     func reclaimCandidates(for pool: PoolID) -> [PoolID] {
         guard let entry = entries[pool], entry.waitingSince != nil, entry.held == 0 else { return [] }
         let offers = entries.values.count { $0.offered }
@@ -168,9 +168,14 @@ struct ConnectionBudget<PoolID: Hashable> {
         let starved = entries.values.count { $0.waitingSince != nil && $0.held == 0 }
         let reclaiming = entries.values.reduce(0) { $0 + $1.reclaiming }
         guard reclaiming < starved else { return [] }
+        // The pools keeping the most first (one above its guaranteed connection gives one
+        // back before a pool gives up its only one), the longest-granted among equals.
         return entries
             .filter { $0.key != pool && $0.value.held - $0.value.reclaiming >= 1 }
-            .sorted { $0.value.lastGrant < $1.value.lastGrant }
+            .sorted {
+                let (left, right) = ($0.value.held - $0.value.reclaiming, $1.value.held - $1.value.reclaiming)
+                return left != right ? left > right : $0.value.lastGrant < $1.value.lastGrant
+            }
             .map(\.key)
     }
 

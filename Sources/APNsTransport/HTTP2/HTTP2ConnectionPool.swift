@@ -361,8 +361,8 @@ final class HTTP2ConnectionPool: Sendable {
     /// How long a pool waits with no connection before it takes one from a busy pool.
     static let starvedBeforeSharing: UInt64 = 1_000_000_000
 
-    /// Another pool waits with no connection, the budget is spent and every holder has
-    /// only its one: if this pool has queued nothing for ``idleBeforeGivingBack`` (or,
+    /// Another pool waits with no connection and the budget is spent: if this pool holds
+    /// more than one connection, or has queued nothing for ``idleBeforeGivingBack`` (or,
     /// with `evenIfBusy`, has held its connection for ``heldBeforeSharing``), retire its
     /// newest connection: what it carries finishes, then it closes, and its place goes
     /// to the waiting pools (this pool's next requests wait their turn). Whether it did.
@@ -370,7 +370,9 @@ final class HTTP2ConnectionPool: Sendable {
         let connection: HTTP2Connection? = state.withLock { locked in
             let idle = locked.machine.queuedCount == 0 && now &- locked.lastUsed >= Self.idleBeforeGivingBack
             let heldLongEnough = now &- locked.lastGranted >= Self.heldBeforeSharing
-            guard idle || (evenIfBusy && heldLongEnough), let id = locked.machine.retireCandidate else { return nil }
+            // A pool with more than its guaranteed one gives one back busy or not (rule 1).
+            let aboveOne = locked.budgetHolders.count > 1
+            guard idle || aboveOne || (evenIfBusy && heldLongEnough), let id = locked.machine.retireCandidate else { return nil }
             return retireLocked(id, &locked)
         }
         guard let connection else { return false }

@@ -78,6 +78,19 @@ struct ConnectionBudgetTests {
         #expect(budget.reclaimCandidates(for: "d") == ["b", "c"])
     }
 
+    @Test func aPoolAboveItsOneIsAskedBeforeAPoolWithOnlyItsOne() {
+        var budget = Budget(limit: 3)
+        #expect(budget.request("single") == .grant)
+        #expect(fill(&budget, "flood", upTo: 2) == 2)
+        // Rule 1 asks the flood at once; say it had nothing to give at that moment (its
+        // connections were still being opened)…
+        #expect(budget.request("late") == .waitAndReclaim(from: "flood"))
+        budget.cancelReclaim(from: "flood")
+        // …then the flood is still asked first (it keeps two), however long ago "single"
+        // was granted.
+        #expect(budget.reclaimCandidates(for: "late") == ["flood", "single"])
+    }
+
     @Test func aFreedPlaceGoesToTheWaiterHoldingTheFewest() {
         var budget = Budget(limit: 3)
         #expect(fill(&budget, "x", upTo: 2) == 2)
