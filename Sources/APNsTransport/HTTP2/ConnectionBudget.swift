@@ -19,8 +19,9 @@
 ///
 /// 4. **A pool that holds none and waits while every holder has only its one** would wait
 ///    until some pool closes (its idle timeout: 15 minutes by default): instead, the shell
-///    asks the holders in ``reclaimCandidates(for:)`` order (the longest-granted first)
-///    to give back a connection, and the first that has nothing queued does; after a
+///    asks the holders in ``reclaimCandidates(for:)`` order (those keeping the most
+///    first, then the longest-granted) to give back a connection, and the first that
+///    holds more than one, or has nothing queued, does; after a
 ///    second of waiting, the first that has held its connection a second does even if
 ///    busy (what it carries finishes first). With more credentials sending than the
 ///    budget has connections, they take turns.

@@ -47,14 +47,14 @@ final class SharedConnectionBudget: Sendable {
         return false
     }
 
-    /// `pool` waits holding no connection while the budget is spent and every holder has
-    /// only its one: asks the holders, longest-granted first, to give back a connection
-    /// they have no use for (``HTTP2ConnectionPool/giveBackIfIdle(now:)``); the first that
-    /// does drains it, and its place goes to the waiting pools. Called when `pool` is
-    /// refused, and again every so often while it waits (a holder busy then may be idle
-    /// later). Whether a holder gave one back.
-    /// With `evenIfBusy` (the pool has waited a while), a holder that has had its
-    /// connection long enough gives it back even if busy, when none is idle.
+    /// `pool` waits holding no connection while the budget is spent: asks the holders
+    /// (those keeping the most first, then the longest-granted) to give back a connection
+    /// (``HTTP2ConnectionPool/giveBackIfIdle(now:evenIfBusy:)``: one above its guaranteed
+    /// one, or one it has no use for); the first that does drains it, and its place goes
+    /// to the waiting pools. Called when `pool` is refused, and again every so often while
+    /// it waits (a holder busy then may be idle later). With `evenIfBusy` (the pool has
+    /// waited a while), a holder that has had its connection long enough gives it back
+    /// even if busy, when none is idle. Whether a holder gave one back.
     @discardableResult
     func reclaimIdle(for pool: HTTP2ConnectionPool, now: UInt64 = MonotonicTime.now(), evenIfBusy: Bool = false) -> Bool {
         let candidates: [HTTP2ConnectionPool] = state.withLock { state in
