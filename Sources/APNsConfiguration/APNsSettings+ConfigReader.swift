@@ -17,7 +17,7 @@ extension APNsSettings {
     /// | `certificateFile` | a client certificate, `.p12` or PEM (instead of a key) |
     /// | `certificateKeyFile` | the PEM private key of a PEM certificate, when not in the same file |
     /// | `certificatePassword` | the `.p12`'s password, or an encrypted PEM key's (secret) |
-    /// | `topic` | the default topic, usually the app's bundle ID (optional) |
+    /// | `topic` | a topic for your code (`settings.topic`), usually the app's bundle ID; checked as one (optional) |
     /// | `caFile` | PEM CA certificates to trust instead of the system's, such as the mock server's (optional) |
     /// | `proxy` | a proxy URL: `http://[user:password@]host:port` or `socks5://…` (optional, secret: it may hold a password) |
     /// | `connections` | the most connections to APNs, 1 to 64 (optional; a number or its text) |

@@ -21,7 +21,7 @@ import Tracing
 /// | `APNS_CERTIFICATE_FILE` | a client certificate, `.p12` or PEM (certificate-based authentication, instead of a key) |
 /// | `APNS_CERTIFICATE_KEY_FILE` | the PEM private key of a PEM certificate, when it is not in the same file |
 /// | `APNS_CERTIFICATE_PASSWORD` | the `.p12`'s password, or an encrypted PEM key's |
-/// | `APNS_TOPIC` | the default topic, usually the app's bundle ID (optional) |
+/// | `APNS_TOPIC` | a topic for your code (``topic``), usually the app's bundle ID; checked as one (optional) |
 /// | `APNS_CA_FILE` | PEM CA certificates to trust instead of the system's, such as the mock server's (optional) |
 /// | `APNS_PROXY` | a proxy to tunnel through: `http://[user:password@]host:port` (HTTP `CONNECT`) or `socks5://[user:password@]host:port` (optional; see ``ProxyConfiguration/init(url:)``) |
 /// | `APNS_CONNECTIONS` | the most connections to APNs, 1 to 64, opened as load needs them (optional; the transport's default is 1) |
@@ -50,7 +50,8 @@ public struct APNsSettings: Sendable {
     public var environment: APNsEnvironment
     /// How the provider authenticates.
     public var credentials: Credentials
-    /// The default topic (`APNS_TOPIC`), if set.
+    /// `APNS_TOPIC`, if set: a topic for your code to use (the client has no default
+    /// topic; each ``APNsCore/PushNotification`` names its own).
     public var topic: String?
     /// Whom the transport trusts (`APNS_CA_FILE`): the system trust store, which holds the
     /// roots APNs chains to, unless a CA file is given (a mock server's, say).
