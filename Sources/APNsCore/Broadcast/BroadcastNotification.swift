@@ -98,6 +98,16 @@ public struct BroadcastNotification: Sendable {
                 "a broadcast needs apns-expiration: use .immediately (0) or a date, not .none"
             )
         }
+        // Apple: channels and broadcasts update or end Live Activities; one is started on
+        // a device by a push-to-start token, whose payload's input-push-channel subscribes
+        // it to the channel.
+        if case .payload(let payload) = body, payload.aps.event == .start {
+            throw APNsRequestError(
+                .invalidPayload,
+                "a broadcast updates or ends the Live Activities of a channel (event update or end), it cannot start one: "
+                    + "start each with its device's push-to-start token, with input-push-channel naming the channel"
+            )
+        }
         let bytes = try body.encoded(for: .liveactivity, limit: .broadcast, what: "a broadcast")
         return Prepared(priority: priority, expiration: expirationValue, body: bytes)
     }

@@ -150,6 +150,24 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
         #expect(((try? encoded.get()) != nil) == accepted)
     }
 
+    // Apple, "Starting and updating Live Activities with ActivityKit push notifications":
+    // channels and broadcasts update or end Live Activities; push-to-start tokens start them.
+    @Test func aBroadcastCannotStartALiveActivity() {
+        let start = Payload.liveActivityStart(
+            timestamp: 1, attributesType: "Match", attributes: ["home": "A"], contentState: ["score": 0])
+        #expect {
+            try BroadcastNotification(payload: start)
+                .request(to: sampleChannel, bundleID: "com.example", environment: .sandbox)
+        } throws: { error in
+            let error = error as? APNsRequestError
+            return error?.code == .invalidPayload && error?.description.contains("push-to-start") == true
+        }
+        #expect(throws: Never.self) {
+            try BroadcastNotification(payload: .liveActivityEnd(timestamp: 2))
+                .request(to: sampleChannel, bundleID: "com.example", environment: .sandbox)
+        }
+    }
+
     @Test func broadcastNeedsAnExpirationAndALiveActivityPayload() {
         #expect {
             try BroadcastNotification(payload: sampleUpdate, expiration: .none)

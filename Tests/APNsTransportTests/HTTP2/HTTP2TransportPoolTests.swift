@@ -419,14 +419,18 @@ struct HTTP2TransportPoolTests {
         await transport.shutdown()
         await server.stop()
 
-        #expect(failures.allSatisfy { $0.code == .connectionFailed && !$0.mayHaveReachedAPNs })
+        // Never sent, every one: refused by an attempt, failed at once during a backoff, or
+        // (on a loaded machine, a send that waited for an attempt slower than its 400 ms)
+        // timed out in the queue.
+        #expect(failures.allSatisfy { ($0.code == .connectionFailed || $0.code == .timeout) && !$0.mayHaveReachedAPNs })
         let attempts = server.snapshot.connectAttempts
         let fast = failures.filter(failedFast).count
+        let timeouts = failures.filter { $0.code == .timeout }.count
         #expect(attempts.count >= 2)
         #expect(fast >= 10)
-        // Each attempt fails the one request that was waiting for it; every other send
-        // failed at once without touching the network. Nothing lost, nothing twice.
-        #expect(failures.count == attempts.count + fast, "\(attempts.count) attempts, \(fast) fast failures, \(failures.count) in all")
+        // Each attempt fails at most the one request that was waiting for it (the sends
+        // are one at a time); every other send failed at once without touching the network.
+        #expect(failures.count - fast - timeouts <= attempts.count, "\(attempts.count) attempts, \(fast) fast failures, \(timeouts) timeouts, \(failures.count) in all")
         // Consecutive attempts at least the jittered lower bound (base/2 = 500 ms) apart.
         for (earlier, later) in zip(attempts, attempts.dropFirst()) {
             #expect(later - earlier >= 500_000_000)

@@ -289,10 +289,13 @@ struct MockServerIntegrationTests {
             #expect(failures.allSatisfy { !$0.mayHaveReachedAPNs })
             let attempts = transport.statistics.connectionFailures
             let fast = failures.filter(failedFast).count
+            // On a loaded machine a send that waited for an attempt slower than its 400 ms
+            // times out in the queue (never sent).
+            let timeouts = failures.filter { $0.code == .timeout }.count
             #expect(attempts >= 2)
             #expect(fast >= 10)
-            // One request fails with each attempt; the others fail at once, unsent.
-            #expect(failures.count == attempts + fast, "\(attempts) attempts, \(fast) fast failures, \(failures.count) in all")
+            // At most one request fails with each attempt; the others fail at once, unsent.
+            #expect(failures.count - fast - timeouts <= attempts, "\(attempts) attempts, \(fast) fast failures, \(timeouts) timeouts, \(failures.count) in all")
             #expect(server.recordedRequests.isEmpty)
         }
     }
