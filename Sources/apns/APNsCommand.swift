@@ -21,8 +21,20 @@ struct APNsCommand: AsyncParsableCommand {
               apns demo
               apns bench --connections 2 --count 100000
             """,
+        version: APNsCommand.version,
         subcommands: [SendCommand.self, CheckCommand.self, ChannelCommand.self, BroadcastCommand.self, MockServerCommand.self, DemoCommand.self, BenchCommand.self]
     )
+
+    /// What `apns --version` prints: the SDK's version as the CHANGELOG names it (the
+    /// second wave, not yet tagged).
+    static let version = "0.2.0-dev"
+
+    /// `apns` without a subcommand: nothing was asked for, so it is a usage error (status 2)
+    /// naming the subcommands, not a success.
+    mutating func run() async throws {
+        let names = Self.configuration.subcommands.map { $0._commandName }
+        throw CLIError.usage("no subcommand given; one of: \(names.joined(separator: ", "))")
+    }
 
     /// ArgumentParser reads `-5` after an option as another option and says "Missing
     /// value for '--count <n>'": when the argument after the option is a negative number,

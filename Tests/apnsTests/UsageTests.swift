@@ -36,6 +36,7 @@ struct UsageTests {
         ["mock-server", "--stall-every", "100", "--stall-length", "100"],
         ["bench", "--connections", "0"],
         ["frobnicate"],
+        [],  // no subcommand: nothing was done, so not a success
     ]
 
     @Test("a bad flag or value exits 2 with one line on standard error", arguments: badArguments)
@@ -46,6 +47,26 @@ struct UsageTests {
         #expect(result.stderr.hasPrefix("apns: "), "\(result)")
         #expect(result.stderr.hasSuffix(" (run with --help for usage)\n"), "\(result)")
         #expect(result.stdout.isEmpty, "\(result)")
+    }
+
+    @Test("--version prints one line with a version number and exits 0")
+    func version() async throws {
+        let result = try await CLI.run(["--version"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.isEmpty, "\(result)")
+        let line = result.stdout.trimmingCharacters(in: .newlines)
+        #expect(!line.contains("\n"), "\(result)")
+        // Semantic Versioning 2.0.0: MAJOR.MINOR.PATCH, optionally -prerelease.
+        #expect(line.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?/) != nil, "\(result)")
+    }
+
+    @Test("no subcommand names the subcommands in its usage line")
+    func noSubcommand() async throws {
+        let result = try await CLI.run([])
+        #expect(result.status == 2, "\(result)")
+        for name in ["send", "check", "mock-server", "demo", "bench"] {
+            #expect(result.stderr.contains(name), "\(result)")
+        }
     }
 
     @Test("a negative number after an option is named as such, not as a missing value")
