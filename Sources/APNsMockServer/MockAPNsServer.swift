@@ -224,8 +224,10 @@ public final class MockAPNsServer: Sendable {
         state.shared.withLock { $0.perToken[deviceToken.lowercased()] = response }
     }
 
-    /// Answers the next `count` valid requests (after per-token rules) with `response`,
-    /// for example ``ScriptedResponse/serviceUnavailable``. Calls queue up in order.
+    /// Answers the next `count` valid requests with `response`, for example
+    /// ``ScriptedResponse/serviceUnavailable``, before any per-token or per-channel rule
+    /// (the service answers before it looks at the token, as APNs does). Calls queue up
+    /// in order.
     public func failNextRequests(_ count: Int, with response: ScriptedResponse) {
         guard count > 0 else { return }
         state.shared.withLock { $0.failures.append((count, response)) }

@@ -130,16 +130,18 @@ final class ServerState: Sendable {
     ) -> Decision {
         shared.withLock { shared in
             var response: ScriptedResponse?
+            // A queued failure (a 503, a 429 burst) is the service's answer before it looks
+            // at the token, as on APNs: it comes before the per-token and per-channel rules.
             if let validation {
                 response = ScriptedResponse(status: validation.status, reason: validation.reason)
-            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[deviceToken.lowercased()] {
-                response = scripted
-            } else if !shared.perChannel.isEmpty, let broadcastChannel, let scripted = shared.perChannel[broadcastChannel] {
-                response = scripted
             } else if !shared.failures.isEmpty {
                 response = shared.failures[0].response
                 shared.failures[0].remaining -= 1
                 if shared.failures[0].remaining <= 0 { shared.failures.removeFirst() }
+            } else if !shared.perToken.isEmpty, let deviceToken, let scripted = shared.perToken[deviceToken.lowercased()] {
+                response = scripted
+            } else if !shared.perChannel.isEmpty, let broadcastChannel, let scripted = shared.perChannel[broadcastChannel] {
+                response = scripted
             }
             var goAwayReason: String?
             if var goAway = shared.goAwayAfter {

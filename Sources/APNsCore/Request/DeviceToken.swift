@@ -263,10 +263,13 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
                 ? "'\(character)'"
                 : character.unicodeScalars.map { "U+" + String($0.value, radix: 16, uppercase: true) }
                     .joined(separator: " ")
+            // `<00fc13ad ff785122 …>`: NSData's description, as old apps logged tokens.
+            let described = hex.hasPrefix("<") && hex.hasSuffix(">") || hex.contains(" ") && hex.allSatisfy { $0.isHexDigit || $0 == " " }
             return APNsRequestError(
                 .invalidDeviceToken,
                 position: position,
                 "device token has a character that is not a hexadecimal digit, \(shown), at position \(position)"
+                    + (described ? "; a token copied as NSData's description (<00fc13ad ff785122 …>) needs its brackets and spaces removed" : "")
             )
         }
         return APNsRequestError(.invalidDeviceToken, position: 0, "device token is not hexadecimal")

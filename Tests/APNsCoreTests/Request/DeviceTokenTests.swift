@@ -114,6 +114,27 @@ import Testing
         }
     }
 
+    @Test("a token pasted as NSData's description is refused with how to fix it")
+    func dataDescriptionIsNamed() {
+        // -[NSData description] of a device token, as apps before iOS 13 logged it.
+        for (pasted, position) in [("<00fc13ad ff785122 b4ad2880>", 0), ("00fc13ad ff785122", 8)] {
+            #expect {
+                _ = try DeviceToken(hex: pasted)
+            } throws: { error in
+                guard let error = error as? APNsRequestError else { return false }
+                return error.code == .invalidDeviceToken && error.position == position
+                    && error.description.contains("brackets and spaces removed")
+            }
+        }
+        do {
+            _ = try DeviceToken(hex: "00fc13adzz")
+            Issue.record("non-hex accepted")
+        } catch {
+            #expect(error.position == 8)
+            #expect(!error.description.contains("brackets"))
+        }
+    }
+
     @Test func descriptionNeverPrintsTheWholeToken() throws {
         let token = try DeviceToken(hex: Self.appleToken)
         #expect(token.description == "00fc13ad…")

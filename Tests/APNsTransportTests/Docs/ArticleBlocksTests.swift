@@ -181,8 +181,9 @@ struct ArticleBlocksTests {
 
     @Test("IntegrationTestingWithTheMockServer.md's example runs")
     func integrationTestingBlock() async throws {
-        let outcomes = try await sendThroughTheMock()
+        let (outcomes, statuses) = try await sendThroughTheMock()
         // Two scripted 503s are retried by the default policy; then the scripted 410.
+        #expect(statuses == [503, 503, 410])
         #expect(outcomes.count == 1)
         #expect(outcomes.first?.error?.rejection?.reason == .unregistered)
         #expect(outcomes.first?.error?.rejection?.status == 410)

@@ -16,16 +16,18 @@ struct HTTP2TransportStatisticsTests {
     func rejectionsByReason() async throws {
         try await withMockAPNsServer { server in
             let transport = try mockTransport(server)
-            // Per-token rules: tokens 1 and 2 are Unregistered, token 3 a BadDeviceToken.
-            server.respond(toDeviceToken: mockTokenHex(1), with: .unregistered())
-            server.respond(toDeviceToken: mockTokenHex(2), with: .unregistered())
-            server.respond(toDeviceToken: mockTokenHex(3), with: ScriptedResponse(status: 400, reason: "BadDeviceToken"))
-            // Then the next 3 requests to other tokens: 503, and 2 more: 429.
+            // The next 3 requests: 503, and 2 more: 429 (whatever their tokens).
             server.failNextRequests(3, with: .serviceUnavailable)
             server.failNextRequests(2, with: .tooManyRequests)
-            let results = try await sendToMock(transport, port: server.port, indices: 0..<40)
+            let first = try await sendToMock(transport, port: server.port, indices: 0..<5)
+            // Then per-token rules: tokens 6 and 7 are Unregistered, token 8 a BadDeviceToken.
+            server.respond(toDeviceToken: mockTokenHex(6), with: .unregistered())
+            server.respond(toDeviceToken: mockTokenHex(7), with: .unregistered())
+            server.respond(toDeviceToken: mockTokenHex(8), with: ScriptedResponse(status: 400, reason: "BadDeviceToken"))
+            let rest = try await sendToMock(transport, port: server.port, indices: 5..<40)
             await transport.shutdown()
 
+            let results = first + rest
             #expect(results.allSatisfy { (try? $0.get()) != nil })
             let statistics = transport.statistics
             #expect(statistics.rejectionsByReason == [

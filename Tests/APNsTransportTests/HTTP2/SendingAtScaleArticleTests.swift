@@ -82,11 +82,10 @@ struct SendingAtScaleArticleTests {
 
             struct User { let unread: Int; let deviceToken: DeviceToken }
             let users = deviceTokens.dropFirst(7).enumerated().map { User(unread: $0.offset, deviceToken: $0.element) }
-            let topic: Topic = "com.example.app"
             server.removeRecordedRequests()
 
             let personal = await client.send(users.map { user in
-                (PushNotification(payload: .alert(body: "You have \(user.unread) new messages"), topic: topic), user.deviceToken)
+                (PushNotification(payload: .alert(body: "You have \(user.unread) new messages"), topic: "com.example.app"), user.deviceToken)
             }, maxConcurrency: 2_000)
 
             #expect(personal.map(\.deviceToken) == users.map(\.deviceToken))
