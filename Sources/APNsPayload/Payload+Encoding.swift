@@ -122,10 +122,12 @@ extension Payload {
         return writer.finish()
     }
 
-    /// Push types whose payload may have no `aps` dictionary: MDM (`{"mdm": …}`), File
-    /// Provider (`{"container-identifier": …, "domain": …}`) and VoIP (PushKit hands the
-    /// app the whole dictionary). Every other payload has one, empty or not, as APNs asks.
-    static let typesWithoutAPS: Set<PushType> = [.mdm, .fileprovider, .voip]
+    /// Push types whose payload has no `aps` dictionary: MDM (`{"mdm": …}`) and File
+    /// Provider (`{"container-identifier": …, "domain": …}`), as Apple documents them.
+    /// Every other payload has one, empty or not, as APNs asks; VoIP included (PushKit
+    /// hands the app the whole dictionary, so an empty `aps` costs the app nothing and
+    /// keeps the payload well formed for every validator).
+    static let typesWithoutAPS: Set<PushType> = [.mdm, .fileprovider]
 
     private func write(into writer: inout JSONWriter, for pushType: PushType?) throws(PayloadError) {
         writer.beginObject()

@@ -77,18 +77,20 @@ import Testing
 
     @Test func voip() throws {
         let bytes = try Payload.voip(["caller": "Ann", "handle": "+1 555 0100"]).encoded(for: .voip)
-        expectSameJSON(bytes, #"{"caller":"Ann","handle":"+1 555 0100"}"#)
+        expectSameJSON(bytes, #"{"aps":{},"caller":"Ann","handle":"+1 555 0100"}"#)
     }
 
     // APNs asks every payload for an aps dictionary but those of File Provider and MDM
-    // pushes; PushKit's VoIP payloads are the app's own dictionary.
-    @Test("an empty aps beside custom keys is written for every push type but voip, fileprovider and mdm")
+    // pushes (APNS-PROTOCOL's "Payload"; Apple's File Provider and MDM payloads have none).
+    @Test("an empty aps beside custom keys is written for every push type but fileprovider and mdm")
     func emptyAPSByPushType() throws {
         let custom = Payload(custom: ["ptt": "channel-7"])
-        for type in [PushType.complication, .pushtotalk, .location] {
+        for type in [PushType.complication, .pushtotalk, .location, .voip] {
             #expect(text(try custom.encoded(for: type)) == #"{"aps":{},"ptt":"channel-7"}"#, "\(type)")
         }
-        #expect(text(try custom.encoded(for: .voip)) == #"{"ptt":"channel-7"}"#)
+        let files = Payload.fileProvider(containerIdentifier: "NSFileProviderWorkingSetContainerItemIdentifier", domain: "d")
+        #expect(text(try files.encoded(for: .fileprovider)) == #"{"container-identifier":"NSFileProviderWorkingSetContainerItemIdentifier","domain":"d"}"#)
+        #expect(text(try Payload.mdm(pushMagic: "M").encoded(for: .mdm)) == #"{"mdm":"M"}"#)
         // No push type: the form of the payload alone, as before.
         #expect(text(try custom.encoded()) == #"{"ptt":"channel-7"}"#)
         // Fitting writes what encoding writes.

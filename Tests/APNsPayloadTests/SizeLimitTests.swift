@@ -13,10 +13,15 @@ import Testing
     }
 
     /// A VoIP payload whose encoding is exactly `size` bytes.
+    /// A VoIP payload whose encoding for push type voip (`{"aps":{},"caller":"yyy…"}`) is
+    /// `size` bytes.
     static func voip(ofSize size: Int) throws -> Payload {
-        let overhead = try Payload.voip(["caller": ""]).encoded(limit: PayloadLimit(bytes: .max)).count
+        let overhead = try Payload.voip(["caller": ""]).encoded(for: .voip).count
         return Payload.voip(["caller": .string(String(repeating: "y", count: size - overhead))])
     }
+
+    /// What encoding without a push type leaves out of a VoIP payload: its empty `aps`.
+    static let emptyAPS = #""aps":{},"#.utf8.count
 
     @Test func limitsMatchApple() {
         #expect(PayloadLimit.standard.bytes == 4096)
@@ -51,12 +56,14 @@ import Testing
     @Test(arguments: [(5119, true), (5120, true), (5121, false)])
     func voipLimit(size: Int, accepted: Bool) throws {
         let payload = try Self.voip(ofSize: size)
-        #expect(try payload.encoded(limit: PayloadLimit(bytes: .max)).count == size)
+        #expect(try payload.encoded(limit: PayloadLimit(bytes: .max)).count == size - Self.emptyAPS)
         // Over the standard limit either way:
         #expect(throws: PayloadError.self) { try payload.encoded(for: .alert) }
+        // The broadcast limit, on the payload as written without a push type.
+        let unpadded = try Self.voip(ofSize: size + Self.emptyAPS)
         if accepted {
             #expect(try payload.encoded(for: .voip).count == size)
-            #expect(try payload.encoded(limit: .broadcast).count == size)
+            #expect(try unpadded.encoded(limit: .broadcast).count == size)
         } else {
             #expect {
                 try payload.encoded(for: .voip)
@@ -66,7 +73,7 @@ import Testing
                     && error.pushType == .voip
             }
             #expect {
-                try payload.encoded(limit: .broadcast)
+                try unpadded.encoded(limit: .broadcast)
             } throws: { ($0 as! PayloadError).pushType == nil && ($0 as! PayloadError).limit == 5120 }
         }
     }

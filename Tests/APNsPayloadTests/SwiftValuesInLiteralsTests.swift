@@ -16,7 +16,7 @@ import Testing
         let caller: String = "Ann"
         let payload = Payload.voip(["caller": caller])
         #expect(payload.pushType == .voip)
-        #expect(try parsed(payload, for: .voip) == ["caller": "Ann"] as NSDictionary)
+        #expect(try parsed(payload, for: .voip) == ["aps": [:] as NSDictionary, "caller": "Ann"] as NSDictionary)
         // The same as the all-literal form.
         #expect(payload == Payload.voip(["caller": "Ann"]))
     }
@@ -32,7 +32,7 @@ import Testing
         let bytes = try payload.encoded(for: .voip)
         // Keys in the order written, integers as integers.
         #expect(String(decoding: bytes, as: UTF8.self)
-            == #"{"caller":"Ann","count":3,"video":true,"rating":4.5,"room":null,"tags":["a","b"]}"#)
+            == #"{"aps":{},"caller":"Ann","count":3,"video":true,"rating":4.5,"room":null,"tags":["a","b"]}"#)
         let object = try parsed(payload, for: .voip)
         #expect(object["count"] as? Int == 3)
         #expect(object["room"] is NSNull)

@@ -81,7 +81,9 @@ struct CheckCommandTests {
                                         "--host", "127.0.0.1", "--port", String(port), "--topic", Fixtures.topic])
         #expect(result.status == 1, "\(result)")
         #expect(result.stdout.contains("problem: cannot reach APNs"), "\(result)")
-        #expect(result.stdout.contains("outbound TCP to port 443"))
+        // Refused at once, or, on a loaded machine, the probe's deadline passed while the
+        // client waited to try the address again: either way the hint names the network.
+        #expect(result.stdout.contains("outbound TCP to port 443") || result.stdout.contains("check the network and the proxy"), "\(result)")
         let noTopic = try await CLI.run(["check", "--no-auth", "--host", "127.0.0.1", "--port", String(port)], environment: ["APNS_TOPIC": ""])
         #expect(noTopic.status == 2, "\(noTopic)")
         #expect(noTopic.stderr.contains("no topic"))
