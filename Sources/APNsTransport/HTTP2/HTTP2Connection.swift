@@ -612,10 +612,11 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                         metadata: ["apns.error": "\(error.debugDescription)"]
                     )
                 }
-            case .streamClosed(let streamID, let errorCode, let unprocessed):
+            case .streamClosed(let streamID, let errorCode, let unprocessed, let status):
                 guard let pending = inFlight.removeValue(forKey: streamID) else { continue }
                 let fate = RequestFate.streamClosed(
-                    streamID: streamID, errorName: Self.errorName(errorCode), unprocessed: unprocessed, goAwayDetail: goAwayDetail)
+                    streamID: streamID, errorName: Self.errorName(errorCode), unprocessed: unprocessed, goAwayDetail: goAwayDetail,
+                    status: status)
                 perform(fate, on: pending)
             case .goAway(let lastStreamID, let errorCode, let debugData):
                 let reason = APNsReason(errorBody: debugData)
@@ -784,7 +785,9 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         let refused = reason.flatMap(RequestFate.refusal(closingWith:))
         let now = MonotonicTime.now()
         for (streamID, pending) in inFlight {
-            let fate = RequestFate.sessionEnded(reason: reason, unsent: machine.isUnsent(streamID), deadlinePassed: pending.deadline <= now)
+            let fate = RequestFate.sessionEnded(
+                reason: reason, unsent: machine.isUnsent(streamID), deadlinePassed: pending.deadline <= now,
+                status: machine.responseStatus(of: streamID))
             perform(fate, on: pending)
         }
         inFlight.removeAll()

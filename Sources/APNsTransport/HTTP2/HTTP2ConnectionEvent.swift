@@ -16,8 +16,10 @@ enum HTTP2ConnectionEvent: Sendable, Equatable {
     ///
     /// `unprocessed` is `true` when the server certainly did not process it: the stream
     /// was never written, it was reset with REFUSED_STREAM (RFC 9113 §8.7), or it is above
-    /// the last-stream-id of a GOAWAY (RFC 9113 §6.8).
-    case streamClosed(streamID: Int32, errorCode: UInt32, unprocessed: Bool)
+    /// the last-stream-id of a GOAWAY (RFC 9113 §6.8), and no answer had begun on it.
+    /// `status`: the `:status` of the answer's header block when one had arrived (the
+    /// server processed the request whatever the reset says), else `nil`.
+    case streamClosed(streamID: Int32, errorCode: UInt32, unprocessed: Bool, status: Int? = nil)
 
     /// The server sent GOAWAY: streams above `lastStreamID` were not processed, no new
     /// stream may be opened, and `debugData` usually holds `{"reason":"..."}`.

@@ -334,12 +334,17 @@ final class HTTP2SessionSink {
             // A stream closed before its body went out (a reset, a GOAWAY) waits for no window.
             sink.unsentBodyBytes -= record.body.count - record.bodyOffset
             if record.responded || record.cancelled { return 0 }
+            // An answer had begun (its :status arrived): the server processed the request,
+            // whatever the reset or a GOAWAY says of the stream, so it must not go again (a
+            // REFUSED_STREAM after a 200 would deliver it twice).
+            let status = record.status > 0 ? record.status : nil
             // A request whose END_STREAM never went out was never whole at the server: it
             // cannot have been processed (its body may be waiting for the server's window).
-            let unprocessed = !record.endStreamSent
-                || errorCode == NGHTTP2_REFUSED_STREAM.rawValue
-                || (sink.goAwayReceived && streamID > sink.goAwayLastStreamID)
-            sink.events.append(.streamClosed(streamID: streamID, errorCode: errorCode, unprocessed: unprocessed))
+            let unprocessed = status == nil
+                && (!record.endStreamSent
+                    || errorCode == NGHTTP2_REFUSED_STREAM.rawValue
+                    || (sink.goAwayReceived && streamID > sink.goAwayLastStreamID))
+            sink.events.append(.streamClosed(streamID: streamID, errorCode: errorCode, unprocessed: unprocessed, status: status))
             return 0
         } ?? 0
     }

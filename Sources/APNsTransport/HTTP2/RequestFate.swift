@@ -29,9 +29,19 @@ enum RequestFate: Sendable, Hashable {
     /// named `errorName`. `unprocessed`: the server said it did not process it (a
     /// REFUSED_STREAM reset, or a stream above the last-stream-id of a GOAWAY, whose text
     /// `goAwayDetail` is when one arrived): it goes again. Otherwise the server reset a
-    /// stream it may have processed: that fails, and may have reached APNs.
-    static func streamClosed(streamID: Int32, errorName: String, unprocessed: Bool, goAwayDetail: String?) -> RequestFate {
+    /// stream it may have processed: that fails, and may have reached APNs; `status`, the
+    /// answer's `:status` if its header block had arrived, is kept in
+    /// ``APNsCore/APNsTransportError/responseStatus`` (a `200` means APNs accepted it).
+    static func streamClosed(
+        streamID: Int32, errorName: String, unprocessed: Bool, goAwayDetail: String?, status: Int? = nil
+    ) -> RequestFate {
         guard unprocessed else {
+            if let status {
+                return .fail(APNsTransportError(
+                    code: .streamReset, mayHaveReachedAPNs: true,
+                    detail: "RST_STREAM \(errorName) on stream \(streamID) after the answer began (status \(status))",
+                    responseStatus: status))
+            }
             return .fail(.streamReset("RST_STREAM \(errorName) on stream \(streamID)"))
         }
         return .requeue(
@@ -50,9 +60,22 @@ enum RequestFate: Sendable, Hashable {
     /// - Unsent: goes again.
     /// - Written: fails as ``writtenRequestFailure(closingWith:)`` says; it may have
     ///   reached APNs.
-    static func sessionEnded(reason: APNsTransportError?, unsent: Bool, deadlinePassed: Bool) -> RequestFate {
+    ///
+    /// `status`: the `:status` of an answer whose header block had arrived (its body had
+    /// not ended); a written request's failure keeps it in
+    /// ``APNsCore/APNsTransportError/responseStatus``.
+    static func sessionEnded(reason: APNsTransportError?, unsent: Bool, deadlinePassed: Bool, status: Int? = nil) -> RequestFate {
         if deadlinePassed {
-            return unsent ? .fail(.timeout(mayHaveReachedAPNs: false, "the request timed out before it was written")) : .expire
+            if unsent { return .fail(.timeout(mayHaveReachedAPNs: false, "the request timed out before it was written")) }
+            return deadlinePassedInFlight(incomplete: false, status: status)
+        }
+        if let status {
+            // An answer had begun: processed, whatever ended the session.
+            let failure = writtenRequestFailure(closingWith: reason)
+            return .fail(APNsTransportError(
+                code: failure.code, mayHaveReachedAPNs: true,
+                detail: (failure.detail ?? "the connection closed") + " after the answer began (status \(status))",
+                responseStatus: status))
         }
         if let refused = reason.flatMap(refusal(closingWith:)) { return .fail(refused) }
         let failure = writtenRequestFailure(closingWith: reason)

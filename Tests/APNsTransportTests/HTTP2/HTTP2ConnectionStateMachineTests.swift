@@ -195,11 +195,11 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(events.contains(.response(streamID: 3, APNsResponse(status: 200))))
         #expect(events.contains(.goAway(lastStreamID: 5, errorCode: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))))
         let unprocessed = events.compactMap { event -> Int32? in
-            if case .streamClosed(let id, _, true) = event { return id }
+            if case .streamClosed(let id, _, true, _) = event { return id }
             return nil
         }
         #expect(Set(unprocessed) == [7, 9])
-        #expect(!events.contains { if case .streamClosed(5, _, _) = $0 { return true } else { return false } })
+        #expect(!events.contains { if case .streamClosed(5, _, _, _) = $0 { return true } else { return false } })
         #expect(client.availableStreams == 0)
         #expect(throws: APNsTransportError.self) { try client.submit(devicePush(token: 9)) }
 
@@ -228,6 +228,42 @@ struct HTTP2ConnectionStateMachineTests {
         let events = try exchange(client, server)
         #expect(events == [.streamClosed(streamID: id, errorCode: code, unprocessed: unprocessed)])
         #expect(client.availableStreams == 10)
+    }
+
+    @Test(
+        "a reset after the answer's header block arrived: processed, whatever the code, and the status is kept",
+        arguments: [NGHTTP2_REFUSED_STREAM.rawValue, NGHTTP2_NO_ERROR.rawValue, NGHTTP2_INTERNAL_ERROR.rawValue]
+    )
+    func resetAfterStatus(code: UInt32) throws {
+        let client = try HTTP2ConnectionStateMachine()
+        let server = InMemoryHTTP2Server(maxConcurrentStreams: 10)
+        try exchange(client, server)
+        let id = try client.submit(devicePush())
+        try exchange(client, server)
+        server.beginResponse(id, status: 200)
+        #expect(try exchange(client, server).isEmpty)
+        #expect(client.responseStatus(of: id) == 200)
+        server.reset(id, errorCode: code)
+        let events = try exchange(client, server)
+        // RFC 9113 §8.7: REFUSED_STREAM means no processing happened before the reset; an
+        // answer that began says otherwise, so the request must not be sent again.
+        #expect(events == [.streamClosed(streamID: id, errorCode: code, unprocessed: false, status: 200)])
+    }
+
+    @Test("above a GOAWAY's last-stream-id but already answering: processed")
+    func goAwayAfterStatus() throws {
+        let client = try HTTP2ConnectionStateMachine()
+        let server = InMemoryHTTP2Server(maxConcurrentStreams: 10)
+        try exchange(client, server)
+        let first = try client.submit(devicePush())
+        let second = try client.submit(devicePush(token: 1))
+        try exchange(client, server)
+        server.beginResponse(second, status: 410)
+        try exchange(client, server)
+        server.goAway(lastStreamID: first, debugData: #"{"reason":"Shutdown"}"#)
+        server.reset(second, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
+        let events = try exchange(client, server)
+        #expect(events.contains(.streamClosed(streamID: second, errorCode: NGHTTP2_REFUSED_STREAM.rawValue, unprocessed: false, status: 410)))
     }
 
     @Test("PING is answered by the server and reported")

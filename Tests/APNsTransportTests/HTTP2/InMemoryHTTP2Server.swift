@@ -183,6 +183,22 @@ final class InMemoryHTTP2Server {
         }
     }
 
+    /// Sends only the header block of an answer to `streamID` (no END_STREAM): the answer
+    /// has begun and not ended.
+    func beginResponse(_ streamID: Int32, status: Int) {
+        let name = Array(":status".utf8)
+        let value = Array(String(status).utf8)
+        name.withUnsafeBufferPointer { name in
+            value.withUnsafeBufferPointer { value in
+                var field = nghttp2_nv(
+                    name: UnsafeMutablePointer(mutating: name.baseAddress!), value: UnsafeMutablePointer(mutating: value.baseAddress!),
+                    namelen: name.count, valuelen: value.count, flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue) & 0
+                )
+                _ = nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, nil, &field, 1, nil)
+            }
+        }
+    }
+
     private var responseBodies: [Int32: ResponseBody] = [:]
 
     final class ResponseBody {

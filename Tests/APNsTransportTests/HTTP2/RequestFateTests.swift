@@ -36,6 +36,34 @@ struct RequestFateTests {
         #expect(!failure.mayHaveReachedAPNs)
     }
 
+    @Test("a stream reset after its answer began fails with the status kept, never goes again")
+    func streamClosedAfterStatus() {
+        let fate = RequestFate.streamClosed(streamID: 7, errorName: "REFUSED_STREAM", unprocessed: false, goAwayDetail: nil, status: 200)
+        guard case .fail(let error) = fate else {
+            Issue.record("an answered stream went again: \(fate)")
+            return
+        }
+        #expect(error.code == .streamReset && error.mayHaveReachedAPNs && error.responseStatus == 200)
+        #expect(error.detail?.contains("status 200") == true)
+    }
+
+    @Test("a session that ends after an answer began: the status is kept; its deadline passed: a timeout with it")
+    func sessionEndedAfterStatus() {
+        let lost = APNsTransportError.connectionClosed("TLS read failed: Connection reset by peer")
+        for reason in [lost, nil, APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: true, detail: "alert")] {
+            guard case .fail(let error) = RequestFate.sessionEnded(reason: reason, unsent: false, deadlinePassed: false, status: 200) else {
+                Issue.record("an answered request did not fail")
+                continue
+            }
+            #expect(error.mayHaveReachedAPNs && error.responseStatus == 200, "\(error)")
+        }
+        guard case .fail(let late) = RequestFate.sessionEnded(reason: lost, unsent: false, deadlinePassed: true, status: 410) else {
+            Issue.record("an answered request past its deadline did not fail")
+            return
+        }
+        #expect(late.code == .timeout && late.mayHaveReachedAPNs && late.responseStatus == 410)
+    }
+
     @Test("a deadline passed in flight: an incomplete request (no END_STREAM written) never reached APNs; a complete one may have")
     func deadlinePassedInFlight() {
         guard case .fail(let error) = RequestFate.deadlinePassedInFlight(incomplete: true) else {
