@@ -164,6 +164,28 @@ public final class HTTP2Transport: PushTransport {
         private var recentAuthority = ""
         private var recentTokenPool: HTTP2ConnectionPool?
         var shutDown = false
+        /// The shutdown under way (the first ``HTTP2Transport/shutdown()`` or the
+        /// transport's deinit started it): every later caller waits for the same one.
+        var shutdownTask: Task<Void, Never>?
+
+        /// Marks the transport shut down and starts closing every pool, once: the pools
+        /// leave the table (new requests fail with `shutdown`) and one task gives their
+        /// in-flight requests `gracePeriod`, then closes them. Returns that task.
+        mutating func beginShutdown(gracePeriod: Duration) -> Task<Void, Never> {
+            if let shutdownTask { return shutdownTask }
+            shutDown = true
+            let all = Array(pools.values)
+            pools.removeAll()
+            let task = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for pool in all {
+                        group.addTask { await pool.shutdown(gracePeriod: gracePeriod) }
+                    }
+                }
+            }
+            shutdownTask = task
+            return task
+        }
 
         /// The pool for `key`, if there is one.
         mutating func pool(for key: PoolKey) -> HTTP2ConnectionPool? {
@@ -364,17 +386,31 @@ public final class HTTP2Transport: PushTransport {
     /// fails queued ones, gives in-flight ones up to ``Configuration/shutdownGracePeriod``
     /// to finish (then fails them with `shutdown` and `mayHaveReachedAPNs == true`),
     /// closes every connection with GOAWAY, and returns when every connection has closed.
+    ///
+    /// Every caller returns only then: a second call while the first is under way waits
+    /// for the same shutdown (as does a `ServiceGroup` racing an explicit call); a call
+    /// after it has finished returns at once.
     public func shutdown() async {
-        let all = pools.withLock { state -> [HTTP2ConnectionPool] in
-            state.shutDown = true
-            defer { state.pools.removeAll() }
-            return Array(state.pools.values)
+        let grace = configuration.shutdownGracePeriod
+        let task = pools.withLock { $0.beginShutdown(gracePeriod: grace) }
+        sweeper.withLock { $0?.cancel() }
+        await task.value
+    }
+
+    /// A transport dropped without ``shutdown()`` closes its connections itself: its
+    /// in-flight requests get ``Configuration/shutdownGracePeriod``, as with `shutdown()`,
+    /// and nothing stays open (a dropped transport's connections, kept alive by PINGs, held
+    /// a socket and about 140 KiB each for the life of the process).
+    deinit {
+        let grace = configuration.shutdownGracePeriod
+        let started = pools.withLock { state -> Bool in
+            let open = state.shutdownTask == nil && !state.pools.isEmpty
+            _ = state.beginShutdown(gracePeriod: grace)
+            return open
         }
         sweeper.withLock { $0?.cancel() }
-        await withTaskGroup(of: Void.self) { group in
-            for pool in all {
-                group.addTask { await pool.shutdown(gracePeriod: self.configuration.shutdownGracePeriod) }
-            }
+        if started {
+            configuration.logger.debug("HTTP2Transport released without shutdown(): closing its connections")
         }
     }
 

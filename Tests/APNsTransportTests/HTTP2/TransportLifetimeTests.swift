@@ -1,0 +1,67 @@
+import APNsMockServer
+import Synchronization
+import Testing
+@testable import APNsTransport
+
+/// What a transport owes its callers at the end of its life: every `shutdown()` caller
+/// returns only when the connections have closed, and a transport dropped without one
+/// closes its connections itself.
+@Suite("HTTP2Transport: the end of its life")
+struct TransportLifetimeTests {
+    @Test("a second shutdown() while the first drains waits for the same end, not returning with a request in flight")
+    func concurrentShutdownWaits() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server) { $0.shutdownGracePeriod = .seconds(30) }
+            // Warm the connection, then hold the answers so one request stays in flight.
+            _ = try await sendToMock(transport, port: server.port, indices: 0..<1)
+            server.setResponseDelay(.milliseconds(800))
+            let answered = Mutex(false)
+            let request = try mockPush(1, port: server.port)
+            let send = Task {
+                let result: Result<APNsResponse, APNsTransportError>
+                do throws(APNsTransportError) {
+                    result = .success(try await transport.send(request))
+                } catch {
+                    result = .failure(error)
+                }
+                answered.withLock { $0 = true }
+                return result
+            }
+            // Bounded wait until the server has the request.
+            for _ in 0..<500 where server.statistics.requests < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(server.statistics.requests == 2)
+
+            let first = Task { await transport.shutdown() }
+            try await Task.sleep(for: .milliseconds(50))
+            await transport.shutdown()
+            // The second caller returned: the in-flight request has its outcome, and the
+            // connection is closed.
+            #expect(answered.withLock { $0 })
+            #expect(transport.statistics.requestsInFlight == 0)
+            await first.value
+            #expect(try await send.value.get().status == 200)
+            // A call after the end returns at once.
+            await transport.shutdown()
+        }
+    }
+
+    @Test("a transport dropped without shutdown() closes its connections")
+    func droppedTransportCloses() async throws {
+        try await withMockAPNsServer { server in
+            do {
+                let transport = try mockTransport(server)
+                _ = try await sendToMock(transport, port: server.port, indices: 0..<3)
+                #expect(server.statistics.openConnections == 1)
+            }
+            // Nothing holds the transport now. Bounded wait (the server counts a connection
+            // as closed when it reads the end of the stream).
+            for _ in 0..<1_000 where server.statistics.openConnections > 0 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(server.statistics.openConnections == 0)
+            // It said goodbye: a GOAWAY NO_ERROR, not a dropped socket.
+            #expect(server.statistics.goAwaysReceived[0] == 1)
+            #expect(server.statistics.requests == 3)
+        }
+    }
+}
