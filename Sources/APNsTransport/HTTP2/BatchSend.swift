@@ -97,8 +97,16 @@ final class BatchSend: Sendable {
         pump()
     }
 
+    /// Set when the batch is cancelled, before its window's requests are: a connection
+    /// does not submit a request of a cancelled batch (``PendingRequest/markInFlight(on:_:)``).
+    private let cancelledFlag = Atomic<Bool>(false)
+
+    /// Whether the batch was cancelled.
+    var isCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
+
     /// Stops making requests and cancels the ones in the window.
     func cancel() {
+        cancelledFlag.store(true, ordering: .releasing)
         let (inWindow, continuation): ([PendingRequest], UnsafeContinuation<Void, Never>?) = state.withLock { state in
             state.cancelled = true
             return (state.slots.compactMap { $0 }, takeContinuationIfDone(&state))

@@ -430,7 +430,11 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         }
         for (streamID, pending) in resets where inFlight[streamID] === pending {
             inFlight.removeValue(forKey: streamID)
+            // Asked before the reset: whether the request was whole at the server.
+            let unsent = machine.isUnsent(streamID)
+            let status = machine.responseStatus(of: streamID)
             machine.cancelStream(streamID)
+            pending.cancelledInFlight(unsent: unsent, status: status)
         }
     }
 

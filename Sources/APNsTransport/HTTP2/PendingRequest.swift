@@ -30,6 +30,10 @@ final class PendingRequest: Sendable {
         var early: Outcome?
         /// Times the request was put back in the queue (GOAWAY, REFUSED_STREAM).
         var requeues = 0
+        /// The calling task was cancelled while the request was in flight: its connection
+        /// decides the outcome (whether the request was whole at the server), and it must
+        /// not go again if its stream comes back unprocessed.
+        var cancelRequested = false
     }
 
     let request: APNsRequest
@@ -130,10 +134,19 @@ final class PendingRequest: Sendable {
     ///
     /// - Returns: The phase the request was in, or `nil` if it had already finished.
     private func finish(_ decide: (Phase, _ requeues: Int) -> Outcome) -> Phase? {
-        let decided: (Phase, Outcome, UnsafeContinuation<Outcome, Never>?)? = state.withLock { state in
+        finish { (state: inout State) -> Outcome? in decide(state.phase, state.requeues) }.previous
+    }
+
+    /// Decides under the lock whether and how the request ends: `decide` sees the state
+    /// (and may mark it) and returns the outcome, or `nil` to leave the request as it is.
+    ///
+    /// - Returns: The phase the request was in (`nil` if it had already finished), and
+    ///   whether this call finished it.
+    private func finish(_ decide: (inout State) -> Outcome?) -> (previous: Phase?, finished: Bool) {
+        let decided: (Phase, Outcome?, UnsafeContinuation<Outcome, Never>?)? = state.withLock { state in
             if case .finished = state.phase { return nil }
             let previous = state.phase
-            let outcome = decide(previous, state.requeues)
+            guard let outcome = decide(&state) else { return (previous, nil, nil) }
             state.phase = .finished
             if let continuation = state.continuation {
                 state.continuation = nil
@@ -142,14 +155,15 @@ final class PendingRequest: Sendable {
             if batch == nil { state.early = outcome }
             return (previous, outcome, nil)
         }
-        guard let (previous, outcome, continuation) = decided else { return nil }
+        guard let (previous, decidedOutcome, continuation) = decided else { return (nil, false) }
+        guard let outcome = decidedOutcome else { return (previous, false) }
         statistics.recordCompletion(outcome, startedAt: startedAt)
         if let batch {
             batch.complete(batchIndex, slot: batchSlot, request: request, outcome: outcome)
         } else {
             continuation?.resume(returning: outcome)
         }
-        return previous
+        return (previous, true)
     }
 
     /// Runs `submit` while holding the lock, unless the request has finished; the stream
@@ -157,41 +171,62 @@ final class PendingRequest: Sendable {
     /// cancellation see either "queued" (nothing sent) or "in flight" (reset the stream).
     ///
     /// - Returns: The stream id, or `nil` if the request had finished (cancelled, timed out).
+    /// A request of a cancelled batch is not submitted (a stream freed by the batch's
+    /// cancellation must not carry the next request of the same batch before that
+    /// request's own cancellation runs): it fails as cancelled, never sent.
     func markInFlight(
         on connection: HTTP2Connection,
         _ submit: () throws(APNsTransportError) -> Int32
     ) throws(APNsTransportError) -> Int32? {
-        try state.withLock { (state) throws(APNsTransportError) -> Int32? in
-            guard case .queued = state.phase else { return nil }
+        let batchCancelled = batch?.isCancelled ?? false
+        let streamID = try state.withLock { (state) throws(APNsTransportError) -> Int32? in
+            guard case .queued = state.phase, !batchCancelled else { return nil }
             let streamID = try submit()
             state.phase = .inFlight(connection, streamID)
             return streamID
         }
+        if batchCancelled { cancel() }
+        return streamID
     }
 
     /// Moves an in-flight request back to `queued` for another attempt.
     ///
     /// - Returns: The number of times it has now been re-queued, or `nil` if it had finished.
+    ///
+    /// A request whose task was cancelled while it was in flight does not go again: it
+    /// fails as cancelled, not processed (the server handed it back), and `nil` is returned.
     func markRequeued() -> Int? {
-        state.withLock { state in
-            if case .finished = state.phase { return nil }
+        let (_, finished) = finish { (state: inout State) -> Outcome? in
+            if state.cancelRequested {
+                return .failure(.cancelled(
+                    mayHaveReachedAPNs: false,
+                    "the task was cancelled; the server had not processed the request (refused, or above a GOAWAY's last-stream-id)"))
+            }
             state.phase = .queued
             state.requeues += 1
+            return nil
+        }
+        return finished ? nil : state.withLock { state in
+            if case .finished = state.phase { return nil }
             return state.requeues
         }
     }
 
     /// The calling task was cancelled: a queued request fails at once with
-    /// `mayHaveReachedAPNs == false`; an in-flight one fails with `true` and its stream is reset.
+    /// `mayHaveReachedAPNs == false`. An in-flight one is handed to its connection, which
+    /// resets the stream and decides the outcome on its thread, where it knows whether
+    /// the frame ending the request (END_STREAM) went out (``cancelledInFlight(unsent:status:)``);
+    /// an answer that arrives first is the outcome instead.
     ///
     /// - Returns: Whether the request was queued (it is still in the pool's queue).
     @discardableResult
     func cancel() -> Bool {
-        let previous = finish { phase, _ in
-            if case .queued = phase {
+        let (previous, _) = finish { (state: inout State) -> Outcome? in
+            if case .queued = state.phase {
                 return .failure(.cancelled(mayHaveReachedAPNs: false, "the task was cancelled before the request was sent"))
             }
-            return .failure(.cancelled(mayHaveReachedAPNs: true, "the task was cancelled after the request was sent"))
+            state.cancelRequested = true
+            return nil
         }
         switch previous {
         case .inFlight(let connection, let streamID):
@@ -201,6 +236,24 @@ final class PendingRequest: Sendable {
             return true
         case .finished, nil:
             return false
+        }
+    }
+
+    /// Its connection reset the stream of a request whose task was cancelled in flight
+    /// (``cancel()``). `unsent`: the frame ending the request (END_STREAM) never went
+    /// out, so the server never had the whole request and cannot have processed it (RFC
+    /// 9113 §8.1), as for a timeout in the same state. `status`: the answer had begun.
+    func cancelledInFlight(unsent: Bool, status: Int?) {
+        if unsent {
+            finish(.failure(.cancelled(
+                mayHaveReachedAPNs: false,
+                "the task was cancelled before the request was completely written (the server's flow-control window held "
+                    + "its body back); the stream was reset, so the server never had the whole request")))
+        } else {
+            finish(.failure(APNsTransportError(
+                code: .cancelled, mayHaveReachedAPNs: true,
+                detail: "the task was cancelled after the request was sent" + (status.map { " (the answer had begun: status \($0))" } ?? ""),
+                responseStatus: status)))
         }
     }
 

@@ -101,6 +101,8 @@ final class HostileHTTP2Server: @unchecked Sendable {
         var connectionsAccepted = 0
         /// Requests complete (END_STREAM from the client), over all connections.
         var requestsReceived = 0
+        /// HEADERS frames the client sent (a request begun, complete or not).
+        var headersReceived = 0
         /// Complete requests per connection, in the order the connections opened.
         var requestsPerConnection: [Int] = []
         /// Requests refused (RST_STREAM REFUSED_STREAM) on a connection whose limit is 0.
@@ -489,6 +491,7 @@ private final class HostileConnection {
                 frame(Frame.ping, flags: Frame.ack, payload)
             }
         case Frame.headers:
+            server.update { $0.headersReceived += 1 }
             if flags & Frame.endStream != 0 {
                 if flags & Frame.endHeaders != 0 { requestArrived(stream: stream) } else { headersAwaitingEnd.insert(stream) }
             }

@@ -5,6 +5,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// How big the hostile cases are: small by default (fast, for every run), full size with
@@ -383,6 +384,80 @@ struct HostileServerTests {
         }
         // Not vacuous: the request was under way (its stream reset by the client), not queued.
         #expect(await Self.eventually { server.counters.resetCodes.contains(0x8) }, "\(server.counters.resetCodes)")
+        await Self.finish(transport, server)
+    }
+
+    /// Sends one request with a long timeout from a task, waits (bounded) until the
+    /// server has received `received` HEADERS frames, cancels the task and returns the
+    /// failure.
+    static func cancelInFlight(_ transport: HTTP2Transport, _ server: HostileHTTP2Server, received: Int) async throws -> APNsTransportError? {
+        let request = try devicePush(token: 1, timeout: .seconds(60))
+        let task = Task { () -> APNsTransportError? in
+            do throws(APNsTransportError) {
+                _ = try await transport.send(request)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await Self.eventually(within: .seconds(20)) { server.counters.headersReceived >= received })
+        task.cancel()
+        return await task.value
+    }
+
+    @Test("cancelled while a window of 0 holds the body back: never reached APNs, as a timeout in that state says")
+    func cancelWithBodyHeldBack() async throws {
+        let server = HostileHTTP2Server(.zeroWindow)
+        let transport = Self.transport(server)
+        // The first request's body may slip through before the server's SETTINGS (see zeroWindow).
+        _ = try? await transport.send(try devicePush(token: 0, timeout: .milliseconds(500)))
+        let before = server.counters.headersReceived
+        let error = try await Self.cancelInFlight(transport, server, received: before + 1)
+        #expect(error?.code == .cancelled, "\(String(reflecting: error))")
+        #expect(error?.mayHaveReachedAPNs == false, "\(String(reflecting: error))")
+        #expect(error?.detail?.contains("completely written") == true, "\(String(reflecting: error))")
+        // Not vacuous: its stream was open at the server and the client reset it (CANCEL).
+        #expect(await Self.eventually { server.counters.resetCodes.contains(0x8) }, "\(server.counters.resetCodes)")
+        await Self.finish(transport, server)
+    }
+
+    @Test("cancelled after the whole request went out: may have reached APNs")
+    func cancelAfterWholeRequest() async throws {
+        let server = HostileHTTP2Server(.silentAfter(requests: 0))
+        let transport = Self.transport(server)
+        let error = try await Self.cancelInFlight(transport, server, received: 1)
+        #expect(server.counters.requestsReceived == 1)
+        #expect(error?.code == .cancelled, "\(String(reflecting: error))")
+        #expect(error?.mayHaveReachedAPNs == true, "\(String(reflecting: error))")
+        await Self.finish(transport, server)
+    }
+
+    @Test("a cancelled batch sends none of its queued requests on the streams its cancellation frees")
+    func cancelledBatchSendsNothingMore() async throws {
+        // 100 streams, no answers: 100 requests in flight, 1,900 queued behind them.
+        let server = HostileHTTP2Server(.silentAfter(requests: 0))
+        let transport = Self.transport(server)
+        let requests = try (0..<2_000).map { try devicePush(token: $0, timeout: .seconds(60)) }
+        let results = Mutex([Int: APNsTransportError](minimumCapacity: 2_000))
+        let batch = Task {
+            await transport.sendBatch(count: requests.count, maxConcurrency: requests.count, makeRequest: { requests[$0] }) { index, _, result in
+                if case .failure(let error) = result { results.withLock { $0[index] = error } }
+            }
+        }
+        #expect(await Self.eventually(within: .seconds(20)) { server.counters.headersReceived >= 100 })
+        try await Task.sleep(for: .milliseconds(100))
+        let beforeCancel = server.counters.headersReceived
+        batch.cancel()
+        await batch.value
+        // Let anything sent after the cancellation reach the server.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(beforeCancel == 100)
+        #expect(server.counters.headersReceived == beforeCancel, "sent after the cancellation: \(server.counters.headersReceived - beforeCancel)")
+        let outcomes = results.withLock { $0 }
+        #expect(outcomes.count == 2_000)
+        #expect(outcomes.values.allSatisfy { $0.code == .cancelled })
+        // Exactly the requests the server had may have reached APNs.
+        #expect(outcomes.values.filter(\.mayHaveReachedAPNs).count == beforeCancel)
         await Self.finish(transport, server)
     }
 
