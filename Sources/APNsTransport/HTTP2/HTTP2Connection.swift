@@ -52,6 +52,28 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     /// A wake is queued at the loop and not yet handled: further wakes are not needed.
     private let wakePending = Atomic<Bool>(false)
+    /// A connection attempt on a worker thread: ``ConnectAttempt`` values. The pool's
+    /// shutdown gives a running attempt up (``abandonConnectAttempt()``) instead of
+    /// waiting up to the connect timeout for a socket that carries no request.
+    private let connectAttempt = Atomic<UInt8>(ConnectAttempt.none)
+
+    private enum ConnectAttempt {
+        static let none: UInt8 = 0
+        static let running: UInt8 = 1
+        static let abandoned: UInt8 = 2
+    }
+
+    /// Gives up the connection attempt running on a worker thread, if one is: the pool
+    /// counts the connection as exited now (nothing is in flight on a connection still
+    /// connecting), and when the attempt ends its socket is closed unused.
+    ///
+    /// - Returns: Whether an attempt was running (the caller then calls
+    ///   ``HTTP2ConnectionPool/threadExited(_:)`` for this connection, once).
+    func abandonConnectAttempt() -> Bool {
+        connectAttempt.compareExchange(
+            expected: ConnectAttempt.running, desired: ConnectAttempt.abandoned, ordering: .acquiringAndReleasing
+        ).exchanged
+    }
 
     /// Where the connection is in its life.
     private enum Phase {
@@ -206,6 +228,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             loop.setDeadline(token, at: now + min(nanoseconds, 10_000_000))
         case .connect:
             phase = .connecting
+            connectAttempt.store(ConnectAttempt.running, ordering: .releasing)
             loop.setDeadline(token, at: nil)
             let pool = pool
             ConnectWorkers.shared.run { [self] in
@@ -229,6 +252,17 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     private func connectFinished(_ result: Result<any HTTP2ByteStream, APNsTransportError>) {
+        let ended = connectAttempt.compareExchange(
+            expected: ConnectAttempt.running, desired: ConnectAttempt.none, ordering: .acquiringAndReleasing)
+        guard ended.exchanged else {
+            // The pool shut down meanwhile and already counted this connection as exited.
+            if case .success(let opened) = result { opened.close() }
+            connectAttempt.store(ConnectAttempt.none, ordering: .releasing)
+            phase = .exited
+            loop?.detach(token)
+            if let loop { pool.settings.threads.connectionEnded(on: loop) }
+            return
+        }
         phase = .disconnected
         switch result {
         case .failure(let error):

@@ -584,6 +584,12 @@ final class HTTP2ConnectionPool: Sendable {
             }
         }
         for connection in connections { connection.wake() }
+        // A connection still connecting carries nothing: its attempt is given up rather
+        // than waited for (up to the connect timeout, past any grace period).
+        let all = state.withLock { Array($0.connections) }
+        for connection in all where connection.abandonConnectAttempt() {
+            threadExited(connection)
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { locked -> Bool in
                 if locked.machine.runningThreads == 0 { return true }

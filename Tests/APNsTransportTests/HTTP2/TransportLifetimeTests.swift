@@ -1,4 +1,5 @@
 import APNsMockServer
+import Logging
 import Synchronization
 import Testing
 @testable import APNsTransport
@@ -43,6 +44,40 @@ struct TransportLifetimeTests {
             // A call after the end returns at once.
             await transport.shutdown()
         }
+    }
+
+    @Test("shutdown() gives up a connection attempt still under way instead of waiting for the connect timeout")
+    func shutdownAbandonsConnectAttempt() async throws {
+        // The kernel completes the TCP handshake into the backlog; nobody accepts, so the
+        // ClientHello goes unanswered and the attempt would wait the whole connect timeout.
+        let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
+        defer { silent.close() }
+        var configuration = HTTP2Transport.Configuration(
+            environment: .custom(host: "127.0.0.1", port: silent.port),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        configuration.connectTimeout = .seconds(40)
+        configuration.shutdownGracePeriod = .seconds(1)
+        let transport = HTTP2Transport(configuration: configuration)
+        let request = try mockPush(0, port: silent.port, timeout: .seconds(120))
+        let send = Task { () -> APNsTransportError? in
+            do throws(APNsTransportError) {
+                _ = try await transport.send(request)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let clock = ContinuousClock()
+        let start = clock.now
+        await transport.shutdown()
+        let took = clock.now - start
+        // Wide: a loaded machine; without giving the attempt up it is the 40 s timeout.
+        #expect(took < .seconds(20), "shutdown took \(took)")
+        let error = await send.value
+        #expect(error?.code == .shutdown, "\(String(describing: error))")
+        #expect(error?.mayHaveReachedAPNs == false)
     }
 
     @Test("a transport dropped without shutdown() closes its connections")

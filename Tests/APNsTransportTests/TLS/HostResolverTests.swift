@@ -261,7 +261,7 @@ struct HostResolverTests {
 }
 
 /// A listening TCP socket on one loopback address whose pending connections a test counts.
-private final class LoopbackListener {
+final class LoopbackListener {
     let fd: Int32
     let port: Int
 
