@@ -386,6 +386,8 @@ public final class HTTP2Transport: PushTransport {
     /// fails queued ones, gives in-flight ones up to ``Configuration/shutdownGracePeriod``
     /// to finish (then fails them with `shutdown` and `mayHaveReachedAPNs == true`),
     /// closes every connection with GOAWAY, and returns when every connection has closed.
+    /// A connection attempt still under way carries nothing and is given up at once, not
+    /// waited for.
     ///
     /// Every caller returns only then: a second call while the first is under way waits
     /// for the same shutdown (as does a `ServiceGroup` racing an explicit call); a call
