@@ -183,7 +183,9 @@ public final class APNsClient: Sendable {
     ///
     /// - Returns: The acceptance, with the `apns-id` (and `apns-unique-id` in the sandbox).
     /// - Throws: ``APNsError``: ``APNsError/rejected(_:)``, ``APNsError/failed(_:)`` or
-    ///   ``APNsError/invalid(_:)``.
+    ///   ``APNsError/invalid(_:)``. If the task is cancelled while the client waits to
+    ///   retry, the last attempt's error (APNs' answer, or its transport failure), not
+    ///   ``APNsTransportError/Code/cancelled``; see ``RetryPolicy``.
     nonisolated(nonsending) public func send(
         _ notification: PushNotification,
         to deviceToken: DeviceToken

@@ -21,6 +21,11 @@
 /// `mayHaveReachedAPNs` is decided here too: a final failure says the notification may
 /// have reached APNs if *any* attempt may have (an earlier timeout followed by a refused
 /// connection still may have delivered it).
+///
+/// So is the outcome of a delivery whose task is cancelled before its next attempt (while
+/// it waits to retry): the last attempt's error — APNs' answer, or that attempt's
+/// transport failure — not a `cancelled` that would hide what APNs said
+/// (``cancelled(_:)``).
 struct Delivery: Sendable, Equatable {
     /// What the caller does next.
     enum Decision: Sendable, Equatable {
@@ -46,6 +51,9 @@ struct Delivery: Sendable, Equatable {
     private(set) var refreshedProviderToken = false
     /// Whether any attempt so far may have reached APNs.
     private(set) var mayHaveReachedAPNs = false
+    /// The error the last attempt ended in (APNs' answer, or the transport failure);
+    /// `nil` before any attempt ended.
+    private(set) var lastError: APNsError?
     /// The error of the attempt that asked for a new provider token, while the caller
     /// fetches it.
     private var awaitingRefresh: APNsError?
@@ -66,6 +74,7 @@ struct Delivery: Sendable, Equatable {
         jitter: Double
     ) -> Decision {
         guard let error else { return .deliver }
+        lastError = error
         if let transportError = error.transportError, transportError.mayHaveReachedAPNs {
             mayHaveReachedAPNs = true
         }
@@ -105,10 +114,33 @@ struct Delivery: Sendable, Equatable {
     }
 
     /// The final error of a delivery that ends without another attempt for a reason of
-    /// the caller's (its task was cancelled while waiting): `cancelled`, saying whether an
-    /// earlier attempt may have reached APNs.
+    /// the caller's (its task was cancelled while waiting to retry, or before an attempt):
+    /// what the last attempt ended in, with `detail` added to say why it was not sent
+    /// again — APNs' answer (a 503 stays that 503: it is what happened, and nothing was
+    /// delivered) or that attempt's transport failure, flagged as having possibly reached
+    /// APNs if any attempt may have. Only a delivery with no attempt ended yet fails with
+    /// `cancelled` (`mayHaveReachedAPNs == false`: nothing was sent).
     func cancelled(_ detail: String) -> APNsError {
-        .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, detail))
+        guard let lastError else { return .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, detail)) }
+        let note = "not sent again: " + detail
+        switch lastError {
+        case .rejected(var rejection):
+            rejection.detail = (rejection.detail.map { $0 + "; " } ?? "") + note
+            return .rejected(rejection)
+        case .failed(let failure):
+            return finalError(
+                .failed(
+                    APNsTransportError(
+                        code: failure.code,
+                        mayHaveReachedAPNs: failure.mayHaveReachedAPNs,
+                        detail: (failure.detail.map { $0 + "; " } ?? "") + note,
+                        responseStatus: failure.responseStatus
+                    )
+                )
+            )
+        case .invalid:
+            return lastError
+        }
     }
 
     private mutating func retryOrFail(_ error: APNsError, jitter: Double) -> Decision {

@@ -22,6 +22,13 @@ import Foundation
 ///
 /// The delay before retry *n* (1, 2, …) is drawn uniformly from `[d/2, d]`, where
 /// `d = min(maxDelay, baseDelay × 2^(n-1))` ("equal jitter").
+///
+/// If the calling task is cancelled while the client waits to retry, nothing more is sent
+/// and the outcome is what the last attempt ended in: APNs' answer (a 503 stays a
+/// ``APNsError/rejected(_:)``: it is what happened, and nothing was delivered) or that
+/// attempt's ``APNsTransportError``, its ``APNsRejection/detail`` or
+/// ``APNsTransportError/detail`` saying it was not sent again. Every form of sending
+/// (single, batch, streamed batch, broadcast) ends the same way.
 public struct RetryPolicy: Sendable, Hashable {
     /// The most attempts per notification, the first included; 1 disables retries.
     public var maxAttempts: Int

@@ -166,4 +166,100 @@ struct DeliveryTests {
         #expect(failure.mayHaveReachedAPNs)
         #expect(delivery.cancelled("stop").transportError?.mayHaveReachedAPNs == true)
     }
+
+    /// What a delivery cancelled before its next attempt ends in.
+    enum Ending: Equatable {
+        case rejected(status: Int, reason: String)
+        case failed(APNsTransportError.Code, mayHaveReachedAPNs: Bool)
+        case cancelled
+    }
+
+    /// One attempt of a delivery that goes on: APNs' answer or a transport failure that the
+    /// policy retries, or an ExpiredProviderToken met with a new token.
+    enum Step {
+        case retried(APNsError)
+        case expiredThenNewToken
+    }
+
+    /// Deliveries whose task is cancelled while they wait to retry: the attempts so far,
+    /// and what the delivery must end in. The facts: what APNs answered last is what
+    /// happened to the notification (a 503 delivered nothing), and a transport failure
+    /// keeps its code; `mayHaveReachedAPNs` is true if any attempt may have reached APNs;
+    /// only a delivery with no attempt ended is `cancelled`, with nothing sent.
+    static let cancelledWhileWaiting: [(String, [Step], Ending)] = [
+        ("503", [.retried(rejection(503, "ServiceUnavailable"))], .rejected(status: 503, reason: "ServiceUnavailable")),
+        (
+            "429, then 500",
+            [.retried(rejection(429, "TooManyRequests")), .retried(rejection(500, "InternalServerError"))],
+            .rejected(status: 500, reason: "InternalServerError")
+        ),
+        ("400 IdleTimeout", [.retried(rejection(400, "IdleTimeout"))], .rejected(status: 400, reason: "IdleTimeout")),
+        ("refused connection", [.retried(.failed(.connectionFailed("refused")))], .failed(.connectionFailed, mayHaveReachedAPNs: false)),
+        (
+            "503, then GOAWAY above the last-stream-id",
+            [.retried(rejection(503, "ServiceUnavailable")), .retried(.failed(.goAway("last-stream-id 1")))],
+            .failed(.goAway, mayHaveReachedAPNs: false)
+        ),
+        (
+            "refused connection, then 503",
+            [.retried(.failed(.connectionFailed("refused"))), .retried(rejection(503, "Shutdown"))],
+            .rejected(status: 503, reason: "Shutdown")
+        ),
+        (
+            "timeout after the request was written, then refused connection",
+            [.retried(.failed(.timeout(mayHaveReachedAPNs: true))), .retried(.failed(.connectionFailed("refused")))],
+            .failed(.connectionFailed, mayHaveReachedAPNs: true)
+        ),
+        (
+            "timeout after the request was written",
+            [.retried(.failed(.timeout(mayHaveReachedAPNs: true)))],
+            .failed(.timeout, mayHaveReachedAPNs: true)
+        ),
+        (
+            "ExpiredProviderToken, a new token asked for",
+            [.expiredThenNewToken],
+            .rejected(status: 403, reason: "ExpiredProviderToken")
+        ),
+        ("no attempt ended yet", [], .cancelled),
+    ]
+
+    @Test("cancelled before the next attempt: the outcome is the last attempt's answer or failure", arguments: cancelledWhileWaiting.indices)
+    func cancelledBeforeTheNextAttempt(row: Int) {
+        let (name, steps, expected) = Self.cancelledWhileWaiting[row]
+        var delivery = Delivery(retryPolicy: RetryPolicy(maxAttempts: 5, retriesFailuresThatMayHaveReachedAPNs: true))
+        for step in steps {
+            switch step {
+            case .retried(let error):
+                guard case .retry = delivery.attemptEnded(with: error, providerToken: nil, jitter: 0) else {
+                    Issue.record("\(name): \(error) was not retried; the row is wrong")
+                    return
+                }
+            case .expiredThenNewToken:
+                let expired = Self.rejection(403, "ExpiredProviderToken")
+                #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .refreshProviderToken(Self.token))
+                #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0) == .sendAgain)
+            }
+        }
+        let error = delivery.cancelled("cancelled while waiting to retry")
+        let ending: Ending
+        let detail: String?
+        switch error {
+        case .rejected(let rejection):
+            ending = .rejected(status: rejection.status, reason: rejection.reason?.rawValue ?? "-")
+            detail = rejection.detail
+        case .failed(let failure) where failure.code == .cancelled:
+            ending = .cancelled
+            detail = failure.detail
+            #expect(!failure.mayHaveReachedAPNs, "\(name): nothing was sent")
+        case .failed(let failure):
+            ending = .failed(failure.code, mayHaveReachedAPNs: failure.mayHaveReachedAPNs)
+            detail = failure.detail
+        case .invalid:
+            Issue.record("\(name): \(error)")
+            return
+        }
+        #expect(ending == expected, "\(name)")
+        // Why it ended there is said, for the logs.
+        #expect(detail?.contains("cancelled while waiting to retry") == true, "\(name): \(detail ?? "no detail")")
+    }
 }

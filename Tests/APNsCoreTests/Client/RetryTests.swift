@@ -1,6 +1,7 @@
 import APNsTesting
 import Foundation
 import Logging
+import Synchronization
 import Testing
 
 @testable import APNsCore
@@ -128,11 +129,12 @@ import Testing
         #expect(mock.requests.count == 3)
     }
 
-    @Test("cancelled as a retry's wait ends: the error keeps that an earlier attempt may have reached APNs")
+    @Test("cancelled as a retry's wait ends: the error is attempt 1's, which may have reached APNs")
     func cancellationBeforeARetryRemembersTheEarlierAttempt() async throws {
         // The first attempt times out after it was sent (it may have reached APNs) and the
         // policy retries it; the task is cancelled as the retry's wait ends, so the call ends
-        // before attempt 2 is sent. The error must say what attempt 1 may have done.
+        // before attempt 2 is sent. The error is what attempt 1 ended in: its timeout, which
+        // says the notification may have reached APNs.
         let mock = MockTransport()
         mock.respond(to: Self.device, with: [.failure(.timeout()), .accepted])
         let client = APNsClient(
@@ -146,7 +148,13 @@ import Testing
             jitter: { 1 }
         )
         let result = await Task { try await client.send(sampleAlert, to: Self.device) }.result
-        Self.expectCancelledAfterOneRequest(result, mock)
+        guard case .failure(let failure) = result, let error = failure as? APNsError else {
+            Issue.record("accepted after cancellation")
+            return
+        }
+        #expect(error.transportError?.code == .timeout)
+        #expect(error.transportError?.mayHaveReachedAPNs == true)
+        #expect(mock.requests.count == 1)
     }
 
     /// `result` is a cancellation that says the notification may have reached APNs, after
@@ -161,6 +169,72 @@ import Testing
         #expect(error.transportError?.code == .cancelled, sourceLocation: sourceLocation)
         #expect(error.transportError?.mayHaveReachedAPNs == true, sourceLocation: sourceLocation)
         #expect(mock.requests.count == 1, sourceLocation: sourceLocation)
+    }
+
+    /// The ways to send one notification, for checks that every form agrees.
+    enum SendForm: CaseIterable, Sendable {
+        case single, tokenArray, deliveryArray, tokenStream
+    }
+
+    /// `notification` to `device` through `form` of the public API: its one outcome.
+    static func sendOnce(_ client: APNsClient, _ form: SendForm, to device: DeviceToken) async -> Result<APNsAccepted, APNsError> {
+        switch form {
+        case .single:
+            do throws(APNsError) {
+                return .success(try await client.send(sampleAlert, to: device))
+            } catch {
+                return .failure(error)
+            }
+        case .tokenArray:
+            let outcomes = await client.send(sampleAlert, to: [device])
+            return outcomes.count == 1 ? outcomes[0].result : .failure(.failed(.protocolError("\(outcomes.count) outcomes")))
+        case .deliveryArray:
+            let outcomes = await client.send([(notification: sampleAlert, deviceToken: device)])
+            return outcomes.count == 1 ? outcomes[0].result : .failure(.failed(.protocolError("\(outcomes.count) outcomes")))
+        case .tokenStream:
+            let received = Mutex<[APNsOutcome]>([])
+            let tokens = AsyncStream<DeviceToken> { continuation in
+                continuation.yield(device)
+                continuation.finish()
+            }
+            await client.send(sampleAlert, to: tokens) { _, outcome in
+                received.withLock { $0.append(outcome) }
+            }
+            let outcomes = received.withLock { $0 }
+            return outcomes.count == 1 ? outcomes[0].result : .failure(.failed(.protocolError("\(outcomes.count) outcomes")))
+        }
+    }
+
+    /// APNs answered 503 and the client waits to retry; the caller cancels during that
+    /// wait. APNs' answer is the outcome (nothing was delivered, and the 503 says why), in
+    /// every form, through the public API; nothing more is sent.
+    @Test(.timeLimit(.minutes(2)), arguments: SendForm.allCases)
+    func cancelledDuringTheBackoffKeepsAPNsAnswer(form: SendForm) async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.rejected(.serviceUnavailable), .accepted])
+        let store = CoreCapturingLogHandler.Store()
+        let client = APNsClient(
+            environment: .sandbox,
+            credentials: .certificate,
+            transport: mock,
+            retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(600), maxDelay: .seconds(600)),
+            logger: Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
+        )
+        let task = Task { await Self.sendOnce(client, form, to: Self.device) }
+        // The client says it retries, then waits 5 to 10 minutes.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !store.all.contains(where: { $0.contains("retrying notification") }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        task.cancel()
+        let result = await task.value
+        guard case .failure(let error) = result else {
+            Issue.record("accepted: the retry was sent despite the cancellation")
+            return
+        }
+        #expect(error.rejection?.status == 503, "\(error)")
+        #expect(error.rejection?.reason == .serviceUnavailable, "\(error)")
+        #expect(mock.requests.count == 1)
     }
 
     @Test func expiredProviderTokenIsRefreshedOnce() async throws {
