@@ -28,6 +28,14 @@ extension APNsClient {
     /// thread: keep it quick and thread-safe. The method returns when the sequence has
     /// ended and every outcome has been handed over.
     ///
+    /// Once a send fails with ``APNsTransportError/Code/shutdown`` (the transport was shut
+    /// down and takes nothing more), the sequence is no longer read: each element already
+    /// read still gets its one outcome (those not sent fail with `shutdown`), and the
+    /// method returns once they have, without waiting for the sequence to end. What the
+    /// sequence has not produced stays in it (a queue consumer's messages are not taken
+    /// off the queue to be failed). An element whose `next()` was under way when the send
+    /// failed is still read, and fails with `shutdown`.
+    ///
     /// - Parameters:
     ///   - deliveries: Each notification with the device it goes to.
     ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1,
@@ -66,7 +74,10 @@ extension APNsClient {
     /// Sends `notification` to each device of `deviceTokens` as the sequence produces it,
     /// at most `maxConcurrency` at a time, handing each outcome to `onOutcome`: one
     /// notification to devices read over time (a database cursor over a million
-    /// subscribers), encoded once. Otherwise this is ``send(_:maxConcurrency:isolation:onOutcome:)``.
+    /// subscribers), encoded once. Otherwise this is ``send(_:maxConcurrency:isolation:onOutcome:)``:
+    /// in particular, `deviceTokens` is no longer read once the task is cancelled or a send
+    /// fails with ``APNsTransportError/Code/shutdown``, and each token read still gets its
+    /// one outcome.
     ///
     /// ```swift
     /// try await client.send(notification, to: subscribers.deviceTokens) { index, outcome in
@@ -118,8 +129,12 @@ extension APNsClient {
         delivery: (Source.Element) -> StreamedDelivery
     ) async throws(Source.Failure) -> APNsBatchSummary {
         let width = max(1, min(maxConcurrency, RequestFeed.maxWindow))
-        let pass = BatchPass(streamingWith: metrics, tracing: tracing, onOutcome: onOutcome)
         let window = StreamWindow(capacity: 2 * width)
+        let pass = BatchPass(streamingWith: metrics, tracing: tracing) { index, outcome in
+            // The transport takes nothing more: reading on would only fail what is read.
+            if outcome.error?.transportError?.code == .shutdown { window.stopReading() }
+            onOutcome(index, outcome)
+        }
         let feed = RequestFeed()
         let (retries, retryInput) = AsyncStream.makeStream(of: StreamedRetry.self)
         var failure: Source.Failure?
@@ -161,7 +176,7 @@ extension APNsClient {
             }
             var iterator = source.makeAsyncIterator()
             do throws(Source.Failure) {
-                while !Task.isCancelled, let element = try await iterator.next(isolation: isolation) {
+                while !Task.isCancelled, !window.readingStopped, let element = try await iterator.next(isolation: isolation) {
                     let next = delivery(element)
                     metrics.sent(next.pushType)
                     window.put(read, next)
@@ -267,6 +282,8 @@ final class StreamWindow: Sendable {
         var retrying = 0
         /// The reader waits for room.
         var readerWaits = false
+        /// The reader reads no more (the transport is shut down).
+        var stopped = false
     }
 
     private let capacity: Int
@@ -313,12 +330,28 @@ final class StreamWindow: Sendable {
         if wake { room.raise() }
     }
 
+    /// Tells the reader to read no more (a send failed with `shutdown`: the transport takes
+    /// nothing more), waking it if it waits for room.
+    func stopReading() {
+        let wake = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.stopped = true
+            return true
+        }
+        if wake { room.raise() }
+    }
+
+    /// Whether ``stopReading()`` was called.
+    var readingStopped: Bool {
+        state.withLock { $0.stopped }
+    }
+
     /// Returns at once while there is room for another element; otherwise when half the
-    /// room is free again, or when the task is cancelled.
+    /// room is free again, when reading stopped, or when the task is cancelled.
     func waitForRoom() async {
         while true {
             let full = state.withLock { state -> Bool in
-                guard state.buffered + state.retrying >= capacity else { return false }
+                guard !state.stopped, state.buffered + state.retrying >= capacity else { return false }
                 state.readerWaits = true
                 return true
             }

@@ -249,6 +249,52 @@ import Testing
         #expect(Set(byIndex.keys) == Set(0..<read))
     }
 
+    /// The transport shut down during an endless stream: once a send fails with
+    /// `shutdown`, the sequence is no longer read and the call returns by itself (its task
+    /// is not cancelled), with one outcome for each element read. What can fail with
+    /// `shutdown` is bounded by what the documentation lets be outstanding when the first
+    /// such failure comes — `2 × maxConcurrency` read and not sent, plus `maxConcurrency` in
+    /// flight — and the one element whose read may be under way then.
+    @Test(arguments: [false, true]) func shutdownStopsReadingTheSequence(pairs: Bool) async throws {
+        let mock = MockTransport()
+        let pulled = SharedCount()
+        let tokens = CountingTokens(count: .max, pulled: pulled)
+        let outcomes = Mutex<[Int: [String]]>([:])
+        let returned = Mutex(false)
+        let width = 5
+        let client = APNsClient.testing(transport: mock)
+        let task = Task {
+            let record: @Sendable (Int, APNsOutcome) -> Void = { index, outcome in
+                outcomes.withLock { $0[index, default: []].append(outcomeKind(outcome)) }
+            }
+            let summary =
+                pairs
+                ? await client.send(tokens.map { (notification: sampleAlert, deviceToken: $0) }, maxConcurrency: width, onOutcome: record)
+                : await client.send(sampleAlert, to: tokens, maxConcurrency: width, onOutcome: record)
+            returned.withLock { $0 = true }
+            return summary
+        }
+        let started = ContinuousClock.now + .seconds(30)
+        while pulled.current < 1_000, ContinuousClock.now < started { try await Task.sleep(for: .milliseconds(1)) }
+        await client.shutdown()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !returned.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(returned.withLock { $0 }, "the sequence was still read \(pulled.current) elements in, 20 s after the shutdown")
+        task.cancel()
+        let summary = await task.value
+
+        let read = pulled.current
+        let byIndex = outcomes.withLock { $0 }
+        #expect(Set(byIndex.keys) == Set(0..<read))
+        #expect(byIndex.values.allSatisfy { $0.count == 1 })
+        #expect(summary.total == read)
+        let failedWithShutdown = byIndex.values.filter { $0 == ["failed shutdown"] }.count
+        #expect(failedWithShutdown >= 1)
+        #expect(summary.accepted + failedWithShutdown == read)
+        #expect(failedWithShutdown <= 3 * width + 1)
+        #expect(mock.requests.count == summary.accepted)
+    }
+
     /// A stream's ExpiredProviderToken: the token is refreshed at once, the notification is
     /// sent again with the new one (same `apns-id`, same payload: the retry is rebuilt from
     /// the first request), and the elements read afterwards carry the new token.
