@@ -20,7 +20,8 @@ extension APNsClient {
     /// - Returns: One outcome per device token, in the order of `deviceTokens`: none is
     ///   lost or repeated. If the notification is invalid, every outcome is that
     ///   ``APNsError/invalid(_:)``; if the task is cancelled, the rest fail with
-    ///   ``APNsTransportError/Code/cancelled``.
+    ///   ``APNsTransportError/Code/cancelled`` (those never sent with
+    ///   `mayHaveReachedAPNs == false`, their requests never built).
     public func send(
         _ notification: PushNotification,
         to deviceTokens: [DeviceToken],
@@ -105,7 +106,8 @@ extension APNsClient {
     ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1.
     /// - Returns: One outcome per delivery, in the order of `deliveries`: none is lost or
     ///   repeated; if the task is cancelled, the rest fail with
-    ///   ``APNsTransportError/Code/cancelled``.
+    ///   ``APNsTransportError/Code/cancelled`` (those never sent with
+    ///   `mayHaveReachedAPNs == false`, their notifications never encoded).
     public func send(
         _ deliveries: [(notification: PushNotification, deviceToken: DeviceToken)],
         maxConcurrency: Int = 100
@@ -206,17 +208,29 @@ extension APNsClient {
         notification: @escaping @Sendable (Int) -> Result<(PushNotification.Prepared, APNsID?), APNsRequestError>
     ) async {
         let width = max(1, min(maxConcurrency, deviceTokens.count))
-        await transport.sendBatch(
-            count: deviceTokens.count,
-            maxConcurrency: width,
-            makeRequest: { index in
-                self.firstRequest(index, to: deviceTokens[index], pushType: pass.pushType(index), notification: notification(index), pass: pass)
-            },
-            onResult: { index, request, result in
-                let resumption = self.firstResult(index, request, result, deviceToken: deviceTokens[index], pushType: pass.pushType(index), pass: pass)
-                if let resumption { pass.continueLater(index, resumption, apnsID: request.apnsID) }
-            }
-        )
+        await withTaskCancellationHandler {
+            await transport.sendBatch(
+                count: deviceTokens.count,
+                maxConcurrency: width,
+                makeRequest: { index in
+                    // Cancelled: the transport would only fail this request unsent (see
+                    // `PushTransport`'s batch contract), so it is not made, and its
+                    // notification not encoded: the index fails here, and a cancelled
+                    // batch of a million costs a counter per token instead of a request.
+                    if pass.isCancelled {
+                        pass.finishUnsent(index)
+                        return nil
+                    }
+                    return self.firstRequest(index, to: deviceTokens[index], pushType: pass.pushType(index), notification: notification(index), pass: pass)
+                },
+                onResult: { index, request, result in
+                    let resumption = self.firstResult(index, request, result, deviceToken: deviceTokens[index], pushType: pass.pushType(index), pass: pass)
+                    if let resumption { pass.continueLater(index, resumption, apnsID: request.apnsID) }
+                }
+            )
+        } onCancel: {
+            pass.cancel()
+        }
         // Second pass: rejections, failures and retries, through the attempt loop.
         let later = pass.takeContinuations()
         if !later.isEmpty {

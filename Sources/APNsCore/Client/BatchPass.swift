@@ -21,6 +21,8 @@ final class BatchPass: @unchecked Sendable {
     /// Whether ``takeOutcomes()`` moved the outcomes out (the buffer is uninitialized).
     private var movedOut = false
     private let continuations = Mutex<[(Int, APNsClient.Resumption, APNsID?)]>([])
+    /// Set when the batch's task is cancelled: the requests not made yet never will be sent.
+    private let cancelled = Atomic<Bool>(false)
 
     /// Counts each outcome (``ClientMetrics``), with the push type of its index.
     private let metrics: ClientMetrics
@@ -106,6 +108,23 @@ final class BatchPass: @unchecked Sendable {
         } else {
             outcomes[index] = outcome
         }
+    }
+
+    /// Marks the batch cancelled (from its task's cancellation handler): see ``isCancelled``.
+    func cancel() {
+        cancelled.store(true, ordering: .releasing)
+    }
+
+    /// Whether the batch's task was cancelled: a request not made yet would only be failed
+    /// unsent, so it is not made (``finishUnsent(_:)``).
+    var isCancelled: Bool {
+        cancelled.load(ordering: .acquiring)
+    }
+
+    /// Records that `index` was never sent because the batch was cancelled: `cancelled`,
+    /// `mayHaveReachedAPNs == false`, without its request made or its notification encoded.
+    func finishUnsent(_ index: Int) {
+        finish(index, .failure(.failed(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent"))))
     }
 
     /// Starts the span of `index`'s notification, of `pushType` (tracing on), under the

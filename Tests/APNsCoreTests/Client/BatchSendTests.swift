@@ -153,6 +153,52 @@ import Testing
         #expect(mock.requests.count < 50)
     }
 
+    /// The forms of an array batch.
+    enum ArrayForm: CaseIterable, Sendable { case tokens, deliveries, tokensWithOnOutcome }
+
+    /// Cancelled with a window of requests in flight and the rest never sent: every token
+    /// still gets exactly one outcome, `cancelled`, and the ones never sent say they never
+    /// reached APNs. Their requests are not built: the provider token source, asked once
+    /// per request built, is asked only for the requests sent, give or take the window's
+    /// worth that can be made as the cancellation lands.
+    @Test(.timeLimit(.minutes(2)), arguments: ArrayForm.allCases)
+    func cancelledBatchBuildsNoRequestItNeverSends(form: ArrayForm) async {
+        let mock = MockTransport()
+        mock.respondByDefault(with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
+        let source = CoreCountingTokenSource()
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(source))
+        let count = 10_000
+        let width = 5
+        let tokens = (0..<count).map { mockToken($0) }
+        let task = Task { () -> [APNsOutcome] in
+            switch form {
+            case .tokens:
+                return await client.send(sampleAlert, to: tokens, maxConcurrency: width)
+            case .deliveries:
+                return await client.send(tokens.map { (notification: sampleAlert, deviceToken: $0) }, maxConcurrency: width)
+            case .tokensWithOnOutcome:
+                let received = Mutex<[Int: [APNsOutcome]]>([:])
+                await client.send(sampleAlert, to: tokens, maxConcurrency: width) { index, outcome in
+                    received.withLock { $0[index, default: []].append(outcome) }
+                }
+                let byIndex = received.withLock { $0 }
+                #expect(byIndex.values.allSatisfy { $0.count == 1 })
+                return (0..<count).compactMap { byIndex[$0]?.first }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while mock.requests.count < width, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+        task.cancel()
+        let outcomes = await task.value
+
+        #expect(outcomes.map(\.deviceToken) == tokens)
+        #expect(outcomes.allSatisfy { $0.error?.transportError?.code == .cancelled })
+        let sent = Set(mock.requests.compactMap(\.deviceToken))
+        #expect(sent.count < count)
+        #expect(outcomes.filter { !sent.contains($0.deviceToken) }.allSatisfy { $0.error?.transportError?.mayHaveReachedAPNs == false })
+        #expect(source.tokenCalls <= mock.requests.count + width, "requests built: \(source.tokenCalls), sent: \(mock.requests.count)")
+    }
+
     @Test func batchSummaryIsLoggedAtDebug() async {
         let store = CoreCapturingLogHandler.Store()
         let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
