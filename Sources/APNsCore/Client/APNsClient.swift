@@ -30,7 +30,8 @@ public final class APNsClient: Sendable {
     public let credentials: APNsCredentials
     /// What is retried.
     public let retryPolicy: RetryPolicy
-    /// The ``APNsRequest/timeout`` of each attempt.
+    /// The ``APNsRequest/timeout`` of each attempt. A timeout is not retried (see
+    /// ``RetryPolicy``), so a send that times out takes about this long.
     public let requestTimeout: Duration
     /// The logger the client writes to.
     public let logger: Logger

@@ -11,14 +11,19 @@ import Foundation
 ///   TooManyRequests, 500, 503, IdleTimeout), after an exponential backoff with jitter;
 /// - transport failures that certainly did not reach APNs
 ///   (``APNsTransportError/mayHaveReachedAPNs`` is `false`: connect failed, GOAWAY above
-///   the last-stream-id, REFUSED_STREAM, queue full), except shutdown and cancellation;
+///   the last-stream-id, REFUSED_STREAM, queue full), except shutdown, cancellation and
+///   timeouts: a request that timed out, even one never sent (it waited in the queue, or
+///   the server's window held its body back), has spent the time it was given, and a
+///   retry would wait as long again on the same cause, so a send takes about one
+///   ``APNsClient/requestTimeout``, not one per attempt;
 /// - `ExpiredProviderToken`, once, at once, after invalidating the token (this extra
 ///   attempt is not counted in ``maxAttempts``).
 ///
 /// It never retries anything else: not BadDeviceToken, DeviceTokenNotForTopic, Forbidden,
 /// ExpiredToken, Unregistered or PayloadTooLarge, and not a failure that may have reached
 /// APNs unless ``retriesFailuresThatMayHaveReachedAPNs`` is set (a retry could then deliver
-/// the notification twice). Every retry reuses the notification's `apns-id`.
+/// the notification twice; timeouts, sent or not, are then retried too). Every retry
+/// reuses the notification's `apns-id`.
 ///
 /// The delay before retry *n* (1, 2, …) is drawn uniformly from `[d/2, d]`, where
 /// `d = min(maxDelay, baseDelay × 2^(n-1))` ("equal jitter").
@@ -68,7 +73,8 @@ public struct RetryPolicy: Sendable, Hashable {
             return rejection.remedy == .retryLater
         case .failed(let failure):
             if failure.code == .shutdown || failure.code == .cancelled { return false }
-            return !failure.mayHaveReachedAPNs || retriesFailuresThatMayHaveReachedAPNs
+            if retriesFailuresThatMayHaveReachedAPNs { return true }
+            return !failure.mayHaveReachedAPNs && failure.code != .timeout
         }
     }
 

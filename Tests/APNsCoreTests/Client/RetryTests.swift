@@ -92,7 +92,6 @@ import Testing
 
     @Test(arguments: [
         APNsTransportError.connectionFailed(), .goAway(), .streamRefused(), .queueFull(), .tlsFailure(),
-        .timeout(mayHaveReachedAPNs: false),
     ])
     func failureThatNeverReachedAPNsIsRetried(failure: APNsTransportError) async throws {
         let mock = MockTransport()
@@ -118,6 +117,26 @@ import Testing
             #expect(error.transportError == failure)
         }
         #expect(mock.requests.count == 1)
+    }
+
+    @Test("a timeout is not retried, even one never sent: the time the request was given is spent")
+    func timeoutIsNotRetried() async throws {
+        for failure in [APNsTransportError.timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent"),
+                        .timeout(mayHaveReachedAPNs: false, "the request timed out before it was completely written")] {
+            let mock = MockTransport()
+            mock.respond(to: Self.device, with: [.failure(failure), .accepted])
+            let client = APNsClient.testing(transport: mock)
+            do {
+                _ = try await client.send(sampleAlert, to: Self.device)
+                Issue.record("\(failure) was retried")
+            } catch {
+                #expect(error.transportError == failure)
+                #expect(error.transportError?.mayHaveReachedAPNs == false)
+            }
+            #expect(mock.requests.count == 1)
+            #expect(!RetryPolicy.default.shouldRetry(.failed(failure)))
+            #expect(RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true).shouldRetry(.failed(failure)))
+        }
     }
 
     @Test func optInRetriesFailuresThatMayHaveReachedAPNs() async throws {
