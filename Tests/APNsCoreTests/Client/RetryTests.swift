@@ -102,9 +102,13 @@ import Testing
         #expect(mock.requests[0].header("apns-id") == mock.requests[1].header("apns-id"))
     }
 
+    /// Failures that may have reached APNs, and those that end a send whatever they say:
+    /// shutdown, cancellation, and timeouts, even never sent (the time given is spent).
     @Test(arguments: [
         APNsTransportError.connectionClosed(), .timeout(), .streamReset(), .protocolError(),
         .shutdown(), .cancelled(mayHaveReachedAPNs: false),
+        .timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent"),
+        .timeout(mayHaveReachedAPNs: false, "the request timed out before it was completely written"),
     ])
     func failureThatMayHaveReachedAPNsIsNotRetried(failure: APNsTransportError) async throws {
         let mock = MockTransport()
@@ -119,24 +123,13 @@ import Testing
         #expect(mock.requests.count == 1)
     }
 
-    @Test("a timeout is not retried, even one never sent: the time the request was given is spent")
-    func timeoutIsNotRetried() async throws {
-        for failure in [APNsTransportError.timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent"),
-                        .timeout(mayHaveReachedAPNs: false, "the request timed out before it was completely written")] {
-            let mock = MockTransport()
-            mock.respond(to: Self.device, with: [.failure(failure), .accepted])
-            let client = APNsClient.testing(transport: mock)
-            do {
-                _ = try await client.send(sampleAlert, to: Self.device)
-                Issue.record("\(failure) was retried")
-            } catch {
-                #expect(error.transportError == failure)
-                #expect(error.transportError?.mayHaveReachedAPNs == false)
-            }
-            #expect(mock.requests.count == 1)
-            #expect(!RetryPolicy.default.shouldRetry(.failed(failure)))
-            #expect(RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true).shouldRetry(.failed(failure)))
-        }
+    @Test("a timeout never sent is not retried by default, and is with the opt-in")
+    func timeoutIsNotRetried() {
+        let queued = APNsTransportError.timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent")
+        #expect(!RetryPolicy.default.shouldRetry(.failed(queued)))
+        #expect(RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true).shouldRetry(.failed(queued)))
+        // Never sent and not a timeout: retried.
+        #expect(RetryPolicy.default.shouldRetry(.failed(.connectionFailed())))
     }
 
     @Test func optInRetriesFailuresThatMayHaveReachedAPNs() async throws {

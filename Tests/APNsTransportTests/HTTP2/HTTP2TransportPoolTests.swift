@@ -242,14 +242,7 @@ struct HTTP2TransportPoolTests {
         // and expires there.
         let holder = try devicePush(token: 1, timeout: .seconds(120))
         let waiter = try devicePush(token: 2, timeout: .milliseconds(200))
-        let held = Task { () -> APNsTransportError? in
-            do throws(APNsTransportError) {
-                _ = try await transport.send(holder)
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let held = sendingTask(transport, holder)
         while transport.statistics.requestsSent < 2 { try await Task.sleep(for: .milliseconds(5)) }
         var queued: APNsTransportError?
         do throws(APNsTransportError) {
@@ -298,16 +291,7 @@ struct HTTP2TransportPoolTests {
             $0.maxQueuedRequests = 2
             $0.shutdownGracePeriod = .milliseconds(50)
         }
-        func sending(_ request: APNsRequest) -> Task<APNsTransportError?, Never> {
-            Task {
-                do throws(APNsTransportError) {
-                    _ = try await transport.send(request)
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-        }
+        func sending(_ request: APNsRequest) -> Task<APNsTransportError?, Never> { sendingTask(transport, request) }
         func outcome(_ request: APNsRequest) async -> APNsTransportError? {
             await sending(request).value
         }
@@ -343,14 +327,7 @@ struct HTTP2TransportPoolTests {
         let server = SocketPairHTTP2Server(behaviour)
         let transport = makeTransport(server)
         let request = try devicePush()
-        let task = Task { () -> APNsTransportError? in
-            do throws(APNsTransportError) {
-                _ = try await transport.send(request)
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let task = sendingTask(transport, request)
         while transport.statistics.requestsSent == 0 { try await Task.sleep(for: .milliseconds(5)) }
         task.cancel()
         let error = await task.value

@@ -101,6 +101,18 @@ func sendToMock(
     }
 }
 
+/// Sends `request` from a new task: its value is the failure, or `nil` if an answer came.
+func sendingTask(_ transport: HTTP2Transport, _ request: APNsRequest) -> Task<APNsTransportError?, Never> {
+    Task {
+        do throws(APNsTransportError) {
+            _ = try await transport.send(request)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
+
 /// How many times each apns-id was answered by the server.
 func answeredIDs(_ server: MockAPNsServer) -> [String: Int] {
     var counts: [String: Int] = [:]

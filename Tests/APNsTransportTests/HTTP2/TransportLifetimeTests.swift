@@ -60,14 +60,7 @@ struct TransportLifetimeTests {
         configuration.shutdownGracePeriod = .seconds(1)
         let transport = HTTP2Transport(configuration: configuration)
         let request = try mockPush(0, port: silent.port, timeout: .seconds(120))
-        let send = Task { () -> APNsTransportError? in
-            do throws(APNsTransportError) {
-                _ = try await transport.send(request)
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let send = sendingTask(transport, request)
         try await Task.sleep(for: .milliseconds(500))
         let clock = ContinuousClock()
         let start = clock.now

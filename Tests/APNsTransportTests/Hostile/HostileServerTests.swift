@@ -392,14 +392,7 @@ struct HostileServerTests {
     /// failure.
     static func cancelInFlight(_ transport: HTTP2Transport, _ server: HostileHTTP2Server, received: Int) async throws -> APNsTransportError? {
         let request = try devicePush(token: 1, timeout: .seconds(60))
-        let task = Task { () -> APNsTransportError? in
-            do throws(APNsTransportError) {
-                _ = try await transport.send(request)
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let task = sendingTask(transport, request)
         #expect(await Self.eventually(within: .seconds(20)) { server.counters.headersReceived >= received })
         task.cancel()
         return await task.value
