@@ -135,6 +135,16 @@ public final class MockTransport: PushTransport {
         state.withLock { $0.requests.filter { $0.deviceToken == deviceToken } }
     }
 
+    /// The device tokens scripted with ``respond(to:with:)`` that no request went to: a
+    /// test that expects its code to reach every scripted device checks this is empty.
+    /// Sorted by their hexadecimal digits.
+    public var scriptedDeviceTokensNeverSent: [DeviceToken] {
+        state.withLock { state in
+            let sent = Set(state.requests.compactMap { $0.deviceToken?.hexString })
+            return state.scripts.keys.filter { !sent.contains($0) }.sorted().compactMap { try? DeviceToken(hex: $0) }
+        }
+    }
+
     /// Forgets the requests received so far (scripts stay).
     public func removeAllRequests() {
         state.withLock { $0.requests.removeAll() }

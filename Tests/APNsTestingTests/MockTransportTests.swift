@@ -73,6 +73,24 @@ import APNsCore
         #expect(try await mock.send(request).status == 400)  // script removed: the handler answers
     }
 
+    @Test("scripted device tokens that no request went to are listed; an unscripted one can be made to fail")
+    func scriptedTokensNeverSentAndStrictDefault() async throws {
+        let mock = MockTransport()
+        let reached = try DeviceToken(hex: "00fc13ad")
+        let missed = try DeviceToken(hex: "11fc13ad")
+        let stranger = try DeviceToken(hex: "22fc13ad")
+        mock.respond(to: reached, with: .accepted)
+        mock.respond(to: missed, with: .rejected(.unregistered))
+        mock.respondByDefault(with: .failure(.protocolError("unscripted device token")))
+        let client = APNsClient(environment: .sandbox, credentials: .certificate, transport: mock, retryPolicy: .never)
+        let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+        #expect(mock.scriptedDeviceTokensNeverSent == [reached, missed])
+        _ = try await client.send(notification, to: reached)
+        #expect(mock.scriptedDeviceTokensNeverSent == [missed])
+        await #expect(throws: APNsError.self) { _ = try await client.send(notification, to: stranger) }
+        #expect(mock.scriptedDeviceTokensNeverSent == [missed])
+    }
+
     @Test func rawResponsesPassThrough() async throws {
         let mock = MockTransport(handler: { _ in .response(APNsResponse(status: 502, body: Array("<html>".utf8))) })
         let client = APNsClient.testing(transport: mock, retryPolicy: .never)

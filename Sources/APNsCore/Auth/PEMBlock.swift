@@ -19,6 +19,16 @@ struct PEMBlock {
     enum ParseError: Error {
         case missingEnd(label: String)
         case badBase64(label: String)
+        /// The BEGIN line does not end in five dashes right after a label (RFC 7468 §3:
+        /// printable characters but `-`, on the BEGIN line): what follows `BEGIN ` is not
+        /// a label and is never quoted, since it may be the key itself.
+        case malformedBegin
+    }
+
+    /// Whether `bytes` can be a label (RFC 7468 §3 `label`: printable ASCII but `-`, one
+    /// line), no longer than any label in use.
+    private static func isLabel(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.count <= 64 && bytes.allSatisfy { ($0 >= 0x20 && $0 <= 0x7E) && $0 != UInt8(ascii: "-") }
     }
 
     private static let dashes = Array("-----".utf8)
@@ -65,9 +75,10 @@ struct PEMBlock {
         while let beginRange = firstRange(of: begin, in: rest) {
             let afterBegin = rest[beginRange.upperBound...]
             guard let labelEnd = firstRange(of: dashes, in: afterBegin) else {
-                throw .missingEnd(label: "")
+                throw .malformedBegin
             }
             let labelBytes = afterBegin[..<labelEnd.lowerBound]
+            guard isLabel(labelBytes) else { throw .malformedBegin }
             let label = String(decoding: labelBytes, as: UTF8.self)
             let end = Array("-----END ".utf8) + labelBytes + dashes
             let body = afterBegin[labelEnd.upperBound...]

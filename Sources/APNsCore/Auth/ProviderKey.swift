@@ -115,6 +115,11 @@ public struct ProviderKey: Sendable {
                     throw ProviderKeyError(.malformed, "\(source) has a PEM BEGIN line for \"\(label)\" without its END line")
                 case .badBase64(let label):
                     throw ProviderKeyError(.malformed, "the body of the PEM block \"\(label)\" in \(source) is not valid base64")
+                case .malformedBegin:
+                    throw ProviderKeyError(
+                        .malformed,
+                        "\(source) has a PEM BEGIN line that does not end in five dashes after its label "
+                            + "(expected \"-----BEGIN PRIVATE KEY-----\")")
                 }
             }
             defer {

@@ -132,9 +132,18 @@ public struct ProviderToken: Sendable, Hashable {
     }
 }
 
-extension ProviderToken: CustomStringConvertible {
+extension ProviderToken: CustomStringConvertible, CustomReflectable {
     /// The key id and issue time, never the JWT itself (it is a credential).
     public var description: String {
         "ProviderToken(kid: \(keyID ?? "unknown"), iss: \(teamID ?? "unknown"), iat: \(Int64(issuedAt.timeIntervalSince1970)))"
+    }
+
+    /// What `dump(_:)` and debuggers show: the key id, team id and issue time, never the JWT.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: ["keyID": keyID ?? "unknown", "teamID": teamID ?? "unknown", "issuedAt": issuedAt],
+            displayStyle: .struct
+        )
     }
 }

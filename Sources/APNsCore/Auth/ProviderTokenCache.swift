@@ -57,6 +57,8 @@ public final class ProviderTokenCache: ProviderTokenSource {
 
     private struct State {
         var current: ProviderToken?
+        /// When `current` was signed, by ``ProviderTokenClock``'s monotonic time.
+        var signedAt = Duration.zero
         /// APNs answered ExpiredProviderToken for `current`.
         var invalidated = false
         /// Signatures made so far (tests read it through ``signatureCount``).
@@ -115,19 +117,26 @@ public final class ProviderTokenCache: ProviderTokenSource {
     ///
     /// A new token is signed when there is none yet, when the current one is
     /// ``refreshInterval`` old or older (the boundary itself counts as due), when it was
-    /// ``invalidate(_:)``d and is at least 20 minutes old, or when the clock has moved more
-    /// than a minute behind its `iat` (the host clock was set back).
+    /// ``invalidate(_:)``d and is at least 20 minutes old. When the host's clock is set back
+    /// more than a minute behind the current token's `iat`, the wall clock can no longer
+    /// tell the token's age: it is replaced 20 minutes after it was signed, by a clock that
+    /// does not step, as soon as APNs allows a new token (a new one at once would earn 429
+    /// TooManyProviderTokenUpdates on every connection that carried it), and until then it
+    /// is still young by APNs' clock (its `iat` is ahead, not behind).
     ///
     /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Code/signingFailed`` if
     ///   OpenSSL fails to sign (it does not, short of running out of memory).
     public func token() throws(ProviderTokenError) -> ProviderToken {
         try state.withLock { (state: inout State) throws(ProviderTokenError) -> ProviderToken in
             let now = clock.now()
-            if let current = state.current, !isDue(current, invalidated: state.invalidated, now: now) {
+            if let current = state.current,
+                !isDue(current, invalidated: state.invalidated, now: now, signedFor: clock.elapsed() - state.signedAt)
+            {
                 return current
             }
             let token = try sign(at: now)
             state.current = token
+            state.signedAt = clock.elapsed()
             state.invalidated = false
             state.signatureCount += 1
             logger.debug("signed a new provider token", metadata: [
@@ -213,9 +222,10 @@ public final class ProviderTokenCache: ProviderTokenSource {
     /// How far the clock may step back behind a token's `iat` before the token is replaced.
     private static let clockStepTolerance: Double = 60
 
-    private func isDue(_ token: ProviderToken, invalidated: Bool, now: Date) -> Bool {
+    /// `signedFor`: the time since `token` was signed, by the monotonic clock.
+    private func isDue(_ token: ProviderToken, invalidated: Bool, now: Date, signedFor: Duration) -> Bool {
         let age = now.timeIntervalSince(token.issuedAt)
-        if age < -Self.clockStepTolerance { return true }
+        if age < -Self.clockStepTolerance { return Self.seconds(signedFor) >= Self.minimumTokenLifetime }
         if age >= refreshSeconds { return true }
         return invalidated && age >= Self.minimumTokenLifetime
     }

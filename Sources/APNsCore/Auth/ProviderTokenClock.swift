@@ -20,6 +20,9 @@ import Musl
 /// ```
 public struct ProviderTokenClock: Sendable {
     private let read: @Sendable () -> Date
+    /// Time that never steps (the system's monotonic clock unless a test gives its own):
+    /// how long ago a token was signed when the wall clock was set back behind its `iat`.
+    let elapsed: @Sendable () -> Duration
 
     /// A clock that calls `now` each time it is read.
     ///
@@ -27,7 +30,17 @@ public struct ProviderTokenClock: Sendable {
     ///   it must be quick and must not call back into the cache.
     public init(_ now: @escaping @Sendable () -> Date) {
         self.read = now
+        self.elapsed = Self.monotonic
     }
+
+    /// A clock with its own monotonic time, for tests that step the wall clock.
+    init(now: @escaping @Sendable () -> Date, elapsed: @escaping @Sendable () -> Duration) {
+        self.read = now
+        self.elapsed = elapsed
+    }
+
+    private static let origin = ContinuousClock.now
+    private static let monotonic: @Sendable () -> Duration = { ContinuousClock.now - origin }
 
     /// The system's wall clock: APNs compares `iat` with its own UTC clock, so keep the
     /// host's clock synchronised (NTP).

@@ -305,7 +305,7 @@ extension APNsClient {
     /// client certificate when the credentials are one.
     ///
     /// - Throws: ``APNsError/invalid(_:)`` when the provider token source fails (logged as
-    ///   a warning once until a notification is accepted) or the request is invalid.
+    ///   a warning once while it lasts, at most once a minute) or the request is invalid.
     func firstAttemptRequest(
         _ prepared: PushNotification.Prepared,
         apnsID: APNsID,
@@ -313,7 +313,7 @@ extension APNsClient {
     ) throws(APNsError) -> APNsRequest {
         let providerToken = try currentProviderToken(log: { failure in
             if conditions.begins("provider-token") {
-                logger.warning("no provider token (logged once until a notification is accepted)", metadata: ["apns.error": "\(failure)"])
+                logger.warning("no provider token (logged once while it lasts, and at most once a minute)", metadata: ["apns.error": "\(failure)"])
             } else {
                 logger.debug("no provider token", metadata: ["apns.error": "\(failure)"])
             }

@@ -367,7 +367,8 @@ public final class APNsClient: Sendable {
 
     /// Logs `error`, which ends a call after `attempt`, as every call does: a warning the
     /// first time the credentials are refused (once per reason until something is
-    /// accepted again, see ``ConditionLog``), debug otherwise; `metadata` is built only
+    /// accepted again, and at most once a minute, see ``ConditionLog``), debug otherwise;
+    /// `metadata` is built only
     /// when logged.
     func logEnding(
         _ error: APNsError,
@@ -387,7 +388,7 @@ public final class APNsClient: Sendable {
         for (key, value) in metadata() { decorated[metadataKey: key] = value }
         if level == .warning {
             decorated.warning(
-                "\(what) rejected: check the credentials (logged once until a notification is accepted)",
+                "\(what) rejected: check the credentials (logged once while it lasts, and at most once a minute)",
                 metadata: ["apns.error": "\(error)"]
             )
         } else {

@@ -364,3 +364,39 @@ public struct APNsRequest: Sendable, Hashable {
         }
     }
 }
+
+extension APNsRequest: CustomStringConvertible, CustomReflectable {
+    /// The method, the path with the device token redacted, the headers that say what the
+    /// request is (`authorization` shown as `bearer <redacted>`: a JWT is a credential)
+    /// and the body's size: what a failed test expectation or a log line needs.
+    ///
+    /// `POST /3/device/00fc13ad… (apns-push-type: alert, apns-topic: com.example.app, apns-id: …, 25-byte body)`
+    public var description: String {
+        let path = storage.deviceToken.map { "/3/device/\($0)" } ?? self.path
+        let fields = headers.compactMap { field -> String? in
+            if field.name.hasPrefix(":") { return nil }
+            let value = field.name == "authorization" ? "bearer <redacted>" : field.value
+            return "\(field.name): \(value)"
+        }
+        return "\(method) \(path) (\((fields + ["\(body.count)-byte body"]).joined(separator: ", ")))"
+    }
+
+    /// What `dump(_:)` and debuggers show: the parts of ``description``, never the JWT or
+    /// the whole device token.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "method": method.rawValue,
+                "authority": authority,
+                "path": storage.deviceToken.map { "/3/device/\($0)" } ?? path,
+                "headers": headers.filter { !$0.name.hasPrefix(":") }.map {
+                    $0.name == "authorization" ? "authorization: bearer <redacted>" : "\($0.name): \($0.value)"
+                },
+                "body": "\(body.count) bytes",
+                "timeout": timeout,
+            ],
+            displayStyle: .struct
+        )
+    }
+}

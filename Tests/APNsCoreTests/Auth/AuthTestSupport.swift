@@ -44,12 +44,23 @@ final class FakeClock: Sendable {
 
     var now: Date { current.withLock { $0 } }
 
+    /// Time that does not step: what a forward advance also moves.
+    private let monotonic = Mutex(Duration.zero)
+
+    /// Moves the wall clock; a forward move is time passing (the monotonic clock moves
+    /// too), a backward one a step of the wall clock alone (NTP, an operator).
     func advance(seconds: Double) {
         current.withLock { $0 = $0.addingTimeInterval(seconds) }
+        if seconds > 0 { monotonic.withLock { $0 += .milliseconds(Int64(seconds * 1000)) } }
+    }
+
+    /// Time passing without the wall clock moving (it was set back meanwhile).
+    func pass(seconds: Double) {
+        monotonic.withLock { $0 += .milliseconds(Int64(seconds * 1000)) }
     }
 
     var clock: ProviderTokenClock {
-        ProviderTokenClock { self.now }
+        ProviderTokenClock(now: { self.now }, elapsed: { self.monotonic.withLock { $0 } })
     }
 }
 

@@ -137,6 +137,28 @@ struct ProviderKeyTests {
         #expect(error?.code == .malformed)
     }
 
+    @Test("A BEGIN line missing its closing dashes is refused without quoting the key", arguments: [
+        "-----BEGIN PRIVATE KEY----", "-----BEGIN PRIVATE KEY", "-----BEGIN PRIVATE KEY-", "-----BEGIN PRIVATE KEY ----",
+    ])
+    func truncatedBeginLineNeverQuotesTheKey(_ beginLine: String) throws {
+        let pem = try AuthFixture.text("p256.p8")
+        let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        let broken = ([beginLine] + body.map(String.init) + ["-----END PRIVATE KEY-----", ""]).joined(separator: "\n")
+        let error = #expect(throws: ProviderKeyError.self) {
+            _ = try ProviderKey(pemRepresentation: broken)
+        }
+        #expect(error?.code == .malformed)
+        let message = "\(String(describing: error)) \(String(reflecting: error))"
+        // No run of 8 characters of the key's base64 body appears in the error.
+        for line in body {
+            for start in stride(from: 0, to: max(1, line.count - 8), by: 4) {
+                let run = line.dropFirst(start).prefix(8)
+                #expect(!message.contains(run), "the error quotes the key: \(message)")
+            }
+        }
+        #expect(message.contains("BEGIN line"), "\(message)")
+    }
+
     @Test func generatedKeysAreP256AndDiffer() throws {
         let a = try ProviderKey.generate()
         let b = try ProviderKey.generate()

@@ -264,10 +264,32 @@ import Testing
         #expect(warnings.first?.contains("check the credentials") == true)
         #expect(store.all.filter { $0.hasPrefix("debug") && $0.contains("notification not accepted") }.count == 199)
 
-        // An acceptance ends the condition; the next refusal warns again.
-        _ = try? await client.send(sampleAlert, to: mockToken(30_000))
-        _ = try? await client.send(sampleAlert, to: refused[0])
-        #expect(store.all.filter { $0.hasPrefix("warning") }.count == 2)
+        // An acceptance ends the condition; a refusal right after it is debug (within a
+        // minute of the warning): refusals that alternate with acceptances do not warn
+        // once each.
+        for _ in 0..<5 {
+            _ = try? await client.send(sampleAlert, to: mockToken(30_000))
+            _ = try? await client.send(sampleAlert, to: refused[0])
+        }
+        #expect(store.all.filter { $0.hasPrefix("warning") }.count == 1)
+    }
+
+    /// The condition log's rules, with a clock the test moves: once while it lasts, again
+    /// after it ended, but not within the quiet period of the last warning.
+    @Test func conditionLogWarnsOncePerConditionAndQuietPeriod() {
+        let start = ContinuousClock.now
+        let elapsed = Mutex(Duration.zero)
+        let log = ConditionLog(quietPeriod: .seconds(60), now: { start + elapsed.withLock { $0 } })
+        #expect(log.begins("credentials:InvalidProviderToken"))
+        #expect(!log.begins("credentials:InvalidProviderToken"))  // while it lasts
+        #expect(log.begins("provider-token"))  // another condition warns on its own
+        log.endAll()
+        elapsed.withLock { $0 = .seconds(10) }
+        #expect(!log.begins("credentials:InvalidProviderToken"))  // back within the quiet period
+        log.endAll()
+        elapsed.withLock { $0 = .seconds(61) }
+        #expect(log.begins("credentials:InvalidProviderToken"))  // ended, and a minute passed
+        #expect(!log.begins("credentials:InvalidProviderToken"))
     }
 
     /// An invalid notification: every index is handed over as invalid, nothing is sent.
