@@ -135,7 +135,7 @@ public final class MockTransport: PushTransport {
         state.withLock { $0.requests.filter { $0.deviceToken == deviceToken } }
     }
 
-    /// The device tokens scripted with ``respond(to:with:)`` that no request went to: a
+    /// The device tokens scripted with `respond(to:with:)` that no request went to: a
     /// test that expects its code to reach every scripted device checks this is empty.
     /// Sorted by their hexadecimal digits.
     public var scriptedDeviceTokensNeverSent: [DeviceToken] {
