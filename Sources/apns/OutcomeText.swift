@@ -64,8 +64,11 @@ enum OutcomeText {
         case .failed(let failure):
             var text = failure.mayHaveReachedAPNs
                 ? "may have reached APNs: a retry could deliver it twice"
-                : "never reached APNs: safe to retry"
+                : failure.isPermanent
+                    ? "never reached APNs, and sending again fails the same way"
+                    : "never reached APNs: safe to retry"
             switch failure.code {
+            case .connectionFailed where failure.detail?.contains(" proxy ") == true: text += "; check --proxy (or APNS_PROXY) and its credentials"
             case .connectionFailed: text += "; check --host/--port and the network"
             case .tlsFailure: text += "; check --ca-file and the certificate"
             default: break

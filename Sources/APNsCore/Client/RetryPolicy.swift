@@ -15,7 +15,9 @@ import Foundation
 ///   timeouts: a request that timed out, even one never sent (it waited in the queue, or
 ///   the server's window held its body back), has spent the time it was given, and a
 ///   retry would wait as long again on the same cause, so a send takes about one
-///   ``APNsClient/requestTimeout``, not one per attempt;
+///   ``APNsClient/requestTimeout``, not one per attempt; and failures that sending again
+///   cannot fix (``APNsTransportError/isPermanent``: a refused client certificate, a
+///   proxy that refused the credentials);
 /// - `ExpiredProviderToken`, once, at once, after invalidating the token (this extra
 ///   attempt is not counted in ``maxAttempts``).
 ///
@@ -72,7 +74,7 @@ public struct RetryPolicy: Sendable, Hashable {
         case .rejected(let rejection):
             return rejection.remedy == .retryLater
         case .failed(let failure):
-            if failure.code == .shutdown || failure.code == .cancelled { return false }
+            if failure.code == .shutdown || failure.code == .cancelled || failure.isPermanent { return false }
             if retriesFailuresThatMayHaveReachedAPNs { return true }
             return !failure.mayHaveReachedAPNs && failure.code != .timeout
         }

@@ -54,25 +54,33 @@ public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
     /// still go to port 443 (see ``broadcast``).
     public var alternatePort: APNsEnvironment { APNsEnvironment(host: host, port: 2197) }
 
+    /// The sandbox's old host name, `api.development.push.apple.com`: an alias of
+    /// ``sandbox``'s host, which Apple still answers on.
+    static let developmentAlias = "api.development.push.apple.com"
+
     /// The broadcast push endpoint that belongs with this environment: port 443 of the same
-    /// host for APNs' production or sandbox host on any other port (APNs takes broadcasts
-    /// on 443 only, not on the alternate port 2197), itself otherwise (a custom host such
-    /// as a mock server keeps its port).
+    /// host for APNs' production or sandbox host (or the sandbox's old alias) on any other
+    /// port (APNs takes broadcasts on 443 only, not on the alternate port 2197); the
+    /// production or sandbox host for its channel-management endpoint; itself otherwise (a
+    /// custom host such as a mock server keeps its port).
     ///
     /// See [Sending broadcast push notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns).
     public var broadcast: APNsEnvironment {
         switch host {
-        case Self.production.host, Self.sandbox.host: APNsEnvironment(host: host, port: 443)
+        case Self.production.host, Self.sandbox.host, Self.developmentAlias: APNsEnvironment(host: host, port: 443)
+        case Self.productionChannelManagement.host: .production
+        case Self.sandboxChannelManagement.host: .sandbox
         default: self
         }
     }
 
     /// The channel-management endpoint that belongs with this environment: the sandbox one
-    /// for the sandbox host, the production one for the production host, itself otherwise.
+    /// for the sandbox host (or its old alias), the production one for the production
+    /// host, itself otherwise.
     public var channelManagement: APNsEnvironment {
         switch host {
         case Self.production.host: .productionChannelManagement
-        case Self.sandbox.host: .sandboxChannelManagement
+        case Self.sandbox.host, Self.developmentAlias: .sandboxChannelManagement
         default: self
         }
     }

@@ -79,14 +79,27 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     /// trickled in): `200` means APNs accepted the notification even though the rest of
     /// its answer was refused or late. `nil` when no status arrived.
     public let responseStatus: Int?
+    /// Whether sending again through the same transport fails the same way: the peer
+    /// refused what the transport presents, not the moment (APNs refused the client
+    /// certificate, the server's certificate failed verification, a proxy refused the
+    /// credentials or the destination). ``RetryPolicy`` does not retry such a failure:
+    /// each retry would be another refused handshake, and APNs takes rapid reconnects
+    /// for abuse. Fix the configuration instead.
+    public let isPermanent: Bool
 
     /// Creates an error. Prefer the static constructors, which set ``mayHaveReachedAPNs``
     /// as the table in the type's documentation says.
-    public init(code: Code, mayHaveReachedAPNs: Bool, detail: String? = nil, responseStatus: Int? = nil) {
+    public init(code: Code, mayHaveReachedAPNs: Bool, detail: String? = nil, responseStatus: Int? = nil, isPermanent: Bool = false) {
         self.code = code
         self.mayHaveReachedAPNs = mayHaveReachedAPNs
         self.detail = detail
         self.responseStatus = responseStatus
+        self.isPermanent = isPermanent
+    }
+
+    /// This error, marked as one that sending again cannot fix (``isPermanent``).
+    public var permanent: Self {
+        Self(code: code, mayHaveReachedAPNs: mayHaveReachedAPNs, detail: detail, responseStatus: responseStatus, isPermanent: true)
     }
 
     /// TCP connect or name resolution failed; nothing was sent.
@@ -154,6 +167,7 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     public var debugDescription: String {
         "APNsTransportError(\(code), mayHaveReachedAPNs: \(mayHaveReachedAPNs)"
             + (responseStatus.map { ", status \($0)" } ?? "")
+            + (isPermanent ? ", permanent" : "")
             + (detail.map { ", \($0)" } ?? "") + ")"
     }
 }

@@ -186,7 +186,7 @@ struct BroadcastRouter {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return reject("BadRequestPayload")
         }
-        guard let policy = object["message-storage-policy"] as? Int, policy == 0 || policy == 1
+        guard let policy = Self.jsonInteger(object["message-storage-policy"]), policy == 0 || policy == 1
         else { return reject("BadRequestPayload") }
         guard let pushType = object["push-type"] as? String else { return reject("MissingPushType") }
         guard pushType == "LiveActivity" else { return reject("InvalidPushType") }
@@ -194,6 +194,16 @@ struct BroadcastRouter {
             return reject("CannotCreateChannelConfig")
         }
         return .success(.create(bundleID: bundleID, storagePolicy: policy))
+    }
+
+    /// `value` as a JSON integer, or `nil` for anything else: Foundation reads `true` and
+    /// `1.0` as numbers that bridge to `Int` too, and APNs takes neither as a policy.
+    static func jsonInteger(_ value: Any?) -> Int? {
+        guard let number = value as? NSNumber else { return nil }
+        let type = String(cString: number.objCType)
+        // "c": a Boolean (also signed char, which JSON never gives); "f", "d": a fraction.
+        guard type != "c", type != "f", type != "d" else { return nil }
+        return number.intValue
     }
 
     /// The channel named by `apns-channel-id`: `MissingChannelId`, `BadChannelId` (not

@@ -127,7 +127,7 @@ enum RequestFate: Sendable, Hashable {
     /// ``APNsCore/APNsClient``'s retry policy) may send again: nothing was delivered.
     static func refusal(closingWith reason: APNsTransportError) -> APNsTransportError? {
         guard reason.code == .tlsFailure else { return nil }
-        return APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: false, detail: reason.detail)
+        return APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: false, detail: reason.detail, isPermanent: reason.isPermanent)
     }
 
     /// The error for a request written before the session ended with `reason` (or closed

@@ -159,8 +159,16 @@ public struct ClientIdentity: Sendable {
         guard let (key, leaf, extra) = result else {
             throw ClientIdentityError(.malformed, "cannot decrypt \(source): \(errors.text(or: "PKCS12_parse failed"))")
         }
+        // Without a key, PKCS12_parse matches no certificate to it and returns every
+        // certificate among the extra ones: the usual export mistake (the certificate
+        // alone) is a missing key, not a missing certificate.
+        guard let key else {
+            throw ClientIdentityError(
+                .missingPrivateKey,
+                "\(source) holds no private key" + (leaf == nil && extra.isEmpty ? " and no certificate" : " (only a certificate)")
+                    + ": export the certificate together with its key from Keychain Access")
+        }
         guard let leaf else { throw ClientIdentityError(.missingCertificate, "\(source) holds no certificate") }
-        guard let key else { throw ClientIdentityError(.missingPrivateKey, "\(source) holds no private key: export the certificate together with its key from Keychain Access") }
         return (leaf, extra, key)
     }
 
@@ -180,7 +188,7 @@ public struct ClientIdentity: Sendable {
         ERR_clear_error()
         let encrypted = pem.contains("ENCRYPTED")
         if encrypted && password == nil {
-            throw ClientIdentityError(.passwordRequired, "the private key is encrypted: pass its passphrase as password")
+            throw ClientIdentityError(.passwordRequired, "the private key is encrypted: pass its passphrase (the password argument; APNS_CERTIFICATE_PASSWORD, or --cert-password with the apns tool)")
         }
         let key: OpaquePointer? = withCleansedCopy(pem) { bytes in
             guard let base = bytes.baseAddress, bytes.count > 0, bytes.count <= Int(Int32.max),

@@ -18,6 +18,15 @@ enum HandshakeFailure {
         SSL_R_TLSV1_ALERT_ACCESS_DENIED, SSL_R_TLSV1_ALERT_DECRYPT_ERROR,
     ]
 
+    /// Whether a handshake that failed with `errors` fails the same way on every attempt:
+    /// the server refused the client certificate (or asked for one the transport does not
+    /// have), or the server's certificate failed verification. A closed socket or a
+    /// timeout is not.
+    static func isPermanent(_ errors: OpenSSLErrors) -> Bool {
+        errors.contains(reason: SSL_R_CERTIFICATE_VERIFY_FAILED)
+            || clientCertificateAlerts.contains { $0 != SSL_R_TLSV1_ALERT_DECRYPT_ERROR && errors.contains(reason: $0) }
+    }
+
     static func describe(
         ssl: OpaquePointer, sslError: Int32, errors: OpenSSLErrors, errno systemError: Int32,
         host: String, where endpoint: String, configuration: TLSConfiguration

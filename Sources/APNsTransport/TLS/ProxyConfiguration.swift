@@ -160,7 +160,12 @@ enum ProxyURL {
         }
         // Nothing but an optional "/" may follow the authority.
         if let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) {
-            guard rest[slash...] == "/" else { throw fail("has a path, query or fragment: a proxy URL is scheme://host:port") }
+            guard rest[slash...] == "/" else {
+                if rest[slash...].contains("@") {
+                    throw fail("has '/', '?' or '#' in its user name or password: percent-encode them (%2F, %3F, %23)")
+                }
+                throw fail("has a path, query or fragment: a proxy URL is scheme://host:port")
+            }
             rest = rest[..<slash]
         }
         var username: String?
@@ -214,10 +219,13 @@ enum ProxyURL {
     }
 
     /// `text` with the password of its user information, if any, replaced by `***`.
+    ///
+    /// The user information ends at the last `@`: a proxy URL has no path that could hold
+    /// one, and a password that was not percent-encoded may hold `/`, `?` or `#`, so the
+    /// authority's usual end (the first of those) cannot be trusted to find it.
     static func redacted(_ text: String) -> String {
         let authorityStart = text.firstRange(of: "://")?.upperBound ?? text.startIndex
-        let authorityEnd = text[authorityStart...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? text.endIndex
-        guard let at = text[authorityStart..<authorityEnd].lastIndex(of: "@"),
+        guard let at = text[authorityStart...].lastIndex(of: "@"),
             let colon = text[authorityStart..<at].firstIndex(of: ":")
         else { return text }
         return String(text[..<text.index(after: colon)]) + "***" + String(text[at...])

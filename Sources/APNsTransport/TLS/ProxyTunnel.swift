@@ -58,19 +58,27 @@ enum ProxyTunnel {
         let text = String(decoding: head, as: UTF8.self)
         let statusLine = text.components(separatedBy: "\r\n").first ?? ""
         let parts = statusLine.split(separator: " ", maxSplits: 2)
+        // What the proxy said, for the error: its first 80 characters, escaped.
+        let shown = PrintableText.escaped(String(statusLine.prefix(80)))
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
-            throw .connectionFailed("\(proxyName) answered CONNECT with something that is not HTTP/1.x: '\(statusLine.prefix(80))'")
+            throw .connectionFailed("\(proxyName) answered CONNECT with something that is not HTTP/1.x: '\(shown)'")
         }
         switch status {
         case 200..<300:
             return
         // 407 is the status for this (RFC 9110 §15.5.8); some proxies (tinyproxy) send 401.
+        // Refused credentials, or a destination the proxy forbids (403), are refused again
+        // on every attempt: permanent, so the client does not retry them.
         case 401 where proxy.username == nil, 407 where proxy.username == nil:
-            throw .connectionFailed("\(proxyName) requires authentication (\(statusLine)): set ProxyConfiguration(username:password:)")
+            throw APNsTransportError.connectionFailed(
+                "\(proxyName) requires authentication (\(shown)): set ProxyConfiguration(username:password:)").permanent
         case 401, 407:
-            throw .connectionFailed("\(proxyName) refused the credentials of user '\(proxy.username ?? "")' (\(statusLine))")
+            throw APNsTransportError.connectionFailed(
+                "\(proxyName) refused the credentials of user '\(proxy.username ?? "")' (\(shown))").permanent
+        case 403:
+            throw APNsTransportError.connectionFailed("\(proxyName) refused CONNECT \(authority(endpoint)): \(shown)").permanent
         default:
-            throw .connectionFailed("\(proxyName) refused CONNECT \(authority(endpoint)): \(statusLine)")
+            throw .connectionFailed("\(proxyName) refused CONNECT \(authority(endpoint)): \(shown)")
         }
     }
 
@@ -81,8 +89,13 @@ enum ProxyTunnel {
         let proxyName = "the SOCKS5 proxy \(proxy.host):\(proxy.port)"
         let destination = authority(endpoint)
         // The handshake's checks say what is wrong; this names the proxy in front of it.
-        func checked<T>(_ step: () throws(SOCKS5.Refusal) -> T) throws(APNsTransportError) -> T {
-            do { return try step() } catch { throw .connectionFailed("\(proxyName) \(error.problem)") }
+        // `permanent`: a refusal of the credentials or methods the transport offers, which
+        // every attempt meets again.
+        func checked<T>(permanent: Bool = false, _ step: () throws(SOCKS5.Refusal) -> T) throws(APNsTransportError) -> T {
+            do { return try step() } catch {
+                let failure = APNsTransportError.connectionFailed("\(proxyName) \(error.problem)")
+                throw permanent ? failure.permanent : failure
+            }
         }
         let offersPassword = proxy.username != nil
         try sendAll(fd, SOCKS5.greeting(offeringPassword: offersPassword), deadline: deadline, proxyName: proxyName, what: "the SOCKS5 greeting")
@@ -90,13 +103,13 @@ enum ProxyTunnel {
         guard choice.count == 2 else {
             throw .connectionFailed("\(proxyName) closed the connection before answering the SOCKS5 greeting")
         }
-        if try checked({ () throws(SOCKS5.Refusal) in try SOCKS5.chosenMethod(choice, offeredPassword: offersPassword) }) == .usernamePassword {
+        if try checked(permanent: true, { () throws(SOCKS5.Refusal) in try SOCKS5.chosenMethod(choice, offeredPassword: offersPassword) }) == .usernamePassword {
             let username = proxy.username ?? ""
             var credentials = try checked { () throws(SOCKS5.Refusal) in try SOCKS5.authentication(username: username, password: proxy.password ?? "") }
             defer { wipe(&credentials) }
             try sendAll(fd, credentials, deadline: deadline, proxyName: proxyName, what: "the credentials")
             let verdict = try receive(fd, count: 2, deadline: deadline, proxyName: proxyName, what: "the credentials")
-            try checked { () throws(SOCKS5.Refusal) in try SOCKS5.checkAuthenticationAnswer(verdict, username: username) }
+            try checked(permanent: true) { () throws(SOCKS5.Refusal) in try SOCKS5.checkAuthenticationAnswer(verdict, username: username) }
         }
         let request = try checked { () throws(SOCKS5.Refusal) in try SOCKS5.connectRequest(host: TCPConnector.unbracketed(endpoint.host), port: endpoint.port) }
         try sendAll(fd, request, deadline: deadline, proxyName: proxyName, what: "CONNECT \(destination)")

@@ -236,9 +236,10 @@ final class TLSStream: @unchecked Sendable {
                             + "and completed a \(legacy) handshake; APNs and this client need TLS 1.2 or later"
                     )
                 }
-                throw .tlsFailure(HandshakeFailure.describe(
+                let failure = APNsTransportError.tlsFailure(HandshakeFailure.describe(
                     ssl: ssl, sslError: error, errors: errors, errno: systemError,
                     host: host, where: endpointText, configuration: configuration))
+                throw HandshakeFailure.isPermanent(errors) ? failure.permanent : failure
             }
             guard ready else {
                 timedOut = true
@@ -359,9 +360,10 @@ final class TLSStream: @unchecked Sendable {
     /// Called with `lock` held.
     private func tlsFailure(ssl: OpaquePointer, sslError: Int32, errors: OpenSSLErrors, errno systemError: Int32) -> APNsTransportError? {
         if HandshakeFailure.clientCertificateAlerts.contains(where: errors.contains(reason:)) {
-            return .tlsFailure(HandshakeFailure.describe(
+            let failure = APNsTransportError.tlsFailure(HandshakeFailure.describe(
                 ssl: ssl, sslError: sslError, errors: errors, errno: systemError,
                 host: host, where: endpointDescription, configuration: configuration))
+            return HandshakeFailure.isPermanent(errors) ? failure.permanent : failure
         }
         if !state.receivedData {
             return .tlsFailure(

@@ -123,6 +123,25 @@ import Testing
         #expect(mock.requests.count == 1)
     }
 
+    @Test("a failure sending again cannot fix (a refused certificate or proxy credentials) is not retried")
+    func permanentFailureIsNotRetried() async throws {
+        let refused = APNsTransportError.tlsFailure("api.push.apple.com:443 rejected the client certificate").permanent
+        #expect(refused.isPermanent && !refused.mayHaveReachedAPNs)
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.failure(refused), .accepted])
+        let client = APNsClient.testing(transport: mock)
+        do {
+            _ = try await client.send(sampleAlert, to: Self.device)
+            Issue.record("a permanent failure was retried")
+        } catch {
+            #expect(error.transportError == refused)
+        }
+        #expect(mock.requests.count == 1)
+        // The same failure, not permanent, is retried (it never reached APNs).
+        #expect(RetryPolicy.default.shouldRetry(.failed(.tlsFailure("the handshake did not finish"))))
+        #expect(!RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true).shouldRetry(.failed(refused)))
+    }
+
     @Test("a timeout never sent is not retried by default, and is with the opt-in")
     func timeoutIsNotRetried() {
         let queued = APNsTransportError.timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent")

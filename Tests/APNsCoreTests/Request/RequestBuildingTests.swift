@@ -388,6 +388,14 @@ import Testing
         // A custom host (a mock server) keeps its port, 2197 included.
         #expect(APNsEnvironment.custom(host: "127.0.0.1", port: 2197).broadcast.authority == "127.0.0.1:2197")
         #expect(APNsEnvironment.custom(host: "127.0.0.1", port: 8443).alternatePort.broadcast.port == 2197)
+        // The sandbox's old host name (APNS-PROTOCOL.md: "old alias api.development.push.apple.com").
+        let development = APNsEnvironment.custom(host: "api.development.push.apple.com", port: 2197)
+        #expect(development.broadcast.description == "api.development.push.apple.com:443")
+        #expect(development.channelManagement == .sandboxChannelManagement)
+        // A client made for channel management broadcasts to its environment's push host.
+        #expect(APNsEnvironment.sandboxChannelManagement.broadcast == .sandbox)
+        #expect(APNsEnvironment.productionChannelManagement.broadcast == .production)
+        #expect(APNsEnvironment.sandboxChannelManagement.channelManagement == .sandboxChannelManagement)
     }
 
     @Test func requestTypeExpressesBroadcastAndChannelManagement() throws {

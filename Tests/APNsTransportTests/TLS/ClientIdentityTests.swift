@@ -151,6 +151,11 @@ struct ClientIdentityTests {
             try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: "garbage")
         }
         #expect(noKey?.code == .missingPrivateKey)
+        // A .p12 made by openssl with -nokeys: a certificate and no key.
+        let p12WithoutKey = #expect(throws: ClientIdentityError.self) {
+            try ClientIdentity(pkcs12File: pki.path("nokey.p12"), password: TestPKI.password)
+        }
+        #expect(p12WithoutKey?.code == .missingPrivateKey, "\(String(describing: p12WithoutKey))")
         let unreadable = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(pkcs12File: "/nonexistent/apns.p12", password: "x")
         }

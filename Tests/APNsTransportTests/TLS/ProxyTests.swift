@@ -60,6 +60,7 @@ private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/
         #expect(error?.code == .connectionFailed)
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("refused the credentials of user 'alice'") == true, "\(String(describing: error))")
+        #expect(error?.isPermanent == true)
         // tinyproxy answers 401 where RFC 9110 §15.5.8 says 407; both mean "credentials".
         #expect(error?.detail?.contains("401") == true || error?.detail?.contains("407") == true)
         #expect(error?.detail?.contains("wrong") == false)

@@ -73,6 +73,7 @@ private let microsocksInstalled = FileManager.default.isExecutableFile(atPath: "
         #expect(error?.code == .connectionFailed)
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("the SOCKS5 proxy 127.0.0.1:\(proxyPort) refused the credentials of user 'alice'") == true, "\(String(describing: error))")
+        #expect(error?.isPermanent == true)
         #expect(error?.detail?.contains("wrong") == false)
     }
 

@@ -121,6 +121,18 @@ struct SOCKS5Tests {
             #expect(error.url == "socks4://alice:***@proxy:1080")
             #expect(!error.description.contains("topsecret"))
         }
+        // A password not percent-encoded, holding '/', '?' or '#' (RFC 3986 §3.2.1 allows
+        // none of them there): refused, and still never shown.
+        for url in ["http://apns:Hunter2/xyz@127.0.0.1:9", "socks5://apns:a?b#c@proxy:1080", "apns:pa/ss@proxy:3128"] {
+            do {
+                _ = try ProxyConfiguration(url: url)
+                Issue.record("accepted \(url)")
+            } catch {
+                for secret in ["Hunter2", "a?b#c", "pa/ss"] { #expect(!error.description.contains(secret), "\(error)") }
+                #expect(error.description.contains("***"), "\(error)")
+                #expect(error.problem.contains("percent-encode"), "\(error)")
+            }
+        }
     }
 
     @Test("a configuration printed, interpolated or dumped never shows its password")

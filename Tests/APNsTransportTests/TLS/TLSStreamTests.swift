@@ -364,6 +364,7 @@ import Testing
         let error = connectionErrorAfterFirstRead(server.endpoint, try .trustingTestCA(clientIdentity: stranger))
         #expect(error?.code == .tlsFailure)
         #expect(error?.detail?.contains("rejected the client certificate 'localhost'") == true, "\(String(describing: error))")
+        #expect(error?.isPermanent == true)
     }
 
     @Test(arguments: ["pem", "p12", "legacy-p12"])

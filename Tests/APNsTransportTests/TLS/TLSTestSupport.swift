@@ -123,6 +123,8 @@ struct TestPKI: Sendable {
         try write("chainclient-with-intermediate.pem", try text("chainclient.pem") + text("intermediate.pem"))
         try openssl(["pkcs12", "-export", "-in", "chainclient.pem", "-inkey", "chainclient.key", "-certfile", "intermediate.pem",
                      "-out", "chainclient.p12", "-passout", "pass:\(Self.password)"])
+        // The usual Keychain export mistake: the certificate without its key.
+        try openssl(["pkcs12", "-export", "-nokeys", "-in", "client.pem", "-out", "nokey.p12", "-passout", "pass:\(Self.password)"])
         // A client certificate valid only from 2099 (`openssl ca` sets any start date).
         try write("ca.cnf", """
             [ca]
@@ -362,6 +364,8 @@ func expectRefusedHandshake(
         case .failure(let error):
             #expect(error.code == .tlsFailure, "\(error.debugDescription)", sourceLocation: sourceLocation)
             #expect(error.mayHaveReachedAPNs == false, "\(error.debugDescription)", sourceLocation: sourceLocation)
+            // Refused again on every attempt: the client's policy must not retry it.
+            #expect(error.isPermanent, "\(error.debugDescription)", sourceLocation: sourceLocation)
             for phrase in phrases {
                 #expect(error.detail?.contains(phrase) == true, "\(error.debugDescription)", sourceLocation: sourceLocation)
             }
