@@ -77,6 +77,9 @@ struct MockServerCommand: AsyncParsableCommand {
     @Flag(name: .customLong("accept-any-token"), help: "Require an authorization header but accept any well-formed provider token.")
     var acceptAnyToken = false
 
+    @Option(name: .customLong("client-ca"), help: ArgumentHelp("Take client certificates issued by this CA (PEM): a connection that presents one is a certificate connection, as on APNs; with --token-key or --accept-any-token, one without is a token connection.", valueName: "path"))
+    var clientCA: String?
+
     @Option(help: ArgumentHelp("The APNs environment the server stands for: sandbox (default) or production. Keys limited to the other get 403 BadEnvironmentKeyIdInToken.", valueName: "environment"))
     var environment = "sandbox"
 
@@ -227,6 +230,19 @@ struct MockServerCommand: AsyncParsableCommand {
         } else if acceptAnyToken {
             authentication = .providerToken(ProviderTokenCheck { _, _ in true })
         }
+        if let clientCA {
+            guard let data = FileManager.default.contents(atPath: clientCA) else {
+                throw CLIError("cannot read the client CA \(clientCA): check the path and its permissions")
+            }
+            let pem = String(decoding: data, as: UTF8.self)
+            guard pem.contains("-----BEGIN CERTIFICATE-----") else {
+                throw CLIError("\(clientCA) holds no PEM certificate (-----BEGIN CERTIFICATE-----): give the CA that issued the client certificates")
+            }
+            switch authentication {
+            case .providerToken(let check): authentication = .providerTokenOrCertificate(check, trustedCAPEM: pem)
+            default: authentication = .certificate(trustedCAPEM: pem)
+            }
+        }
         var configuration = MockAPNsServer.Configuration(
             bundleIDs: bundleIDs,
             authentication: authentication,
@@ -285,7 +301,8 @@ struct MockServerCommand: AsyncParsableCommand {
         print("mock APNs server listening on \(server.addresses.joined(separator: ", ")) port \(server.port)")
         print("port: \(server.port)")
         print("ca-file: \(caFile)")
-        print("try: apns send --host 127.0.0.1 --port \(server.port) --ca-file \(caFile) \(authentication.isNone ? "--no-auth " : "")--topic com.example.app --body Hello <token>")
+        let credentials = authentication.isNone ? "--no-auth " : clientCA != nil && tokenKey == nil && !acceptAnyToken ? "--cert-file <client.pem> --cert-key-file <client.key> " : ""
+        print("try: apns send --host 127.0.0.1 --port \(server.port) --ca-file \(caFile) \(credentials)--topic com.example.app --body Hello <token>")
         Terminal.flush()
 
         let watcher = verbose ? Task {

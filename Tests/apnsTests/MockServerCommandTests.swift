@@ -77,6 +77,36 @@ struct MockServerCommandTests {
         #expect(try await server.wait(timeout: .seconds(20)) == 0)
     }
 
+    @Test("with --client-ca, curl presenting a client certificate from that CA is accepted; without one it is refused")
+    func clientCertificates() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Fixtures.makeClientCertificate(in: directory)
+        let clientCA = directory.appendingPathComponent("ca.pem").path
+        let caPath = directory.appendingPathComponent("server-ca.pem").path
+        let server = try CLI.start(["mock-server", "--ca-file", caPath, "--client-ca", clientCA])
+        defer { server.cleanUp() }
+        let port = try #require(Int(try await server.waitForLine(startingWith: "port: ")))
+        func post(_ extra: [String]) async throws -> [Substring] {
+            let result = try await CLI.tool("/usr/bin/curl", [
+                "--silent", "--http2", "--cacert", caPath, "--max-time", "20",
+                "--header", "apns-topic: \(Fixtures.topic)", "--data", #"{"aps":{"alert":"Hello"}}"#,
+                "--write-out", "\n%{http_code}", "https://localhost:\(port)/3/device/\(Fixtures.goodToken)",
+            ] + extra)
+            return result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        }
+        let withCertificate = try await post([
+            "--cert", directory.appendingPathComponent("client.pem").path,
+            "--key", directory.appendingPathComponent("client.key").path,
+        ])
+        #expect(withCertificate.last == "200", "\(withCertificate)")
+        // No certificate and no token: refused (the handshake, or 403 for the missing token).
+        let without = try await post([])
+        #expect(without.last != "200", "\(without)")
+        kill(server.pid, SIGTERM)
+        #expect(try await server.wait(timeout: .seconds(20)) == 0)
+    }
+
     @Test("with --team-id, a token signed by the registered key but issued for another team is 403 InvalidProviderToken")
     func teamIDIsChecked() async throws {
         let directory = try CLI.temporaryDirectory()
