@@ -87,6 +87,9 @@ public struct ClientIdentity: Sendable {
     public init(certificatePEM: String, privateKeyPEM: String, password: String? = nil) throws(ClientIdentityError) {
         let certificates = Self.withCleansedCopy(certificatePEM) { X509Certificate.all(pem: $0) }
         guard let leaf = certificates.first else {
+            if certificatePEM.contains("-----BEGIN CERTIFICATE-----") {
+                throw ClientIdentityError(.malformed, "certificatePEM has a -----BEGIN CERTIFICATE----- block that is not a readable certificate (damaged base64 or DER)")
+            }
             throw ClientIdentityError(.missingCertificate, "certificatePEM holds no certificate (expected a -----BEGIN CERTIFICATE----- block)")
         }
         let key = try Self.parsePrivateKeyPEM(privateKeyPEM, password: password)

@@ -151,6 +151,12 @@ struct ClientIdentityTests {
             try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: "garbage")
         }
         #expect(noKey?.code == .missingPrivateKey)
+        // A certificate block whose body is damaged: malformed, not missing.
+        let damaged = try pki.text("client.pem").replacingOccurrences(of: "\nMII", with: "\nMI!")
+        let malformed = #expect(throws: ClientIdentityError.self) {
+            try ClientIdentity(certificatePEM: damaged, privateKeyPEM: pki.text("client.key"))
+        }
+        #expect(malformed?.code == .malformed, "\(String(describing: malformed))")
         // A .p12 made by openssl with -nokeys: a certificate and no key.
         let p12WithoutKey = #expect(throws: ClientIdentityError.self) {
             try ClientIdentity(pkcs12File: pki.path("nokey.p12"), password: TestPKI.password)
