@@ -109,6 +109,8 @@ import Testing
         .shutdown(), .cancelled(mayHaveReachedAPNs: false),
         .timeout(mayHaveReachedAPNs: false, "the request timed out in the queue; it was never sent"),
         .timeout(mayHaveReachedAPNs: false, "the request timed out before it was completely written"),
+        // Sending again cannot fix it: a refused client certificate.
+        APNsTransportError.tlsFailure("api.push.apple.com:443 rejected the client certificate").permanent,
     ])
     func failureThatMayHaveReachedAPNsIsNotRetried(failure: APNsTransportError) async throws {
         let mock = MockTransport()
@@ -123,20 +125,11 @@ import Testing
         #expect(mock.requests.count == 1)
     }
 
-    @Test("a failure sending again cannot fix (a refused certificate or proxy credentials) is not retried")
-    func permanentFailureIsNotRetried() async throws {
+    @Test("a failure sending again cannot fix (a refused certificate or proxy credentials) is not retried, even with the opt-in")
+    func permanentFailureIsNotRetried() {
         let refused = APNsTransportError.tlsFailure("api.push.apple.com:443 rejected the client certificate").permanent
         #expect(refused.isPermanent && !refused.mayHaveReachedAPNs)
-        let mock = MockTransport()
-        mock.respond(to: Self.device, with: [.failure(refused), .accepted])
-        let client = APNsClient.testing(transport: mock)
-        do {
-            _ = try await client.send(sampleAlert, to: Self.device)
-            Issue.record("a permanent failure was retried")
-        } catch {
-            #expect(error.transportError == refused)
-        }
-        #expect(mock.requests.count == 1)
+        #expect(!RetryPolicy.default.shouldRetry(.failed(refused)))
         // The same failure, not permanent, is retried (it never reached APNs).
         #expect(RetryPolicy.default.shouldRetry(.failed(.tlsFailure("the handshake did not finish"))))
         #expect(!RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true).shouldRetry(.failed(refused)))
