@@ -129,9 +129,7 @@ public final class ProviderTokenCache: ProviderTokenSource {
     public func token() throws(ProviderTokenError) -> ProviderToken {
         try state.withLock { (state: inout State) throws(ProviderTokenError) -> ProviderToken in
             let now = clock.now()
-            if let current = state.current,
-                !isDue(current, invalidated: state.invalidated, now: now, signedFor: clock.elapsed() - state.signedAt)
-            {
+            if let current = state.current, !isDue(current, invalidated: state.invalidated, now: now, signedAt: state.signedAt) {
                 return current
             }
             let token = try sign(at: now)
@@ -222,10 +220,11 @@ public final class ProviderTokenCache: ProviderTokenSource {
     /// How far the clock may step back behind a token's `iat` before the token is replaced.
     private static let clockStepTolerance: Double = 60
 
-    /// `signedFor`: the time since `token` was signed, by the monotonic clock.
-    private func isDue(_ token: ProviderToken, invalidated: Bool, now: Date, signedFor: Duration) -> Bool {
+    /// `signedAt`: when `token` was signed, by the monotonic clock (read only when the wall
+    /// clock was set back: the common path reads one clock per request).
+    private func isDue(_ token: ProviderToken, invalidated: Bool, now: Date, signedAt: Duration) -> Bool {
         let age = now.timeIntervalSince(token.issuedAt)
-        if age < -Self.clockStepTolerance { return Self.seconds(signedFor) >= Self.minimumTokenLifetime }
+        if age < -Self.clockStepTolerance { return Self.seconds(clock.elapsed() - signedAt) >= Self.minimumTokenLifetime }
         if age >= refreshSeconds { return true }
         return invalidated && age >= Self.minimumTokenLifetime
     }

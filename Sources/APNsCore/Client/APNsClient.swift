@@ -31,7 +31,8 @@ public final class APNsClient: Sendable {
     /// What is retried.
     public let retryPolicy: RetryPolicy
     /// The ``APNsRequest/timeout`` of each attempt. A timeout is not retried (see
-    /// ``RetryPolicy``), so a send that times out takes about this long.
+    /// ``RetryPolicy``), so a send that times out takes about this long, plus the attempts
+    /// before it that failed otherwise and were retried (a refused connection, a GOAWAY).
     public let requestTimeout: Duration
     /// The logger the client writes to.
     public let logger: Logger
