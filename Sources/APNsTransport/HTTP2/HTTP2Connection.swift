@@ -650,11 +650,11 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                         metadata: ["apns.error": "\(error.debugDescription)"]
                     )
                 }
-            case .streamClosed(let streamID, let errorCode, let unprocessed, let status):
+            case .streamClosed(let streamID, let errorCode, let unprocessed, let status, let resetByClient):
                 guard let pending = inFlight.removeValue(forKey: streamID) else { continue }
                 let fate = RequestFate.streamClosed(
                     streamID: streamID, errorName: Self.errorName(errorCode), unprocessed: unprocessed, goAwayDetail: goAwayDetail,
-                    status: status)
+                    status: status, resetByClient: resetByClient)
                 perform(fate, on: pending)
             case .goAway(let lastStreamID, let errorCode, let debugData):
                 let reason = APNsReason(errorBody: debugData)

@@ -19,7 +19,9 @@ enum HTTP2ConnectionEvent: Sendable, Equatable {
     /// the last-stream-id of a GOAWAY (RFC 9113 §6.8), and no answer had begun on it.
     /// `status`: the `:status` of the answer's header block when one had arrived (the
     /// server processed the request whatever the reset says), else `nil`.
-    case streamClosed(streamID: Int32, errorCode: UInt32, unprocessed: Bool, status: Int? = nil)
+    /// `resetByClient`: this client reset the stream (nghttp2 did, because the server
+    /// broke the stream's rules, a flow-control window overflow say), not the server.
+    case streamClosed(streamID: Int32, errorCode: UInt32, unprocessed: Bool, status: Int? = nil, resetByClient: Bool = false)
 
     /// The server sent GOAWAY: streams above `lastStreamID` were not processed, no new
     /// stream may be opened, and `debugData` usually holds `{"reason":"..."}`.

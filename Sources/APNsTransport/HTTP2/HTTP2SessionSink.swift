@@ -166,6 +166,9 @@ final class HTTP2SessionSink {
                 if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
                     withRecord(session, frame.pointee.hd.stream_id, userData) { $0.endStreamSent = true }
                 }
+            case Int(NGHTTP2_RST_STREAM.rawValue):
+                sink.framesSent.other += 1
+                withRecord(session, frame.pointee.hd.stream_id, userData) { $0.resetSent = true }
             case Int(NGHTTP2_GOAWAY.rawValue):
                 sink.framesSent.other += 1
                 let code = frame.pointee.goaway.error_code
@@ -344,7 +347,8 @@ final class HTTP2SessionSink {
                 && (!record.endStreamSent
                     || errorCode == NGHTTP2_REFUSED_STREAM.rawValue
                     || (sink.goAwayReceived && streamID > sink.goAwayLastStreamID))
-            sink.events.append(.streamClosed(streamID: streamID, errorCode: errorCode, unprocessed: unprocessed, status: status))
+            sink.events.append(.streamClosed(
+                streamID: streamID, errorCode: errorCode, unprocessed: unprocessed, status: status, resetByClient: record.resetSent))
             return 0
         } ?? 0
     }

@@ -17,6 +17,9 @@ final class HTTP2StreamRecord {
     /// have processed the request, whatever it received of it.
     @exclusivity(unchecked) var endStreamSent = false
     @exclusivity(unchecked) var cancelled = false
+    /// This client sent RST_STREAM on the stream (nghttp2 did, because the server broke
+    /// the stream's rules; a cancellation marks ``cancelled`` instead).
+    @exclusivity(unchecked) var resetSent = false
     @exclusivity(unchecked) var responded = false
     @exclusivity(unchecked) var status = 0
     /// The response headers other than `:status` and a canonical `apns-id`.
@@ -54,6 +57,7 @@ final class HTTP2StreamRecord {
         headersSent = false
         endStreamSent = false
         cancelled = false
+        resetSent = false
         responded = false
         status = 0
         apnsID = nil

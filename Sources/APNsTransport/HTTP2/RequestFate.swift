@@ -32,17 +32,23 @@ enum RequestFate: Sendable, Hashable {
     /// stream it may have processed: that fails, and may have reached APNs; `status`, the
     /// answer's `:status` if its header block had arrived, is kept in
     /// ``APNsCore/APNsTransportError/responseStatus`` (a `200` means APNs accepted it).
+    ///
+    /// `resetByClient`: this client sent the RST_STREAM (the server broke the stream's
+    /// rules); the detail says so, since a reset reads as the server's otherwise.
     static func streamClosed(
-        streamID: Int32, errorName: String, unprocessed: Bool, goAwayDetail: String?, status: Int? = nil
+        streamID: Int32, errorName: String, unprocessed: Bool, goAwayDetail: String?, status: Int? = nil, resetByClient: Bool = false
     ) -> RequestFate {
         guard unprocessed else {
+            let reset = resetByClient
+                ? "RST_STREAM \(errorName) sent by this client on stream \(streamID) (the server broke the stream's rules)"
+                : "RST_STREAM \(errorName) on stream \(streamID)"
             if let status {
                 return .fail(APNsTransportError(
                     code: .streamReset, mayHaveReachedAPNs: true,
-                    detail: "RST_STREAM \(errorName) on stream \(streamID) after the answer began (status \(status))",
+                    detail: "\(reset) after the answer began (status \(status))",
                     responseStatus: status))
             }
-            return .fail(.streamReset("RST_STREAM \(errorName) on stream \(streamID)"))
+            return .fail(.streamReset(reset))
         }
         return .requeue(
             failure: goAwayDetail.map { .goAway($0) }

@@ -195,11 +195,11 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(events.contains(.response(streamID: 3, APNsResponse(status: 200))))
         #expect(events.contains(.goAway(lastStreamID: 5, errorCode: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))))
         let unprocessed = events.compactMap { event -> Int32? in
-            if case .streamClosed(let id, _, true, _) = event { return id }
+            if case .streamClosed(let id, _, true, _, _) = event { return id }
             return nil
         }
         #expect(Set(unprocessed) == [7, 9])
-        #expect(!events.contains { if case .streamClosed(5, _, _, _) = $0 { return true } else { return false } })
+        #expect(!events.contains { if case .streamClosed(5, _, _, _, _) = $0 { return true } else { return false } })
         #expect(client.availableStreams == 0)
         #expect(throws: APNsTransportError.self) { try client.submit(devicePush(token: 9)) }
 

@@ -36,6 +36,17 @@ struct RequestFateTests {
         #expect(!failure.mayHaveReachedAPNs)
     }
 
+    @Test("a reset this client sent (the server broke the stream's rules) says so")
+    func resetByClient() {
+        let fate = RequestFate.streamClosed(streamID: 1, errorName: "FLOW_CONTROL_ERROR", unprocessed: false, goAwayDetail: nil, resetByClient: true)
+        guard case .fail(let error) = fate else {
+            Issue.record("went again: \(fate)")
+            return
+        }
+        #expect(error.code == .streamReset && error.mayHaveReachedAPNs)
+        #expect(error.detail == "RST_STREAM FLOW_CONTROL_ERROR sent by this client on stream 1 (the server broke the stream's rules)")
+    }
+
     @Test("a stream reset after its answer began fails with the status kept, never goes again")
     func streamClosedAfterStatus() {
         let fate = RequestFate.streamClosed(streamID: 7, errorName: "REFUSED_STREAM", unprocessed: false, goAwayDetail: nil, status: 200)

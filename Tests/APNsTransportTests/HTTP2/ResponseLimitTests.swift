@@ -52,7 +52,7 @@ struct ResponseLimitTests {
         #expect(refused.first?.1.mayHaveReachedAPNs == true)
         #expect(refused.first?.1.detail?.contains("maxResponseBodySize") == true)
         // No other event for the refused stream (its close is silent).
-        #expect(!events.contains { if case .streamClosed(big, _, _, _) = $0 { true } else { false } })
+        #expect(!events.contains { if case .streamClosed(big, _, _, _, _) = $0 { true } else { false } })
         #expect(!events.contains { if case .response(big, _) = $0 { true } else { false } })
         // The other answer is whole.
         #expect(events.contains(.response(streamID: small, APNsResponse(status: 400, body: Array(#"{"reason":"BadDeviceToken"}"#.utf8)))))
