@@ -282,13 +282,14 @@ final class StreamWindow: Sendable {
         var retrying = 0
         /// The reader waits for room.
         var readerWaits = false
-        /// The reader reads no more (the transport is shut down).
-        var stopped = false
     }
 
     private let capacity: Int
     private let state: Mutex<State>
     private let room = FeedSignal()
+    /// The reader reads no more (the transport is shut down): an atomic, read once per
+    /// element without the lock.
+    private let stopped = Atomic<Bool>(false)
 
     init(capacity: Int) {
         self.capacity = max(2, capacity)
@@ -333,17 +334,14 @@ final class StreamWindow: Sendable {
     /// Tells the reader to read no more (a send failed with `shutdown`: the transport takes
     /// nothing more), waking it if it waits for room.
     func stopReading() {
-        let wake = state.withLock { state -> Bool in
-            guard !state.stopped else { return false }
-            state.stopped = true
-            return true
-        }
-        if wake { room.raise() }
+        // Set before the reader is woken; the reader checks it under the lock before it waits.
+        let (first, _) = stopped.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
+        if first { room.raise() }
     }
 
     /// Whether ``stopReading()`` was called.
     var readingStopped: Bool {
-        state.withLock { $0.stopped }
+        stopped.load(ordering: .acquiring)
     }
 
     /// Returns at once while there is room for another element; otherwise when half the
@@ -351,7 +349,7 @@ final class StreamWindow: Sendable {
     func waitForRoom() async {
         while true {
             let full = state.withLock { state -> Bool in
-                guard !state.stopped, state.buffered + state.retrying >= capacity else { return false }
+                guard !stopped.load(ordering: .acquiring), state.buffered + state.retrying >= capacity else { return false }
                 state.readerWaits = true
                 return true
             }

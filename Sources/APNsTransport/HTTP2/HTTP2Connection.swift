@@ -216,9 +216,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         guard let loop else { return }
         switch pool.connectPermission(for: self) {
         case .exit:
-            phase = .exited
-            loop.detach(token)
-            pool.settings.threads.connectionEnded(on: loop)
+            leaveLoop()
             pool.threadExited(self)
         case .idle:
             loop.setDeadline(token, at: nil)
@@ -244,6 +242,15 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         }
     }
 
+    /// The connection is done: the loop no longer calls it, and its place on the loop is
+    /// free for the next connection.
+    private func leaveLoop() {
+        phase = .exited
+        guard let loop else { return }
+        loop.detach(token)
+        pool.settings.threads.connectionEnded(on: loop)
+    }
+
     /// A connection attempt's result, handed from a worker thread to the loop.
     private final class ConnectResult: @unchecked Sendable {
         // Written once before it is handed over, read once on the loop thread.
@@ -258,9 +265,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             // The pool shut down meanwhile and already counted this connection as exited.
             if case .success(let opened) = result { opened.close() }
             connectAttempt.store(ConnectAttempt.none, ordering: .releasing)
-            phase = .exited
-            loop?.detach(token)
-            if let loop { pool.settings.threads.connectionEnded(on: loop) }
+            leaveLoop()
             return
         }
         phase = .disconnected

@@ -196,7 +196,8 @@ final class PendingRequest: Sendable {
     /// A request whose task was cancelled while it was in flight does not go again: it
     /// fails as cancelled, not processed (the server handed it back), and `nil` is returned.
     func markRequeued() -> Int? {
-        let (_, finished) = finish { (state: inout State) -> Outcome? in
+        var requeues: Int?
+        _ = finish { (state: inout State) -> Outcome? in
             if state.cancelRequested {
                 return .failure(.cancelled(
                     mayHaveReachedAPNs: false,
@@ -204,12 +205,10 @@ final class PendingRequest: Sendable {
             }
             state.phase = .queued
             state.requeues += 1
+            requeues = state.requeues
             return nil
         }
-        return finished ? nil : state.withLock { state in
-            if case .finished = state.phase { return nil }
-            return state.requeues
-        }
+        return requeues
     }
 
     /// The calling task was cancelled: a queued request fails at once with
