@@ -26,14 +26,15 @@ final class PendingRequest: Sendable {
 
     private struct State {
         var phase: Phase = .queued
+        /// The calling task was cancelled while the request was in flight: its connection
+        /// decides the outcome (whether the request was whole at the server), and it must
+        /// not go again if its stream comes back unprocessed. (Beside `phase`, in the
+        /// padding after it: the state, one per request, does not grow.)
+        var cancelRequested = false
         var continuation: UnsafeContinuation<Outcome, Never>?
         var early: Outcome?
         /// Times the request was put back in the queue (GOAWAY, REFUSED_STREAM).
         var requeues = 0
-        /// The calling task was cancelled while the request was in flight: its connection
-        /// decides the outcome (whether the request was whole at the server), and it must
-        /// not go again if its stream comes back unprocessed.
-        var cancelRequested = false
     }
 
     let request: APNsRequest
