@@ -22,7 +22,7 @@ extension APNsSettings {
     /// | `proxy` | a proxy URL: `http://[user:password@]host:port` or `socks5://…` (optional, secret: it may hold a password) |
     /// | `connections` | the most connections to APNs, 1 to 64 (optional; a number or its text) |
     /// | `connectTimeout` | seconds one connect, proxy tunnel and TLS handshake may take (optional; a number or its text) |
-    /// | `requestTimeout` | seconds each attempt of a notification may take (optional; 30 by default) |
+    /// | `requestTimeout` | seconds a send may take, all its attempts included (optional; 30 by default) |
     ///
     /// swift-configuration's `EnvironmentVariablesProvider` maps the key `apns.keyID` to the
     /// variable `APNS_KEY_ID`, so under the scope `apns` these keys are the `APNS_*`

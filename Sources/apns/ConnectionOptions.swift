@@ -39,7 +39,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds a connect, proxy tunnel and TLS handshake may take; default: APNS_CONNECT_TIMEOUT when set, else 10.", valueName: "seconds"))
     var connectTimeoutOption: String?
 
-    @Option(name: .customLong("request-timeout"), help: ArgumentHelp("Seconds each attempt of a notification may take; default: APNS_REQUEST_TIMEOUT when set, else 30.", valueName: "seconds"))
+    @Option(name: .customLong("request-timeout"), help: ArgumentHelp("Seconds a notification's send may take, all its attempts included; default: APNS_REQUEST_TIMEOUT when set, else 30.", valueName: "seconds"))
     var requestTimeoutOption: String?
 
     @Option(help: ArgumentHelp("Tunnel through this proxy: http://[user:password@]host:port (HTTP CONNECT) or socks5://[user:password@]host:port; default: APNS_PROXY when set.", valueName: "url"))

@@ -334,7 +334,10 @@ extension APNsClient {
         if logger.logLevel <= .trace {
             logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
         }
-        return presentingClientCertificate(request)
+        // When the call started: its retries end by this plus the request timeout.
+        var first = presentingClientCertificate(request)
+        first.startedAt = MonotonicTime.now()
+        return first
     }
 
     /// Handles the answer to a batch's first attempt for `index`: an acceptance or a final
@@ -406,8 +409,8 @@ extension APNsClient {
         case .failure(let failure):
             error = .failed(failure)
         }
-        var delivery = Delivery(retryPolicy: retryPolicy)
-        let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: jitter())
+        var delivery = Delivery(retryPolicy: retryPolicy, startedAt: request.startedAt, timeout: request.timeout)
+        let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: jitter(), now: MonotonicTime.now())
         if case .fail(let final) = decision {
             logEnding(final, of: "notification", attempt: 1, logger: logger) {
                 Self.metadata(request.apnsID, deviceToken, [:])

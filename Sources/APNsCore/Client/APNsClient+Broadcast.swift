@@ -45,14 +45,14 @@ extension APNsClient {
         return try await perform(
             "broadcast",
             logger: logger,
-            request: { (providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest in
+            request: { (providerToken: ProviderToken?, timeout: Duration) throws(APNsRequestError) -> APNsRequest in
                 try prepared.request(
                     to: channel,
                     bundleID: bundleID,
                     environment: endpoint,
                     authorization: providerToken?.authorizationValue,
                     requestID: requestID,
-                    timeout: self.requestTimeout
+                    timeout: timeout
                 )
             },
             interpret: { response, request in
@@ -223,13 +223,13 @@ extension APNsClient {
         return try await perform(
             "channel request",
             logger: logger,
-            request: { (providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest in
+            request: { (providerToken: ProviderToken?, timeout: Duration) throws(APNsRequestError) -> APNsRequest in
                 try operation.request(
                     bundleID: bundleID,
                     environment: endpoint,
                     authorization: providerToken?.authorizationValue,
                     requestID: requestID,
-                    timeout: self.requestTimeout
+                    timeout: timeout
                 )
             },
             interpret: { response, request in

@@ -30,9 +30,14 @@ public final class APNsClient: Sendable {
     public let credentials: APNsCredentials
     /// What is retried.
     public let retryPolicy: RetryPolicy
-    /// The ``APNsRequest/timeout`` of each attempt. A timeout is not retried (see
-    /// ``RetryPolicy``), so a send that times out takes about this long, plus the attempts
-    /// before it that failed otherwise and were retried (a refused connection, a GOAWAY).
+    /// How long a call may take, every attempt and the waits between them included,
+    /// counted from its first attempt: the first attempt's ``APNsRequest/timeout``, and
+    /// the deadline of the retries after it. A retry whose delay would end past it is not
+    /// made (the outcome is the last attempt's, saying so), and each later attempt's
+    /// request has only the time left; a timeout itself is not retried (see
+    /// ``RetryPolicy``). So a send takes about this long at most, whatever its attempts
+    /// met: an endpoint that hangs until the connect timeout, GOAWAYs, 503s. (A renewed
+    /// provider token's attempt after `ExpiredProviderToken` counts against it too.)
     public let requestTimeout: Duration
     /// The logger the client writes to.
     public let logger: Logger
@@ -96,7 +101,8 @@ public final class APNsClient: Sendable {
     ///     presents a client certificate.
     ///   - transport: What sends the requests, and where.
     ///   - retryPolicy: What is retried; ``RetryPolicy/default`` unless given.
-    ///   - requestTimeout: How long each attempt may take; 30 seconds unless given.
+    ///   - requestTimeout: How long a call may take, all its attempts and retry delays
+    ///     included, counted from the first attempt; 30 seconds unless given.
     ///   - logger: Where to log; by default nothing is logged.
     ///   - metricsFactory: Where the client's metrics go (see <doc:Observability>); by
     ///     default swift-metrics' global factory, a no-op until the process bootstraps one.
@@ -348,13 +354,13 @@ public final class APNsClient: Sendable {
             "notification",
             logger: logger,
             metadata: { Self.metadata(apnsID, deviceToken, [:]) },
-            request: { (providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest in
+            request: { (providerToken: ProviderToken?, timeout: Duration) throws(APNsRequestError) -> APNsRequest in
                 try prepared.request(
                     to: deviceToken,
                     apnsID: apnsID,
                     environment: self.environment,
                     providerToken: providerToken,
-                    timeout: self.requestTimeout
+                    timeout: timeout
                 )
             },
             interpret: { response, request in
@@ -496,7 +502,7 @@ public final class APNsClient: Sendable {
         _ what: String,
         logger: Logger,
         metadata: () -> Logger.Metadata = { [:] },
-        request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
+        request build: (_ providerToken: ProviderToken?, _ timeout: Duration) throws(APNsRequestError) -> APNsRequest,
         interpret: (_ response: APNsResponse, _ request: APNsRequest) -> Result<Success, APNsError>,
         resuming resumption: Resumption? = nil,
         attempts: AttemptCounter? = nil
@@ -631,7 +637,7 @@ public final class APNsClient: Sendable {
         _ what: String,
         logger: Logger,
         metadata: () -> Logger.Metadata,
-        request build: (_ providerToken: ProviderToken?) throws(APNsRequestError) -> APNsRequest,
+        request build: (_ providerToken: ProviderToken?, _ timeout: Duration) throws(APNsRequestError) -> APNsRequest,
         attempts: AttemptCounter?
     ) throws(APNsError) -> AttemptStep {
         let delivery: Delivery
@@ -658,7 +664,7 @@ public final class APNsClient: Sendable {
                     } else {
                         log(.debug, "provider token expired and the source kept it; not retrying", logger: logger, metadata: metadata)
                     }
-                    loop.decision = loop.delivery.providerTokenRefreshed(changed: changed, jitter: jitter())
+                    loop.decision = loop.delivery.providerTokenRefreshed(changed: changed, jitter: jitter(), now: MonotonicTime.now())
                     continue
                 case .retry(let delay, let error):
                     log(
@@ -696,13 +702,26 @@ public final class APNsClient: Sendable {
                 log(level, "no provider token", logger: logger, metadata: metadata, extra: ["apns.error": "\(failure)"])
             })
         }
-        let request: APNsRequest
+        // The first attempt has the whole request timeout and records when it started;
+        // a later one has what is left of it (the delivery's deadline).
+        let now = MonotonicTime.now()
+        var timeout = requestTimeout
+        if let remaining = delivery.remainingTime(at: now) {
+            guard remaining > .zero else {
+                let error = delivery.deadlinePassed()
+                logEnding(error, of: what, attempt: delivery.attempt, logger: logger, metadata: metadata)
+                throw error
+            }
+            timeout = remaining
+        }
+        var request: APNsRequest
         do {
-            request = presentingClientCertificate(try build(providerToken))
+            request = presentingClientCertificate(try build(providerToken, timeout))
         } catch {
             log(.debug, "request is invalid", logger: logger, metadata: metadata, extra: ["apns.error": "\(error)"])
             throw .invalid(error)
         }
+        if loop == nil { request.startedAt = now }
         log(.trace, "sending \(what)", logger: logger, metadata: metadata, extra: ["apns.attempt": "\(delivery.attempt)"])
         attempts?.value += 1
         return .send(request, providerToken: providerToken)
@@ -736,8 +755,8 @@ public final class APNsClient: Sendable {
         case .failure(let error):
             ended = .failed(error)
         }
-        let state = loop ?? AttemptLoop(delivery: Delivery(retryPolicy: retryPolicy), decision: nil)
-        state.decision = state.delivery.attemptEnded(with: ended, providerToken: sentToken, jitter: jitter())
+        let state = loop ?? AttemptLoop(delivery: Delivery(retryPolicy: retryPolicy, startedAt: request.startedAt, timeout: request.timeout), decision: nil)
+        state.decision = state.delivery.attemptEnded(with: ended, providerToken: sentToken, jitter: jitter(), now: MonotonicTime.now())
         return .next(state)
     }
 }

@@ -22,6 +22,13 @@
 /// have reached APNs if *any* attempt may have (an earlier timeout followed by a refused
 /// connection still may have delivered it).
 ///
+/// A call's attempts share one deadline: the first attempt's start plus the client's
+/// ``APNsClient/requestTimeout`` (``deadline``). A retry whose delay would end past it is
+/// not made (the outcome is the last attempt's error, saying so), and the caller gives
+/// each later attempt only the time that is left (``remainingTime(at:)``), so a call
+/// takes about one `requestTimeout` at most, whatever its attempts met (a connection that
+/// hangs until the connect timeout, GOAWAYs, 503s). The time is an input (`now`).
+///
 /// So is the outcome of a delivery whose task is cancelled before its next attempt (while
 /// it waits to retry): the last attempt's error — APNs' answer, or that attempt's
 /// transport failure — not a `cancelled` that would hide what APNs said
@@ -44,6 +51,9 @@ struct Delivery: Sendable, Equatable {
 
     /// The policy that decides retries.
     let retryPolicy: RetryPolicy
+    /// When the call must end, in ``MonotonicTime`` nanoseconds; 0 for no deadline (the
+    /// first attempt's start was not recorded).
+    let deadline: UInt64
     /// The attempt being made or just made: 1 for the first.
     private(set) var attempt = 1
     /// Whether an `ExpiredProviderToken` answer has already been met with a new token
@@ -60,9 +70,25 @@ struct Delivery: Sendable, Equatable {
     /// The token APNs called expired, while the caller fetches a new one.
     private var expiredToken: ProviderToken?
 
-    /// A delivery governed by `retryPolicy`.
+    /// A delivery governed by `retryPolicy`, with no deadline.
     init(retryPolicy: RetryPolicy) {
         self.retryPolicy = retryPolicy
+        self.deadline = 0
+    }
+
+    /// A delivery governed by `retryPolicy` whose first attempt started at `startedAt`
+    /// (``MonotonicTime`` nanoseconds; 0: unknown, no deadline) and whose attempts
+    /// together may take `timeout`.
+    init(retryPolicy: RetryPolicy, startedAt: UInt64, timeout: Duration) {
+        self.retryPolicy = retryPolicy
+        self.deadline = startedAt == 0 ? 0 : MonotonicTime.deadline(after: timeout, from: startedAt)
+    }
+
+    /// The time left for the next attempt at `now`: `nil` without a deadline, zero once it
+    /// has passed.
+    func remainingTime(at now: UInt64) -> Duration? {
+        guard deadline != 0 else { return nil }
+        return now >= deadline ? .zero : .nanoseconds(Int64(clamping: deadline - now))
     }
 
     /// The attempt's outcome: `nil` when it succeeded, else the error it ended in (a
@@ -71,38 +97,40 @@ struct Delivery: Sendable, Equatable {
     mutating func attemptEnded(
         with error: APNsError?,
         providerToken: ProviderToken?,
-        jitter: Double
+        jitter: Double,
+        now: UInt64
     ) -> Decision {
-        guard let error else { return .deliver }
-        lastError = error
-        if let transportError = error.transportError, transportError.mayHaveReachedAPNs {
+        guard let failure = error else { return .deliver }
+        let ended = explainedTimeout(failure)
+        lastError = ended
+        if let transportError = ended.transportError, transportError.mayHaveReachedAPNs {
             mayHaveReachedAPNs = true
         }
-        if error.rejection?.reason == .expiredProviderToken, let providerToken {
+        if ended.rejection?.reason == .expiredProviderToken, let providerToken {
             guard refreshedProviderToken else {
                 refreshedProviderToken = true
-                awaitingRefresh = error
+                awaitingRefresh = ended
                 expiredToken = providerToken
                 return .refreshProviderToken(providerToken)
             }
             // A token signed for this very notification was called expired too.
-            return retryOrFail(Self.explained(error, expired: providerToken, sourceKeptToken: false), jitter: jitter)
+            return retryOrFail(Self.explained(ended, expired: providerToken, sourceKeptToken: false), jitter: jitter, now: now)
         }
-        return retryOrFail(error, jitter: jitter)
+        return retryOrFail(ended, jitter: jitter, now: now)
     }
 
     /// After ``Decision/refreshProviderToken(_:)``: whether the source gave a token other
     /// than the expired one. A source may keep it (a cache refuses a new one within 20
     /// minutes of the last, against `TooManyProviderTokenUpdates`); sending the same JWT
     /// again would only be refused again, so the answer then counts like any other.
-    mutating func providerTokenRefreshed(changed: Bool, jitter: Double) -> Decision {
+    mutating func providerTokenRefreshed(changed: Bool, jitter: Double, now: UInt64) -> Decision {
         guard let error = awaitingRefresh else {
             preconditionFailure("providerTokenRefreshed without a refresh asked for")
         }
         awaitingRefresh = nil
         if changed { return .sendAgain }
         let explained = expiredToken.map { Self.explained(error, expired: $0, sourceKeptToken: true) } ?? error
-        return retryOrFail(explained, jitter: jitter)
+        return retryOrFail(explained, jitter: jitter, now: now)
     }
 
     /// An `ExpiredProviderToken` rejection with ``APNsRejection/detail`` saying what it
@@ -122,8 +150,19 @@ struct Delivery: Sendable, Equatable {
     /// `cancelled` (`mayHaveReachedAPNs == false`: nothing was sent).
     func cancelled(_ detail: String) -> APNsError {
         guard let lastError else { return .failed(.cancelled(mayHaveReachedAPNs: mayHaveReachedAPNs, detail)) }
-        let note = "not sent again: " + detail
-        switch lastError {
+        return ended(lastError, note: "not sent again: " + detail)
+    }
+
+    /// The error of a delivery that ends because its deadline passed before the next
+    /// attempt could start (``remainingTime(at:)`` is zero): the last attempt's, saying so.
+    func deadlinePassed() -> APNsError {
+        guard let lastError else { return .failed(.timeout(mayHaveReachedAPNs: mayHaveReachedAPNs, "the request's timeout passed before it was sent")) }
+        return ended(lastError, note: "not sent again: the request's timeout, which counts from the first attempt, has passed")
+    }
+
+    /// `error` as the delivery's final outcome with `note` added to its detail.
+    private func ended(_ error: APNsError, note: String) -> APNsError {
+        switch error {
         case .rejected(var rejection):
             rejection.detail = (rejection.detail.map { $0 + "; " } ?? "") + note
             return .rejected(rejection)
@@ -139,17 +178,51 @@ struct Delivery: Sendable, Equatable {
                 )
             )
         case .invalid:
-            return lastError
+            return error
         }
     }
 
-    private mutating func retryOrFail(_ error: APNsError, jitter: Double) -> Decision {
+    private mutating func retryOrFail(_ error: APNsError, jitter: Double, now: UInt64) -> Decision {
         guard attempt < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error) else {
             return .fail(finalError(error))
         }
         let delay = retryPolicy.delay(beforeRetry: attempt, jitter: jitter)
+        if deadline != 0, now >= deadline || deadline - now <= MonotonicTime.nanoseconds(delay) {
+            return .fail(ended(error, note: "not sent again: the retry's delay would end after the request's timeout, which counts from the first attempt"))
+        }
         attempt += 1
         return .retry(after: delay, because: error)
+    }
+
+    /// `error` in a few words, for another error's detail: a transport failure's code and
+    /// detail, APNs' status and reason.
+    private static func summary(_ error: APNsError) -> String {
+        switch error {
+        case .failed(let failure):
+            return "\(failure.code)" + (failure.detail.map { " (\($0))" } ?? "")
+        case .rejected(let rejection):
+            return "status \(rejection.status)" + (rejection.reason.map { " \($0.rawValue)" } ?? "")
+        case .invalid(let invalid):
+            return "\(invalid)"
+        }
+    }
+
+    /// A timeout of an attempt after the first, which had only the time the call had left,
+    /// says what the attempt before it ended in: the timeout alone would hide the cause
+    /// (a connection that could not be made, say).
+    private func explainedTimeout(_ error: APNsError) -> APNsError {
+        guard attempt > 1, case .failed(let failure) = error, failure.code == .timeout, let lastError,
+            lastError.transportError?.code != .timeout
+        else { return error }
+        return .failed(
+            APNsTransportError(
+                code: failure.code,
+                mayHaveReachedAPNs: failure.mayHaveReachedAPNs,
+                detail: (failure.detail.map { $0 + "; " } ?? "") + "attempt \(attempt) had what was left of the request's timeout; attempt \(attempt - 1) ended in "
+                    + Self.summary(lastError),
+                responseStatus: failure.responseStatus
+            )
+        )
     }
 
     /// `error` as the delivery's outcome: a transport failure that certainly did not reach

@@ -14,8 +14,7 @@ import Foundation
 ///   the last-stream-id, REFUSED_STREAM, queue full), except shutdown, cancellation and
 ///   timeouts: a request that timed out, even one never sent (it waited in the queue, or
 ///   the server's window held its body back), has spent the time it was given, and a
-///   retry would wait as long again on the same cause, so a send takes about one
-///   ``APNsClient/requestTimeout``, not one per attempt; and failures that sending again
+///   retry would wait as long again on the same cause; and failures that sending again
 ///   cannot fix (``APNsTransportError/isPermanent``: a refused client certificate, a
 ///   proxy that refused the credentials);
 /// - `ExpiredProviderToken`, once, at once, after invalidating the token (this extra
@@ -29,6 +28,13 @@ import Foundation
 ///
 /// The delay before retry *n* (1, 2, …) is drawn uniformly from `[d/2, d]`, where
 /// `d = min(maxDelay, baseDelay × 2^(n-1))` ("equal jitter").
+///
+/// Every attempt of a call ends by one deadline: the first attempt's start plus
+/// ``APNsClient/requestTimeout``. A retry whose delay would end after it is not made (the
+/// outcome is the last attempt's error or answer, its detail saying why it was not sent
+/// again), and a retry that is made has only the time left, so a send takes about one
+/// request timeout at most, not one per attempt (an endpoint that hangs until the connect
+/// timeout would otherwise cost attempts × the connect timeout).
 ///
 /// If the calling task is cancelled while the client waits to retry, nothing more is sent
 /// and the outcome is what the last attempt ended in: APNs' answer (a 503 stays a

@@ -91,6 +91,13 @@ public struct APNsRequest: Sendable, Hashable {
 
     @usableFromInline var storage: Storage
 
+    /// When the client made the first attempt of the call this request belongs to, in
+    /// ``MonotonicTime`` nanoseconds (0: not made by a client's call): read back when the
+    /// attempt fails, so that the retries end by the call's deadline (the first attempt's
+    /// start plus ``timeout``). Only the client reads it; a transport does not, so a
+    /// request kept and sent again later is not affected. Not part of equality.
+    package var startedAt: UInt64 = 0
+
     /// The request method.
     @inlinable public var method: Method { storage.method }
     /// The `:scheme`; always `https` for APNs.

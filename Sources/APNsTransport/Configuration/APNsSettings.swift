@@ -26,7 +26,7 @@ import Tracing
 /// | `APNS_PROXY` | a proxy to tunnel through: `http://[user:password@]host:port` (HTTP `CONNECT`) or `socks5://[user:password@]host:port` (optional; see ``ProxyConfiguration/init(url:)``) |
 /// | `APNS_CONNECTIONS` | the most connections to APNs, 1 to 64, opened as load needs them (optional; the transport's default is 1) |
 /// | `APNS_CONNECT_TIMEOUT` | seconds one TCP connect, proxy tunnel and TLS handshake may take, such as `10` or `2.5` (optional) |
-/// | `APNS_REQUEST_TIMEOUT` | seconds each attempt of a notification may take (optional; 30 by default) |
+/// | `APNS_REQUEST_TIMEOUT` | seconds a send may take, all its attempts included (optional; 30 by default) |
 ///
 /// ```swift
 /// let settings = try APNsSettings(environmentVariables: ProcessInfo.processInfo.environment)
@@ -64,7 +64,7 @@ public struct APNsSettings: Sendable {
     /// The transport's ``HTTP2Transport/Configuration/connectTimeout`` (`APNS_CONNECT_TIMEOUT`),
     /// or `nil` for the transport's default.
     public var connectTimeout: Duration?
-    /// How long each attempt of a notification may take (`APNS_REQUEST_TIMEOUT`, the
+    /// How long a send may take, all its attempts included (`APNS_REQUEST_TIMEOUT`, the
     /// client's `requestTimeout`), or `nil` for the client's default of 30 seconds.
     public var requestTimeout: Duration?
 

@@ -1,3 +1,4 @@
+import APNsCore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

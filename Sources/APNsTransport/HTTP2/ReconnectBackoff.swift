@@ -1,3 +1,4 @@
+import APNsCore
 /// The delay before a new connection attempt after `failures` consecutive failed ones:
 /// exponential from `base`, capped at `maximum`, with "equal jitter" (uniform in
 /// `[d/2, d]`), so that many providers restarting at once do not reconnect in step.

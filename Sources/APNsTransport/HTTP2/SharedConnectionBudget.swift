@@ -1,3 +1,4 @@
+import APNsCore
 import Synchronization
 
 /// The I/O shell of a ``ConnectionBudget`` shared by every pool of one ``HTTP2Transport``:

@@ -1,3 +1,4 @@
+import APNsCore
 import COpenSSL
 #if canImport(FoundationEssentials)
 import FoundationEssentials

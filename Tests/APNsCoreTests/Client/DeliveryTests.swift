@@ -62,18 +62,19 @@ struct DeliveryTests {
                     var delivery = Delivery(retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(100)))
                     // Bring the machine to `attempt` with retried 503s, and refresh once if asked.
                     for _ in 1..<attempt {
-                        guard case .retry = delivery.attemptEnded(with: Self.rejection(503, "ServiceUnavailable"), providerToken: nil, jitter: 0)
+                        guard case .retry = delivery.attemptEnded(with: Self.rejection(503, "ServiceUnavailable"), providerToken: nil, jitter: 0, now: 0)
                         else { Issue.record("a 503 was not retried"); return }
                     }
                     if alreadyRefreshed {
-                        _ = delivery.attemptEnded(with: Self.rejection(403, "ExpiredProviderToken"), providerToken: Self.token, jitter: 0)
-                        #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0) == .sendAgain)
+                        _ = delivery.attemptEnded(with: Self.rejection(403, "ExpiredProviderToken"), providerToken: Self.token, jitter: 0, now: 0)
+                        #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0, now: 0) == .sendAgain)
                     }
                     #expect(delivery.attempt == attempt)
                     let decision = delivery.attemptEnded(
                         with: error,
                         providerToken: carriesToken ? Self.token : nil,
-                        jitter: 1
+                        jitter: 1,
+                        now: 0
                     )
                     let context = "\(status) \(reason), attempt \(attempt), token \(carriesToken), refreshed \(alreadyRefreshed)"
                     switch expected {
@@ -99,17 +100,17 @@ struct DeliveryTests {
     @Test("an accepted attempt is delivered, whatever came before")
     func acceptance() {
         var delivery = Delivery(retryPolicy: .default)
-        _ = delivery.attemptEnded(with: Self.rejection(500, "InternalServerError"), providerToken: nil, jitter: 0.5)
-        #expect(delivery.attemptEnded(with: nil, providerToken: nil, jitter: 0.5) == .deliver)
+        _ = delivery.attemptEnded(with: Self.rejection(500, "InternalServerError"), providerToken: nil, jitter: 0.5, now: 0)
+        #expect(delivery.attemptEnded(with: nil, providerToken: nil, jitter: 0.5, now: 0) == .deliver)
     }
 
     @Test("ExpiredProviderToken: a source that keeps the token ends it as a rejection (403 is not retried)")
     func sourceKeepsTheExpiredToken() {
         var delivery = Delivery(retryPolicy: .default)
         let expired = Self.rejection(403, "ExpiredProviderToken")
-        #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .refreshProviderToken(Self.token))
+        #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0, now: 0) == .refreshProviderToken(Self.token))
         // The source kept it: the next token may come 20 minutes after its iat at the earliest.
-        #expect(delivery.providerTokenRefreshed(changed: false, jitter: 0) == .fail(Self.explained(expired, "2023-11-14T22:33:20Z")))
+        #expect(delivery.providerTokenRefreshed(changed: false, jitter: 0, now: 0) == .fail(Self.explained(expired, "2023-11-14T22:33:20Z")))
         // The refresh does not count as an attempt.
         #expect(delivery.attempt == 1)
     }
@@ -118,9 +119,9 @@ struct DeliveryTests {
     func expiredTwice() {
         var delivery = Delivery(retryPolicy: .default)
         let expired = Self.rejection(403, "ExpiredProviderToken")
-        _ = delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0)
-        #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0) == .sendAgain)
-        #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .fail(Self.explained(expired, "signed for this notification")))
+        _ = delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0, now: 0)
+        #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0, now: 0) == .sendAgain)
+        #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0, now: 0) == .fail(Self.explained(expired, "signed for this notification")))
     }
 
     /// Transport failures: RFC 9113 says a stream above a GOAWAY's last-stream-id, or
@@ -141,7 +142,7 @@ struct DeliveryTests {
     ])
     func transportFailures(failure: APNsTransportError, retried: Bool) {
         var delivery = Delivery(retryPolicy: .default)
-        let decision = delivery.attemptEnded(with: .failed(failure), providerToken: Self.token, jitter: 0)
+        let decision = delivery.attemptEnded(with: .failed(failure), providerToken: Self.token, jitter: 0, now: 0)
         if retried {
             #expect(decision == .retry(after: .milliseconds(125), because: .failed(failure)))
         } else {
@@ -152,12 +153,12 @@ struct DeliveryTests {
     @Test("a final failure that did not reach APNs still says it may have, when an earlier attempt may have")
     func mayHaveReachedIsDecidedOverEveryAttempt() {
         var delivery = Delivery(retryPolicy: RetryPolicy(maxAttempts: 2, retriesFailuresThatMayHaveReachedAPNs: true))
-        let first = delivery.attemptEnded(with: .failed(.timeout(mayHaveReachedAPNs: true)), providerToken: nil, jitter: 0)
+        let first = delivery.attemptEnded(with: .failed(.timeout(mayHaveReachedAPNs: true)), providerToken: nil, jitter: 0, now: 0)
         guard case .retry = first else {
             Issue.record("a timeout was not retried under a policy that retries them: \(first)")
             return
         }
-        let last = delivery.attemptEnded(with: .failed(.connectionFailed("refused")), providerToken: nil, jitter: 0)
+        let last = delivery.attemptEnded(with: .failed(.connectionFailed("refused")), providerToken: nil, jitter: 0, now: 0)
         guard case .fail(.failed(let failure)) = last else {
             Issue.record("expected a final failure, got \(last)")
             return
@@ -230,14 +231,14 @@ struct DeliveryTests {
         for step in steps {
             switch step {
             case .retried(let error):
-                guard case .retry = delivery.attemptEnded(with: error, providerToken: nil, jitter: 0) else {
+                guard case .retry = delivery.attemptEnded(with: error, providerToken: nil, jitter: 0, now: 0) else {
                     Issue.record("\(name): \(error) was not retried; the row is wrong")
                     return
                 }
             case .expiredThenNewToken:
                 let expired = Self.rejection(403, "ExpiredProviderToken")
-                #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0) == .refreshProviderToken(Self.token))
-                #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0) == .sendAgain)
+                #expect(delivery.attemptEnded(with: expired, providerToken: Self.token, jitter: 0, now: 0) == .refreshProviderToken(Self.token))
+                #expect(delivery.providerTokenRefreshed(changed: true, jitter: 0, now: 0) == .sendAgain)
             }
         }
         let error = delivery.cancelled("cancelled while waiting to retry")

@@ -242,6 +242,7 @@ import Testing
             credentials: .certificate,
             transport: mock,
             retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(600), maxDelay: .seconds(600)),
+            requestTimeout: .seconds(3_600),  // the wait must fit in the call's timeout
             logger: Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
         )
         let task = Task { await Self.sendOnce(client, form, to: Self.device) }

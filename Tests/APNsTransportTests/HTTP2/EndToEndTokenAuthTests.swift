@@ -78,7 +78,9 @@ struct EndToEndTokenAuthTests {
                 environment: environment,
                 credentials: .providerToken(source),
                 transport: transport,
-                retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
+                retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5)),
+                // A call's retries end by this; the whole suite at once stretches them.
+                requestTimeout: .seconds(120)
             )
             let devices = try (0..<2_000).map { index -> DeviceToken in
                 let hex = String(index, radix: 16)

@@ -33,7 +33,7 @@ struct ClosedAfterAnswersTests {
         }
 
         let (client, transport) = try IndependentPeerClient.make(
-            port: port, way: .batch, authentication: .token, requestTimeout: .seconds(10))
+            port: port, way: .batch, authentication: .token, requestTimeout: .seconds(60))
         let notification = PushNotification(payload: .alert(title: "Reset", body: "Hello"), topic: .bundleID("com.example.app"))
         let deviceTokens = try IndependentPeerClient.deviceTokens(1_000, fill: 0x42, indexAt: 24..<32)
         let outcomes = await client.send(notification, to: deviceTokens, maxConcurrency: 1_000)

@@ -84,7 +84,10 @@ struct RestartingServerRun {
         notification: PushNotification, deviceTokens: [DeviceToken], dropsConnections: Bool = false
     ) async throws -> RestartingServerRun {
         let (client, transport) = try IndependentPeerClient.make(
-            port: server.port, way: way, authentication: authentication, requestTimeout: .seconds(10))
+            port: server.port, way: way, authentication: authentication,
+            // A call's attempts share this deadline; the run is not about timeouts, and the
+            // whole suite running at once can stretch a call's retries over many seconds.
+            requestTimeout: .seconds(60))
         let outcomes = await IndependentPeerClient.send(
             notification, to: deviceTokens, way: way, concurrency: 600, client: client)
         let statistics = transport.statistics

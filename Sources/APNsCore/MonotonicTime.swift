@@ -5,18 +5,20 @@ import Darwin
 #endif
 
 /// Nanoseconds on the monotonic clock (`CLOCK_MONOTONIC`): deadlines, PING timers and
-/// backoff, read with one vDSO call and compared as integers on the I/O threads.
-enum MonotonicTime {
+/// backoff, and a call's deadline across its retries, read with one vDSO call and
+/// compared as integers.
+package enum MonotonicTime {
     /// Now, in nanoseconds since an arbitrary start.
-    @inline(__always)
-    static func now() -> UInt64 {
+    @inlinable @inline(__always)
+    package static func now() -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
     }
 
     /// `duration` in nanoseconds, clamped to `0...UInt64.max / 2`.
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
+    @inlinable
+    package static func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components
         if seconds < 0 { return 0 }
         if seconds > 4_000_000_000 { return UInt64.max / 2 }
@@ -24,7 +26,8 @@ enum MonotonicTime {
     }
 
     /// `now + duration`, saturating.
-    static func deadline(after duration: Duration, from now: UInt64 = MonotonicTime.now()) -> UInt64 {
+    @inlinable
+    package static func deadline(after duration: Duration, from now: UInt64 = MonotonicTime.now()) -> UInt64 {
         let (sum, overflow) = now.addingReportingOverflow(nanoseconds(duration))
         return overflow ? UInt64.max : sum
     }
