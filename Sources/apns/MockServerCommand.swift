@@ -47,6 +47,9 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("unregistered"), help: ArgumentHelp("Answer 410 Unregistered for this device token (repeatable).", valueName: "token"))
     var unregistered: [String] = []
 
+    @Option(name: .customLong("bad-device-token"), help: ArgumentHelp("Answer 400 BadDeviceToken for this device token (repeatable): a token APNs does not know, one of the other environment, or one truncated in storage.", valueName: "token"))
+    var badDeviceTokens: [String] = []
+
     @Option(name: .customLong("fail-next"), help: ArgumentHelp("Answer the next N valid requests with --status.", valueName: "n"))
     var failNext: Int?
 
@@ -134,6 +137,9 @@ struct MockServerCommand: AsyncParsableCommand {
         if let closeAfterRejections, closeAfterRejections < 1 { throw ValidationError("--close-after-rejections must be at least 1") }
         for token in unregistered where (try? DeviceToken(hex: token)) == nil {
             throw ValidationError("--unregistered \(token) is not a hexadecimal device token")
+        }
+        for token in badDeviceTokens where (try? DeviceToken(hex: token)) == nil {
+            throw ValidationError("--bad-device-token \(token) is not a hexadecimal device token")
         }
         _ = try serverEnvironment()
         _ = try keyScopes()
@@ -286,6 +292,9 @@ struct MockServerCommand: AsyncParsableCommand {
             }
         }
         for token in unregistered { server.respond(toDeviceToken: token.lowercased(), with: .unregistered()) }
+        for token in badDeviceTokens {
+            server.respond(toDeviceToken: token.lowercased(), with: ScriptedResponse(status: 400, reason: "BadDeviceToken"))
+        }
         if let failNext {
             let response: ScriptedResponse = switch status ?? 503 {
             case 429: .tooManyRequests
@@ -301,7 +310,18 @@ struct MockServerCommand: AsyncParsableCommand {
         print("mock APNs server listening on \(server.addresses.joined(separator: ", ")) port \(server.port)")
         print("port: \(server.port)")
         print("ca-file: \(caFile)")
-        let credentials = authentication.isNone ? "--no-auth " : clientCA != nil && tokenKey == nil && !acceptAnyToken ? "--cert-file <client.pem> --cert-key-file <client.key> " : ""
+        // The credentials the server takes, so the line works as printed once the
+        // placeholders are filled in.
+        let credentials: String
+        if authentication.isNone {
+            credentials = "--no-auth "
+        } else if tokenKey != nil || acceptAnyToken {
+            credentials = "--key-file <AuthKey.p8> --key-id \(keyID ?? "<key ID>") --team-id \(teamID ?? "<team ID>") "
+        } else if clientCA != nil {
+            credentials = "--cert-file <client.pem> --cert-key-file <client.key> "
+        } else {
+            credentials = ""
+        }
         print("try: apns send --host 127.0.0.1 --port \(server.port) --ca-file \(caFile) \(credentials)--topic com.example.app --body Hello <token>")
         Terminal.flush()
 

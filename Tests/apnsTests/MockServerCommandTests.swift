@@ -13,7 +13,10 @@ struct MockServerCommandTests {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let caPath = directory.appendingPathComponent("ca.pem").path
-        let server = try CLI.start(["mock-server", "--ca-file", caPath, "--unregistered", Fixtures.unregisteredToken, "--verbose"])
+        let badToken = String(repeating: "2b", count: 32)
+        let server = try CLI.start([
+            "mock-server", "--ca-file", caPath, "--unregistered", Fixtures.unregisteredToken, "--bad-device-token", badToken.uppercased(), "--verbose",
+        ])
         defer { server.cleanUp() }
         let port = try #require(Int(try await server.waitForLine(startingWith: "port: ")))
         #expect(try await server.waitForLine(startingWith: "ca-file: ") == caPath)
@@ -40,6 +43,9 @@ struct MockServerCommandTests {
         let body = try CLI.jsonObject(unregistered.body)
         #expect(body["reason"] as? String == "Unregistered")
         #expect(body["timestamp"] is NSNumber)
+        let bad = try await post(badToken)
+        #expect(bad.status == 400)
+        #expect(try CLI.jsonObject(bad.body)["reason"] as? String == "BadDeviceToken")
 
         _ = try await server.waitForLine(startingWith: "#1 ")
         kill(server.pid, signal)
@@ -47,7 +53,7 @@ struct MockServerCommandTests {
         #expect(status == 0, "\(server.stdout)\(server.stderr)")
         let output = server.stdout
         #expect(output.contains("received \(signal == SIGINT ? "SIGINT" : "SIGTERM"): stopping"))
-        #expect(output.contains("stopped after 2 requests (1 accepted, 1 rejected)"), "\(output)")
+        #expect(output.contains("stopped after 3 requests (1 accepted, 2 rejected)"), "\(output)")
         #expect(output.contains("→ 410 Unregistered"), "\(output)")
         // The per-request lines show only the start of a device token.
         #expect(!output.contains(Fixtures.unregisteredToken), "\(output)")
@@ -65,6 +71,9 @@ struct MockServerCommandTests {
         defer { server.cleanUp() }
         #expect(key.publicKeyPEM.contains("PUBLIC KEY"))
         let port = try #require(Int(try await server.waitForLine(startingWith: "port: ")))
+        // The line it suggests names the credentials a token server takes.
+        let hint = try await server.waitForLine(startingWith: "try: ")
+        #expect(hint.contains("--key-file <AuthKey.p8> --key-id \(Fixtures.keyID) --team-id <team ID>"), "\(hint)")
         let result = try await CLI.tool("/usr/bin/curl", [
             "--silent", "--http2", "--cacert", caPath, "--max-time", "20",
             "--header", "apns-topic: \(Fixtures.topic)", "--data", #"{"aps":{"alert":"Hello"}}"#,

@@ -412,7 +412,7 @@ extension APNsClient {
         var delivery = Delivery(retryPolicy: retryPolicy, startedAt: request.startedAt, timeout: request.timeout)
         let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: jitter(), now: MonotonicTime.now())
         if case .fail(let final) = decision {
-            logEnding(final, of: "notification", attempt: 1, logger: logger) {
+            logEnding(final, of: "notification", attempt: 1, providerToken: request.providerToken, logger: logger) {
                 Self.metadata(request.apnsID, deviceToken, [:])
             }
             return .ended(final)

@@ -381,6 +381,7 @@ public final class APNsClient: Sendable {
         _ error: APNsError,
         of what: String,
         attempt: Int,
+        providerToken: ProviderToken?,
         logger: Logger,
         metadata: () -> Logger.Metadata
     ) {
@@ -394,13 +395,25 @@ public final class APNsClient: Sendable {
         var decorated = logger
         for (key, value) in metadata() { decorated[metadataKey: key] = value }
         if level == .warning {
+            // Which credentials to fix: a transport may serve many teams and keys.
             decorated.warning(
                 "\(what) rejected: check the credentials (logged once while it lasts, and at most once a minute)",
-                metadata: ["apns.error": "\(error)"]
+                metadata: ["apns.error": "\(error)", "apns.credential": "\(credentialDescription(providerToken))"]
             )
         } else {
             decorated.debug("\(what) not accepted", metadata: ["apns.error": "\(error)", "apns.attempt": "\(attempt)"])
         }
+    }
+
+    /// The credentials an attempt carried, for a log line, as the transport names a
+    /// connection's (`team <team ID> key <key ID>`; never the JWT), or the client
+    /// certificate's description.
+    func credentialDescription(_ providerToken: ProviderToken?) -> String {
+        if let providerToken {
+            return "team \(providerToken.teamID ?? "unknown") key \(providerToken.keyID ?? "unknown")"
+        }
+        if let clientCertificate { return "client certificate \(clientCertificate.description)" }
+        return tokenSource == nil ? "the transport's client certificate" : "no provider token"
     }
 
     /// APNs' refusal of `request` (to `deviceToken`, `apnsID`), read from `response`; a
@@ -565,6 +578,8 @@ public final class APNsClient: Sendable {
         /// The pending decision's expired token was already given back to the source (see
         /// ``Resumption/expiredTokenInvalidated``).
         var expiredTokenInvalidated: Bool
+        /// The provider token the last attempt carried, for the log line that ends the call.
+        var lastToken: ProviderToken?
 
         init(delivery: Delivery, decision: Delivery.Decision?, expiredTokenInvalidated: Bool = false) {
             self.delivery = delivery
@@ -591,7 +606,9 @@ public final class APNsClient: Sendable {
     private func startLoop(resuming resumption: Resumption?) throws(APNsError) -> AttemptLoop? {
         if let environmentMismatch { throw .invalid(environmentMismatch) }
         return resumption.map {
-            AttemptLoop(delivery: $0.delivery, decision: $0.decision, expiredTokenInvalidated: $0.expiredTokenInvalidated)
+            let loop = AttemptLoop(delivery: $0.delivery, decision: $0.decision, expiredTokenInvalidated: $0.expiredTokenInvalidated)
+            if case .refreshProviderToken(let expired) = $0.decision { loop.lastToken = expired }
+            return loop
         }
     }
 
@@ -677,7 +694,7 @@ public final class APNsClient: Sendable {
                     loop.retrying = error
                     return .wait(delay)
                 case .fail(let error):
-                    logEnding(error, of: what, attempt: loop.delivery.attempt, logger: logger, metadata: metadata)
+                    logEnding(error, of: what, attempt: loop.delivery.attempt, providerToken: loop.lastToken, logger: logger, metadata: metadata)
                     throw error
                 }
                 break
@@ -709,7 +726,7 @@ public final class APNsClient: Sendable {
         if let remaining = delivery.remainingTime(at: now) {
             guard remaining > .zero else {
                 let error = delivery.deadlinePassed()
-                logEnding(error, of: what, attempt: delivery.attempt, logger: logger, metadata: metadata)
+                logEnding(error, of: what, attempt: delivery.attempt, providerToken: loop?.lastToken, logger: logger, metadata: metadata)
                 throw error
             }
             timeout = remaining
@@ -756,6 +773,7 @@ public final class APNsClient: Sendable {
             ended = .failed(error)
         }
         let state = loop ?? AttemptLoop(delivery: Delivery(retryPolicy: retryPolicy, startedAt: request.startedAt, timeout: request.timeout), decision: nil)
+        state.lastToken = sentToken
         state.decision = state.delivery.attemptEnded(with: ended, providerToken: sentToken, jitter: jitter(), now: MonotonicTime.now())
         return .next(state)
     }

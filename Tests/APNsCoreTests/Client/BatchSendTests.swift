@@ -246,6 +246,24 @@ import Testing
         #expect(mock.requests(to: mockToken(2)).count == 1)
     }
 
+    /// The warning says which credentials to fix, as the transport names a connection's
+    /// (a transport may serve many teams and keys), in every form of sending; never the JWT.
+    @Test(arguments: RetryTests.SendForm.allCases)
+    func credentialWarningNamesTheKey(form: RetryTests.SendForm) async throws {
+        let store = CoreCapturingLogHandler.Store()
+        let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
+        let mock = MockTransport()
+        mock.respond(to: RetryTests.device, with: .rejected(.invalidProviderToken))
+        let cache = try ProviderTokenCache(key: ProviderKey.generate(), keyID: "KEY4567890", teamID: "TEAM123456")
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(cache), logger: logger)
+        _ = await RetryTests.sendOnce(client, form, to: RetryTests.device)
+        let warnings = store.all.filter { $0.hasPrefix("warning") }
+        #expect(warnings.count == 1, "\(warnings)")
+        #expect(warnings.first?.contains("team TEAM123456 key KEY4567890") == true, "\(warnings)")
+        let jwt = try cache.token().jwt
+        #expect(!store.all.contains { $0.contains(jwt) })
+    }
+
     /// A key APNs refuses warns once for a whole batch, not once per device (issue 17:
     /// a million warnings for a million devices); the others are debug. After an
     /// acceptance, the same refusal warns again (the condition ended and came back).
