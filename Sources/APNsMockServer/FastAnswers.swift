@@ -18,6 +18,9 @@ import Darwin
 struct FastAnswers {
     /// Whether a shape is known.
     private(set) var known = false
+    /// How many hexadecimal digits a device token may have (the configuration's
+    /// ``MockAPNsServer/Configuration/deviceTokenLengths``, doubled).
+    var deviceTokenDigits: ClosedRange<Int> = 64...200
     /// Changes whenever the shape is forgotten or learnt: a stream's header verdict
     /// (``ServerConnection/Stream/headersPassed``) holds only for the shape it was judged
     /// against.
@@ -82,7 +85,7 @@ struct FastAnswers {
     /// Whether a request's header `fields` may be answered on the fast path: a shape is
     /// known; no field repeats; `authorization`, `apns-topic` and `apns-push-type` are the
     /// shape's; and, on the bytes, the rest of ``RequestValidator``'s header rules hold:
-    /// `POST`, the `/3/device/` path and its even run of hex digits, `apns-priority`,
+    /// `POST`, the `/3/device/` path and its even run of hex digits of an allowed length, `apns-priority`,
     /// `apns-expiration`, `apns-id` and `apns-collapse-id`.
     func judge(_ fields: RequestFields) -> Bool {
         guard known else { return false }
@@ -103,7 +106,7 @@ struct FastAnswers {
         let path = fields.value(at: fields.path)
         let prefix: StaticString = "/3/device/"
         let tokenLength = path.count - prefix.utf8CodeUnitCount
-        guard tokenLength > 0, tokenLength % 2 == 0, memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0,
+        guard tokenLength > 0, tokenLength % 2 == 0, deviceTokenDigits.contains(tokenLength), memcmp(path.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0,
               RequestValidator.areHexDigits(UnsafeBufferPointer(rebasing: path[prefix.utf8CodeUnitCount...]))
         else { return false }
         if fields.priority >= 0 {

@@ -92,6 +92,17 @@ extension MockAPNsServer {
         /// topic-specific keys. A key not listed is a team key (``KeyScope/team``). Only
         /// used with ``Authentication/providerToken(_:)``.
         public var keyScopes: [String: KeyScope]
+        /// The lengths, in bytes, of the device tokens the server takes; a token of another
+        /// length gets 400 `BadDeviceToken`, as APNs answers a token no device has (one
+        /// truncated in storage, say). Apple says device tokens vary in length and must
+        /// not be hard-coded: they have been 32 bytes, and longer ones exist (80 bytes), so
+        /// the default is `32...100`. Widen it for tests that send short made-up tokens.
+        public var deviceTokenLengths: ClosedRange<Int> = 32...100
+        /// ``deviceTokenLengths`` in hexadecimal digits, as the path carries them.
+        var deviceTokenDigits: ClosedRange<Int> {
+            let lower = max(1, deviceTokenLengths.lowerBound)
+            return (2 * lower)...(2 * max(lower, deviceTokenLengths.upperBound))
+        }
         /// The clock used for token age and token-update checks.
         public var now: @Sendable () -> Date
         /// Where the server logs; nothing is logged at info or above unless something fails.

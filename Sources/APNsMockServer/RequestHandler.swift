@@ -86,8 +86,10 @@ final class RequestHandler {
     init(state: ServerState, configuration: MockAPNsServer.Configuration) {
         self.state = state
         self.configuration = configuration
-        self.validator = RequestValidator(bundleIDs: configuration.bundleIDs,
-                                          malformedPayloadReason: configuration.malformedPayloadReason)
+        var validator = RequestValidator(bundleIDs: configuration.bundleIDs,
+                                         malformedPayloadReason: configuration.malformedPayloadReason)
+        validator.deviceTokenDigits = configuration.deviceTokenDigits
+        self.validator = validator
         verdicts = configuration.authentication.tokenCheck.map { TokenVerdictCache(check: $0) }
     }
 

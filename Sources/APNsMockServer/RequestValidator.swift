@@ -57,6 +57,9 @@ struct RequestValidator: Sendable {
 
     var bundleIDs: [String]
     var malformedPayloadReason: String
+    /// How many hexadecimal digits a device token may have (twice
+    /// ``MockAPNsServer/Configuration/deviceTokenLengths``).
+    var deviceTokenDigits: ClosedRange<Int> = 64...200
 
     /// Checks `request`; `authorize` is called with the `authorization` value (or `nil`)
     /// at the point APNs checks it, and returns a rejection or `nil` to go on.
@@ -99,7 +102,7 @@ struct RequestValidator: Sendable {
 
         let token = path.utf8.dropFirst(prefix.utf8.count)
         guard !token.isEmpty else { return .failure(Rejection(status: 400, reason: "MissingDeviceToken")) }
-        guard token.count % 2 == 0, token.allSatisfy(Self.isHexDigit) else {
+        guard token.count % 2 == 0, deviceTokenDigits.contains(token.count), token.allSatisfy(Self.isHexDigit) else {
             return .failure(Rejection(status: 400, reason: "BadDeviceToken"))
         }
 

@@ -154,6 +154,7 @@ final class ServerConnection {
         self.number = number
         self.loop = loop
         self.requestState = loop.handler.makeConnectionState(number: number)
+        fast.deviceTokenDigits = loop.configuration.deviceTokenDigits
     }
 
     deinit {
