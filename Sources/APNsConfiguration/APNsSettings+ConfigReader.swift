@@ -41,7 +41,16 @@ extension APNsSettings {
     /// - Throws: ``APNsTransport/APNsSettingsError`` whose ``APNsTransport/APNsSettingsError/setting``
     ///   is the key, as given above, that is missing, malformed or not text.
     public init(config: ConfigReader) throws(APNsSettingsError) {
-        try self.init(source: Source(name: \.configKey, lookup: { setting in Self.lookup(setting, in: config) }))
+        do {
+            try self.init(source: Source(name: \.configKey, lookup: { setting in Self.lookup(setting, in: config) }))
+        } catch {
+            // A reader over the environment reports its keys, which appear nowhere in the
+            // environment: say which variable holds the setting there.
+            guard let setting = Setting.allCases.first(where: { $0.configKey == error.setting }) else { throw error }
+            throw APNsSettingsError(
+                error.code, setting: error.setting,
+                error.problem + " (from the environment: \(setting.environmentVariable))")
+        }
     }
 
     /// The text `config` holds for `setting`; a value of another type (a number in a

@@ -107,7 +107,8 @@ struct APNsSettingsConfigReaderTests {
         #expect(settings.environment == direct.environment)
         #expect(settings.topic == direct.topic)
 
-        // The same malformed value: the same problem, named once as a key, once as a variable.
+        // The same malformed value: the same problem, named once as a key (with the
+        // variable that holds it in the environment), once as a variable.
         var bad = variables
         bad["APNS_TEAM_ID"] = "team"
         let fromConfig = #expect(throws: APNsSettingsError.self) {
@@ -116,7 +117,7 @@ struct APNsSettingsConfigReaderTests {
         let fromVariables = #expect(throws: APNsSettingsError.self) { try APNsSettings(environmentVariables: bad) }
         #expect(fromConfig?.setting == "teamID")
         #expect(fromVariables?.setting == "APNS_TEAM_ID")
-        #expect(fromConfig?.problem == fromVariables?.problem)
+        #expect(fromConfig?.problem == (fromVariables?.problem ?? "") + " (from the environment: APNS_TEAM_ID)")
         #expect(fromConfig?.code == .malformed && fromVariables?.code == .malformed)
     }
 

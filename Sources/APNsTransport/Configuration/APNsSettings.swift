@@ -7,6 +7,11 @@ import Foundation
 import CoreMetrics
 import Logging
 import Tracing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where to send and how to authenticate, read from environment variables: the usual way
 /// to configure a server process (a container, a systemd unit, a CI job) without code.
@@ -67,6 +72,12 @@ public struct APNsSettings: Sendable {
     /// How long a send may take, all its attempts included (`APNS_REQUEST_TIMEOUT`, the
     /// client's `requestTimeout`), or `nil` for the client's default of 30 seconds.
     public var requestTimeout: Duration?
+    /// What works but should be fixed, found while reading the settings: a file holding a
+    /// private key (`APNS_KEY_FILE`, `APNS_CERTIFICATE_FILE`, `APNS_CERTIFICATE_KEY_FILE`)
+    /// that other users may read (`apns send` refuses such a file, as ssh does; a service
+    /// keeps running). ``makeClient(logger:retryPolicy:metricsFactory:tracer:_:)`` logs each
+    /// at `warning`.
+    public var warnings: [String] = []
 
     /// Settings given in code.
     public init(
@@ -216,15 +227,31 @@ public struct APNsSettings: Sendable {
                     .conflicting, setting: name(stray),
                     "is set together with a client certificate (\(name(.certificateFile))): it belongs to a signing key; unset one of them")
             }
+            let keyPath = try value(.certificateKeyFile)
             credentials = .certificate(
                 try Self.identity(
                     path: path,
-                    keyPath: try value(.certificateKeyFile),
+                    keyPath: keyPath,
                     password: try value(.certificatePassword),
                     source
                 )
             )
+            // The file that holds the private key: the key file, or the certificate's own.
+            let exposed = keyPath.map { Self.exposure(of: $0, name(.certificateKeyFile)) } ?? Self.exposure(of: path, name(.certificateFile))
+            if let exposed { warnings.append(exposed) }
         }
+        if let keyFile, let warning = Self.exposure(of: keyFile, name(.keyFile)) { warnings.append(warning) }
+    }
+
+    /// A warning when the file at `path` (named by `setting`), which holds a private key,
+    /// may be read or written by users other than its owner; `nil` otherwise, or when its
+    /// mode cannot be read (opening it said what was wrong).
+    static func exposure(of path: String, _ setting: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        let mode = Int(status.st_mode) & 0o777
+        guard mode & 0o077 != 0 else { return nil }
+        return "\(setting) (\(path)) holds a private key and is accessible to other users (mode \(String(mode, radix: 8))): run chmod 600 \(path)"
     }
 
     /// A client over a new `HTTP2Transport` to ``environment``, with these credentials;
@@ -311,6 +338,7 @@ public struct APNsSettings: Sendable {
     /// The client's credentials: a token cache for a key (one signature every 50 minutes),
     /// or the certificate the transport presents.
     private func makeCredentials(logger: Logger, metricsFactory: (any MetricsFactory)?) throws(APNsSettingsError) -> APNsCredentials {
+        for warning in warnings { logger.warning("\(warning)") }
         switch credentials {
         case .providerToken(let key, let keyID, let teamID):
             do {
@@ -567,7 +595,7 @@ public struct APNsSettingsError: Error, Sendable, Hashable, CustomStringConverti
     @available(*, deprecated, renamed: "setting")
     public var variable: String { setting }
 
-    init(_ code: Code, setting: String, _ problem: String) {
+    package init(_ code: Code, setting: String, _ problem: String) {
         self.code = code
         self.setting = setting
         self.problem = problem

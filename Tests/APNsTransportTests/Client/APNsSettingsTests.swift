@@ -1,5 +1,6 @@
 import APNsMockServer
 import Foundation
+import Logging
 import Testing
 @testable import APNsTransport
 
@@ -171,6 +172,30 @@ struct APNsSettingsTests {
         inline["APNS_KEY_FILE"] = nil
         inline["APNS_KEY"] = try pki.text("stray.key")
         #expect(throws: Never.self) { try APNsSettings(environmentVariables: inline) }
+    }
+
+    @Test("a key file other users may read is a warning (logged by makeClient), not an error; mode 600 is none")
+    func exposedKeyFile() throws {
+        let pki = try TestPKI.get()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("apns-exposed-\(UUID().uuidString).p8").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try pki.text("stray.key").write(toFile: path, atomically: false, encoding: .utf8)
+        var variables = try tokenVariables()
+        variables["APNS_KEY_FILE"] = path
+
+        // The mode set by the kernel's chmod(2), as `chmod 644` would.
+        #expect(chmod(path, 0o644) == 0)
+        let exposed = try APNsSettings(environmentVariables: variables)
+        #expect(exposed.warnings.count == 1)
+        #expect(exposed.warnings.first?.contains("APNS_KEY_FILE (\(path))") == true, "\(exposed.warnings)")
+        #expect(exposed.warnings.first?.contains("mode 644") == true, "\(exposed.warnings)")
+        #expect(exposed.warnings.first?.contains("chmod 600 \(path)") == true, "\(exposed.warnings)")
+        let store = CapturingLogHandler.Store()
+        _ = try exposed.makeClient(logger: Logger(label: "test") { _ in CapturingLogHandler(store: store) })
+        #expect(store.events.withLock { $0 }.contains { $0.level == .warning && $0.text.contains("chmod 600") })
+
+        #expect(chmod(path, 0o600) == 0)
+        #expect(try APNsSettings(environmentVariables: variables).warnings.isEmpty)
     }
 
     @Test("a client certificate (.p12 with its password) sends to a mock server that requires one")
