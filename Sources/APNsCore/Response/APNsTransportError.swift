@@ -70,7 +70,12 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     /// The kind of failure.
     public let code: Code
     /// Whether APNs may have received the request, so that sending it again could deliver
-    /// the notification twice. `false` means it certainly did not.
+    /// the notification twice. `false` means it certainly did not deliver it: no attempt
+    /// reached APNs, or the ones that did were refused (an earlier attempt answered 429,
+    /// 500 or 503 delivered nothing, so a final failure after it says `false` when its own
+    /// attempts never reached APNs). When ``APNsClient``'s retries met a failure that may
+    /// have reached APNs, the final error says `true` whatever its own code (a `queueFull`
+    /// after a timeout, with ``RetryPolicy/retriesFailuresThatMayHaveReachedAPNs``).
     public let mayHaveReachedAPNs: Bool
     /// Details for logs (an OpenSSL error string, an HTTP/2 error code); never a secret.
     public let detail: String?
