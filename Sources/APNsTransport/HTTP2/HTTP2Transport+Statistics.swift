@@ -118,7 +118,12 @@ final class StatisticsBox: Sendable {
     func recordCompletion(_ outcome: PendingRequest.Outcome, startedAt: UInt64) {
         if metrics.isEnabled {
             metrics.inFlight.decrement()
-            metrics.requestDuration.recordNanoseconds(Int64(clamping: MonotonicTime.now() &- startedAt))
+            let nanoseconds = Int64(clamping: MonotonicTime.now() &- startedAt)
+            switch outcome {
+            case .success(let response) where response.status == 200: metrics.acceptedDuration.recordNanoseconds(nanoseconds)
+            case .success: metrics.rejectedDuration.recordNanoseconds(nanoseconds)
+            case .failure: metrics.failedDuration.recordNanoseconds(nanoseconds)
+            }
         }
         recordCompletion(outcome)
     }

@@ -6,7 +6,7 @@ import CoreMetrics
 /// |---|---|---|
 /// | `apns_requests_in_flight` | meter | |
 /// | `apns_requests_waiting` | meter: requests waiting for a stream (what counts against `maxQueuedRequests`) | |
-/// | `apns_request_duration_seconds` | timer: from `send` to the answer or failure | |
+/// | `apns_request_duration_seconds` | timer: from `send` to the answer or failure | `result` (`accepted`: a 200; `rejected`: another status; `failed`: no answer) |
 /// | `apns_connections_open` | meter | |
 /// | `apns_connection_attempts_total` | counter | `result` (`success`, `failure`) |
 /// | `apns_goaways_total` | counter | |
@@ -18,7 +18,10 @@ final class TransportMetrics: Sendable {
     let isEnabled: Bool
     let inFlight: Meter
     let waiting: Meter
-    let requestDuration: Timer
+    /// Request durations by result: a 200, another status, no answer.
+    let acceptedDuration: Timer
+    let rejectedDuration: Timer
+    let failedDuration: Timer
     let openConnections: Meter
     let connectionsSucceeded: Counter
     let connectionsFailed: Counter
@@ -28,7 +31,9 @@ final class TransportMetrics: Sendable {
         isEnabled = !(factory is NOOPMetricsHandler)
         inFlight = Meter(label: "apns_requests_in_flight", factory: factory)
         waiting = Meter(label: "apns_requests_waiting", factory: factory)
-        requestDuration = Timer(label: "apns_request_duration_seconds", factory: factory)
+        acceptedDuration = Timer(label: "apns_request_duration_seconds", dimensions: [("result", "accepted")], factory: factory)
+        rejectedDuration = Timer(label: "apns_request_duration_seconds", dimensions: [("result", "rejected")], factory: factory)
+        failedDuration = Timer(label: "apns_request_duration_seconds", dimensions: [("result", "failed")], factory: factory)
         openConnections = Meter(label: "apns_connections_open", factory: factory)
         connectionsSucceeded = Counter(label: "apns_connection_attempts_total", dimensions: [("result", "success")], factory: factory)
         connectionsFailed = Counter(label: "apns_connection_attempts_total", dimensions: [("result", "failure")], factory: factory)

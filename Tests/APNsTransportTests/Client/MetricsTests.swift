@@ -42,8 +42,13 @@ struct MetricsTests {
         #expect(try metrics.expectMeter("apns_connections_open").lastValue == 0)
         #expect(try metrics.expectMeter("apns_connections_open").values.max() == 1)
         #expect(try metrics.expectMeter("apns_requests_in_flight").lastValue == 0)
-        #expect(try metrics.expectTimer("apns_request_duration_seconds").values.count == 7)
-        #expect(try metrics.expectTimer("apns_request_duration_seconds").values.allSatisfy { $0 > 0 })
+        // By result: five 200s, the 503 and the 410, nothing unanswered.
+        let accepted = try metrics.expectTimer("apns_request_duration_seconds", [("result", "accepted")])
+        let rejected = try metrics.expectTimer("apns_request_duration_seconds", [("result", "rejected")])
+        #expect(accepted.values.count == 5)
+        #expect(rejected.values.count == 2)
+        #expect((try? metrics.expectTimer("apns_request_duration_seconds", [("result", "failed")]))?.values.isEmpty ?? true)
+        #expect((accepted.values + rejected.values).allSatisfy { $0 > 0 })
     }
 
     @Test("a failure says its code and whether it may have reached APNs; no dimension carries a token")
