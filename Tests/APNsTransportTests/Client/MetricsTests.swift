@@ -18,7 +18,7 @@ struct MetricsTests {
             server.respond(toDeviceToken: Self.dead, with: .unregistered())
             server.failNextRequests(1, with: .serviceUnavailable)
             let transport = try server.makeTransport { $0.metricsFactory = metrics }
-            let client = APNsClient(credentials: .certificate, transport: transport, metricsFactory: metrics)
+            let client = APNsClient(credentials: .certificate, transport: transport, requestTimeout: .seconds(120), metricsFactory: metrics)
             let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
 
             // One single send (meets the 503, retried, accepted), then a batch of five.

@@ -18,7 +18,7 @@ struct ShortOutageTests {
     /// wait for the next attempt would fail every time.
     static func clientDuringARefusal(_ server: MockAPNsServer) throws -> APNsClient {
         let transport = try mockTransport(server) { $0.reconnectBackoffBase = .seconds(2) }
-        let client = APNsClient(credentials: .certificate, transport: transport)
+        let client = APNsClient(credentials: .certificate, transport: transport, requestTimeout: .seconds(120))
         server.refuseConnections(for: .milliseconds(300))
         return client
     }

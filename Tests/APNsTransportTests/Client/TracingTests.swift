@@ -17,7 +17,7 @@ struct TracingTests {
         try await withMockAPNsServer { server in
             server.respond(toDeviceToken: Self.dead, with: .unregistered())
             server.failNextRequests(1, with: .serviceUnavailable)
-            let client = APNsClient(credentials: .certificate, transport: try server.makeTransport(), tracer: tracer)
+            let client = APNsClient(credentials: .certificate, transport: try server.makeTransport(), requestTimeout: .seconds(120), tracer: tracer)
             let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
 
             // A caller's span is the parent of the notification's.
@@ -59,7 +59,7 @@ struct TracingTests {
         let tracer = InMemoryTracer()
         try await withMockAPNsServer { server in
             server.respond(toDeviceToken: Self.dead, with: .unregistered())
-            let client = APNsClient(credentials: .certificate, transport: try server.makeTransport(), tracer: tracer)
+            let client = APNsClient(credentials: .certificate, transport: try server.makeTransport(), requestTimeout: .seconds(120), tracer: tracer)
             let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
             let tokens = [try DeviceToken(bytes: [UInt8](repeating: 3, count: 32)), try DeviceToken(hex: Self.dead), try DeviceToken(bytes: [UInt8](repeating: 4, count: 32))]
             let stream = AsyncStream<DeviceToken> { continuation in

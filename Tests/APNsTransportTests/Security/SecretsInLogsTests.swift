@@ -91,6 +91,7 @@ struct SecretsInLogsTests {
             let client = APNsClient(
                 environment: environment, credentials: .providerToken(tokens), transport: transport,
                 retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5)),
+                requestTimeout: .seconds(120),  // the call's deadline, which its retries share: the whole suite at once stretches them
                 logger: logger("client")
             )
             server.respond(toDeviceToken: devices[1].hexString, with: .unregistered())
