@@ -76,6 +76,11 @@ extension MockAPNsServer {
         public var certificate: CertificateSource
         /// Also listen on `::1` when the host has IPv6 loopback.
         public var listensOnIPv6: Bool
+        /// The TCP port to listen on; `0` (the default) lets the system pick a free one,
+        /// which ``MockAPNsServer/port`` reports. A fixed port (with a fixed
+        /// ``certificate``) lets a server be stopped and started again where clients look
+        /// for it: "APNs goes away and comes back". `start()` throws when the port is taken.
+        public var port: Int = 0
         /// How many requests ``MockAPNsServer/recordedRequests`` keeps (the oldest go first).
         public var recordedRequestLimit: Int
         /// The reason for a body that is not a JSON object with `aps` (see the integration

@@ -82,12 +82,13 @@ final class ServerLoop {
         nghttp2_session_callbacks_del(callbacks)
     }
 
-    /// Binds 127.0.0.1 on a port the system picks, then ::1 on the same port if it can.
+    /// Binds 127.0.0.1 on the configured port (0: one the system picks), then ::1 on the
+    /// same port if it can.
     func bind() throws {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        address.sin_port = 0
+        address.sin_port = UInt16(clamping: max(0, configuration.port)).bigEndian
         let v4 = try withUnsafeBytes(of: &address) { try listen(family: AF_INET, address: $0) }
         listeners.append(v4)
         var bound = sockaddr_in()

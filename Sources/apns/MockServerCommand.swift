@@ -41,6 +41,15 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("port-file"), help: ArgumentHelp("Also write the port to this file, once listening.", valueName: "path"))
     var portFile: String?
 
+    @Option(help: ArgumentHelp("Listen on this port (on 127.0.0.1 and ::1); default: one the system picks. With --certificate, a server stopped and started again is where its clients look, with the certificate they trust.", valueName: "port"))
+    var port: Int = 0
+
+    @Option(help: ArgumentHelp("Present this certificate chain (PEM, leaf first) instead of a generated one; needs --certificate-key. Clients trust the CA that issued it (no CA file is written).", valueName: "path"))
+    var certificate: String?
+
+    @Option(name: .customLong("certificate-key"), help: ArgumentHelp("The private key (PEM) of --certificate.", valueName: "path"))
+    var certificateKey: String?
+
     @Option(name: .customLong("bundle-id"), help: "A bundle ID to accept as topic (repeatable; none accepts any).")
     var bundleIDs: [String] = []
 
@@ -122,6 +131,13 @@ struct MockServerCommand: AsyncParsableCommand {
     /// Checks the values together; called from `run()` so that a misspelled flag is
     /// reported as such before any of these checks.
     func check() throws {
+        if !(0...65_535).contains(port) { throw ValidationError("--port \(port) is not a TCP port (0 to 65535; 0 lets the system pick)") }
+        if (certificate == nil) != (certificateKey == nil) {
+            throw ValidationError("--certificate and --certificate-key go together: the chain the server presents and its private key")
+        }
+        if certificate != nil && caFile != nil {
+            throw ValidationError("--ca-file is where a generated CA is written; with --certificate there is none (trust the CA that issued it)")
+        }
         if tokenKey != nil && keyID == nil { throw ValidationError("--token-key needs --key-id") }
         if keyID != nil && tokenKey == nil { throw ValidationError("--key-id needs --token-key") }
         if tokenKey != nil && acceptAnyToken { throw ValidationError("--token-key and --accept-any-token exclude each other") }
@@ -258,6 +274,16 @@ struct MockServerCommand: AsyncParsableCommand {
             keyScopes: try keyScopes()
         )
         configuration.closeAfterRejections = closeAfterRejections
+        configuration.port = port
+        if let certificate, let certificateKey {
+            guard let chain = FileManager.default.contents(atPath: certificate) else {
+                throw CLIError("cannot read the certificate \(certificate): check the path and its permissions")
+            }
+            guard let key = FileManager.default.contents(atPath: certificateKey) else {
+                throw CLIError("cannot read the certificate key \(certificateKey): check the path and its permissions")
+            }
+            configuration.certificate = .pem(certificateChain: String(decoding: chain, as: UTF8.self), privateKey: String(decoding: key, as: UTF8.self))
+        }
         if trace { configuration.logger = Logger(label: "apns.mock-server") }
         let server = MockAPNsServer(configuration: configuration)
         do {
@@ -270,18 +296,22 @@ struct MockServerCommand: AsyncParsableCommand {
         // lock held for the life of the process; a second server uses a file of its own.
         let caFile: String
         let caFileIsOwn: Bool
-        if let given = self.caFile {
+        if let certificate {
+            (caFile, caFileIsOwn) = ("none (the server presents \(certificate): trust the CA that issued it)", false)
+        } else if let given = self.caFile {
             (caFile, caFileIsOwn) = (given, false)
         } else if let shared = Self.claimDefaultCAFile() {
             (caFile, caFileIsOwn) = (shared, false)
         } else {
             (caFile, caFileIsOwn) = (FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-ca-\(server.port).pem").path, true)
         }
-        do {
-            try server.writeCertificateAuthority(to: caFile)
-        } catch {
-            await server.stop()
-            throw CLIError(Self.cannotWrite(caFile, error))
+        if certificate == nil {
+            do {
+                try server.writeCertificateAuthority(to: caFile)
+            } catch {
+                await server.stop()
+                throw CLIError(Self.cannotWrite(caFile, error))
+            }
         }
         if let portFile {
             do {
@@ -322,7 +352,8 @@ struct MockServerCommand: AsyncParsableCommand {
         } else {
             credentials = ""
         }
-        print("try: apns send --host 127.0.0.1 --port \(server.port) --ca-file \(caFile) \(credentials)--topic com.example.app --body Hello <token>")
+        let trust = certificate == nil ? caFile : "<the CA that issued \(certificate ?? "")>"
+        print("try: apns send --host 127.0.0.1 --port \(server.port) --ca-file \(trust) \(credentials)--topic com.example.app --body Hello <token>")
         Terminal.flush()
 
         let watcher = verbose ? Task {

@@ -95,4 +95,23 @@ extension Fixtures {
     }
 
     static let p12Password = "s3cret-p12"
+
+    /// A server certificate for `localhost` and `127.0.0.1`, issued by a CA made for the
+    /// test, by the `openssl` tool: `server-ca.pem`, `server.pem`, `server.key`.
+    static func makeServerCertificate(in directory: URL) async throws {
+        let script = """
+            set -e
+            cd "$1"
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server-ca.key -out server-ca.pem \\
+              -days 2 -subj "/CN=apns CLI test server CA" 2>/dev/null
+            openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr \\
+              -subj "/CN=localhost" 2>/dev/null
+            printf 'basicConstraints=CA:FALSE\\nsubjectAltName=DNS:localhost,IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > server.ext
+            openssl x509 -req -in server.csr -CA server-ca.pem -CAkey server-ca.key -CAcreateserial -days 2 \\
+              -extfile server.ext -out server.pem 2>/dev/null
+            chmod 600 server.key
+            """
+        let result = try await CLI.tool("/bin/sh", ["-c", script, "sh", directory.path])
+        #expect(result.status == 0, "openssl could not make the server certificate: \(result)")
+    }
 }

@@ -60,6 +60,51 @@ struct MockServerCommandTests {
         #expect(server.stderr.isEmpty, "\(server.stderr)")
     }
 
+    @Test("--port and --certificate: stopped and started again, the server is where curl looks, with the certificate it trusts")
+    func restartsWhereClientsLook() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Fixtures.makeServerCertificate(in: directory)
+        let trusted = directory.appendingPathComponent("server-ca.pem").path
+        // A port the system picks: the first server takes it, the second is told it.
+        let first = try CLI.start([
+            "mock-server", "--certificate", directory.appendingPathComponent("server.pem").path,
+            "--certificate-key", directory.appendingPathComponent("server.key").path,
+        ])
+        defer { first.cleanUp() }
+        let port = try #require(Int(try await first.waitForLine(startingWith: "port: ")))
+        #expect(try await first.waitForLine(startingWith: "ca-file: ").hasPrefix("none"))
+
+        func status() async throws -> String {
+            let result = try await CLI.tool("/usr/bin/curl", [
+                "--silent", "--http2", "--cacert", trusted, "--max-time", "20",
+                "--header", "apns-topic: \(Fixtures.topic)", "--data", #"{"aps":{"alert":"Hello"}}"#,
+                "--output", "/dev/null", "--write-out", "%{http_code}", "https://localhost:\(port)/3/device/\(Fixtures.goodToken)",
+            ])
+            return result.stdout
+        }
+        #expect(try await status() == "200")
+        kill(first.pid, SIGTERM)
+        #expect(try await first.wait(timeout: .seconds(20)) == 0)
+        // Gone: curl cannot connect (exit 7 prints 000).
+        #expect(try await status() == "000")
+
+        let second = try CLI.start([
+            "mock-server", "--port", String(port), "--certificate", directory.appendingPathComponent("server.pem").path,
+            "--certificate-key", directory.appendingPathComponent("server.key").path,
+        ])
+        defer { second.cleanUp() }
+        #expect(Int(try await second.waitForLine(startingWith: "port: ")) == port)
+        #expect(try await status() == "200")
+        kill(second.pid, SIGTERM)
+        #expect(try await second.wait(timeout: .seconds(20)) == 0)
+
+        // Options that do not go together are refused before anything starts.
+        let unpaired = try await CLI.run(["mock-server", "--certificate", trusted])
+        #expect(unpaired.status == 2, "\(unpaired)")
+        #expect(unpaired.stderr.contains("--certificate-key"), "\(unpaired)")
+    }
+
     @Test("with --token-key, a request without a provider token is refused 403 MissingProviderToken")
     func requiresProviderToken() async throws {
         let directory = try CLI.temporaryDirectory()

@@ -40,6 +40,8 @@ struct QueueDeadlineTests {
         #expect(error.code == .timeout, "\(error.debugDescription)")
         #expect(error.mayHaveReachedAPNs == false)
         #expect(elapsed >= .milliseconds(990), "\(elapsed)")
-        #expect(elapsed < .milliseconds(1_900), "\(elapsed): the deadline waited for the connect")
+        // Waiting for the connect takes 4 s; the bound leaves room for a loaded machine
+        // (another CPU-bound job beside the suite stretched the 1 s to 2.06 s once).
+        #expect(elapsed < .milliseconds(3_500), "\(elapsed): the deadline waited for the connect")
     }
 }
