@@ -336,7 +336,7 @@ extension APNsClient {
         }
         // When the call started: its retries end by this plus the request timeout.
         var first = presentingClientCertificate(request)
-        first.startedAt = MonotonicTime.now()
+        first.startedAt = now()
         return first
     }
 
@@ -410,7 +410,7 @@ extension APNsClient {
             error = .failed(failure)
         }
         var delivery = Delivery(retryPolicy: retryPolicy, startedAt: request.startedAt, timeout: request.timeout)
-        let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: jitter(), now: MonotonicTime.now())
+        let decision = delivery.attemptEnded(with: error, providerToken: request.providerToken, jitter: jitter(), now: now())
         if case .fail(let final) = decision {
             logEnding(final, of: "notification", attempt: 1, providerToken: request.providerToken, logger: logger) {
                 Self.metadata(request.apnsID, deviceToken, [:])

@@ -32,8 +32,9 @@ public final class APNsClient: Sendable {
     public let retryPolicy: RetryPolicy
     /// How long a call may take, every attempt and the waits between them included,
     /// counted from its first attempt: the first attempt's ``APNsRequest/timeout``, and
-    /// the deadline of the retries after it. A retry whose delay would end past it is not
-    /// made (the outcome is the last attempt's, saying so), and each later attempt's
+    /// the deadline of the retries after it. A retry is made only when, after its delay,
+    /// as much time is left as the attempt before it took (the outcome is otherwise the
+    /// last attempt's, saying so; see ``RetryPolicy``), and each later attempt's
     /// request has only the time left; a timeout itself is not retried (see
     /// ``RetryPolicy``). So a send takes about this long at most, whatever its attempts
     /// met: an endpoint that hangs until the connect timeout, GOAWAYs, 503s. (A renewed
@@ -76,6 +77,9 @@ public final class APNsClient: Sendable {
     let conditions = ConditionLog()
     private let sleep: @Sendable (Duration) async throws -> Void
     let jitter: @Sendable () -> Double
+    /// The monotonic clock a call's deadline is read from (``MonotonicTime/now()``; a
+    /// test's own, so that it does not depend on how fast the machine is).
+    let now: @Sendable () -> UInt64
 
     /// Creates a client.
     ///
@@ -132,7 +136,7 @@ public final class APNsClient: Sendable {
         )
     }
 
-    /// Creates a client with an injected sleep and jitter source (for tests).
+    /// Creates a client with an injected sleep, jitter source and clock (for tests).
     init(
         environment: APNsEnvironment,
         credentials: APNsCredentials,
@@ -143,7 +147,8 @@ public final class APNsClient: Sendable {
         metricsFactory: (any MetricsFactory)? = nil,
         tracer: (any Tracer)? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void,
-        jitter: @escaping @Sendable () -> Double
+        jitter: @escaping @Sendable () -> Double,
+        now: @escaping @Sendable () -> UInt64 = { MonotonicTime.now() }
     ) {
         self.environment = environment
         self.metrics = ClientMetrics(factory: metricsFactory ?? MetricsSystem.factory, environment: environment)
@@ -179,6 +184,7 @@ public final class APNsClient: Sendable {
         self.logger = logger
         self.sleep = sleep
         self.jitter = jitter
+        self.now = now
     }
 
     /// Sends `notification` to one device.
@@ -608,6 +614,9 @@ public final class APNsClient: Sendable {
         return resumption.map {
             let loop = AttemptLoop(delivery: $0.delivery, decision: $0.decision, expiredTokenInvalidated: $0.expiredTokenInvalidated)
             if case .refreshProviderToken(let expired) = $0.decision { loop.lastToken = expired }
+            // The time the caller held the delivery (an array batch's first pass) does not
+            // count against its deadline.
+            loop.delivery.resumed(at: now())
             return loop
         }
     }
@@ -681,7 +690,7 @@ public final class APNsClient: Sendable {
                     } else {
                         log(.debug, "provider token expired and the source kept it; not retrying", logger: logger, metadata: metadata)
                     }
-                    loop.decision = loop.delivery.providerTokenRefreshed(changed: changed, jitter: jitter(), now: MonotonicTime.now())
+                    loop.decision = loop.delivery.providerTokenRefreshed(changed: changed, jitter: jitter(), now: now())
                     continue
                 case .retry(let delay, let error):
                     log(
@@ -721,7 +730,7 @@ public final class APNsClient: Sendable {
         }
         // The first attempt has the whole request timeout and records when it started;
         // a later one has what is left of it (the delivery's deadline).
-        let now = MonotonicTime.now()
+        let now = self.now()
         var timeout = requestTimeout
         if let remaining = delivery.remainingTime(at: now) {
             guard remaining > .zero else {
@@ -731,6 +740,7 @@ public final class APNsClient: Sendable {
             }
             timeout = remaining
         }
+        loop?.delivery.attemptStarting(at: now)
         var request: APNsRequest
         do {
             request = presentingClientCertificate(try build(providerToken, timeout))
@@ -774,7 +784,7 @@ public final class APNsClient: Sendable {
         }
         let state = loop ?? AttemptLoop(delivery: Delivery(retryPolicy: retryPolicy, startedAt: request.startedAt, timeout: request.timeout), decision: nil)
         state.lastToken = sentToken
-        state.decision = state.delivery.attemptEnded(with: ended, providerToken: sentToken, jitter: jitter(), now: MonotonicTime.now())
+        state.decision = state.delivery.attemptEnded(with: ended, providerToken: sentToken, jitter: jitter(), now: now())
         return .next(state)
     }
 }

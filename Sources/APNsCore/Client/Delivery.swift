@@ -23,11 +23,15 @@
 /// connection still may have delivered it).
 ///
 /// A call's attempts share one deadline: the first attempt's start plus the client's
-/// ``APNsClient/requestTimeout`` (``deadline``). A retry whose delay would end past it is
-/// not made (the outcome is the last attempt's error, saying so), and the caller gives
-/// each later attempt only the time that is left (``remainingTime(at:)``), so a call
-/// takes about one `requestTimeout` at most, whatever its attempts met (a connection that
-/// hangs until the connect timeout, GOAWAYs, 503s). The time is an input (`now`).
+/// ``APNsClient/requestTimeout`` (``deadline``). A retry is made only when, after its
+/// delay, as much time is left as the attempt before it took (a retry with less would
+/// likely time out, and turn a clean "not delivered" into "may have reached APNs"); the
+/// outcome is otherwise the last attempt's error, saying so. The caller gives each later
+/// attempt only the time that is left (``remainingTime(at:)``), so a call takes about one
+/// `requestTimeout` at most, whatever its attempts met (a connection that hangs until the
+/// connect timeout, GOAWAYs, 503s). Time the caller holds a delivery before its attempt
+/// loop takes it over (an array batch's retries wait for its first pass over every
+/// notification) does not count: ``resumed(at:)``. The time is an input (`now`).
 ///
 /// So is the outcome of a delivery whose task is cancelled before its next attempt (while
 /// it waits to retry): the last attempt's error — APNs' answer, or that attempt's
@@ -53,7 +57,13 @@ struct Delivery: Sendable, Equatable {
     let retryPolicy: RetryPolicy
     /// When the call must end, in ``MonotonicTime`` nanoseconds; 0 for no deadline (the
     /// first attempt's start was not recorded).
-    let deadline: UInt64
+    private(set) var deadline: UInt64
+    /// When the attempt being made, or just made, started (0: unknown).
+    private var attemptStartedAt: UInt64 = 0
+    /// When the last attempt ended (0: none yet).
+    private var lastEndedAt: UInt64 = 0
+    /// How long the last attempt took, from its start to its answer or failure.
+    private var lastDuration: UInt64 = 0
     /// The attempt being made or just made: 1 for the first.
     private(set) var attempt = 1
     /// Whether an `ExpiredProviderToken` answer has already been met with a new token
@@ -82,6 +92,23 @@ struct Delivery: Sendable, Equatable {
     init(retryPolicy: RetryPolicy, startedAt: UInt64, timeout: Duration) {
         self.retryPolicy = retryPolicy
         self.deadline = startedAt == 0 ? 0 : MonotonicTime.deadline(after: timeout, from: startedAt)
+        self.attemptStartedAt = startedAt
+    }
+
+    /// The next attempt starts at `now`.
+    mutating func attemptStarting(at now: UInt64) {
+        attemptStartedAt = now
+    }
+
+    /// The attempt loop takes the delivery over at `now`: the time since the last attempt
+    /// ended, while its caller held it (an array batch finishing its first pass before it
+    /// retries), moves the deadline on by as much. Its retry's delay was already decided,
+    /// from when the attempt ended.
+    mutating func resumed(at now: UInt64) {
+        guard deadline != 0, lastEndedAt != 0, now > lastEndedAt else { return }
+        let (moved, overflow) = deadline.addingReportingOverflow(now - lastEndedAt)
+        deadline = overflow ? UInt64.max : moved
+        lastEndedAt = now
     }
 
     /// The time left for the next attempt at `now`: `nil` without a deadline, zero once it
@@ -101,6 +128,8 @@ struct Delivery: Sendable, Equatable {
         now: UInt64
     ) -> Decision {
         guard let failure = error else { return .deliver }
+        lastDuration = attemptStartedAt != 0 && now > attemptStartedAt ? now - attemptStartedAt : 0
+        lastEndedAt = now
         let ended = explainedTimeout(failure)
         lastError = ended
         if let transportError = ended.transportError, transportError.mayHaveReachedAPNs {
@@ -187,8 +216,11 @@ struct Delivery: Sendable, Equatable {
             return .fail(finalError(error))
         }
         let delay = retryPolicy.delay(beforeRetry: attempt, jitter: jitter)
-        if deadline != 0, now >= deadline || deadline - now <= MonotonicTime.nanoseconds(delay) {
-            return .fail(ended(error, note: "not sent again: the retry's delay would end after the request's timeout, which counts from the first attempt"))
+        // After the delay, as much time as the last attempt took must be left: a retry
+        // with less would likely time out once sent.
+        let (needed, overflow) = MonotonicTime.nanoseconds(delay).addingReportingOverflow(lastDuration)
+        if deadline != 0, overflow || now >= deadline || deadline - now <= needed {
+            return .fail(ended(error, note: "not sent again: too little of the request's timeout, which counts from the first attempt, would be left after the retry's delay"))
         }
         attempt += 1
         return .retry(after: delay, because: error)
@@ -211,14 +243,14 @@ struct Delivery: Sendable, Equatable {
     /// says what the attempt before it ended in: the timeout alone would hide the cause
     /// (a connection that could not be made, say).
     private func explainedTimeout(_ error: APNsError) -> APNsError {
-        guard attempt > 1, case .failed(let failure) = error, failure.code == .timeout, let lastError,
+        guard case .failed(let failure) = error, failure.code == .timeout, let lastError,
             lastError.transportError?.code != .timeout
         else { return error }
         return .failed(
             APNsTransportError(
                 code: failure.code,
                 mayHaveReachedAPNs: failure.mayHaveReachedAPNs,
-                detail: (failure.detail.map { $0 + "; " } ?? "") + "attempt \(attempt) had what was left of the request's timeout; attempt \(attempt - 1) ended in "
+                detail: (failure.detail.map { $0 + "; " } ?? "") + "this attempt had what was left of the request's timeout; the attempt before it ended in "
                     + Self.summary(lastError),
                 responseStatus: failure.responseStatus
             )

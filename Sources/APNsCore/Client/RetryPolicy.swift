@@ -30,11 +30,13 @@ import Foundation
 /// `d = min(maxDelay, baseDelay × 2^(n-1))` ("equal jitter").
 ///
 /// Every attempt of a call ends by one deadline: the first attempt's start plus
-/// ``APNsClient/requestTimeout``. A retry whose delay would end after it is not made (the
-/// outcome is the last attempt's error or answer, its detail saying why it was not sent
-/// again), and a retry that is made has only the time left, so a send takes about one
-/// request timeout at most, not one per attempt (an endpoint that hangs until the connect
-/// timeout would otherwise cost attempts × the connect timeout).
+/// ``APNsClient/requestTimeout``. A retry is made only when, after its delay, as much time
+/// is left as the attempt before it took (the outcome is otherwise the last attempt's
+/// error or answer, its detail saying why it was not sent again), and a retry that is made
+/// has only the time left, so a send takes about one request timeout at most, not one per
+/// attempt (an endpoint that hangs until the connect timeout would otherwise cost
+/// attempts × the connect timeout). The array batches retry after their first pass over
+/// every notification: that wait does not count.
 ///
 /// If the calling task is cancelled while the client waits to retry, nothing more is sent
 /// and the outcome is what the last attempt ended in: APNs' answer (a 503 stays a

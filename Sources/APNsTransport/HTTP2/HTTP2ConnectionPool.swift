@@ -505,17 +505,20 @@ final class HTTP2ConnectionPool: Sendable {
     /// requests to send gets a connection, in turns when there are more such credentials
     /// than the budget has connections.
     func expireQueued(now: UInt64) {
-        let (expired, reclaim, evenIfBusy, blocked) = state.withLock { locked -> ([PendingRequest], Bool, Bool, Bool) in
+        let (expired, reclaim, evenIfBusy, blocked, unconnected) = state.withLock { locked -> ([PendingRequest], Bool, Bool, Bool, String?) in
             let expired = locked.machine.expireQueued(now: now)
+            let unconnected = expired.isEmpty ? nil : locked.machine.noConnectionReason
             let blocked = locked.machine.budgetBlocked && locked.budgetHolders.isEmpty
             let waiting = blocked && locked.machine.queuedCount > 0
             if !waiting { locked.starvedSince = nil }
-            guard waiting, now &- locked.lastReclaimAsk >= 100_000_000 else { return (expired, false, false, blocked) }
+            guard waiting, now &- locked.lastReclaimAsk >= 100_000_000 else { return (expired, false, false, blocked, unconnected) }
             locked.lastReclaimAsk = now
             if locked.starvedSince == nil { locked.starvedSince = now }
-            return (expired, true, now &- locked.starvedSince! >= Self.starvedBeforeSharing, blocked)
+            return (expired, true, now &- locked.starvedSince! >= Self.starvedBeforeSharing, blocked, unconnected)
         }
-        let why = blocked ? budget.map { "its credential had no connection: it waited for a place in the transport's connection budget (maxConnections \($0.limit))" } : nil
+        let why = blocked
+            ? budget.map { "its credential had no connection: it waited for a place in the transport's connection budget (maxConnections \($0.limit))" }
+            : unconnected
         for pending in expired { pending.expire(waitingFor: why) }
         if reclaim, let budget { budget.reclaimIdle(for: self, now: now, evenIfBusy: evenIfBusy) }
     }

@@ -180,9 +180,12 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         // While the pool backs off with nothing up, a single send whose deadline comes
         // before the next attempt fails at once (waiting could only end in a timeout); one
         // that can wait for the attempt waits, as a batch's requests do, so that a retry
-        // of a refused connection is not spent while no connection can be tried.
+        // of a refused connection is not spent while no connection can be tried. After a
+        // refusal that sending again cannot fix (a proxy's 407, a refused certificate), the
+        // next attempt would only meet it again: the send fails at once, saying so.
+        let permanent = lastConnectError?.isPermanent == true
         if !request.isBatched, !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt,
-            request.deadline <= nextConnectAttempt {
+            request.deadline <= nextConnectAttempt || permanent {
             let waitMS = (nextConnectAttempt - now) / 1_000_000
             let detail = "not connected to \(settings.endpointDescription); the last attempt failed ("
                 + (lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")
@@ -190,7 +193,8 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
             // The last attempt's cause names the failure: a handshake the server refused (a
             // client certificate it requires, say) is a TLS failure for every request that
             // meets it, not only for the ones that were waiting for that attempt.
-            return .fail(lastConnectError?.code == .tlsFailure ? .tlsFailure(detail) : .connectionFailed(detail))
+            let failure: APNsTransportError = lastConnectError?.code == .tlsFailure ? .tlsFailure(detail) : .connectionFailed(detail)
+            return .fail(permanent ? failure.permanent : failure)
         }
         noteQueued(request.deadline)
         queue.append(request)
@@ -324,6 +328,14 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
 
     /// Whether requests wait for a stream.
     var hasQueuedRequests: Bool { !queue.isEmpty }
+
+    /// Why queued requests have no connection, when the last connection attempt failed
+    /// and none is up: for the detail of a request that times out in the queue.
+    var noConnectionReason: String? {
+        guard consecutiveFailures > 0, !slots.contains(where: { $0.isReady }), let lastConnectError else { return nil }
+        return "not connected to \(settings.endpointDescription): the last connection attempt failed ("
+            + (lastConnectError.detail ?? lastConnectError.code.description) + ")"
+    }
 
     /// `id` is up with `freeStreams` streams; whether it is a reconnect of its slot.
     mutating func connectSucceeded(_ id: ConnectionID, freeStreams: Int) -> Bool {

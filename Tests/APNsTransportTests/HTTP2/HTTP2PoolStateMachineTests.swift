@@ -318,6 +318,37 @@ struct HTTP2PoolStateMachineTests {
         #expect(pool.waitingRequests == 1)
         #expect(queued(pool.enqueue(FakeRequest("third"), now: 20 * ms)) != nil)
     }
+    @Test("after a refusal sending again cannot fix (a proxy's 407), a single send fails at once, permanent, instead of waiting for an attempt that would meet it again")
+    func permanentRefusalFailsAtOnce() {
+        var pool = machine(backoffBaseMS: 500)
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        _ = pool.connectFailed(0, error: APNsTransportError.connectionFailed("the proxy answered 407").permanent, now: 0, jitter: 1)
+        // A deadline long after the next attempt: it would wait, were the refusal not permanent.
+        let error = failure(pool.enqueue(FakeRequest("b", deadline: 30_000 * ms), now: 100 * ms))
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.isPermanent == true, "\(String(describing: error))")
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(error?.detail?.contains("407") == true, "\(String(describing: error))")
+        // A batch's request still waits for the attempt (the batch fails its queue then).
+        #expect(queued(pool.enqueue(FakeRequest("batch", batched: true), now: 100 * ms)) != nil)
+    }
+
+    @Test("a request that times out in the queue while no connection is up says why: the last attempt's failure")
+    func queueTimeoutNamesTheConnectFailure() {
+        var pool = machine(backoffBaseMS: 500)
+        #expect(pool.noConnectionReason == nil)
+        _ = pool.enqueue(FakeRequest("a", batched: true), now: 0)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        _ = pool.connectFailed(0, error: .tlsFailure("the TLS handshake did not finish within 1.0 seconds"), now: 0, jitter: 1)
+        #expect(pool.noConnectionReason?.contains("the last connection attempt failed (the TLS handshake did not finish within 1.0 seconds)") == true,
+                "\(String(describing: pool.noConnectionReason))")
+        // Up again: nothing to explain.
+        _ = pool.enqueue(FakeRequest("b", batched: true), now: 600 * ms)
+        #expect(pool.connectPermission(for: 0, now: 600 * ms, jitter: 0) == .connect)
+        _ = pool.connectSucceeded(0, freeStreams: 10)
+        #expect(pool.noConnectionReason == nil)
+    }
 }
 
 /// The pool's side of the transport's connection budget and of retiring a connection.
@@ -446,4 +477,5 @@ struct HTTP2PoolBudgetTests {
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("the server requires a client certificate") == true, "\(String(describing: error))")
     }
+
 }
