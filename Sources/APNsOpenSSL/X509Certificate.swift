@@ -112,8 +112,9 @@ package final class X509Certificate: Sendable {
         withUnsafeHandle { x509 in X509_get0_notBefore(x509).flatMap { Self.date($0) } }
     }
 
-    /// The DNS names and IP addresses in subjectAltName (RFC 5280 §4.2.1.6), then the
-    /// subject common name: what hostname verification compares against.
+    /// The DNS names and IP addresses in subjectAltName (RFC 5280 §4.2.1.6): what
+    /// hostname verification compares against (the subject's common name is not; RFC 9525
+    /// §6.3).
     package var names: [String] {
         var result: [String] = []
         withUnsafeHandle { x509 in
@@ -128,9 +129,6 @@ package final class X509Certificate: Sendable {
                     result.append(Self.ipAddress(ip))
                 }
             }
-        }
-        if let commonName = subjectCommonName, !result.contains(commonName) {
-            result.append(commonName)
         }
         return result
     }

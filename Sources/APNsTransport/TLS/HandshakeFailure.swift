@@ -20,11 +20,15 @@ enum HandshakeFailure {
 
     /// Whether a handshake that failed with `errors` fails the same way on every attempt:
     /// the server refused the client certificate (or asked for one the transport does not
-    /// have), or the server's certificate failed verification. A closed socket or a
-    /// timeout is not.
+    /// have), the server's certificate failed verification, or the server offers no TLS
+    /// version or application protocol this client accepts (TLS 1.1 or older, no `h2`).
+    /// A closed socket or a timeout is not.
     static func isPermanent(_ errors: OpenSSLErrors) -> Bool {
         errors.contains(reason: SSL_R_CERTIFICATE_VERIFY_FAILED)
             || clientCertificateAlerts.contains { $0 != SSL_R_TLSV1_ALERT_DECRYPT_ERROR && errors.contains(reason: $0) }
+            // The server's TLS versions, or its lack of HTTP/2: its setup, not a moment's.
+            || errors.contains(reason: SSL_R_TLSV1_ALERT_PROTOCOL_VERSION) || errors.contains(reason: SSL_R_UNSUPPORTED_PROTOCOL)
+            || errors.contains(reason: SSL_R_NO_PROTOCOLS_AVAILABLE) || errors.contains(reason: SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL)
     }
 
     static func describe(
@@ -74,7 +78,11 @@ enum HandshakeFailure {
         switch code {
         case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH:
             let names = leaf?.names ?? []
-            let list = names.isEmpty ? "no name" : names.map { "'\($0)'" }.joined(separator: ", ")
+            guard !names.isEmpty else {
+                let commonName = leaf?.subjectCommonName.map { " (its subject's common name '\($0)' is not a name to check: RFC 9525 §6.3)" } ?? ""
+                return "certificate verify failed: hostname mismatch: the certificate of \(host) lists no DNS name or IP address in subjectAltName\(commonName); the server needs a certificate with one"
+            }
+            let list = names.map { "'\($0)'" }.joined(separator: ", ")
             return "certificate verify failed: hostname mismatch: the certificate of \(host) is for \(list); connect to a name the certificate lists"
         case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
              X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,

@@ -192,7 +192,10 @@ final class TLSStream: @unchecked Sendable {
                 ERR_clear_error()
             }
         }
-        let host = TCPConnector.unbracketed(endpoint.host)
+        // A fully qualified name's trailing dot ("localhost.") is not part of the name SNI
+        // carries (RFC 6066 §3) or the certificate lists: drop it, as curl does.
+        var host = TCPConnector.unbracketed(endpoint.host)
+        if host.count > 1, host.hasSuffix(".") { host.removeLast() }
         let endpointText = ProxyTunnel.authority(endpoint)
         guard SSL_set_fd(ssl, fd) == 1 else {
             throw .tlsFailure("SSL_set_fd failed: \(OpenSSLErrors.drain().text(or: "?"))")
@@ -206,6 +209,10 @@ final class TLSStream: @unchecked Sendable {
             guard capns_SSL_set_tlsext_host_name(ssl, host) == 1 else {
                 throw .tlsFailure("cannot send the server name \(host) (SNI): \(OpenSSLErrors.drain().text(or: "SSL_set_tlsext_host_name failed"))")
             }
+            // The name is checked against the certificate's DNS names only, never its
+            // subject's common name (RFC 9525 §6.3; Apple's platforms refuse a certificate
+            // without a subjectAltName too).
+            SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
             if configuration.trustRoots.source != .none, SSL_set1_host(ssl, host) != 1 {
                 throw .tlsFailure("cannot verify the host name \(host): \(OpenSSLErrors.drain().text(or: "SSL_set1_host failed"))")
             }
@@ -231,10 +238,10 @@ final class TLSStream: @unchecked Sendable {
                     let legacy = LegacyVersionProbe.version(of: endpoint, deadline: min(deadline, .now + .seconds(3)))
                 {
                     // Closed without answering the ClientHello, yet it speaks TLS 1.0/1.1.
-                    throw .tlsFailure(
+                    throw APNsTransportError.tlsFailure(
                         "\(endpointText) offers only \(legacy): it closed the connection when offered TLS 1.2 and 1.3, "
                             + "and completed a \(legacy) handshake; APNs and this client need TLS 1.2 or later"
-                    )
+                    ).permanent
                 }
                 let failure = APNsTransportError.tlsFailure(HandshakeFailure.describe(
                     ssl: ssl, sslError: error, errors: errors, errno: systemError,
@@ -252,8 +259,9 @@ final class TLSStream: @unchecked Sendable {
         SSL_get0_alpn_selected(ssl, &selected, &length)
         let protocolName = selected.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
         guard protocolName == "h2" else {
-            throw .tlsFailure("the server did not negotiate HTTP/2 (ALPN h2); APNs requires it"
-                + (protocolName.map { " (\(endpointText) chose '\($0)')" } ?? " (\(endpointText) chose no protocol)"))
+            // The server's setup: every attempt meets it again.
+            throw APNsTransportError.tlsFailure("the server did not negotiate HTTP/2 (ALPN h2); APNs requires it"
+                + (protocolName.map { " (\(endpointText) chose '\($0)')" } ?? " (\(endpointText) chose no protocol)")).permanent
         }
         let version = SSL_get_version(ssl).map { String(cString: $0) } ?? "?"
         ok = true

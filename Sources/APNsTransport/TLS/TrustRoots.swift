@@ -2,8 +2,9 @@
 ///
 /// The default, ``system``, is the operating system's trust store, which holds the roots
 /// that APNs certificates chain to. Pass ``certificates(_:)`` to trust a private CA
-/// instead, such as the mock server's. Verification (chain and host name, RFC 6125) is
-/// always on, except with the deliberately loud
+/// instead, such as the mock server's. Verification (chain, and host name against the
+/// certificate's subjectAltName, never its subject's common name: RFC 9525) is always on,
+/// except with the deliberately loud
 /// ``insecureNoVerification_forTestingOnly``.
 public struct TrustRoots: Sendable, Hashable {
     enum Source: Sendable, Hashable {
@@ -28,8 +29,12 @@ public struct TrustRoots: Sendable, Hashable {
     /// Trusts only the CA certificates in `pem` (one or more
     /// `-----BEGIN CERTIFICATE-----` blocks), not the system store.
     ///
+    /// Each one is an anchor, a root or not: a chain that reaches an intermediate you list
+    /// verifies without the root above it (as curl treats its CA file).
+    ///
     /// The PEM is read when a connection is made; a PEM without a certificate fails that
-    /// connection with ``APNsCore/APNsTransportError/Code/tlsFailure``.
+    /// connection with ``APNsCore/APNsTransportError/Code/tlsFailure``, marked
+    /// ``APNsCore/APNsTransportError/isPermanent``.
     public static func certificates(_ pem: String) -> TrustRoots {
         TrustRoots(.certificates(pem: pem))
     }

@@ -183,6 +183,68 @@ import Testing
         #expect(error?.detail?.contains("hostname mismatch: the certificate of localhost is for 'example.com'") == true, "\(String(describing: error))")
     }
 
+    @Test("a certificate with its name only in the subject's common name is refused: names are checked against subjectAltName (RFC 9525)")
+    func commonNameAloneIsRefused() throws {
+        let server = try OpenSSLServer(certificate: "nosan", options: ["-alpn", "h2", "-rev"])
+        defer { server.stop() }
+        let error = connectionError(TLSEndpoint(host: "localhost", port: server.port), try .trustingTestCA())
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.isPermanent == true)
+        #expect(error?.detail?.contains("lists no DNS name or IP address in subjectAltName") == true, "\(String(describing: error))")
+        #expect(error?.detail?.contains("common name 'localhost'") == true, "\(String(describing: error))")
+    }
+
+    @Test("a trusted intermediate is an anchor: its leaf verifies without the root (curl's partial chains)")
+    func intermediateAloneIsTrusted() throws {
+        let server = try OpenSSLServer(certificate: "chainserver", options: ["-alpn", "h2", "-rev"])
+        defer { server.stop() }
+        let pki = try TestPKI.get()
+        let stream = try connectForTest(
+            TLSEndpoint(host: "localhost", port: server.port),
+            TLSConfiguration(trustRoots: .certificates(try pki.text("intermediate.pem"))))
+        stream.close()
+        // Without it (the root alone, and the server sends no chain), verification fails.
+        let second = try OpenSSLServer(certificate: "chainserver", options: ["-alpn", "h2", "-rev"])
+        defer { second.stop() }
+        let error = connectionError(TLSEndpoint(host: "localhost", port: second.port), try .trustingTestCA())
+        #expect(error?.code == .tlsFailure && error?.isPermanent == true, "\(String(describing: error))")
+    }
+
+    @Test("TLS 1.2: only ephemeral AEAD suites (RFC 9113 §9.2.2); a server offering AES128-SHA alone is refused, one offering ECDHE with AES-GCM is not")
+    func http2CipherSuitesOnly() throws {
+        let weak = try OpenSSLServer(options: ["-alpn", "h2", "-rev", "-no_tls1_3", "-cipher", "AES128-SHA"])
+        defer { weak.stop() }
+        let error = connectionError(TLSEndpoint(host: "localhost", port: weak.port), try .trustingTestCA())
+        #expect(error?.code == .tlsFailure, "\(String(describing: error))")
+        #expect(error?.mayHaveReachedAPNs == false)
+        let strong = try OpenSSLServer(options: ["-alpn", "h2", "-rev", "-no_tls1_3", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256"])
+        defer { strong.stop() }
+        let stream = try connectForTest(TLSEndpoint(host: "localhost", port: strong.port), try .trustingTestCA())
+        stream.close()
+    }
+
+    @Test("a server's request to renegotiate TLS 1.2 is refused (RFC 9113 §9.2.1): one handshake, not two")
+    func renegotiationIsRefused() throws {
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-no_tls1_3", "-state"])
+        defer { server.stop() }
+        let stream = try connectForTest(TLSEndpoint(host: "localhost", port: server.port), try .trustingTestCA())
+        defer { stream.close() }
+        // s_server's command "r" sends a HelloRequest; the line after it, data. The client
+        // reads until that data arrives or the connection ends: refused, s_server may end
+        // it with a handshake_failure alert, which the read reports as a TLS failure.
+        server.background.type("r\n")
+        server.background.type("after renegotiation\n")
+        _ = try? readUntil(stream) { String(decoding: $0, as: UTF8.self).contains("after renegotiation") }
+        // Bounded wait for the server to log what it did.
+        for _ in 0..<50 where !server.background.log.contains("write hello request") {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let log = server.background.log
+        #expect(log.contains("write hello request"), "\(log)")
+        let clientHellos = log.components(separatedBy: "read client hello").count - 1
+        #expect(clientHellos == 1, "the client answered the HelloRequest with a new handshake: \(log)")
+    }
+
     @Test func ipAddressMismatchIsRefused() throws {
         let server = try OpenSSLServer(certificate: "example", options: ["-alpn", "h2", "-rev"])
         defer { server.stop() }

@@ -80,6 +80,8 @@ struct TestPKI: Sendable {
         }
         try write("server.ext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n")
         try write("example.ext", "subjectAltName=DNS:example.com\nextendedKeyUsage=serverAuth\n")
+        // No subjectAltName at all: the name is only in the subject's common name.
+        try write("nosan.ext", "extendedKeyUsage=serverAuth\n")
         try write("client.ext", """
             extendedKeyUsage=clientAuth
             1.2.840.113635.100.6.3.6=ASN1:SEQUENCE:apns_topics
@@ -102,6 +104,7 @@ struct TestPKI: Sendable {
             ("server", "localhost", "server.ext", "ca", "2"),
             ("example", "example.com", "example.ext", "ca", "2"),
             ("expired", "localhost", "server.ext", "ca", "-1"),
+            ("nosan", "localhost", "nosan.ext", "ca", "2"),
             ("untrusted", "localhost", "server.ext", "otherca", "2"),
             ("client", "Apple Push Services: com.example.app", "client.ext", "ca", "2"),
             ("expiredclient", "Expired Push Services", "client.ext", "ca", "-1"),
@@ -121,6 +124,11 @@ struct TestPKI: Sendable {
         try openssl(["x509", "-req", "-in", "chainclient.csr", "-CA", "intermediate.pem", "-CAkey", "intermediate.key", "-CAcreateserial",
                      "-days", "2", "-extfile", "client.ext", "-out", "chainclient.pem"])
         try write("chainclient-with-intermediate.pem", try text("chainclient.pem") + text("intermediate.pem"))
+        // A server certificate the intermediate issued, for a client that trusts the
+        // intermediate alone.
+        try openssl(["req", "-new"] + ec + ["-keyout", "chainserver.key", "-out", "chainserver.csr", "-subj", "/CN=localhost"])
+        try openssl(["x509", "-req", "-in", "chainserver.csr", "-CA", "intermediate.pem", "-CAkey", "intermediate.key", "-CAcreateserial",
+                     "-days", "2", "-extfile", "server.ext", "-out", "chainserver.pem"])
         try openssl(["pkcs12", "-export", "-in", "chainclient.pem", "-inkey", "chainclient.key", "-certfile", "intermediate.pem",
                      "-out", "chainclient.p12", "-passout", "pass:\(Self.password)"])
         // The usual Keychain export mistake: the certificate without its key.
@@ -200,6 +208,12 @@ final class BackgroundProcess: @unchecked Sendable {
 
     /// Everything the process has written so far.
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// Writes `text` to the process's standard input (s_server reads commands there: a
+    /// line `r` asks the client to renegotiate).
+    func type(_ text: String) {
+        input.fileHandleForWriting.write(Data(text.utf8))
+    }
 
     /// Waits up to `seconds` for `condition` on the log.
     func waitForLog(seconds: Double = 10, _ condition: (String) -> Bool) -> Bool {
