@@ -43,9 +43,10 @@ enum ProxyTunnel {
 
         // Read the response head one byte at a time, so that not a byte of the tunnel
         // after it is consumed (the head is short; this costs a few hundred syscalls once).
+        // The head ends with an empty line; a bare LF ends a line too (RFC 9112 §2.2 lets
+        // a recipient take one, and some proxies send them).
         var head: [UInt8] = []
-        let terminator: [UInt8] = Array("\r\n\r\n".utf8)
-        while !head.ends(with: terminator) {
+        while !Self.endsHead(head) {
             guard head.count < maximumResponseHead else {
                 throw .connectionFailed("\(proxyName) sent a response head over \(maximumResponseHead) bytes")
             }
@@ -56,7 +57,9 @@ enum ProxyTunnel {
             head += byte
         }
         let text = String(decoding: head, as: UTF8.self)
-        let statusLine = text.components(separatedBy: "\r\n").first ?? ""
+        let statusLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map {
+            $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
+        } ?? ""
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         // What the proxy said, for the error: its first 80 characters, escaped.
         let shown = PrintableText.escaped(String(statusLine.prefix(80)))
@@ -80,6 +83,17 @@ enum ProxyTunnel {
         default:
             throw .connectionFailed("\(proxyName) refused CONNECT \(authority(endpoint)): \(shown)")
         }
+    }
+
+    /// Whether `head` ends with an empty line: CRLF CRLF, or LF LF (and the mixes).
+    static func endsHead(_ head: [UInt8]) -> Bool {
+        guard head.last == UInt8(ascii: "\n"), head.count >= 2 else { return false }
+        var index = head.count - 2
+        if head[index] == UInt8(ascii: "\r") {
+            guard index >= 1 else { return false }
+            index -= 1
+        }
+        return head[index] == UInt8(ascii: "\n")
     }
 
     /// The SOCKS5 exchange (see ``SOCKS5``) on `fd`.

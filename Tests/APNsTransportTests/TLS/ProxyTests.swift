@@ -76,6 +76,23 @@ private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/
         #expect(error?.detail?.contains("requires authentication") == true, "\(String(describing: error))")
     }
 
+    @Test("a CONNECT response head ends at an empty line, CRLF or bare LF (RFC 9112 §2.2)")
+    func responseHeadEnds() {
+        let cases: [(String, Bool)] = [
+            ("HTTP/1.1 200 Connection established\r\n\r\n", true),
+            ("HTTP/1.1 200 OK\n\n", true),
+            ("HTTP/1.1 200 OK\r\n\n", true),
+            ("HTTP/1.1 200 OK\nVia: proxy\n\r\n", true),
+            ("HTTP/1.1 200 OK\r\n", false),
+            ("HTTP/1.1 200 OK\r\nVia: proxy\r\n", false),
+            ("HTTP/1.1 200 OK\r", false),
+            ("\n", false),
+        ]
+        for (head, ends) in cases {
+            #expect(ProxyTunnel.endsHead(Array(head.utf8)) == ends, "\(head.debugDescription)")
+        }
+    }
+
     @Test func connectRequestFollowsRFC9110AndRFC7617() throws {
         let request = try ProxyTunnel.request(
             to: TLSEndpoint(host: "api.push.apple.com", port: 443),
