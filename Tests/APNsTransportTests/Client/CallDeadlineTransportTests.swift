@@ -15,10 +15,7 @@ struct CallDeadlineTransportTests {
         // ClientHello is ever answered.
         let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
         defer { silent.close() }
-        var configuration = HTTP2Transport.Configuration(
-            environment: .custom(host: "127.0.0.1", port: silent.port),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
+        var configuration = silent.silentEndpointConfiguration()
         configuration.connectTimeout = .seconds(2)
         configuration.reconnectBackoffBase = .milliseconds(100)
         let transport = HTTP2Transport(configuration: configuration)

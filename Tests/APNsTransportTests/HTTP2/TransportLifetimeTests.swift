@@ -52,10 +52,7 @@ struct TransportLifetimeTests {
         // ClientHello goes unanswered and the attempt would wait the whole connect timeout.
         let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
         defer { silent.close() }
-        var configuration = HTTP2Transport.Configuration(
-            environment: .custom(host: "127.0.0.1", port: silent.port),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
+        var configuration = silent.silentEndpointConfiguration()
         configuration.connectTimeout = .seconds(40)
         configuration.shutdownGracePeriod = .seconds(1)
         let transport = HTTP2Transport(configuration: configuration)

@@ -340,6 +340,15 @@ final class LoopbackListener {
     }
 
     func close() { _ = Glibc.close(fd) }
+
+    /// A transport configuration that points at this listener (127.0.0.1), logging nothing:
+    /// for tests of an endpoint that completes TCP handshakes and never answers TLS.
+    func silentEndpointConfiguration() -> HTTP2Transport.Configuration {
+        HTTP2Transport.Configuration(
+            environment: .custom(host: "127.0.0.1", port: port),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+    }
 }
 
 /// A loopback address that drops connection attempts, as a route that goes nowhere does:
