@@ -182,10 +182,11 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         // that can wait for the attempt waits, as a batch's requests do, so that a retry
         // of a refused connection is not spent while no connection can be tried. After a
         // refusal that sending again cannot fix (a proxy's 407, a refused certificate), the
-        // next attempt would only meet it again: the send fails at once, saying so.
+        // next attempt would only meet it again: any request, a batch's too, fails at once,
+        // saying so.
         let permanent = lastConnectError?.isPermanent == true
-        if !request.isBatched, !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt,
-            request.deadline <= nextConnectAttempt || permanent {
+        if !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt,
+            permanent || (!request.isBatched && request.deadline <= nextConnectAttempt) {
             let waitMS = (nextConnectAttempt - now) / 1_000_000
             let detail = "not connected to \(settings.endpointDescription); the last attempt failed ("
                 + (lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")

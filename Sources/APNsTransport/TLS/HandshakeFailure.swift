@@ -59,7 +59,8 @@ enum HandshakeFailure {
             if errors.contains(reason: SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED) {
                 return "\(endpoint) requires a client certificate: set TLSConfiguration(clientIdentity:) or use token-based authentication (\(openSSL))"
             }
-            return "\(endpoint) refused the handshake (\(openSSL)); if it requires a client certificate, set TLSConfiguration(clientIdentity:)"
+            return "\(endpoint) refused the handshake (\(openSSL)): it accepts nothing this client offers (TLS 1.2 or 1.3, "
+                + "ECDHE with AES-GCM or ChaCha20-Poly1305, ALPN h2), or it requires a client certificate (set TLSConfiguration(clientIdentity:))"
         }
         if sslError == SSL_ERROR_ZERO_RETURN || (sslError == SSL_ERROR_SYSCALL && errors.codes.isEmpty) {
             let reason = sslError == SSL_ERROR_ZERO_RETURN || systemError == 0

@@ -56,10 +56,7 @@ enum ProxyTunnel {
             }
             head += byte
         }
-        let text = String(decoding: head, as: UTF8.self)
-        let statusLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map {
-            $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
-        } ?? ""
+        let statusLine = Self.statusLine(of: head)
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         // What the proxy said, for the error: its first 80 characters, escaped.
         let shown = PrintableText.escaped(String(statusLine.prefix(80)))
@@ -83,6 +80,14 @@ enum ProxyTunnel {
         default:
             throw .connectionFailed("\(proxyName) refused CONNECT \(authority(endpoint)): \(shown)")
         }
+    }
+
+    /// The first line of a response head, without its CRLF or LF. Split on the bytes: in a
+    /// Swift `String`, CR LF is one `Character`, which a split on `"\n"` does not see.
+    static func statusLine(of head: [UInt8]) -> String {
+        var line = head.prefix { $0 != UInt8(ascii: "\n") }
+        if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// Whether `head` ends with an empty line: CRLF CRLF, or LF LF (and the mixes).

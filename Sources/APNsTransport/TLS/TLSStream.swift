@@ -357,17 +357,21 @@ final class TLSStream: @unchecked Sendable {
 
     /// The TLS error for a failure that means the server processed nothing, or `nil`:
     ///
-    /// - a client certificate alert, at any time: with TLS 1.3 the client's handshake
-    ///   ends before the server has checked the client certificate, so its refusal arrives
-    ///   on the first read, after requests may have been written; a server that refuses
-    ///   the certificate never reads them;
+    /// - a client certificate alert on a TLS 1.3 session, at any time: the client's
+    ///   handshake ends before the server has checked the client certificate, so its
+    ///   refusal arrives on the first read, after requests may have been written; a server
+    ///   that refuses the certificate never reads them;
     /// - any other TLS error (an alert, a record that cannot be decrypted) before the
     ///   server sent any application data: an HTTP/2 server sends its SETTINGS before
     ///   anything else, so it answered no request and processed none.
     ///
     /// Called with `lock` held.
     private func tlsFailure(ssl: OpaquePointer, sslError: Int32, errors: OpenSSLErrors, errno systemError: Int32) -> APNsTransportError? {
-        if HandshakeFailure.clientCertificateAlerts.contains(where: errors.contains(reason:)) {
+        // Only TLS 1.3 ends the client's handshake before the server checked the
+        // certificate; with TLS 1.2 such an alert after the handshake is something else (a
+        // refused renegotiation, say), and whether the server processed requests is
+        // decided below.
+        if SSL_version(ssl) == TLS1_3_VERSION, HandshakeFailure.clientCertificateAlerts.contains(where: errors.contains(reason:)) {
             let failure = APNsTransportError.tlsFailure(HandshakeFailure.describe(
                 ssl: ssl, sslError: sslError, errors: errors, errno: systemError,
                 host: host, where: endpointDescription, configuration: configuration))

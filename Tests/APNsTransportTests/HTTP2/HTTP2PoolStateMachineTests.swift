@@ -330,8 +330,8 @@ struct HTTP2PoolStateMachineTests {
         #expect(error?.isPermanent == true, "\(String(describing: error))")
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("407") == true, "\(String(describing: error))")
-        // A batch's request still waits for the attempt (the batch fails its queue then).
-        #expect(queued(pool.enqueue(FakeRequest("batch", batched: true), now: 100 * ms)) != nil)
+        // A batch's request too: the next attempt would only meet the refusal again.
+        #expect(failure(pool.enqueue(FakeRequest("batch", batched: true), now: 100 * ms))?.isPermanent == true)
     }
 
     @Test("a request that times out in the queue while no connection is up says why: the last attempt's failure")

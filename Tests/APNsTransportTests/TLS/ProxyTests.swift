@@ -91,6 +91,10 @@ private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/
         for (head, ends) in cases {
             #expect(ProxyTunnel.endsHead(Array(head.utf8)) == ends, "\(head.debugDescription)")
         }
+        // The status line, whichever line end: split on the bytes (CR LF is one Swift
+        // Character, which a split on "\n" missed: every CRLF proxy was refused).
+        #expect(ProxyTunnel.statusLine(of: Array("HTTP/1.1 200 Connection established\r\nVia: p\r\n\r\n".utf8)) == "HTTP/1.1 200 Connection established")
+        #expect(ProxyTunnel.statusLine(of: Array("HTTP/1.1 407 Proxy Authentication Required\nX: y\n\n".utf8)) == "HTTP/1.1 407 Proxy Authentication Required")
     }
 
     @Test func connectRequestFollowsRFC9110AndRFC7617() throws {
