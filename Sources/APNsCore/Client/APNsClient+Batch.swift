@@ -320,12 +320,14 @@ extension APNsClient {
         })
         let request: APNsRequest
         do throws(APNsRequestError) {
+            // When the call started: its retries end by this plus the request timeout.
             request = try prepared.request(
                 to: deviceToken,
                 apnsID: apnsID,
                 environment: environment,
                 providerToken: providerToken,
-                timeout: requestTimeout
+                timeout: requestTimeout,
+                startedAt: now()
             )
         } catch {
             logger.debug("request is invalid", metadata: Self.metadata(apnsID, deviceToken, ["apns.error": "\(error)"]))
@@ -334,10 +336,7 @@ extension APNsClient {
         if logger.logLevel <= .trace {
             logger.trace("sending notification", metadata: Self.metadata(apnsID, deviceToken, ["apns.attempt": "1"]))
         }
-        // When the call started: its retries end by this plus the request timeout.
-        var first = presentingClientCertificate(request)
-        first.startedAt = now()
-        return first
+        return presentingClientCertificate(request)
     }
 
     /// Handles the answer to a batch's first attempt for `index`: an acceptance or a final

@@ -77,9 +77,16 @@ public final class APNsClient: Sendable {
     let conditions = ConditionLog()
     private let sleep: @Sendable (Duration) async throws -> Void
     let jitter: @Sendable () -> Double
-    /// The monotonic clock a call's deadline is read from (``MonotonicTime/now()``; a
-    /// test's own, so that it does not depend on how fast the machine is).
-    let now: @Sendable () -> UInt64
+    /// A test's clock for calls' deadlines, so that a test does not depend on how fast the
+    /// machine is; `nil` (the default): ``MonotonicTime/now()``, read inline.
+    private let testClock: (@Sendable () -> UInt64)?
+
+    /// Now on the monotonic clock a call's deadline is read from.
+    @inline(__always)
+    func now() -> UInt64 {
+        if let testClock { return testClock() }
+        return MonotonicTime.now()
+    }
 
     /// Creates a client.
     ///
@@ -148,7 +155,7 @@ public final class APNsClient: Sendable {
         tracer: (any Tracer)? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void,
         jitter: @escaping @Sendable () -> Double,
-        now: @escaping @Sendable () -> UInt64 = { MonotonicTime.now() }
+        now: (@Sendable () -> UInt64)? = nil
     ) {
         self.environment = environment
         self.metrics = ClientMetrics(factory: metricsFactory ?? MetricsSystem.factory, environment: environment)
@@ -184,7 +191,7 @@ public final class APNsClient: Sendable {
         self.logger = logger
         self.sleep = sleep
         self.jitter = jitter
-        self.now = now
+        self.testClock = now
     }
 
     /// Sends `notification` to one device.
@@ -748,7 +755,7 @@ public final class APNsClient: Sendable {
             log(.debug, "request is invalid", logger: logger, metadata: metadata, extra: ["apns.error": "\(error)"])
             throw .invalid(error)
         }
-        if loop == nil { request.startedAt = now }
+        if loop == nil { request = request.started(at: now) }
         log(.trace, "sending \(what)", logger: logger, metadata: metadata, extra: ["apns.attempt": "\(delivery.attempt)"])
         attempts?.value += 1
         return .send(request, providerToken: providerToken)

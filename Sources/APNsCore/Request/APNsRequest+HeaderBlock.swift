@@ -33,7 +33,8 @@ extension APNsRequest {
         apnsID: APNsID,
         explicitAuthorization: String?,
         providerToken: ProviderToken?,
-        timeout: Duration
+        timeout: Duration,
+        startedAt: UInt64 = 0
     ) {
         self.storage = Storage(
             method: .post,
@@ -44,7 +45,8 @@ extension APNsRequest {
             apnsID: apnsID,
             deviceToken: deviceToken,
             timeout: timeout,
-            providerToken: providerToken
+            providerToken: providerToken,
+            startedAt: startedAt
         )
     }
 

@@ -51,6 +51,8 @@ public struct APNsRequest: Sendable, Hashable {
         /// The client certificate the request asks the transport to present, if not the
         /// transport's own.
         let clientCertificate: APNsClientCertificate?
+        /// When the client made the first attempt of the call (see ``APNsRequest/startedAt``).
+        let startedAt: UInt64
 
         init(
             method: Method,
@@ -62,8 +64,10 @@ public struct APNsRequest: Sendable, Hashable {
             deviceToken: DeviceToken?,
             timeout: Duration,
             providerToken: ProviderToken? = nil,
-            clientCertificate: APNsClientCertificate? = nil
+            clientCertificate: APNsClientCertificate? = nil,
+            startedAt: UInt64 = 0
         ) {
+            self.startedAt = startedAt
             self.providerToken = providerToken
             self.clientCertificate = clientCertificate
             self.method = method
@@ -95,8 +99,31 @@ public struct APNsRequest: Sendable, Hashable {
     /// ``MonotonicTime`` nanoseconds (0: not made by a client's call): read back when the
     /// attempt fails, so that the retries end by the call's deadline (the first attempt's
     /// start plus ``timeout``). Only the client reads it; a transport does not, so a
-    /// request kept and sent again later is not affected. Not part of equality.
-    package var startedAt: UInt64 = 0
+    /// request kept and sent again later is not affected. Not part of equality. Kept in
+    /// the storage object, so that a request stays one reference wherever it is held (a
+    /// transport's per-request state, a task's frame).
+    package var startedAt: UInt64 { storage.startedAt }
+
+    /// This request, as the first attempt of a call started at `startedAt` (a copy of
+    /// its fields: for the calls that are not notifications; a notification's request is
+    /// made with its start).
+    package func started(at startedAt: UInt64) -> APNsRequest {
+        var copy = self
+        copy.storage = Storage(
+            method: storage.method,
+            authority: storage.authority,
+            general: storage.general,
+            devicePush: storage.devicePush,
+            body: storage.body,
+            apnsID: storage.apnsID,
+            deviceToken: storage.deviceToken,
+            timeout: storage.timeout,
+            providerToken: storage.providerToken,
+            clientCertificate: storage.clientCertificate,
+            startedAt: startedAt
+        )
+        return copy
+    }
 
     /// The request method.
     @inlinable public var method: Method { storage.method }
@@ -264,7 +291,8 @@ public struct APNsRequest: Sendable, Hashable {
             deviceToken: storage.deviceToken,
             timeout: storage.timeout,
             providerToken: storage.providerToken,
-            clientCertificate: certificate
+            clientCertificate: certificate,
+            startedAt: storage.startedAt
         )
         return copy
     }

@@ -254,7 +254,8 @@ public struct PushNotification: Sendable {
             environment: APNsEnvironment,
             providerToken: ProviderToken? = nil,
             authorization explicitAuthorization: String? = nil,
-            timeout: Duration
+            timeout: Duration,
+            startedAt: UInt64 = 0
         ) throws(APNsRequestError) -> APNsRequest {
             // Only what varies per request is checked here: the authority and the
             // authorization value. The path is written from a token validated as
@@ -274,7 +275,8 @@ public struct PushNotification: Sendable {
                 apnsID: apnsID,
                 explicitAuthorization: explicitAuthorization,
                 providerToken: providerToken,
-                timeout: timeout
+                timeout: timeout,
+                startedAt: startedAt
             )
         }
     }

@@ -184,9 +184,9 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         // refusal that sending again cannot fix (a proxy's 407, a refused certificate), the
         // next attempt would only meet it again: any request, a batch's too, fails at once,
         // saying so.
-        let permanent = lastConnectError?.isPermanent == true
         if !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt,
-            permanent || (!request.isBatched && request.deadline <= nextConnectAttempt) {
+            lastConnectError?.isPermanent == true || (!request.isBatched && request.deadline <= nextConnectAttempt) {
+            let permanent = lastConnectError?.isPermanent == true
             let waitMS = (nextConnectAttempt - now) / 1_000_000
             let detail = "not connected to \(settings.endpointDescription); the last attempt failed ("
                 + (lastConnectError.map { $0.detail ?? $0.code.description } ?? "no detail")
