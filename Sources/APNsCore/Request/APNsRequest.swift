@@ -108,21 +108,7 @@ public struct APNsRequest: Sendable, Hashable {
     /// its fields: for the calls that are not notifications; a notification's request is
     /// made with its start).
     package func started(at startedAt: UInt64) -> APNsRequest {
-        var copy = self
-        copy.storage = Storage(
-            method: storage.method,
-            authority: storage.authority,
-            general: storage.general,
-            devicePush: storage.devicePush,
-            body: storage.body,
-            apnsID: storage.apnsID,
-            deviceToken: storage.deviceToken,
-            timeout: storage.timeout,
-            providerToken: storage.providerToken,
-            clientCertificate: storage.clientCertificate,
-            startedAt: startedAt
-        )
-        return copy
+        copy(presenting: storage.clientCertificate, startedAt: startedAt)
     }
 
     /// The request method.
@@ -280,6 +266,12 @@ public struct APNsRequest: Sendable, Hashable {
     /// This request, to be sent on a connection that presents `certificate` (choosing
     /// the credential per send); `nil` for the transport's configured one.
     public func presenting(_ certificate: APNsClientCertificate?) -> APNsRequest {
+        copy(presenting: certificate, startedAt: storage.startedAt)
+    }
+
+    /// This request with `certificate` and `startedAt` in a new storage object, every
+    /// other field the same.
+    private func copy(presenting certificate: APNsClientCertificate?, startedAt: UInt64) -> APNsRequest {
         var copy = self
         copy.storage = Storage(
             method: storage.method,
@@ -292,7 +284,7 @@ public struct APNsRequest: Sendable, Hashable {
             timeout: storage.timeout,
             providerToken: storage.providerToken,
             clientCertificate: certificate,
-            startedAt: storage.startedAt
+            startedAt: startedAt
         )
         return copy
     }
