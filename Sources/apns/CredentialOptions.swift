@@ -1,4 +1,5 @@
 import APNsCore
+import APNsTransport
 import ArgumentParser
 import Foundation
 
@@ -181,12 +182,9 @@ struct CredentialOptions: ParsableArguments {
     /// whose mode cannot be read (for example one that does not exist) is left to the code
     /// that opens it, which says what is wrong.
     static func refuseIfExposed(_ path: String) throws(CLIError) {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue
-        else { return }
-        if mode & 0o077 != 0 {
+        if let mode = APNsSettings.exposedMode(of: path) {
             throw CLIError(
-                "\(path) holds a private key and is accessible to other users (mode \(String(mode & 0o777, radix: 8))): run chmod 600 \(path)")
+                "\(path) holds a private key and is accessible to other users (mode \(String(mode, radix: 8))): run chmod 600 \(path)")
         }
     }
 }

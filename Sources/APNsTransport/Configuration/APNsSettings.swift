@@ -247,11 +247,19 @@ public struct APNsSettings: Sendable {
     /// may be read or written by users other than its owner; `nil` otherwise, or when its
     /// mode cannot be read (opening it said what was wrong).
     static func exposure(of path: String, _ setting: String) -> String? {
+        exposedMode(of: path).map {
+            "\(setting) (\(path)) holds a private key and is accessible to other users (mode \(String($0, radix: 8))): run chmod 600 \(path)"
+        }
+    }
+
+    /// The permission bits of the file at `path` when they grant its group or others any
+    /// access; `nil` when they do not, or cannot be read (opening the file says why). The
+    /// one check behind ``warnings`` and the `apns` tool's refusal of such a key file.
+    package static func exposedMode(of path: String) -> Int? {
         var status = stat()
         guard stat(path, &status) == 0 else { return nil }
         let mode = Int(status.st_mode) & 0o777
-        guard mode & 0o077 != 0 else { return nil }
-        return "\(setting) (\(path)) holds a private key and is accessible to other users (mode \(String(mode, radix: 8))): run chmod 600 \(path)"
+        return mode & 0o077 != 0 ? mode : nil
     }
 
     /// A client over a new `HTTP2Transport` to ``environment``, with these credentials;
