@@ -44,7 +44,7 @@ extension ServerConnection {
             fields.deallocate()
         }
 
-        /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream()``).
+        /// Empties the stream for reuse, keeping its buffers (see ``ServerConnection/openStream(_:)``).
         func reset() {
             headersPassed = false
             fields.reset()

@@ -136,8 +136,12 @@ struct CheckCommand: AsyncParsableCommand {
             switch failure.code {
             case .connectionFailed:
                 hint = "check DNS, that outbound TCP to port 443 (or 2197) is open, and the proxy (--proxy, APNS_PROXY)"
-            case .tlsFailure:
+            case .tlsFailure where failure.detail?.contains("does not chain to the system trust store") == true:
                 hint = "check the trust store (ca-certificates) and that nothing between here and APNs intercepts TLS"
+            case .tlsFailure:
+                // The detail says what failed and what to fix (a name, a date, a client
+                // certificate, a TLS version): trust-store advice would mislead.
+                hint = "the error above says what to fix"
             case .timeout:
                 hint = "APNs did not answer in time: check the network and the proxy"
             default:

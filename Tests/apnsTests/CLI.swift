@@ -67,6 +67,14 @@ enum CLI {
     /// Starts `apns arguments…` in the background, with `environment` overriding variables
     /// of the test's own environment.
     static func start(_ arguments: [String], standardInput: String? = nil, environment: [String: String] = [:]) throws -> Running {
+        try launch(try executable, arguments, standardInput: standardInput, environment: environment)
+    }
+
+    /// Starts the program at `path` (`apns`, curl, a Python server) in the background, its
+    /// output in files, with `environment` overriding variables of the test's own.
+    static func launch(
+        _ path: String, _ arguments: [String], standardInput: String? = nil, environment: [String: String] = [:]
+    ) throws -> Running {
         let directory = try temporaryDirectory()
         let running = Running(directory: directory)
         // If starting fails, its files go here; once returned, the caller's cleanUp() removes them.
@@ -80,7 +88,7 @@ enum CLI {
         process.arguments = [
             "-c", #"in=$1; out=$2; err=$3; shift 3; exec "$@" <"$in" >"$out" 2>"$err""#, "sh",
             standardInput == nil ? "/dev/null" : input.path, running.outURL.path, running.errURL.path,
-            try executable,
+            path,
         ] + arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -172,18 +180,8 @@ enum CLI {
 
     /// Runs another program (curl, openssl) with a bounded time.
     static func tool(_ path: String, _ arguments: [String], timeout: Duration = .seconds(30)) async throws -> Result {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let running = Running(directory: directory)
-        let process = running.process
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c", #"out=$1; err=$2; shift 2; exec "$@" </dev/null >"$out" 2>"$err""#, "sh",
-            running.outURL.path, running.errURL.path, path,
-        ] + arguments
-        let exit = running.exit
-        process.terminationHandler = { process in exit.finished(process.terminationStatus) }
-        try process.run()
+        let running = try launch(path, arguments)
+        defer { running.cleanUp() }
         let status = try await running.wait(timeout: timeout)
         return Result(status: status, stdout: running.stdout, stderr: running.stderr)
     }

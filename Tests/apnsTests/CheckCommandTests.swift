@@ -89,6 +89,40 @@ struct CheckCommandTests {
         #expect(noTopic.stderr.contains("no topic"))
     }
 
+    @Test("a TLS failure's advice fits it: trust-store advice for a chain the system does not trust, none for a server that does not speak TLS")
+    func tlsAdviceFitsTheFailure() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = try await Fixtures.makeKey(in: directory)
+        let flags = ["check", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+                     "--topic", Fixtures.topic, "--host", "127.0.0.1"]
+        // The mock server's CA is not in the system trust store (no --ca-file).
+        try await withMockAPNsServer { server in
+            let result = try await CLI.run(flags + ["--port", String(server.port)])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stdout.contains("does not chain to the system trust store"), "\(result)")
+            #expect(result.stdout.contains("check the trust store (ca-certificates)"), "\(result)")
+        }
+        // A plain-text HTTP/1.1 server (Python's http.server): not a trust-store matter.
+        let script = directory.appendingPathComponent("plain.py")
+        try """
+            import http.server, signal, socketserver
+            class H(http.server.BaseHTTPRequestHandler):
+                def do_GET(self): self.send_response(400); self.end_headers()
+            s = socketserver.TCPServer(("127.0.0.1", 0), H)
+            print("PORT", s.server_address[1], flush=True)
+            signal.alarm(60)  # gone within a minute even if the test could not stop it
+            s.serve_forever()
+            """.write(to: script, atomically: true, encoding: .utf8)
+        let server = try CLI.launch("/usr/bin/python3", [script.path])
+        defer { server.cleanUp() }
+        let port = try #require(Int(try await server.waitForLine(startingWith: "PORT ")))
+        let plain = try await CLI.run(flags + ["--port", String(port)])
+        #expect(plain.status == 1, "\(plain)")
+        #expect(plain.stdout.contains("does not speak TLS"), "\(plain)")
+        #expect(!plain.stdout.contains("trust store"), "\(plain)")
+    }
+
     @Test("a client certificate: its name and expiry shown before the probe; a topic it does not cover is warned about")
     func certificate() async throws {
         try await Fixtures.withCertificateServer { directory, target, server in

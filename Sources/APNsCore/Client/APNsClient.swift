@@ -38,7 +38,8 @@ public final class APNsClient: Sendable {
     /// request has only the time left; a timeout itself is not retried (see
     /// ``RetryPolicy``). So a send takes about this long at most, whatever its attempts
     /// met: an endpoint that hangs until the connect timeout, GOAWAYs, 503s. (A renewed
-    /// provider token's attempt after `ExpiredProviderToken` counts against it too.)
+    /// provider token's attempt after `ExpiredProviderToken` counts against it too, and is
+    /// made only when as much time is left as the refused attempt took.)
     public let requestTimeout: Duration
     /// The logger the client writes to.
     public let logger: Logger
@@ -347,7 +348,7 @@ public final class APNsClient: Sendable {
         await transport.shutdown()
     }
 
-    /// A notification's log metadata (as ``deliver(_:apnsID:to:firstAttempt:)`` attaches it) and `extra`.
+    /// A notification's log metadata (as ``deliver(_:apnsID:to:resuming:attempts:)`` attaches it) and `extra`.
     static func metadata(_ apnsID: APNsID?, _ deviceToken: DeviceToken, _ extra: Logger.Metadata) -> Logger.Metadata {
         extra.merging(["apns.id": "\(apnsID?.uuidString ?? "none")", "apns.device-token": "\(deviceToken.redacted)"]) { $1 }
     }
@@ -456,7 +457,7 @@ public final class APNsClient: Sendable {
         var value = 0
     }
 
-    /// A delivery begun outside ``perform(_:logger:metadata:request:interpret:resuming:)``
+    /// A delivery begun outside ``perform(_:logger:metadata:request:interpret:resuming:attempts:)``
     /// (a batch's first pass): its state after the first attempt, and the decision that
     /// attempt led to, which the attempt loop carries out (a new provider token, or a retry
     /// after a delay). An object, so that the optional parameter that carries it is one
@@ -683,11 +684,18 @@ public final class APNsClient: Sendable {
                     break  // .deliver is returned where it is decided; .sendAgain sends below.
                 case .refreshProviderToken(let expired):
                     var next: ProviderToken?
+                    var refreshError: (any Error)?
                     if let tokenSource {
                         if !loop.expiredTokenInvalidated { tokenSource.invalidate(expired) }
-                        next = try? tokenSource.token()
+                        do { next = try tokenSource.token() } catch { refreshError = error }
                     }
                     loop.expiredTokenInvalidated = false
+                    if let refreshError {
+                        log(.debug, "provider token expired and the source could not make a new one; not retrying", logger: logger, metadata: metadata,
+                            extra: ["apns.error": "\(refreshError)"])
+                        loop.decision = loop.delivery.providerTokenRefreshFailed(refreshError, jitter: jitter(), now: now())
+                        continue
+                    }
                     let changed = next.map { $0 != expired } ?? false
                     if changed {
                         loop.replacementToken = next

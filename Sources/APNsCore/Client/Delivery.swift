@@ -152,14 +152,35 @@ struct Delivery: Sendable, Equatable {
     /// than the expired one. A source may keep it (a cache refuses a new one within 20
     /// minutes of the last, against `TooManyProviderTokenUpdates`); sending the same JWT
     /// again would only be refused again, so the answer then counts like any other.
+    ///
+    /// The resend with a new token follows the rule of any retry: it is made only when as
+    /// much of the call's time is left as the refused attempt took (with less it would
+    /// likely time out, and turn APNs' clean 403 into "may have reached APNs").
     mutating func providerTokenRefreshed(changed: Bool, jitter: Double, now: UInt64) -> Decision {
         guard let error = awaitingRefresh else {
             preconditionFailure("providerTokenRefreshed without a refresh asked for")
         }
         awaitingRefresh = nil
-        if changed { return .sendAgain }
+        if changed {
+            guard deadline == 0 || (now < deadline && deadline - now > lastDuration) else {
+                return .fail(ended(error, note: "not sent again with a new provider token: too little of the request's timeout, which counts from the first attempt, was left"))
+            }
+            return .sendAgain
+        }
         let explained = expiredToken.map { Self.explained(error, expired: $0, sourceKeptToken: true) } ?? error
         return retryOrFail(explained, jitter: jitter, now: now)
+    }
+
+    /// After ``Decision/refreshProviderToken(_:)``: the source threw `error` when asked for
+    /// a new token. The rejection is the outcome (not retried: without a token there is
+    /// nothing to send), its detail naming the source's error rather than a token the
+    /// source kept.
+    mutating func providerTokenRefreshFailed(_ error: any Error, jitter: Double, now: UInt64) -> Decision {
+        guard let rejection = awaitingRefresh else {
+            preconditionFailure("providerTokenRefreshFailed without a refresh asked for")
+        }
+        awaitingRefresh = nil
+        return .fail(ended(rejection, note: "the provider token source could not make a new token: \(error)"))
     }
 
     /// An `ExpiredProviderToken` rejection with ``APNsRejection/detail`` saying what it

@@ -208,7 +208,7 @@ public struct APNsRequest: Sendable, Hashable {
     /// The pseudo-headers of a request, in order, their values validated, with room for
     /// `count` more headers (`pathIsChecked`: the caller built the path from checked parts,
     /// a device push's hexadecimal token): the start of the array that
-    /// ``init(method:authority:path:checkedHeaders:body:apnsID:deviceToken:timeout:)``
+    /// ``init(method:authority:path:checkedHeaders:body:apnsID:deviceToken:timeout:providerToken:)``
     /// takes, for a builder that appends its headers to it instead of to an array of its own.
     static func pseudoHeaders(
         method: Method,
@@ -228,7 +228,7 @@ public struct APNsRequest: Sendable, Hashable {
     }
 
     /// Creates a request from the array of all its headers, already validated: the four
-    /// ``pseudoHeaders(method:authority:path:reserving:)`` followed by the regular ones,
+    /// ``pseudoHeaders(method:authority:path:reserving:pathIsChecked:)`` followed by the regular ones,
     /// each validated with ``checkHeader(_:)`` (what the public initializer does).
     init(
         method: Method,

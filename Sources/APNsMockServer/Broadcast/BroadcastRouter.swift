@@ -67,7 +67,7 @@ struct BroadcastRouter {
     }
 
     /// Checks `request`, whose `:path` ``handles(path:)``; `authorize` works as in
-    /// ``RequestValidator/validate(_:certificateTopics:authorize:)``.
+    /// ``RequestValidator/validate(_:certificateTopics:keyTopics:authorize:)``.
     func route(
         _ request: RequestValidator.Request,
         certificateTopics: [String]? = nil,

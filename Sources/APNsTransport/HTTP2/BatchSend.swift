@@ -12,7 +12,7 @@ import Synchronization
 /// ``HTTP2Transport/send(_:)`` spends most of its CPU at tens of thousands of requests
 /// per second. The caller's task is resumed once, when the last result has been handed over.
 ///
-/// **Making requests.** ``pump()`` is the one place that calls `makeRequest`. Whoever
+/// **Making requests.** ``pump(releasing:)`` is the one place that calls `makeRequest`. Whoever
 /// finds room in the window pumps; a thread that finds another one pumping leaves the
 /// work to it (the `pumping` flag, under the lock), so `makeRequest` runs one call at a
 /// time and in index order, and a request that fails at once (shutdown, say) while being

@@ -1,7 +1,7 @@
 /// How many connections a transport may hold in all, shared fairly between its pools
 /// (one pool per authority and credential): a pure value, events in, decisions out, with
-/// no lock, thread or clock. ``HTTP2Transport`` keeps it under a lock and performs what it
-/// decides.
+/// no lock, thread or clock. ``SharedConnectionBudget`` keeps it under a lock for a
+/// transport and performs what it decides.
 ///
 /// The rules, in the order they apply when a pool asks for one more connection:
 /// 1. **Every pool that wants a connection is guaranteed one.** A pool with none gets one

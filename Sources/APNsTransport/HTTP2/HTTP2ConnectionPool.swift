@@ -20,10 +20,12 @@ import Synchronization
 ///   pops requests and records what is left free. Requests the server did not process
 ///   come back through ``requeue(_:)`` and go first.
 /// - Before connecting, a connection asks ``connectPermission(for:)``: connection
-///   attempts after a failure are spaced by ``ReconnectBackoff`` for the whole pool, and
-///   while the pool is backing off with no connection up, new requests fail at once
-///   with `connectionFailed` (never sent, so safe to retry) rather than wait.
-/// - ``shutdown(gracePeriod:)`` fails what is queued, tells every connection to drain,
+///   attempts after a failure are spaced by ``ReconnectBackoff`` for the whole pool. While
+///   the pool backs off with no connection up, a single send whose deadline comes
+///   before the next attempt fails at once with `connectionFailed` (never sent, so safe
+///   to retry), and after a permanent refusal every request does; the others wait for
+///   the attempt (see ``HTTP2PoolStateMachine/enqueue(_:now:)``).
+/// - ``shutdown(gracePeriod:reason:redirectQueued:)`` fails what is queued, tells every connection to drain,
 ///   and returns when every connection has exited.
 /// - Every connection belongs to the pool's one credential (its provider key, or its
 ///   client certificate): APNs pins a connection to the key of its first token. Before it
@@ -507,7 +509,7 @@ final class HTTP2ConnectionPool: Sendable {
     func expireQueued(now: UInt64) {
         let (expired, reclaim, evenIfBusy, blocked, unconnected) = state.withLock { locked -> ([PendingRequest], Bool, Bool, Bool, String?) in
             let expired = locked.machine.expireQueued(now: now)
-            let unconnected = expired.isEmpty ? nil : locked.machine.noConnectionReason
+            let unconnected = expired.isEmpty ? nil : locked.machine.noConnectionReason(at: now)
             let blocked = locked.machine.budgetBlocked && locked.budgetHolders.isEmpty
             let waiting = blocked && locked.machine.queuedCount > 0
             if !waiting { locked.starvedSince = nil }
@@ -553,7 +555,7 @@ final class HTTP2ConnectionPool: Sendable {
     // MARK: Shutdown
 
     /// Closes this pool alone while the transport goes on (idle, or its credential's
-    /// connections closed): as ``shutdown(gracePeriod:)``, but what is queued (never
+    /// connections closed): as ``shutdown(gracePeriod:reason:redirectQueued:)``, but what is queued (never
     /// sent), and requests that reach it afterwards (looked up just before), go to
     /// ``redirect`` (the credential's next pool) instead of failing: the transport is
     /// not shutting down, so a key rotation mid-batch costs no notification.

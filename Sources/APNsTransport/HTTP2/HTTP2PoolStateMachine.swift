@@ -330,12 +330,20 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
     /// Whether requests wait for a stream.
     var hasQueuedRequests: Bool { !queue.isEmpty }
 
-    /// Why queued requests have no connection, when the last connection attempt failed
-    /// and none is up: for the detail of a request that times out in the queue.
-    var noConnectionReason: String? {
-        guard consecutiveFailures > 0, !slots.contains(where: { $0.isReady }), let lastConnectError else { return nil }
-        return "not connected to \(settings.endpointDescription): the last connection attempt failed ("
-            + (lastConnectError.detail ?? lastConnectError.code.description) + ")"
+    /// Why queued requests have no connection at `now`, when none is up: the last
+    /// connection attempt's failure, or that the attempt under way has not finished (a
+    /// request timeout shorter than the connect timeout ends before any attempt fails).
+    /// For the detail of a request that times out in the queue.
+    func noConnectionReason(at now: UInt64) -> String? {
+        guard !slots.contains(where: { $0.isReady }) else { return nil }
+        if consecutiveFailures > 0, let lastConnectError {
+            return "not connected to \(settings.endpointDescription): the last connection attempt failed ("
+                + (lastConnectError.detail ?? lastConnectError.code.description) + ")"
+        }
+        guard anyConnecting, let start = lastConnectStart else { return nil }
+        let elapsed = now > start ? (now - start) / 1_000_000 : 0
+        return "not connected to \(settings.endpointDescription) yet: the connection attempt started \(elapsed) ms earlier had not finished"
+            + " (it may take up to the transport's connect timeout)"
     }
 
     /// `id` is up with `freeStreams` streams; whether it is a reconnect of its slot.

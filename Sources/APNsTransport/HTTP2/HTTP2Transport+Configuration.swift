@@ -94,8 +94,8 @@ extension HTTP2Transport {
         /// global factory, a no-op (and free on the send path) until the process
         /// bootstraps a backend.
         public var metricsFactory: (any MetricsFactory)?
-        /// Where the transport logs: debug for routine events, warning for GOAWAY, lost
-        /// connections and failed connects. Nothing at info or above when all is well.
+        /// Where the transport logs: debug for routine events (a GOAWAY among them), warning
+        /// for a lost connection and failed connects, once per condition. Nothing at info or above when all is well.
         public var logger: Logger
         /// How the host becomes addresses: asked afresh for every new connection, each
         /// connection starting at the next address so that a pool spreads over them, as
@@ -156,7 +156,7 @@ extension HTTP2Transport {
         ///   - maxChannelResponseBodySize: The largest response body for a channel management request.
         ///   - metricsFactory: Where the metrics go; swift-metrics' global factory by default.
         ///   - logger: Where the transport logs; nothing by default. It logs at debug and
-        ///     trace, and warns only when something is wrong (a GOAWAY, a lost connection).
+        ///     trace, and warns only when something is wrong (a lost connection, a failed connect).
         public init(
             environment: APNsEnvironment,
             tls: TLSConfiguration = .default,

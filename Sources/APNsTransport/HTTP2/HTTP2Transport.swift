@@ -54,7 +54,8 @@ import Synchronization
 /// line, on another connection when there is one, up to ``Configuration/maxRequeues``
 /// times; then they fail with ``APNsCore/APNsTransportError/Code/goAway`` or
 /// ``APNsCore/APNsTransportError/Code/streamRefused`` and `mayHaveReachedAPNs == false`. The GOAWAY
-/// reason (debug data) is logged at warning level and included in the error's detail.
+/// reason (debug data) is logged at debug level (APNs rotates connections routinely) and
+/// included in the error's detail.
 ///
 /// **Other hosts.** A request whose `:authority` differs from the configured environment's
 /// (for example channel management on `api-manage-broadcast.push.apple.com:2196`) goes

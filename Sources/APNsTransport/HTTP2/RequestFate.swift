@@ -16,7 +16,7 @@ enum RequestFate: Sendable, Hashable {
     /// Finish it with `error`.
     case fail(APNsTransportError)
     /// Its deadline passed after it was written: it ends as a timeout that may have
-    /// reached APNs (``PendingRequest/expire()``).
+    /// reached APNs (``PendingRequest/expire(waitingFor:)``).
     case expire
 
     /// A request nghttp2 refused to submit with `error`: a refused stream (the session

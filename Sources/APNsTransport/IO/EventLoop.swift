@@ -37,7 +37,7 @@ protocol EventLoopHandler: AnyObject {
 /// Thread safety (why `@unchecked Sendable` is sound): ``execute(_:)``, ``wake(_:)`` and
 /// ``enqueue(_:)`` may be called from any thread and go through ``inbox`` (a `Mutex`) and
 /// the wake-up descriptor (``enqueue(_:)`` on the loop's own thread appends to
-/// ``localTasks``, which only that thread touches); everything else (``attach(_:)``,
+/// ``localTasks``, which only that thread touches); everything else (``attach(_:as:)``,
 /// ``watch(_:token:)``, the handler table, the poller and the timer heap) is touched only
 /// on the loop's own thread, which the methods document and check in debug builds.
 final class EventLoop: TaskExecutor, @unchecked Sendable {

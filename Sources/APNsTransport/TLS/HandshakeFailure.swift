@@ -29,6 +29,9 @@ enum HandshakeFailure {
             // The server's TLS versions, or its lack of HTTP/2: its setup, not a moment's.
             || errors.contains(reason: SSL_R_TLSV1_ALERT_PROTOCOL_VERSION) || errors.contains(reason: SSL_R_UNSUPPORTED_PROTOCOL)
             || errors.contains(reason: SSL_R_NO_PROTOCOLS_AVAILABLE) || errors.contains(reason: SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL)
+            // A handshake message (a certificate chain) larger than OpenSSL accepts: the
+            // server sends the same one every time.
+            || errors.contains(reason: SSL_R_EXCESSIVE_MESSAGE_SIZE)
     }
 
     static func describe(
@@ -47,6 +50,10 @@ enum HandshakeFailure {
         }
         if errors.contains(reason: SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
             return "the server did not negotiate HTTP/2 (ALPN h2); APNs requires it (\(endpoint) sent no_application_protocol)"
+        }
+        if errors.contains(reason: SSL_R_EXCESSIVE_MESSAGE_SIZE) {
+            return "\(endpoint) sent a handshake message larger than TLS clients accept (usually a certificate chain of hundreds of kilobytes): "
+                + "the server must send a shorter chain (\(openSSL))"
         }
         if errors.contains(reason: SSL_R_WRONG_VERSION_NUMBER) || errors.contains(reason: SSL_R_PACKET_LENGTH_TOO_LONG) {
             return "\(endpoint) does not speak TLS (is it a plain-text port, or a proxy that needs configuring?) (\(openSSL))"

@@ -33,7 +33,7 @@ struct TLSEndpoint: Sendable, Hashable {
 /// A connected TCP socket with a completed TLS handshake that negotiated ALPN `h2`,
 /// in non-blocking mode: the owner of one connection's ``SSLSession`` and its socket.
 ///
-/// ``connect(to:configuration:timeout:)`` blocks the calling thread (DNS, TCP, the proxy
+/// ``connect(to:configuration:timeout:addresses:)`` blocks the calling thread (DNS, TCP, the proxy
 /// tunnel and the handshake). After it, ``read(into:)`` and ``write(_:)`` never block:
 /// they return `.wantRead` / `.wantWrite`, and the caller polls ``fileDescriptor``.
 ///
@@ -50,7 +50,7 @@ struct TLSEndpoint: Sendable, Hashable {
 /// (a TLS record holds up to 16 KB) that poll(2) on the socket cannot see; see
 /// ``hasBufferedBytes``.
 ///
-/// The first ``connect(to:configuration:timeout:)`` sets SIGPIPE to "ignore" if it still
+/// The first ``connect(to:configuration:timeout:addresses:)`` sets SIGPIPE to "ignore" if it still
 /// has the default action (OpenSSL writes to the socket with `write(2)`, which would raise
 /// it when the peer has gone); a handler the application installed is left alone.
 // @unchecked Sendable: `state` (the session and the descriptor) is read and written only
@@ -106,7 +106,7 @@ final class TLSStream: @unchecked Sendable {
             throw .tlsFailure(
                 "certificate verification is off (TrustRoots.insecureNoVerification_forTestingOnly), "
                     + "which is refused for Apple's host \(endpoint.host): use .system trust roots"
-            )
+            ).permanent
         }
         let deadline = ContinuousClock.now + timeout
         let context = try SSLContext.client(configuration: configuration)

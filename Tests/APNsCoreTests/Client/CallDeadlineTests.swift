@@ -193,6 +193,21 @@ import Testing
         }
         #expect(renewedEnd.transportError?.detail?.contains("the attempt before it ended in status 403 ExpiredProviderToken") == true, "\(renewedEnd)")
 
+        // The resend with a new token needs as much time left as the refused attempt
+        // took: a 403 after 2 s of a 5 s call (3 s left) is resent; after 3 s (2 s left)
+        // APNs' answer is the outcome, not a timeout that may have reached APNs.
+        var slowRefusal = Delivery(retryPolicy: policy, startedAt: 10 * second, timeout: .seconds(5))
+        #expect(slowRefusal.attemptEnded(with: expired, providerToken: token, jitter: 1, now: 12 * second) == .refreshProviderToken(token))
+        #expect(slowRefusal.providerTokenRefreshed(changed: true, jitter: 1, now: 12 * second) == .sendAgain)
+        var lateRefusal = Delivery(retryPolicy: policy, startedAt: 10 * second, timeout: .seconds(5))
+        #expect(lateRefusal.attemptEnded(with: expired, providerToken: token, jitter: 1, now: 13 * second) == .refreshProviderToken(token))
+        guard case .fail(let lateRefusalEnd) = lateRefusal.providerTokenRefreshed(changed: true, jitter: 1, now: 13 * second) else {
+            Issue.record("resent with a new token with too little time left")
+            return
+        }
+        #expect(lateRefusalEnd.rejection?.reason == .expiredProviderToken, "\(lateRefusalEnd)")
+        #expect(lateRefusalEnd.rejection?.detail?.contains("not sent again with a new provider token") == true, "\(lateRefusalEnd)")
+
         // Without a recorded start there is no deadline: retries as the policy says.
         var open = Delivery(retryPolicy: policy, startedAt: 0, timeout: .seconds(5))
         #expect(open.deadline == 0)

@@ -321,6 +321,38 @@ import Testing
         #expect(mock.requests.count == 1)
     }
 
+    /// A source that cannot make a new token after invalidate (its signer is down): the
+    /// rejection says so, naming the source's error, not that the source kept the token.
+    @Test(arguments: [false, true])
+    func expiredProviderTokenWhoseRenewalFailsNamesTheSourcesError(batch: Bool) async throws {
+        struct SignerDown: Error, CustomStringConvertible { var description: String { "the signing service is unreachable" } }
+        final class FailingAfterInvalidate: ProviderTokenSource {
+            let invalidated = Mutex(false)
+            func token() throws -> ProviderToken {
+                if invalidated.withLock({ $0 }) { throw SignerDown() }
+                return ProviderToken(jwt: "header.claims.first", issuedAt: Date(timeIntervalSince1970: 0))
+            }
+            func invalidate(_ token: ProviderToken) { invalidated.withLock { $0 = true } }
+        }
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.rejected(.expiredProviderToken), .accepted])
+        let client = APNsClient.testing(transport: mock, credentials: .providerToken(FailingAfterInvalidate()))
+        let outcome: Result<APNsAccepted, APNsError>
+        if batch {
+            outcome = try #require(await client.send(sampleAlert, to: [Self.device]).first).result
+        } else {
+            do { outcome = .success(try await client.send(sampleAlert, to: Self.device)) } catch { outcome = .failure(error) }
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("accepted without a new token")
+            return
+        }
+        #expect(error.rejection?.reason == .expiredProviderToken, "\(error)")
+        #expect(error.rejection?.detail?.contains("the provider token source could not make a new token: the signing service is unreachable") == true, "\(error)")
+        #expect(error.rejection?.detail?.contains("kept it") != true, "\(error)")
+        #expect(mock.requests.count == 1)
+    }
+
     @Test func backoffBoundsAreHalfToFullOfTheExponentialBound() {
         let policy = RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(100), maxDelay: .seconds(1))
         let bounds: [Duration] = [

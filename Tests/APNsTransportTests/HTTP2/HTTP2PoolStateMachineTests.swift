@@ -334,20 +334,24 @@ struct HTTP2PoolStateMachineTests {
         #expect(failure(pool.enqueue(FakeRequest("batch", batched: true), now: 100 * ms))?.isPermanent == true)
     }
 
-    @Test("a request that times out in the queue while no connection is up says why: the last attempt's failure")
+    @Test("a request that times out in the queue while no connection is up says why: the last attempt's failure, or the attempt under way")
     func queueTimeoutNamesTheConnectFailure() {
         var pool = machine(backoffBaseMS: 500)
-        #expect(pool.noConnectionReason == nil)
+        #expect(pool.noConnectionReason(at: 0) == nil)
         _ = pool.enqueue(FakeRequest("a", batched: true), now: 0)
         #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        // A request timeout shorter than the connect timeout ends before the first
+        // attempt fails: the attempt under way is the cause.
+        #expect(pool.noConnectionReason(at: 250 * ms)?.contains("yet: the connection attempt started 250 ms earlier had not finished") == true,
+                "\(String(describing: pool.noConnectionReason(at: 250 * ms)))")
         _ = pool.connectFailed(0, error: .tlsFailure("the TLS handshake did not finish within 1.0 seconds"), now: 0, jitter: 1)
-        #expect(pool.noConnectionReason?.contains("the last connection attempt failed (the TLS handshake did not finish within 1.0 seconds)") == true,
-                "\(String(describing: pool.noConnectionReason))")
+        #expect(pool.noConnectionReason(at: 0)?.contains("the last connection attempt failed (the TLS handshake did not finish within 1.0 seconds)") == true,
+                "\(String(describing: pool.noConnectionReason(at: 0)))")
         // Up again: nothing to explain.
         _ = pool.enqueue(FakeRequest("b", batched: true), now: 600 * ms)
         #expect(pool.connectPermission(for: 0, now: 600 * ms, jitter: 0) == .connect)
         _ = pool.connectSucceeded(0, freeStreams: 10)
-        #expect(pool.noConnectionReason == nil)
+        #expect(pool.noConnectionReason(at: 700 * ms) == nil)
     }
 }
 

@@ -17,6 +17,8 @@ struct InsecureModeTests {
         #expect(error?.code == .tlsFailure, "\(String(describing: error))")
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("certificate verification is off") == true, "\(String(describing: error))")
+        // The configuration, not a moment's trouble: sending again cannot succeed.
+        #expect(error?.isPermanent == true, "\(String(describing: error))")
     }
 
     @Test("refused through a proxy too: the check is on the final host, not the proxy")

@@ -194,6 +194,41 @@ import Testing
         #expect(error?.detail?.contains("common name 'localhost'") == true, "\(String(describing: error))")
     }
 
+    @Test("a certificate chain larger than OpenSSL accepts (100 KB) fails once, as permanent: the server sends the same chain every time")
+    func oversizedChainIsPermanent() throws {
+        let pki = try TestPKI.get()
+        // The leaf, then the intermediate 400 times over: about 180 KB of DER, sent whole by
+        // Python's ssl module (OpenSSL's s_server refuses to send it).
+        let chain = try pki.text("server.pem") + String(repeating: try pki.text("intermediate.pem"), count: 400)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("apns-huge-chain-\(UUID().uuidString).pem").path
+        try chain.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(chain.utf8.count > 200_000)
+        let server = try BackgroundProcess("/usr/bin/python3", ["-c", """
+            import socket, ssl, sys
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+            ctx.set_alpn_protocols(["h2"])
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+            print("PORT", s.getsockname()[1], flush=True)
+            c, _ = s.accept()
+            try:
+                ctx.wrap_socket(c, server_side=True)
+            except Exception as e:
+                print("REFUSED", e, flush=True)
+            """, path, pki.path("server.key")], log: "python-huge-chain")
+        defer { server.stop() }
+        var port = 0
+        #expect(server.waitForLog { log in
+            port = log.split(separator: "\n").first { $0.hasPrefix("PORT ") }.flatMap { Int($0.dropFirst(5)) } ?? 0
+            return port > 0
+        })
+        let error = connectionError(TLSEndpoint(host: "localhost", port: port), try .trustingTestCA())
+        #expect(error?.code == .tlsFailure, "\(String(describing: error))")
+        #expect(error?.isPermanent == true, "\(String(describing: error))")
+        #expect(error?.detail?.contains("larger than TLS clients accept") == true, "\(String(describing: error))")
+    }
+
     @Test("a trusted intermediate is an anchor: its leaf verifies without the root (curl's partial chains)")
     func intermediateAloneIsTrusted() throws {
         let server = try OpenSSLServer(certificate: "chainserver", options: ["-alpn", "h2", "-rev"])
