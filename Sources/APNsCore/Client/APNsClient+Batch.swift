@@ -311,13 +311,7 @@ extension APNsClient {
         apnsID: APNsID,
         to deviceToken: DeviceToken
     ) throws(APNsError) -> APNsRequest {
-        let providerToken = try currentProviderToken(log: { failure in
-            if conditions.begins("provider-token") {
-                logger.warning("no provider token (logged once while it lasts, and at most once a minute)", metadata: ["apns.error": "\(failure)"])
-            } else {
-                logger.debug("no provider token", metadata: ["apns.error": "\(failure)"])
-            }
-        })
+        let providerToken = try currentProviderToken(logger: logger)
         let request: APNsRequest
         do throws(APNsRequestError) {
             // When the call started: its retries end by this plus the request timeout.

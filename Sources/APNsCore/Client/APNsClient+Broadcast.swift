@@ -35,6 +35,7 @@ extension APNsClient {
             prepared = try notification.prepared()
         } catch {
             logger.debug("broadcast is invalid", metadata: ["apns.error": "\(error)"])
+            metrics.channelCall("broadcast", .invalid(error))
             throw .invalid(error)
         }
         let requestID = notification.requestID ?? .random()
@@ -42,7 +43,7 @@ extension APNsClient {
         var logger = self.logger
         logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
         logger[metadataKey: "apns.channel-id"] = "\(channel.rawValue)"
-        return try await perform(
+        return try await counted("broadcast") { () async throws(APNsError) -> BroadcastAccepted in try await perform(
             "broadcast",
             logger: logger,
             request: { (providerToken: ProviderToken?, timeout: Duration) throws(APNsRequestError) -> APNsRequest in
@@ -61,7 +62,23 @@ extension APNsClient {
                 }
                 return .failure(Self.rejection(response, request))
             }
-        )
+        ) }
+    }
+
+    /// Runs a broadcast or channel call's attempts, counting its outcome under
+    /// `operation` in `apns_channel_calls_total`.
+    private func counted<Success>(
+        _ operation: String,
+        _ body: () async throws(APNsError) -> Success
+    ) async throws(APNsError) -> Success {
+        do {
+            let success = try await body()
+            metrics.channelCall(operation, nil)
+            return success
+        } catch {
+            metrics.channelCall(operation, error)
+            throw error
+        }
     }
 
     /// Sends a Live Activity payload once to every device subscribed to `channel`: a
@@ -220,7 +237,7 @@ extension APNsClient {
         var logger = self.logger
         logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
         logger[metadataKey: "apns.channel-operation"] = "\(operation.logName)"
-        return try await perform(
+        return try await counted(operation.logName) { () async throws(APNsError) -> ChannelResponse<Success> in try await perform(
             "channel request",
             logger: logger,
             request: { (providerToken: ProviderToken?, timeout: Duration) throws(APNsRequestError) -> APNsRequest in
@@ -237,13 +254,21 @@ extension APNsClient {
                 let echoed = response.header("apns-request-id").flatMap { try? APNsRequestID($0) } ?? requestID
                 return result.map { ChannelResponse(value: $0, requestID: echoed) }
             }
-        )
+        ) }
     }
 
-    /// The rejection a non-success answer means; a rejection with no reason when the body
-    /// is not APNs' JSON (or the status is one no rejection has).
+    /// What an answer other than the call's success means, as for a device push
+    /// (``notAccepted(_:to:apnsID:deviceToken:)``): APNs' refusal for a 4xx or 5xx (with
+    /// no reason when the body is not APNs' JSON); any other status (a 2xx this call does
+    /// not expect, a 3xx) is one APNs never answers with, so a failure that may have
+    /// reached APNs, never a rejection saying nothing was done.
     static func rejection(_ response: APNsResponse, _ request: APNsRequest) -> APNsError {
-        .rejected(
+        guard (400...599).contains(response.status) else {
+            return .failed(.protocolError(
+                "the server answered with status \(response.status), which APNs never answers this request with; "
+                    + "it may have been processed"))
+        }
+        return .rejected(
             APNsRejection(response: response, request: request) ?? APNsRejection(status: response.status, reason: nil)
         )
     }

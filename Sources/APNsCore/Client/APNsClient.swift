@@ -344,6 +344,10 @@ public final class APNsClient: Sendable {
 
     /// Shuts the transport down: new sends fail with ``APNsTransportError/Code/shutdown``;
     /// sends in flight finish or fail.
+    ///
+    /// The transport's, so every client that shares it stops too. With one transport for
+    /// many clients (one per tenant), drop a client to remove it and shut the transport
+    /// down once, when the last is done (see <doc:ServingManyAppsAndTeams>).
     public func shutdown() async {
         await transport.shutdown()
     }
@@ -489,8 +493,9 @@ public final class APNsClient: Sendable {
     /// The provider token for the next request (`nil` with certificate credentials).
     ///
     /// - Throws: ``APNsError/invalid(_:)`` with ``APNsRequestError/Code/providerTokenUnavailable``
-    ///   when the source fails; `log` is told first.
-    func currentProviderToken(log: (APNsRequestError) -> Void) throws(APNsError) -> ProviderToken? {
+    ///   when the source fails, logged first: a warning once while it lasts (at most once
+    ///   a minute), debug for every other notification, with `metadata`.
+    func currentProviderToken(logger: Logger, metadata: () -> Logger.Metadata = { [:] }) throws(APNsError) -> ProviderToken? {
         guard let tokenSource else { return nil }
         do {
             return try tokenSource.token()
@@ -500,7 +505,9 @@ public final class APNsClient: Sendable {
                 header: "authorization",
                 "the provider token source failed: \(error)"
             )
-            log(failure)
+            let level: Logger.Level = conditions.begins("provider-token") ? .warning : .debug
+            log(level, "no provider token (a warning once while it lasts, at most once a minute)", logger: logger, metadata: metadata,
+                extra: ["apns.error": "\(failure)"])
             throw .invalid(failure)
         }
     }
@@ -738,10 +745,7 @@ public final class APNsClient: Sendable {
         if let replacementToken {
             providerToken = replacementToken
         } else {
-            providerToken = try currentProviderToken(log: { failure in
-                let level: Logger.Level = conditions.begins("provider-token") ? .warning : .debug
-                log(level, "no provider token", logger: logger, metadata: metadata, extra: ["apns.error": "\(failure)"])
-            })
+            providerToken = try currentProviderToken(logger: logger, metadata: metadata)
         }
         // The first attempt has the whole request timeout and records when it started;
         // a later one has what is left of it (the delivery's deadline).

@@ -13,6 +13,7 @@ import Synchronization
 /// | `apns_notifications_failed_total` | counter | `push_type`, `environment`, `code`, `may_have_reached_apns` |
 /// | `apns_notifications_invalid_total` | counter | `push_type`, `environment`, `code` |
 /// | `apns_retries_total` | counter | `cause` (`retry_later`, `transport`, `provider_token`), `environment` |
+/// | `apns_channel_calls_total` | counter | `operation` (`broadcast`, `create`, `read`, `list`, `delete`), `environment`, `result` |
 ///
 /// Dimensions stay low cardinality: a `reason` Apple does not document is `other`, and
 /// no device token, topic or `apns-id` is ever a dimension.
@@ -79,6 +80,19 @@ final class ClientMetrics: Sendable {
         default: cause = "transport"
         }
         counter(5, "apns_retries_total", nil, ("cause", cause)).increment()
+    }
+
+    /// A broadcast or channel management call's final outcome (`nil`: it succeeded).
+    func channelCall(_ operation: String, _ error: APNsError?) {
+        guard isEnabled else { return }
+        let result: String
+        switch error {
+        case nil: result = "accepted"
+        case .rejected?: result = "rejected"
+        case .failed?: result = "failed"
+        case .invalid?: result = "invalid"
+        }
+        counter(6, "apns_channel_calls_total", nil, ("operation", operation), ("result", result)).increment()
     }
 
     private func counter(

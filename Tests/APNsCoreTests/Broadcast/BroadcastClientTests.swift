@@ -293,6 +293,30 @@ func rejectionBody(_ reason: String) -> String { #"{"reason":""# + reason + #""}
         }
     }
 
+    /// A status APNs never answers these calls with (a 2xx the call does not expect, a
+    /// 3xx) is what it is for a device push: a failure that may have reached APNs, not a
+    /// rejection saying nothing was done, and not sent again.
+    @Test(arguments: [202, 302, 600])
+    func unexpectedStatusIsAFailureThatMayHaveReachedAPNs(status: Int) async throws {
+        for call in ["broadcast", "create", "delete"] {
+            let mock = MockTransport.answering(response(status), response(200))
+            let client = APNsClient.testing(transport: mock)
+            do {
+                switch call {
+                case "broadcast": _ = try await client.broadcast(sampleUpdate, to: sampleChannel, bundleID: Self.bundle)
+                case "create": _ = try await client.createChannel(bundleID: Self.bundle)
+                default: _ = try await client.deleteChannel(sampleChannel, bundleID: Self.bundle)
+                }
+                Issue.record("\(call) succeeded on \(status)")
+            } catch {
+                #expect(error.rejection == nil, "\(call): \(error)")
+                #expect(error.transportError?.code == .protocolError, "\(call): \(error)")
+                #expect(error.transportError?.mayHaveReachedAPNs == true, "\(call): \(error)")
+            }
+            #expect(mock.requests.count == 1, "\(call)")
+        }
+    }
+
     @Test func channelLimitIsARejectionToFix() async throws {
         let mock = MockTransport.answering(response(400, body: rejectionBody("CannotCreateChannelConfig")))
         let client = APNsClient.testing(transport: mock)

@@ -51,6 +51,36 @@ struct MetricsTests {
         #expect((accepted.values + rejected.values).allSatisfy { $0 > 0 })
     }
 
+    @Test("broadcasts and channel calls: counted once each by operation and final outcome, apart from notifications")
+    func channelCalls() async throws {
+        let metrics = TestMetrics()
+        // Creating answers 201 with a channel ID, a broadcast 400 BadChannelId (Apple's
+        // reason for a channel ID it cannot read), deleting a 302 APNs never answers.
+        let mock = MockTransport { request in
+            switch request.method {
+            case .post where request.path.hasPrefix("/1/apps/"):
+                return .response(APNsResponse(status: 201, headers: [HeaderField(name: "apns-channel-id", value: "dHN0MTIzMTIzMTIzMTIzMQ==")], body: []))
+            case .post:
+                return .response(APNsResponse(status: 400, headers: [], body: Array(#"{"reason":"BadChannelId"}"#.utf8)))
+            default:
+                return .response(APNsResponse(status: 302, headers: [], body: []))
+            }
+        }
+        let client = APNsClient(credentials: .certificate, transport: mock, retryPolicy: .never, metricsFactory: metrics)
+        let channel = try await client.createChannel(bundleID: "com.example.scores").value
+        let update = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentState: ["score": "1"])
+        await #expect(throws: APNsError.self) { try await client.broadcast(update, to: channel, bundleID: "com.example.scores") }
+        await #expect(throws: APNsError.self) { try await client.deleteChannel(channel, bundleID: "com.example.scores") }
+        func calls(_ operation: String, _ result: String) throws -> Int64 {
+            try metrics.expectCounter("apns_channel_calls_total", [("environment", "production"), ("operation", operation), ("result", result)]).totalValue
+        }
+        #expect(try calls("create", "accepted") == 1)
+        #expect(try calls("broadcast", "rejected") == 1)
+        #expect(try calls("delete", "failed") == 1)
+        #expect(metrics.counters(label: "apns_channel_calls_total").count == 3)
+        #expect(metrics.counters(label: "apns_notifications_sent_total").isEmpty)
+    }
+
     @Test("a failure says its code and whether it may have reached APNs; no dimension carries a token")
     func failureDimensions() async throws {
         let metrics = TestMetrics()
