@@ -86,10 +86,12 @@ public struct APNsRejection: Sendable, Hashable, CustomStringConvertible {
     /// What to do about this rejection; see ``APNsRemedy``.
     public var remedy: APNsRemedy { APNsRemedy(reason: reason, status: status) }
 
-    /// `<status> <reason>`, for example `410 Unregistered`, with the redacted device token.
+    /// `<status> <reason>`, for example `410 Unregistered`, with the redacted device token
+    /// and the `apns-id` (what Apple's developer support asks for about a notification).
     public var description: String {
         var text = String(status) + " " + (reason?.description ?? "(no reason)")
         if let deviceToken { text += " for device token " + deviceToken.redacted }
+        if let apnsID { text += " (apns-id " + apnsID.uuidString + ")" }
         if let requestID { text += " (apns-request-id " + requestID.uuidString + ")" }
         if let detail { text += ": " + detail }
         return text

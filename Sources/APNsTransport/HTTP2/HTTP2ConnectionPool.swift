@@ -66,27 +66,16 @@ final class HTTP2ConnectionPool: Sendable {
         var machine: Machine
         var connections: [HTTP2Connection] = []
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
-        /// Connections holding a place in the transport's budget (granted, not yet released).
-        var budgetHolders: Set<Int> = []
+        /// The pool's side of the transport's connection budget: the decisions about
+        /// places held, owed and given back (a pure value).
+        var share = PoolBudgetShare()
         /// When each retiring connection must have closed.
         var retireDeadlines: [Int: UInt64] = [:]
-        /// When a request was last queued (``MonotonicTime``), for closing idle pools.
-        var lastUsed: UInt64 = 0
-        /// Connections the budget asked back while none was up (all being opened): the
-        /// next ones up retire at once.
-        var owedRetirements = 0
         /// Connections asking the budget for a place right now (outside the lock).
         var askingBudget = 0
         /// A place was offered while a connection was asking: a refusal it gets is stale
         /// and it asks again (else the offer would be lost and the pool wait forever).
         var budgetOffered = false
-        /// When the pool, waiting for the budget with no connection, last asked for an
-        /// idle pool's connection (``MonotonicTime``).
-        var lastReclaimAsk: UInt64 = 0
-        /// Since when the pool has waited for the budget with no connection, if it does.
-        var starvedSince: UInt64?
-        /// When the budget last granted this pool a connection (``MonotonicTime``).
-        var lastGranted: UInt64 = 0
         /// The pool was closed on its own (idle, or its credential's connections closed)
         /// while the transport goes on: requests that reach it late go to a new pool.
         var closedAlone = false
@@ -179,7 +168,7 @@ final class HTTP2ConnectionPool: Sendable {
         var waiting = 0
         var redirected = false
         let outcome: Result<Wakeups, APNsTransportError> = state.withLock { locked in
-            locked.lastUsed = now
+            locked.share.used(at: now)
             if locked.closedAlone, redirect != nil {
                 redirected = true
                 return .success(Wakeups(Machine.Wakeups(), &locked, pool: self))
@@ -267,10 +256,10 @@ final class HTTP2ConnectionPool: Sendable {
             state.withLock { $0.askingBudget += 1 }
             while true {
                 let granted = budget.request(self)
+                let grantedAt = granted ? MonotonicTime.now() : 0
                 let decided: Bool = state.withLock { locked in
                     if granted {
-                        locked.budgetHolders.insert(connection.index)
-                        locked.lastGranted = MonotonicTime.now()
+                        locked.share.granted(connection.index, at: grantedAt)
                     } else if locked.budgetOffered {
                         locked.budgetOffered = false
                         return false  // a place freed meanwhile: ask again
@@ -302,7 +291,7 @@ final class HTTP2ConnectionPool: Sendable {
     /// Gives `connection`'s place in the budget back, if it holds one.
     private func releaseBudget(_ connection: HTTP2Connection) {
         guard let budget else { return }
-        let held = state.withLock { $0.budgetHolders.remove(connection.index) != nil }
+        let held = state.withLock { $0.share.released(connection.index) }
         if held { budget.release(self) }
     }
 
@@ -335,9 +324,7 @@ final class HTTP2ConnectionPool: Sendable {
             if let id = locked.machine.retireCandidate { return (retireLocked(id, &locked), false) }
             // None is up yet, but some hold a place while they connect: the next one up
             // goes back.
-            guard locked.budgetHolders.count > locked.owedRetirements else { return (nil, false) }
-            locked.owedRetirements += 1
-            return (nil, true)
+            return (nil, locked.share.oweRetirement())
         }
         if owed { return true }
         guard let connection else { return false }
@@ -352,29 +339,16 @@ final class HTTP2ConnectionPool: Sendable {
         connection.wake()
     }
 
-    /// How long a pool must have queued nothing before it gives a connection to a pool
-    /// that has none (``SharedConnectionBudget/reclaimIdle(for:now:evenIfBusy:)``): long enough that
-    /// what it sent last has usually been answered; a connection given back still drains.
-    static let idleBeforeGivingBack: UInt64 = 250_000_000
-
-    /// How long a pool keeps a connection before it must share it with a pool that has
-    /// waited ``starvedBeforeSharing`` with none, busy or not.
-    static let heldBeforeSharing: UInt64 = 1_000_000_000
-    /// How long a pool waits with no connection before it takes one from a busy pool.
-    static let starvedBeforeSharing: UInt64 = 1_000_000_000
-
-    /// Another pool waits with no connection and the budget is spent: if this pool holds
-    /// more than one connection, or has queued nothing for ``idleBeforeGivingBack`` (or,
-    /// with `evenIfBusy`, has held its connection for ``heldBeforeSharing``), retire its
-    /// newest connection: what it carries finishes, then it closes, and its place goes
-    /// to the waiting pools (this pool's next requests wait their turn). Whether it did.
+    /// Another pool waits with no connection and the budget is spent: if the sharing
+    /// rules say so (``PoolBudgetShare/givesBack(now:queued:evenIfBusy:)``), retire this
+    /// pool's newest connection: what it carries finishes, then it closes, and its place
+    /// goes to the waiting pools (this pool's next requests wait their turn). Whether it
+    /// did.
     func giveBackIfIdle(now: UInt64, evenIfBusy: Bool = false) -> Bool {
         let connection: HTTP2Connection? = state.withLock { locked in
-            let idle = locked.machine.queuedCount == 0 && now &- locked.lastUsed >= Self.idleBeforeGivingBack
-            let heldLongEnough = now &- locked.lastGranted >= Self.heldBeforeSharing
-            // A pool with more than its guaranteed one gives one back busy or not (rule 1).
-            let aboveOne = locked.budgetHolders.count > 1
-            guard idle || aboveOne || (evenIfBusy && heldLongEnough), let id = locked.machine.retireCandidate else { return nil }
+            guard locked.share.givesBack(now: now, queued: locked.machine.queuedCount, evenIfBusy: evenIfBusy),
+                let id = locked.machine.retireCandidate
+            else { return nil }
             return retireLocked(id, &locked)
         }
         guard let connection else { return false }
@@ -422,7 +396,7 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// Connections up, requests queued, and when a request was last queued.
     var activity: (openConnections: Int, queued: Int, lastUsed: UInt64) {
-        state.withLock { ($0.machine.readyCount, $0.machine.queuedCount, $0.lastUsed) }
+        state.withLock { ($0.machine.readyCount, $0.machine.queuedCount, $0.share.lastUsed) }
     }
 
     /// A connection attempt failed: back off, and fail the queued requests if no other
@@ -453,9 +427,7 @@ final class HTTP2ConnectionPool: Sendable {
     func connectSucceeded(_ connection: HTTP2Connection, freeStreams: Int) {
         let (reconnected, owed) = state.withLock { locked in
             let reconnected = locked.machine.connectSucceeded(connection.index, freeStreams: freeStreams)
-            guard locked.owedRetirements > 0 else { return (reconnected, false) }
-            locked.owedRetirements -= 1
-            return (reconnected, true)
+            return (reconnected, locked.share.connectionUp())
         }
         // The budget asked for a connection back while this one was being opened.
         if owed { retire(connection) }
@@ -503,20 +475,16 @@ final class HTTP2ConnectionPool: Sendable {
     /// Fails queued requests whose deadline has passed; at most one scan per 10 ms. While
     /// the pool waits for a place in the budget with no connection, asks (every 100 ms)
     /// for an idle pool's connection (one that was busy when it was refused may be idle
-    /// now) and, after ``starvedBeforeSharing``, for a busy one's: every credential with
+    /// now) and, after ``PoolBudgetShare/starvedBeforeSharing``, for a busy one's: every credential with
     /// requests to send gets a connection, in turns when there are more such credentials
     /// than the budget has connections.
     func expireQueued(now: UInt64) {
         let (expired, reclaim, evenIfBusy, blocked, unconnected) = state.withLock { locked -> ([PendingRequest], Bool, Bool, Bool, String?) in
             let expired = locked.machine.expireQueued(now: now)
             let unconnected = expired.isEmpty ? nil : locked.machine.noConnectionReason(at: now)
-            let blocked = locked.machine.budgetBlocked && locked.budgetHolders.isEmpty
-            let waiting = blocked && locked.machine.queuedCount > 0
-            if !waiting { locked.starvedSince = nil }
-            guard waiting, now &- locked.lastReclaimAsk >= 100_000_000 else { return (expired, false, false, blocked, unconnected) }
-            locked.lastReclaimAsk = now
-            if locked.starvedSince == nil { locked.starvedSince = now }
-            return (expired, true, now &- locked.starvedSince! >= Self.starvedBeforeSharing, blocked, unconnected)
+            let blocked = locked.machine.budgetBlocked && locked.share.holdsNone
+            let (ask, evenIfBusy) = locked.share.waitsForAPlace(now: now, waiting: blocked && locked.machine.queuedCount > 0)
+            return (expired, ask, evenIfBusy, blocked, unconnected)
         }
         let why = blocked
             ? budget.map { "its credential had no connection: it waited for a place in the transport's connection budget (maxConnections \($0.limit))" }

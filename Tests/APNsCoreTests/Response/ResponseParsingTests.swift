@@ -198,6 +198,10 @@ import Testing
         let token = try DeviceToken(hex: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
         let rejection = APNsRejection(status: 410, reason: .unregistered, deviceToken: token)
         #expect(rejection.description == "410 Unregistered for device token 00fc13ad…")
+        // With the apns-id Apple's developer support asks for.
+        let identified = APNsRejection(
+            status: 400, reason: .badDeviceToken, apnsID: try APNsID("123e4567-e89b-12d3-a456-4266554400a0"), deviceToken: token)
+        #expect(identified.description == "400 BadDeviceToken for device token 00fc13ad… (apns-id 123e4567-e89b-12d3-a456-4266554400a0)")
     }
 }
 
