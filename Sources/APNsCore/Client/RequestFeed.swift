@@ -45,7 +45,7 @@ public final class RequestFeed: Sendable {
     public static let maxWindow = 1 << 16
 
     /// Makes indices `0..<count` available to the batch (a smaller `count` than before
-    /// changes nothing).
+    /// changes nothing; a count beyond 2^60 counts as 2^60 - 1).
     ///
     /// - Returns: `false` if the feed was closed or the batch has ended (it was
     ///   cancelled): indices supplied now will never be made; the producer keeps their
@@ -54,7 +54,8 @@ public final class RequestFeed: Sendable {
     public func supply(upTo count: Int) -> Bool {
         update { old in
             if old & (Self.closedBit | Self.sealedBit) != 0 { return nil }
-            return max(old >> Self.flagBits, count) << Self.flagBits
+            // The count shares the word with the flags: clamped, it cannot shift into the sign.
+            return max(old >> Self.flagBits, min(count, Int.max >> Self.flagBits)) << Self.flagBits
         }
     }
 

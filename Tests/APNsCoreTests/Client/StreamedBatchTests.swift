@@ -21,6 +21,20 @@ import Testing
         #expect(feed.supplied == 3)
     }
 
+    @Test("a count too large for the word the feed keeps it in is clamped, not shifted into a negative count; a negative one changes nothing")
+    func hugeAndNegativeCounts() {
+        let feed = RequestFeed()
+        #expect(feed.supply(upTo: 5))
+        #expect(feed.supply(upTo: -1))
+        #expect(feed.supplied == 5)
+        #expect(feed.supply(upTo: .max))
+        #expect(feed.supplied == (1 << 60) - 1)
+        #expect(feed.snapshot().available == (1 << 60) - 1)
+        #expect(!feed.snapshot().closed)
+        feed.close()
+        #expect(feed.isClosed && feed.supplied == (1 << 60) - 1)
+    }
+
     @Test func wakesOnlyABatchThatWaits() {
         let feed = RequestFeed()
         let wakes = Mutex(0)
