@@ -57,7 +57,7 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Creates a policy; `maxAttempts` below 1 counts as 1.
     public init(
-        maxAttempts: Int = 3,
+        maxAttempts: Int = 5,
         baseDelay: Duration = .milliseconds(250),
         maxDelay: Duration = .seconds(8),
         retriesFailuresThatMayHaveReachedAPNs: Bool = false
@@ -68,7 +68,11 @@ public struct RetryPolicy: Sendable, Hashable {
         self.retriesFailuresThatMayHaveReachedAPNs = retriesFailuresThatMayHaveReachedAPNs
     }
 
-    /// Three attempts, delays from 250 ms up to 8 s.
+    /// Five attempts, delays from 250 ms up to 8 s: the retry delays add up to 1.9-3.75 s,
+    /// and a retry of a refused connection waits for the transport's next connection
+    /// attempt, so a send outlives an outage of a few seconds (a restart, a load balancer
+    /// swapping backends); every attempt ends by the call's one
+    /// ``APNsClient/requestTimeout``.
     public static let `default` = RetryPolicy()
 
     /// One attempt: nothing is retried (an `ExpiredProviderToken` is still refreshed once).

@@ -41,6 +41,26 @@ struct ShortOutageTests {
         }
     }
 
+    @Test("with every default (retry policy, reconnect backoff, request timeout), a single send outlives 2 s of refused connections")
+    func defaultsOutliveTwoSeconds() async throws {
+        try await withMockAPNsServer { server in
+            let transport = try mockTransport(server)
+            let client = APNsClient(credentials: .certificate, transport: transport)
+            server.refuseConnections(for: .seconds(2))
+            let token = try DeviceToken(hex: String(repeating: "cd", count: 32))
+            var outcome = "accepted"
+            do throws(APNsError) {
+                _ = try await client.send(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: token)
+            } catch {
+                outcome = "\(error)"
+            }
+            await client.shutdown()
+            #expect(outcome == "accepted")
+            #expect(server.statistics.connectionsRefused >= 2)
+            #expect(server.statistics.accepted == 1)
+        }
+    }
+
     @Test("ten concurrent single sends outlive the same refusal, each delivered once")
     func concurrentSendsOutliveARefusal() async throws {
         try await withMockAPNsServer { server in
