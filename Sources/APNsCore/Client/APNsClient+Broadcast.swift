@@ -30,20 +30,20 @@ extension APNsClient {
         to channel: ChannelID,
         bundleID: String
     ) async throws(APNsError) -> BroadcastAccepted {
+        let requestID = notification.requestID ?? .random()
+        return try await counted("broadcast", requestID: requestID) { (attempts) async throws(APNsError) -> BroadcastAccepted in
         let prepared: BroadcastNotification.Prepared
-        do {
+        do throws(APNsRequestError) {
             prepared = try notification.prepared()
         } catch {
             logger.debug("broadcast is invalid", metadata: ["apns.error": "\(error)"])
-            metrics.channelCall("broadcast", .invalid(error))
             throw .invalid(error)
         }
-        let requestID = notification.requestID ?? .random()
         let endpoint = environment.broadcast
         var logger = self.logger
         logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
         logger[metadataKey: "apns.channel-id"] = "\(channel.rawValue)"
-        return try await counted("broadcast") { () async throws(APNsError) -> BroadcastAccepted in try await perform(
+        return try await perform(
             "broadcast",
             logger: logger,
             request: { (providerToken: ProviderToken?, timeout: Duration) throws(APNsRequestError) -> APNsRequest in
@@ -61,22 +61,30 @@ extension APNsClient {
                     return .success(accepted)
                 }
                 return .failure(Self.rejection(response, request))
-            }
-        ) }
+            },
+            attempts: attempts
+        )
+        }
     }
 
-    /// Runs a broadcast or channel call's attempts, counting its outcome under
-    /// `operation` in `apns_channel_calls_total`.
+    /// Runs a broadcast or channel call (`body`, given the counter of its attempts when a
+    /// span records them), counting its outcome under `operation` in
+    /// `apns_channel_calls_total` and recording it in an `APNs channel call` span.
     private func counted<Success>(
         _ operation: String,
-        _ body: () async throws(APNsError) -> Success
+        requestID: APNsRequestID,
+        _ body: (AttemptCounter?) async throws(APNsError) -> Success
     ) async throws(APNsError) -> Success {
+        let span = tracing.startChannelCall(operation, requestID: requestID)
+        let attempts = span == nil ? nil : AttemptCounter()
         do {
-            let success = try await body()
+            let success = try await body(attempts)
             metrics.channelCall(operation, nil)
+            tracing.endChannelCall(span, nil, attempts: attempts?.value)
             return success
         } catch {
             metrics.channelCall(operation, error)
+            tracing.endChannelCall(span, error, attempts: attempts?.value)
             throw error
         }
     }
@@ -237,7 +245,8 @@ extension APNsClient {
         var logger = self.logger
         logger[metadataKey: "apns.request-id"] = "\(requestID.uuidString)"
         logger[metadataKey: "apns.channel-operation"] = "\(operation.logName)"
-        return try await counted(operation.logName) { () async throws(APNsError) -> ChannelResponse<Success> in try await perform(
+        return try await counted(operation.logName, requestID: requestID) { (attempts) async throws(APNsError) -> ChannelResponse<Success> in
+        try await perform(
             "channel request",
             logger: logger,
             request: { (providerToken: ProviderToken?, timeout: Duration) throws(APNsRequestError) -> APNsRequest in
@@ -253,8 +262,10 @@ extension APNsClient {
                 guard let result = success(response) else { return .failure(Self.rejection(response, request)) }
                 let echoed = response.header("apns-request-id").flatMap { try? APNsRequestID($0) } ?? requestID
                 return result.map { ChannelResponse(value: $0, requestID: echoed) }
-            }
-        ) }
+            },
+            attempts: attempts
+        )
+        }
     }
 
     /// What an answer other than the call's success means, as for a device push

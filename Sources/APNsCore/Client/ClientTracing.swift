@@ -7,6 +7,7 @@ import Tracing
 /// |---|---|
 /// | `APNs notification` (client kind) | `apns.push_type`, `apns.id`, `apns.outcome` (`accepted`, `rejected`, `failed`, `invalid`), `apns.status`, `apns.reason`, `apns.attempts`, `apns.may_have_reached_apns` |
 /// | `APNs batch` | `apns.batch.count`, `apns.batch.accepted`, `apns.batch.rejected`, `apns.batch.failed` |
+/// | `APNs channel call` (client kind) | `apns.operation` (`broadcast`, `create`, `read`, `list`, `delete`), `apns.request_id`, `apns.outcome`, `apns.status`, `apns.reason`, `apns.attempts`, `apns.may_have_reached_apns` |
 ///
 /// A failed or rejected notification's span records its error and has the error status.
 /// With swift-distributed-tracing's no-op tracer (nothing bootstrapped) no span is made.
@@ -32,6 +33,36 @@ struct ClientTracing: Sendable {
         return span
     }
 
+    /// A broadcast's or channel management call's span, child of the caller's context.
+    func startChannelCall(_ operation: String, requestID: APNsRequestID) -> (any Span)? {
+        guard isEnabled else { return nil }
+        let span = tracer.startSpan("APNs channel call", context: ServiceContext.current ?? .topLevel, ofKind: .client)
+        span.updateAttributes { attributes in
+            attributes["apns.operation"] = operation
+            attributes["apns.request_id"] = requestID.uuidString
+        }
+        return span
+    }
+
+    /// Ends a channel call's span with its outcome (`nil`: it succeeded).
+    func endChannelCall(_ span: (any Span)?, _ error: APNsError?, attempts: Int?) {
+        guard let span else { return }
+        span.updateAttributes { attributes in
+            if let attempts { attributes["apns.attempts"] = attempts }
+            if error == nil {
+                attributes["apns.outcome"] = "accepted"
+                attributes["apns.may_have_reached_apns"] = true
+            } else if let error {
+                Self.record(error, in: &attributes)
+            }
+        }
+        if let error {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error, message: error.description))
+        }
+        span.end()
+    }
+
     /// Ends a notification's span with its outcome.
     func end(_ span: (any Span)?, _ outcome: Result<APNsAccepted, APNsError>, attempts: Int?) {
         guard let span else { return }
@@ -43,18 +74,8 @@ struct ClientTracing: Sendable {
                 attributes["apns.status"] = 200
                 if let id = accepted.apnsID { attributes["apns.id"] = id.uuidString }
                 attributes["apns.may_have_reached_apns"] = true
-            case .failure(.rejected(let rejection)):
-                attributes["apns.outcome"] = "rejected"
-                attributes["apns.status"] = rejection.status
-                attributes["apns.reason"] = rejection.reason?.description ?? "none"
-                attributes["apns.may_have_reached_apns"] = true
-            case .failure(.failed(let failure)):
-                attributes["apns.outcome"] = "failed"
-                attributes["apns.may_have_reached_apns"] = failure.mayHaveReachedAPNs
-                if let status = failure.responseStatus { attributes["apns.status"] = status }
-            case .failure(.invalid):
-                attributes["apns.outcome"] = "invalid"
-                attributes["apns.may_have_reached_apns"] = false
+            case .failure(let error):
+                Self.record(error, in: &attributes)
             }
         }
         if case .failure(let error) = outcome {
@@ -62,6 +83,24 @@ struct ClientTracing: Sendable {
             span.setStatus(SpanStatus(code: .error, message: error.description))
         }
         span.end()
+    }
+
+    /// A failed call's outcome attributes.
+    private static func record(_ error: APNsError, in attributes: inout SpanAttributes) {
+        switch error {
+        case .rejected(let rejection):
+            attributes["apns.outcome"] = "rejected"
+            attributes["apns.status"] = rejection.status
+            attributes["apns.reason"] = rejection.reason?.description ?? "none"
+            attributes["apns.may_have_reached_apns"] = true
+        case .failed(let failure):
+            attributes["apns.outcome"] = "failed"
+            attributes["apns.may_have_reached_apns"] = failure.mayHaveReachedAPNs
+            if let status = failure.responseStatus { attributes["apns.status"] = status }
+        case .invalid:
+            attributes["apns.outcome"] = "invalid"
+            attributes["apns.may_have_reached_apns"] = false
+        }
     }
 
     /// A batch's span, child of the caller's context; `count` is `nil` for a streamed

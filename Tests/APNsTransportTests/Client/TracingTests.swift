@@ -1,6 +1,8 @@
 import APNsMockServer
 import InMemoryTracing
 import ServiceContextModule
+import Synchronization
+import APNsTesting
 import Testing
 import Tracing
 @testable import APNsTransport
@@ -52,6 +54,55 @@ struct TracingTests {
         #expect(rejected.attributes["apns.status"]?.toSpanAttribute() == 410)
         #expect(rejected.status?.code == .error)
         #expect(rejected.errors.count == 1)
+    }
+
+    @Test("a span per broadcast and channel call under the caller's span: operation, request ID, outcome, attempts")
+    func channelCallSpans() async throws {
+        let tracer = InMemoryTracer()
+        let broadcasts = Mutex(0)
+        // Creating answers 201 with a channel ID; the first broadcast 503, the next 200;
+        // deleting 400 BadChannelId.
+        let mock = MockTransport { request in
+            if request.method == .post, request.path.hasPrefix("/1/apps/") {
+                return .response(APNsResponse(status: 201, headers: [HeaderField(name: "apns-channel-id", value: "dHN0MTIzMTIzMTIzMTIzMQ==")], body: []))
+            }
+            if request.method == .post {
+                let first = broadcasts.withLock { count in
+                    count += 1
+                    return count == 1
+                }
+                return .response(APNsResponse(status: first ? 503 : 200, headers: [], body: first ? Array(#"{"reason":"ServiceUnavailable"}"#.utf8) : []))
+            }
+            return .response(APNsResponse(status: 400, headers: [], body: Array(#"{"reason":"BadChannelId"}"#.utf8)))
+        }
+        let client = APNsClient(credentials: .certificate, transport: mock, requestTimeout: .seconds(120), tracer: tracer)
+        let parent = tracer.startSpan("request handler")
+        let requestID = try APNsRequestID("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
+        try await ServiceContext.withValue(parent.context) {
+            let channel = try await client.createChannel(bundleID: "com.example.scores", requestID: requestID).value
+            _ = try await client.broadcast(
+                Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentState: ["score": "1"]), to: channel, bundleID: "com.example.scores")
+            await #expect(throws: APNsError.self) { try await client.deleteChannel(channel, bundleID: "com.example.scores") }
+        }
+        parent.end()
+        let handler = try #require(tracer.finishedSpans.first { $0.operationName == "request handler" })
+        let spans = tracer.finishedSpans.filter { $0.operationName == "APNs channel call" }
+        #expect(spans.count == 3)
+        #expect(spans.allSatisfy { $0.parentSpanID == handler.spanID && $0.kind == .client })
+        func span(_ operation: String) throws -> FinishedInMemorySpan {
+            try #require(spans.first { $0.attributes["apns.operation"]?.toSpanAttribute() == operation.toSpanAttribute() })
+        }
+        let create = try span("create")
+        #expect(create.attributes["apns.request_id"]?.toSpanAttribute() == "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
+        #expect(create.attributes["apns.outcome"]?.toSpanAttribute() == "accepted")
+        let broadcast = try span("broadcast")
+        #expect(broadcast.attributes["apns.outcome"]?.toSpanAttribute() == "accepted")
+        #expect(broadcast.attributes["apns.attempts"]?.toSpanAttribute() == 2)
+        let delete = try span("delete")
+        #expect(delete.attributes["apns.outcome"]?.toSpanAttribute() == "rejected")
+        #expect(delete.attributes["apns.reason"]?.toSpanAttribute() == "BadChannelId")
+        #expect(delete.attributes["apns.status"]?.toSpanAttribute() == 400)
+        #expect(delete.status?.code == .error)
     }
 
     @Test("a streamed batch (tokens from an AsyncSequence) has its batch span, counted at its end, and a span per notification")
