@@ -23,11 +23,19 @@ import Synchronization
 /// 2. the handler given with ``respond(using:)``;
 /// 3. the default response (``Response/accepted`` unless set with ``respondByDefault(with:)``).
 ///
-/// Like APNs, accepted and rejected answers echo the request's `apns-id`. The mock follows
-/// the ``APNsCore/PushTransport`` rules: a cancelled task gets ``APNsCore/APNsTransportError/Code/cancelled``,
-/// a delay longer than the request's timeout ends in ``APNsCore/APNsTransportError/Code/timeout``,
-/// and after ``shutdown()`` requests fail with ``APNsCore/APNsTransportError/Code/shutdown``
-/// (such requests are not recorded). It is safe to use from many tasks at once.
+/// Like APNs, accepted and rejected answers echo the request's `apns-id` (and a broadcast's
+/// or channel call's `apns-request-id`). ``Response/accepted`` answers a channel management
+/// request as APNs does: 201 with a new `apns-channel-id` for a creation, a configuration
+/// for a read, an empty list, 204 for a deletion.
+///
+/// The mock follows the ``APNsCore/PushTransport`` rules: a cancelled task gets
+/// ``APNsCore/APNsTransportError/Code/cancelled``; an answer (a scripted delay, or a
+/// ``respond(using:)`` handler that waits) that does not come within the request's timeout
+/// ends in ``APNsCore/APNsTransportError/Code/timeout``; after ``shutdown()`` requests fail
+/// with ``APNsCore/APNsTransportError/Code/shutdown`` (such requests are not recorded). A
+/// batch's requests are recorded, and take their scripted answers, in index order. It is
+/// safe to use from many tasks at once, and its lock is one ThreadSanitizer sees (a
+/// `swift test --sanitize=thread` of your tests reports no race inside it).
 public final class MockTransport: PushTransport {
     /// A scripted answer: an HTTP response or a transport failure, possibly after a delay.
     public struct Response: Sendable {
@@ -54,8 +62,9 @@ public final class MockTransport: PushTransport {
         }
 
         /// A rejection with `reason`, as APNs sends it: `{"reason": ...}` (and `timestamp` in
-        /// milliseconds, if given) with the status Apple documents for the reason (400 for an
-        /// unknown one) unless `status` is given.
+        /// milliseconds) with the status Apple documents for the reason (400 for an unknown
+        /// one) unless `status` is given. A 410 without a `timestamp` carries the time of the
+        /// answer, as APNs' 410s always carry one; other statuses carry one only if given.
         public static func rejected(_ reason: APNsReason, status: Int? = nil, timestamp: Date? = nil) -> Response {
             Response(.rejected(reason, status: status ?? reason.status ?? 400, timestamp: timestamp))
         }
@@ -91,7 +100,7 @@ public final class MockTransport: PushTransport {
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = MockLock(State())
 
     /// A mock that accepts every request until scripted otherwise.
     public init() {}
@@ -150,16 +159,62 @@ public final class MockTransport: PushTransport {
         state.withLock { $0.requests.removeAll() }
     }
 
+    /// Forgets every script: the per-device-token answers, the handler, and the default
+    /// (``Response/accepted`` again). The requests received stay.
+    public func removeAllScripts() {
+        state.withLock { state in
+            state.scripts.removeAll()
+            state.handler = nil
+            state.defaultResponse = .accepted
+        }
+    }
+
+    /// What answers a received request.
+    private enum Next: Sendable {
+        case scripted(Response)
+        case handler(@Sendable (APNsRequest) async -> Response)
+    }
+
     /// Records `request` and answers it as scripted.
     nonisolated(nonsending) public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
         if Task.isCancelled {
             throw .cancelled(mayHaveReachedAPNs: false, "cancelled before the mock received the request")
         }
-        enum Next {
-            case scripted(Response)
-            case handler(@Sendable (APNsRequest) async -> Response)
+        guard let next = receive(request) else {
+            throw .shutdown("the mock transport is shut down")
         }
-        let next: Next? = state.withLock { state in
+        defer { finishOne() }
+        return try await answer(request, with: next)
+    }
+
+    /// A batch through the default sliding window, except that each request is recorded,
+    /// and takes its scripted answer, when the batch makes it (in index order), not when
+    /// its task happens to run.
+    public func sendBatch(
+        feed: RequestFeed,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) async {
+        await sendBatchWindow(feed: feed, maxConcurrency: maxConcurrency, makeRequest: makeRequest, start: { request in
+            guard let next = self.receive(request) else {
+                return { .failure(.shutdown("the mock transport is shut down")) }
+            }
+            return {
+                defer { self.finishOne() }
+                do throws(APNsTransportError) {
+                    return .success(try await self.answer(request, with: next))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }, onResult: onResult)
+    }
+
+    /// Records `request` and picks what answers it; `nil` once shut down. Every request
+    /// received must be finished with ``finishOne()``.
+    private func receive(_ request: APNsRequest) -> Next? {
+        state.withLock { state in
             if state.isShutdown { return nil }
             state.requests.append(request)
             state.inFlight += 1
@@ -171,16 +226,16 @@ public final class MockTransport: PushTransport {
             if let handler = state.handler { return .handler(handler) }
             return .scripted(state.defaultResponse)
         }
-        guard let next else {
-            throw .shutdown("the mock transport is shut down")
-        }
-        defer { finishOne() }
+    }
+
+    /// The answer `next` gives `request`, within its timeout.
+    private func answer(_ request: APNsRequest, with next: Next) async throws(APNsTransportError) -> APNsResponse {
         let response: Response
         switch next {
         case .scripted(let scripted):
             response = scripted
         case .handler(let handler):
-            response = await handler(request)
+            response = try await Self.race(handler, for: request)
         }
         if let delay = response.delay {
             let timesOut = delay > request.timeout
@@ -194,6 +249,34 @@ public final class MockTransport: PushTransport {
             }
         }
         return try Self.answer(response, to: request)
+    }
+
+    /// `handler`'s answer to `request`, unless the request's timeout passes first
+    /// (``APNsCore/APNsTransportError/Code/timeout``) or the calling task is cancelled
+    /// (``APNsCore/APNsTransportError/Code/cancelled``), both with `mayHaveReachedAPNs`
+    /// true, as a real transport reports a request already written. A handler that waits
+    /// on (say) a test's gate then ends as a real request would; it runs on in a task of
+    /// its own, cancelled, and its late answer is dropped.
+    private static func race(
+        _ handler: @escaping @Sendable (APNsRequest) async -> Response,
+        for request: APNsRequest
+    ) async throws(APNsTransportError) -> Response {
+        let race = AnswerRace()
+        let answering = Task { race.finish(.success(await handler(request))) }
+        let timer = Task {
+            try? await Task.sleep(for: request.timeout)
+            if !Task.isCancelled {
+                race.finish(.failure(.timeout(mayHaveReachedAPNs: true, "the mock's handler did not answer within the request's timeout")))
+            }
+        }
+        let result = await withTaskCancellationHandler {
+            await race.result()
+        } onCancel: {
+            race.finish(.failure(.cancelled(mayHaveReachedAPNs: true, "cancelled while the mock's handler was answering")))
+        }
+        timer.cancel()
+        answering.cancel()
+        return try result.get()
     }
 
     /// Refuses new requests from now on and returns when the requests in flight have been answered.
@@ -231,17 +314,46 @@ public final class MockTransport: PushTransport {
         case .response(let response):
             return response
         case .accepted(let uniqueID):
+            if let requestID = request.header("apns-request-id") {
+                headers.append(HeaderField(name: "apns-request-id", value: requestID))
+            }
+            if let channelAnswer = channelManagementAnswer(to: request, headers: headers) { return channelAnswer }
             if let uniqueID { headers.append(HeaderField(name: "apns-unique-id", value: uniqueID)) }
             return APNsResponse(status: 200, headers: headers)
         case .rejected(let reason, let status, let timestamp):
+            if let requestID = request.header("apns-request-id") {
+                headers.append(HeaderField(name: "apns-request-id", value: requestID))
+            }
             headers.append(HeaderField(name: "content-type", value: "application/json"))
             var json = "{\"reason\":\"" + jsonEscaped(reason.rawValue) + "\""
-            if let timestamp {
+            if let timestamp = timestamp ?? (status == 410 ? Date() : nil) {
                 let milliseconds = (timestamp.timeIntervalSince1970 * 1000).rounded(.down)
                 json += ",\"timestamp\":" + String(Int64(exactly: milliseconds) ?? 0)
             }
             json += "}"
             return APNsResponse(status: status, headers: headers, body: Array(json.utf8))
+        }
+    }
+
+    /// APNs' success answer to a channel management request (`/1/apps/<bundle ID>/channels`
+    /// or `/all-channels`): 201 with a new channel ID for a creation, a configuration for a
+    /// read, an empty list, 204 for a deletion; `nil` for any other request.
+    private static func channelManagementAnswer(to request: APNsRequest, headers: [HeaderField]) -> APNsResponse? {
+        guard request.path.hasPrefix("/1/apps/") else { return nil }
+        var headers = headers.filter { $0.name != "apns-id" }
+        if request.path.hasSuffix("/all-channels") {
+            return APNsResponse(status: 200, headers: headers, body: Array(#"{"channels":[]}"#.utf8))
+        }
+        switch request.method {
+        case .post:
+            var id = [UInt8](repeating: 0, count: 16)
+            for index in id.indices { id[index] = UInt8.random(in: 0...255) }
+            headers.append(HeaderField(name: "apns-channel-id", value: Data(id).base64EncodedString()))
+            return APNsResponse(status: 201, headers: headers)
+        case .get:
+            return APNsResponse(status: 200, headers: headers, body: Array(#"{"message-storage-policy":0,"push-type":"LiveActivity"}"#.utf8))
+        default:
+            return APNsResponse(status: 204, headers: headers)
         }
     }
 

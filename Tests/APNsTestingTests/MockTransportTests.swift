@@ -166,4 +166,119 @@ import APNsCore
         // A timeout may have reached APNs: not retried by default.
         #expect(mock.requests.count == 1)
     }
+
+    /// A gate a handler waits on, opened by the test (or never).
+    final class Gate: Sendable {
+        let stream: AsyncStream<Void>
+        let continuation: AsyncStream<Void>.Continuation
+        init() { (stream, continuation) = AsyncStream.makeStream() }
+        func wait() async { for await _ in stream { return } }
+        func open() { continuation.finish() }
+    }
+
+    @Test("a handler that waits past the request's timeout ends in a timeout that may have reached APNs, not in its late answer")
+    func waitingHandlerTimesOut() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let mock = MockTransport { _ in
+            await gate.wait()
+            return .accepted
+        }
+        let client = APNsClient(environment: .sandbox, credentials: .certificate, transport: mock, requestTimeout: .milliseconds(200))
+        do {
+            _ = try await client.send(sampleAlert, to: mockToken(1))
+            Issue.record("accepted after its timeout")
+        } catch {
+            #expect(error.transportError?.code == .timeout, "\(error)")
+            #expect(error.transportError?.mayHaveReachedAPNs == true)
+        }
+        #expect(mock.requests.count == 1)
+    }
+
+    @Test("a caller cancelled while the handler waits gets cancelled (may have reached APNs), not the handler's answer")
+    func waitingHandlerIsCancelled() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let mock = MockTransport { _ in
+            await gate.wait()
+            return .accepted
+        }
+        let request = try sampleAlert.request(to: mockToken(2), environment: .sandbox)
+        let task = Task { try await mock.send(request) }
+        // Cancelled once the mock has the request (bounded: 10 s).
+        for _ in 0..<1_000 where mock.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(mock.requests.count == 1)
+        task.cancel()
+        do {
+            _ = try await task.value
+            Issue.record("answered after cancellation")
+        } catch {
+            #expect((error as? APNsTransportError)?.code == .cancelled, "\(error)")
+            #expect((error as? APNsTransportError)?.mayHaveReachedAPNs == true)
+        }
+        // A shutdown does not wait for the abandoned handler.
+        await mock.shutdown()
+    }
+
+    @Test("a batch's requests are recorded, and take their scripted answers, in index order, run after run")
+    func batchIsRecordedInIndexOrder() async throws {
+        for _ in 0..<20 {
+            let mock = MockTransport()
+            let repeated = mockToken(7)
+            mock.respond(to: repeated, with: [.accepted, .rejected(.badDeviceToken)])
+            let tokens = (0..<50).map { mockToken(100 + $0) } + [repeated, mockToken(9), repeated]
+            let client = APNsClient.testing(transport: mock, retryPolicy: .never)
+            let outcomes = await client.send(sampleAlert, to: tokens, maxConcurrency: 50)
+            #expect(mock.requests.compactMap(\.deviceToken) == tokens)
+            // The first copy of the repeated token takes the first scripted answer.
+            #expect(outcomes[50].accepted != nil && outcomes[52].error?.rejection?.reason == .badDeviceToken)
+        }
+    }
+
+    @Test("by default a channel call gets APNs' success answer: a new channel ID, a configuration, an empty list, a deletion")
+    func channelCallsAreAnsweredAsAPNsDoes() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        let created = try await client.createChannel(bundleID: "com.example.scores")
+        #expect(created.requestID == (try APNsRequestID(try #require(mock.requests.last?.header("apns-request-id")))))
+        let configuration = try await client.channelConfiguration(created.value, bundleID: "com.example.scores")
+        #expect(configuration.value.storagePolicy == .noStorage)
+        #expect(try await client.channels(bundleID: "com.example.scores").value.isEmpty)
+        #expect(try await client.deleteChannel(created.value, bundleID: "com.example.scores").value == created.value)
+        let second = try await client.createChannel(bundleID: "com.example.scores")
+        #expect(second.value != created.value)
+        #expect(mock.requests.count == 5)
+    }
+
+    @Test("a 410 carries a timestamp, as APNs' always do: the time of the answer unless scripted")
+    func unregisteredCarriesATimestamp() async throws {
+        let mock = MockTransport()
+        mock.respond(to: mockToken(5), with: .rejected(.unregistered))
+        let before = Date()
+        let response = try await mock.send(try sampleAlert.request(to: mockToken(5), environment: .sandbox))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+        let milliseconds = try #require((json["timestamp"] as? NSNumber)?.int64Value)
+        #expect(abs(Double(milliseconds) / 1000 - before.timeIntervalSince1970) < 60)
+        // Other statuses carry one only if scripted.
+        mock.respond(to: mockToken(6), with: .rejected(.badDeviceToken))
+        let other = try await mock.send(try sampleAlert.request(to: mockToken(6), environment: .sandbox))
+        #expect(String(decoding: other.body, as: UTF8.self) == #"{"reason":"BadDeviceToken"}"#)
+    }
+
+    @Test("scripts can be removed: the per-token answers, the handler and the default; the requests stay")
+    func scriptsCanBeRemoved() async throws {
+        let mock = MockTransport { _ in .rejected(.badTopic) }
+        mock.respond(to: mockToken(1), with: .rejected(.unregistered))
+        mock.respondByDefault(with: .failure(.connectionClosed()))
+        let request = try sampleAlert.request(to: mockToken(1), environment: .sandbox)
+        #expect(try await mock.send(request).status == 410)
+        mock.removeAllScripts()
+        #expect(try await mock.send(request).status == 200)
+        #expect(try await mock.send(try sampleAlert.request(to: mockToken(2), environment: .sandbox)).status == 200)
+        #expect(mock.requests.count == 3)
+        #expect(mock.scriptedDeviceTokensNeverSent.isEmpty)
+        // A test's own stand-in for the client can script an invalid notification.
+        let invalid = APNsError.invalid(APNsRequestError(.invalidTopic, header: "apns-topic", "the topic is empty"))
+        #expect(invalid.description.contains("the topic is empty"))
+    }
 }

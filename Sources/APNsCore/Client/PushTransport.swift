@@ -141,6 +141,30 @@ extension PushTransport {
         makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
         onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
     ) async {
+        await sendBatchWindow(feed: feed, maxConcurrency: maxConcurrency, makeRequest: makeRequest, start: { request in
+            {
+                do throws(APNsTransportError) {
+                    return .success(try await self.send(request))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }, onResult: onResult)
+    }
+
+    /// The sliding window behind the default open-ended batch: for each index `feed`
+    /// supplies, in index order and one at a time, `makeRequest` then `start` (which may
+    /// act on the request at once, in that order: the mock transport records it and picks
+    /// its answer there), then a child task runs what `start` returned and hands its
+    /// result to `onResult`; at most `maxConcurrency` run at once. When the task is
+    /// cancelled, what was supplied and not started gets `cancelled` without being sent.
+    package func sendBatchWindow(
+        feed: RequestFeed,
+        maxConcurrency: Int,
+        makeRequest: @escaping @Sendable (_ index: Int) -> APNsRequest?,
+        start: (APNsRequest) -> @Sendable () async -> Result<APNsResponse, APNsTransportError>,
+        onResult: @escaping @Sendable (_ index: Int, _ request: APNsRequest, _ result: Result<APNsResponse, APNsTransportError>) -> Void
+    ) async {
         let width = max(1, min(maxConcurrency, RequestFeed.maxWindow))
         let signal = FeedSignal()
         feed.attach(wake: { signal.raise() })
@@ -158,14 +182,9 @@ extension PushTransport {
                     let index = next
                     next += 1
                     guard let request = makeRequest(index) else { continue }
+                    let operation = start(request)
                     group.addTask {
-                        let result: Result<APNsResponse, APNsTransportError>
-                        do throws(APNsTransportError) {
-                            result = .success(try await self.send(request))
-                        } catch {
-                            result = .failure(error)
-                        }
-                        onResult(index, request, result)
+                        onResult(index, request, await operation())
                     }
                     running += 1
                 } else if supplied.closed {

@@ -64,7 +64,10 @@ public struct APNsRequestError: Error, Sendable, Hashable, CustomStringConvertib
     /// What is wrong and where, in words.
     public let description: String
 
-    init(_ code: Code, header: String? = nil, position: Int? = nil, _ description: String) {
+    /// An error of kind `code` saying `description`, about `header` (or the device token's
+    /// character at `position`). The SDK makes these; a test that stands in for the client
+    /// (behind a protocol of its own) makes one to script an ``APNsError/invalid(_:)``.
+    public init(_ code: Code, header: String? = nil, position: Int? = nil, _ description: String) {
         self.code = code
         self.header = header
         self.position = position
