@@ -356,7 +356,7 @@ struct MultiTenantTests {
             // (the server holds each a second) and another request queued behind it: A is
             // busy, so B waits, and times out in the queue (never sent).
             server.setResponseDelay(.seconds(1))
-            let slow = Task { try await a.send(Self.alert, to: [try Self.device(4), try Self.device(5)], maxConcurrency: 2) }
+            let slow = Task { await a.send(Self.alert, to: [try Self.device(4), try Self.device(5)], maxConcurrency: 2) }
             #expect(await waitUntil { (transport.statistics(for: tenants[0].credential)?.queuedRequests ?? 0) >= 1 })
             let device = try Self.device(2)
             do throws(APNsError) {
