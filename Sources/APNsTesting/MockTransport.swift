@@ -139,6 +139,22 @@ public final class MockTransport: PushTransport {
         state.withLock { $0.requests }
     }
 
+    /// Waits until at least `count` requests have been received (a test that cancels or
+    /// inspects work its code started in another task), checking every millisecond, for
+    /// at most `timeout` of wall time.
+    ///
+    /// - Returns: Whether `count` requests arrived in time.
+    @discardableResult
+    public func waitForRequests(_ count: Int, timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while state.withLock({ $0.requests.count }) < count {
+            guard ContinuousClock.now < deadline, (try? await Task.sleep(for: .milliseconds(1))) != nil else {
+                return state.withLock { $0.requests.count } >= count
+            }
+        }
+        return true
+    }
+
     /// The requests received for `deviceToken`, in the order received.
     public func requests(to deviceToken: DeviceToken) -> [APNsRequest] {
         state.withLock { $0.requests.filter { $0.deviceToken == deviceToken } }

@@ -205,9 +205,11 @@ import APNsCore
         }
         let request = try sampleAlert.request(to: mockToken(2), environment: .sandbox)
         let task = Task { try await mock.send(request) }
-        // Cancelled once the mock has the request (bounded: 10 s).
-        for _ in 0..<1_000 where mock.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        // Cancelled once the mock has the request.
+        #expect(await mock.waitForRequests(1))
         #expect(mock.requests.count == 1)
+        // More never come: the wait says so when its time is up.
+        #expect(await mock.waitForRequests(2, timeout: .milliseconds(20)) == false)
         task.cancel()
         do {
             _ = try await task.value
