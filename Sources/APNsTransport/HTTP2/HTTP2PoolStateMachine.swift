@@ -159,8 +159,8 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
 
     /// A request to queue at `now`: fails it at once when the pool is shut down, too many
     /// single sends wait for a stream, or the pool is backing off with no connection and
-    /// the request's deadline comes before the next attempt (a batch's requests, and
-    /// single sends that can, wait for the next attempt instead); otherwise queues it and
+    /// the request's deadline comes before the next attempt (a request that can wait, a
+    /// batch's or a single send, waits for the next attempt instead); otherwise queues it and
     /// says which connections to wake or start.
     ///
     /// A queued request *waits* when no stream is free for it: the queue is matched
@@ -177,15 +177,16 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
                 .queueFull("\(waiting) requests are waiting for a stream (maxQueuedRequests \(settings.maxQueuedRequests))")
             )
         }
-        // While the pool backs off with nothing up, a single send whose deadline comes
-        // before the next attempt fails at once (waiting could only end in a timeout); one
-        // that can wait for the attempt waits, as a batch's requests do, so that a retry
-        // of a refused connection is not spent while no connection can be tried. After a
+        // While the pool backs off with nothing up, a request whose deadline comes before
+        // the next attempt fails at once (waiting could only end in a timeout); one that
+        // can wait for the attempt waits, so that a retry of a refused connection is not
+        // spent while no connection can be tried. A batch's requests follow the same rule:
+        // once the backoff outgrows the request timeout, a batch sent during an outage
+        // ends in minutes, not in (notifications / window) x the request timeout. After a
         // refusal that sending again cannot fix (a proxy's 407, a refused certificate), the
-        // next attempt would only meet it again: any request, a batch's too, fails at once,
-        // saying so.
+        // next attempt would only meet it again: any request fails at once, saying so.
         if !summary.anyUp, consecutiveFailures > 0, now < nextConnectAttempt,
-            lastConnectError?.isPermanent == true || (!request.isBatched && request.deadline <= nextConnectAttempt) {
+            lastConnectError?.isPermanent == true || request.deadline <= nextConnectAttempt {
             let permanent = lastConnectError?.isPermanent == true
             let waitMS = (nextConnectAttempt - now) / 1_000_000
             let detail = "not connected to \(settings.endpointDescription); the last attempt failed ("

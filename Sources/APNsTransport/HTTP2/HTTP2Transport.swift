@@ -312,10 +312,10 @@ public final class HTTP2Transport: PushTransport {
     /// The window (`maxConcurrency`) is the batch's back-pressure: its requests wait in
     /// the pool's queue like those of ``send(_:)`` (first come, first served) but are not
     /// counted against ``Configuration/maxQueuedRequests``, which bounds what many
-    /// independent callers may pile up, and while the pool backs off after a failed
-    /// connection attempt they wait for the next attempt instead of failing at once (each
-    /// failed attempt fails the requests waiting for it). Timeouts count from when each
-    /// request is made.
+    /// independent callers may pile up. While the pool backs off after a failed connection
+    /// attempt they wait for the next attempt (each failed attempt fails the requests
+    /// waiting for it), unless their deadline comes before it: then they fail at once,
+    /// never sent. Timeouts count from when each request is made.
     /// A window wider than the streams the pool can open (``Configuration/connectionCount``
     /// × the streams per connection) only makes requests wait longer.
     public func sendBatch(

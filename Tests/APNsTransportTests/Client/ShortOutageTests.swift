@@ -87,4 +87,29 @@ struct ShortOutageTests {
             #expect(Set(server.recordedRequests.compactMap(\.deviceToken)).count == 10)
         }
     }
+
+    /// Found from outside: a batch sent while nothing listens drained one window per
+    /// request timeout (10,000 notifications with a window of 1,000 took 111 s; 2,000
+    /// with a window of 100, 359 s). Once the reconnect backoff outgrows the request
+    /// timeout, the batch's requests whose deadline comes before the next attempt fail at
+    /// once, never sent: 300 notifications with a window of 10 and a 2 s timeout took
+    /// about 60 s, and now take a few seconds.
+    @Test("a batch against an endpoint that refuses connections ends once the backoff outgrows the request timeout, not one window per timeout")
+    func batchDuringAnOutageEnds() async throws {
+        let port = try unusedLoopbackPort()
+        let transport = HTTP2Transport(configuration: .init(environment: .custom(host: "127.0.0.1", port: port)))
+        let client = APNsClient(credentials: .certificate, transport: transport, retryPolicy: .never, requestTimeout: .seconds(2))
+        let tokens = try (0..<300).map { index in
+            try DeviceToken(hex: String(repeating: "0", count: 60) + String(format: "%04x", index))
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let outcomes = await client.send(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: tokens, maxConcurrency: 10)
+        let took = clock.now - start
+        await client.shutdown()
+        #expect(outcomes.count == 300)
+        #expect(outcomes.allSatisfy { $0.error?.transportError?.mayHaveReachedAPNs == false })
+        // Wide, for a loaded machine: one window per timeout is about 60 s.
+        #expect(took < .seconds(30), "the batch took \(took)")
+    }
 }

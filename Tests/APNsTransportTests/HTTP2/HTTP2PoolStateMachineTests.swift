@@ -149,7 +149,7 @@ struct HTTP2PoolStateMachineTests {
         #expect(taken.map(\.name) == ["refused", "a", "b"])
     }
 
-    @Test("reconnect backoff: exponential with equal jitter, one probe at a time; single sends that cannot wait for the next attempt fail fast, the rest wait")
+    @Test("reconnect backoff: exponential with equal jitter, one probe at a time; requests that cannot wait for the next attempt fail fast, the rest wait")
     func reconnectBackoff() {
         var pool = machine(backoffBaseMS: 500)
         let first = FakeRequest("a")
@@ -168,7 +168,10 @@ struct HTTP2PoolStateMachineTests {
         #expect(error?.detail?.contains("next attempt in 400 ms") == true, "\(String(describing: error))")
         // …one whose deadline is at the attempt fails too (it could only time out)…
         #expect(failure(pool.enqueue(FakeRequest("c", deadline: 500 * ms), now: 100 * ms))?.code == .connectionFailed)
-        // …while a batch's request, and a single send with time to wait, wait for it: a
+        // …and so does a batch's request: a batch sent during an outage would otherwise
+        // drain one window per request timeout…
+        #expect(failure(pool.enqueue(FakeRequest("short batch", batched: true, deadline: 450 * ms), now: 100 * ms))?.code == .connectionFailed)
+        // …while requests with time to wait, a batch's or a single send, wait for it: a
         // retry of a refused connection is not spent while no connection can be tried.
         #expect(queued(pool.enqueue(FakeRequest("batch", batched: true), now: 100 * ms)) != nil)
         #expect(queued(pool.enqueue(FakeRequest("patient", deadline: 501 * ms), now: 100 * ms)) != nil)
