@@ -250,7 +250,13 @@ final class TLSStream: @unchecked Sendable {
             }
             guard ready else {
                 timedOut = true
-                throw .tlsFailure("the TLS handshake with \(endpointText) did not finish within \(timeout)")
+                // A connection problem, not a TLS one: over a slow path (a cold connection
+                // costs three round trips) or to a server that does not answer TLS, the
+                // handshake just did not finish in time. tlsFailure would read as a
+                // certificate or trust problem on a dashboard.
+                throw .connectionFailed(
+                    "the TLS handshake with \(endpointText) did not finish within the connect timeout (\(timeout)): "
+                        + "the server did not answer TLS in time; over a slow path, a longer connectTimeout helps")
             }
         }
 

@@ -8,6 +8,21 @@ import Glibc
 /// TCP connect failures: refused, timed out, unresolvable.
 @Suite(.blockingIO)
 struct ConnectTests {
+    /// Found from outside over a 1.2 s round-trip path: a handshake that only took too
+    /// long was a tlsFailure, which reads as a certificate problem on a dashboard.
+    @Test("a TLS handshake that does not finish within the connect timeout is a connection failure (a slow path), not a TLS failure")
+    func handshakeTimeoutIsAConnectionFailure() throws {
+        // The kernel completes the TCP handshake into the backlog; nobody accepts, so the
+        // ClientHello goes unanswered.
+        let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
+        defer { silent.close() }
+        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: silent.port), .default, timeout: .milliseconds(300))
+        #expect(error?.code == .connectionFailed, "\(String(describing: error))")
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(error?.isPermanent == false)
+        #expect(error?.detail?.contains("did not finish within the connect timeout") == true, "\(String(describing: error))")
+    }
+
     @Test func refusedPortIsAConnectionFailure() throws {
         let port = try unusedLoopbackPort()
         let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: port), .default)
