@@ -23,18 +23,23 @@ struct ShortOutageTests {
         return client
     }
 
+    /// One alert through `client` to one device, then its shutdown: "accepted", or the error.
+    static func sendOnce(through client: APNsClient) async throws -> String {
+        let token = try DeviceToken(bytes: [UInt8](repeating: 0xab, count: 32))
+        var outcome = "accepted"
+        do throws(APNsError) {
+            _ = try await client.send(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: token)
+        } catch {
+            outcome = "\(error)"
+        }
+        await client.shutdown()
+        return outcome
+    }
+
     @Test("a single send through APNsClient's default policy outlives 300 ms of refused connections and a backoff longer than its retries")
     func singleSendOutlivesARefusal() async throws {
         try await withMockAPNsServer { server in
-            let client = try Self.clientDuringARefusal(server)
-            let token = try DeviceToken(hex: String(repeating: "ab", count: 32))
-            var outcome = "accepted"
-            do throws(APNsError) {
-                _ = try await client.send(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: token)
-            } catch {
-                outcome = "\(error)"
-            }
-            await client.shutdown()
+            let outcome = try await Self.sendOnce(through: Self.clientDuringARefusal(server))
             #expect(outcome == "accepted")
             #expect(server.statistics.connectionsRefused >= 1)
             #expect(server.statistics.accepted == 1)
@@ -44,17 +49,9 @@ struct ShortOutageTests {
     @Test("with every default (retry policy, reconnect backoff, request timeout), a single send outlives 2 s of refused connections")
     func defaultsOutliveTwoSeconds() async throws {
         try await withMockAPNsServer { server in
-            let transport = try mockTransport(server)
-            let client = APNsClient(credentials: .certificate, transport: transport)
+            let client = APNsClient(credentials: .certificate, transport: try mockTransport(server))
             server.refuseConnections(for: .seconds(2))
-            let token = try DeviceToken(hex: String(repeating: "cd", count: 32))
-            var outcome = "accepted"
-            do throws(APNsError) {
-                _ = try await client.send(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: token)
-            } catch {
-                outcome = "\(error)"
-            }
-            await client.shutdown()
+            let outcome = try await Self.sendOnce(through: client)
             #expect(outcome == "accepted")
             #expect(server.statistics.connectionsRefused >= 2)
             #expect(server.statistics.accepted == 1)
