@@ -789,10 +789,10 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         case .requeue(let failure):
             // Marked first: a request that finished meanwhile (cancelled, say) is left alone.
             guard let count = pending.markRequeued() else { return }
-            switch RequestFate.requeued(count, maxRequeues: pool.settings.maxRequeues, failure: failure) {
-            case .requeue: pool.requeue(pending)
-            case .fail(let error): pending.finish(.failure(error))
-            case .expire: pending.expire()
+            if let error = RequestFate.requeued(count, maxRequeues: pool.settings.maxRequeues, failure: failure) {
+                pending.finish(.failure(error))
+            } else {
+                pool.requeue(pending)
             }
         }
     }

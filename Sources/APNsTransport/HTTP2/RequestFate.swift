@@ -110,11 +110,11 @@ enum RequestFate: Sendable, Hashable {
         return .expire
     }
 
-    /// What a request that went again `requeues` times (this one included) becomes, when
-    /// it may go again at most `maxRequeues` times: `.requeue` while within the limit,
-    /// then `.fail` with `failure`.
-    static func requeued(_ requeues: Int, maxRequeues: Int, failure: APNsTransportError) -> RequestFate {
-        requeues > maxRequeues ? .fail(failure) : .requeue(failure: failure)
+    /// Whether a request that went again `requeues` times (this one included) ends, when
+    /// it may go again at most `maxRequeues` times: `nil` (it goes again) while within the
+    /// limit, then `failure`, its error.
+    static func requeued(_ requeues: Int, maxRequeues: Int, failure: APNsTransportError) -> APNsTransportError? {
+        requeues > maxRequeues ? failure : nil
     }
 
     /// The error for the requests in flight when a session ends with `reason`, if `reason`

@@ -136,8 +136,8 @@ struct RequestFateTests {
         let failure = APNsTransportError.goAway("GOAWAY NO_ERROR, last-stream-id 1")
         for maxRequeues in 0...3 {
             for requeues in 1...(maxRequeues + 2) {
-                let fate = RequestFate.requeued(requeues, maxRequeues: maxRequeues, failure: failure)
-                #expect(fate == (requeues <= maxRequeues ? .requeue(failure: failure) : .fail(failure)), "\(requeues) of \(maxRequeues)")
+                let ended = RequestFate.requeued(requeues, maxRequeues: maxRequeues, failure: failure)
+                #expect(ended == (requeues <= maxRequeues ? nil : failure), "\(requeues) of \(maxRequeues)")
             }
         }
     }
