@@ -4,7 +4,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 
 /// An in-memory ``APNsCore/PushTransport`` for unit tests: it records every request and answers
 /// with responses you script, without a network.
