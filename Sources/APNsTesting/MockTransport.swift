@@ -30,7 +30,7 @@ import Foundation
 /// The mock follows the ``APNsCore/PushTransport`` rules: a cancelled task gets
 /// ``APNsCore/APNsTransportError/Code/cancelled``; an answer (a scripted delay, or a
 /// ``respond(using:)`` handler that waits) that does not come within the request's timeout
-/// ends in ``APNsCore/APNsTransportError/Code/timeout``; after ``shutdown()`` requests fail
+/// ends in ``APNsCore/APNsTransportError/Code/timeout``; after ``shutdown(gracePeriod:)`` requests fail
 /// with ``APNsCore/APNsTransportError/Code/shutdown`` (such requests are not recorded). A
 /// batch's requests are recorded, and take their scripted answers, in index order. It is
 /// safe to use from many tasks at once, and its lock is one ThreadSanitizer sees (a
@@ -79,6 +79,9 @@ public final class MockTransport: PushTransport {
             Response(.failure(error))
         }
 
+        /// The same answer, without the delay.
+        var withoutDelay: Response { delay == nil ? self : Response(kind) }
+
         /// The same answer, given after `delay`. A cancelled task stops waiting and gets
         /// ``APNsCore/APNsTransportError/Code/cancelled``; if `delay` exceeds the request's
         /// ``APNsCore/APNsRequest/timeout``, the request fails with ``APNsCore/APNsTransportError/Code/timeout``
@@ -97,6 +100,13 @@ public final class MockTransport: PushTransport {
         var isShutdown = false
         var inFlight = 0
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The answers being waited for (a scripted delay, a handler), by a running number:
+        /// a shutdown whose grace period has passed ends them.
+        var waitingAnswers: [Int: AnswerRace] = [:]
+        var nextAnswerNumber = 0
+        /// Set once a shutdown's grace period has passed: answers still to come fail at once.
+        var graceHasPassed = false
+        var graceTimers: [Task<Void, Never>] = []
     }
 
     private let state = MockLock(State())
@@ -247,55 +257,83 @@ public final class MockTransport: PushTransport {
     private func answer(_ request: APNsRequest, with next: Next) async throws(APNsTransportError) -> APNsResponse {
         let response: Response
         switch next {
-        case .scripted(let scripted):
+        case .scripted(let scripted) where scripted.delay == nil:
             response = scripted
-        case .handler(let handler):
-            response = try await Self.race(handler, for: request)
-        }
-        if let delay = response.delay {
-            let timesOut = delay > request.timeout
-            do {
-                try await Task.sleep(for: timesOut ? request.timeout : delay)
-            } catch {
-                throw .cancelled(mayHaveReachedAPNs: true, "cancelled while the mock delayed its answer")
+        case .scripted(let scripted):
+            response = try await race(for: request) {
+                try? await Task.sleep(for: scripted.delay ?? .zero)
+                return scripted
             }
-            if timesOut {
-                throw .timeout(mayHaveReachedAPNs: true, "the scripted delay exceeds the request's timeout")
+        case .handler(let handler):
+            response = try await race(for: request) {
+                let answer = await handler(request)
+                if let delay = answer.delay { try? await Task.sleep(for: delay) }
+                return answer
             }
         }
         return try Self.answer(response, to: request)
     }
 
-    /// `handler`'s answer to `request`, unless the request's timeout passes first
-    /// (``APNsCore/APNsTransportError/Code/timeout``) or the calling task is cancelled
-    /// (``APNsCore/APNsTransportError/Code/cancelled``), both with `mayHaveReachedAPNs`
-    /// true, as a real transport reports a request already written. A handler that waits
-    /// on (say) a test's gate then ends as a real request would; it runs on in a task of
-    /// its own, cancelled, and its late answer is dropped.
-    private static func race(
-        _ handler: @escaping @Sendable (APNsRequest) async -> Response,
-        for request: APNsRequest
+    /// The answer `answering` gives (a scripted delay, a ``respond(using:)`` handler and
+    /// any delay it returns), unless the request's timeout passes first
+    /// (``APNsCore/APNsTransportError/Code/timeout``), the calling task is cancelled
+    /// (``APNsCore/APNsTransportError/Code/cancelled``), or a shutdown's grace period
+    /// passes (``APNsCore/APNsTransportError/Code/shutdown``), all with
+    /// `mayHaveReachedAPNs` true, as a real transport reports a request already written. A
+    /// handler that waits on (say) a test's gate then ends as a real request would; it runs
+    /// on in a task of its own, cancelled, and its late answer is dropped.
+    private func race(
+        for request: APNsRequest,
+        answering: @escaping @Sendable () async -> Response
     ) async throws(APNsTransportError) -> Response {
         let race = AnswerRace()
-        let answering = Task { race.finish(.success(await handler(request))) }
+        let number = state.withLock { state -> Int? in
+            if state.graceHasPassed { return nil }
+            defer { state.nextAnswerNumber += 1 }
+            state.waitingAnswers[state.nextAnswerNumber] = race
+            return state.nextAnswerNumber
+        }
+        guard let number else { throw Self.shutDownBeforeAnswering }
+        let answeringTask = Task { race.finish(.success(await answering())) }
         let timer = Task {
             try? await Task.sleep(for: request.timeout)
             if !Task.isCancelled {
-                race.finish(.failure(.timeout(mayHaveReachedAPNs: true, "the mock's handler did not answer within the request's timeout")))
+                race.finish(.failure(.timeout(mayHaveReachedAPNs: true, "the mock did not answer within the request's timeout")))
             }
         }
         let result = await withTaskCancellationHandler {
             await race.result()
         } onCancel: {
-            race.finish(.failure(.cancelled(mayHaveReachedAPNs: true, "cancelled while the mock's handler was answering")))
+            race.finish(.failure(.cancelled(mayHaveReachedAPNs: true, "cancelled while the mock was answering")))
         }
+        state.withLock { _ = $0.waitingAnswers.removeValue(forKey: number) }
         timer.cancel()
-        answering.cancel()
-        return try result.get()
+        answeringTask.cancel()
+        return try result.get().withoutDelay
     }
 
-    /// Refuses new requests from now on and returns when the requests in flight have been answered.
+    /// What a request still waiting for its answer when a shutdown's grace period passes
+    /// fails with: it was received, so it may have reached APNs.
+    private static let shutDownBeforeAnswering = APNsTransportError(
+        code: .shutdown, mayHaveReachedAPNs: true,
+        detail: "the mock transport shut down (its grace period passed) before answering the request")
+
+    /// Refuses new requests from now on (they fail with
+    /// ``APNsCore/APNsTransportError/Code/shutdown``, not recorded) and returns when the
+    /// requests in flight have been answered. As ``APNsTransport/HTTP2Transport`` does with its
+    /// `shutdownGracePeriod`, it gives them 10 seconds (the transport's default) to finish:
+    /// those still waiting for a scripted delay or a ``respond(using:)`` handler then fail
+    /// with `shutdown` and `mayHaveReachedAPNs == true`.
     public func shutdown() async {
+        await shutdown(gracePeriod: .seconds(10))
+    }
+
+    /// Refuses new requests from now on and returns when the requests in flight have been
+    /// answered or `gracePeriod` has passed, whichever comes first: those still waiting for
+    /// a scripted delay or a ``respond(using:)`` handler then fail with
+    /// ``APNsCore/APNsTransportError/Code/shutdown`` and `mayHaveReachedAPNs == true`.
+    /// `.zero` ends them at once.
+    public func shutdown(gracePeriod: Duration) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = state.withLock { state in
                 state.isShutdown = true
@@ -303,17 +341,42 @@ public final class MockTransport: PushTransport {
                 state.shutdownWaiters.append(continuation)
                 return false
             }
-            if resumeNow { continuation.resume() }
+            if resumeNow {
+                continuation.resume()
+            } else if gracePeriod <= .zero {
+                endWaitingAnswers()
+            } else {
+                let timer = Task { [weak self] in
+                    guard (try? await Task.sleep(for: gracePeriod)) != nil else { return }
+                    self?.endWaitingAnswers()
+                }
+                state.withLock { $0.graceTimers.append(timer) }
+            }
         }
     }
 
-    private func finishOne() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.inFlight -= 1
-            guard state.inFlight == 0, state.isShutdown else { return [] }
-            defer { state.shutdownWaiters.removeAll() }
-            return state.shutdownWaiters
+    /// Ends every answer still being waited for with `shutdown`, and any answer yet to
+    /// start waiting.
+    private func endWaitingAnswers() {
+        let races = state.withLock { state -> [AnswerRace] in
+            state.graceHasPassed = true
+            defer { state.waitingAnswers.removeAll() }
+            return Array(state.waitingAnswers.values)
         }
+        for race in races { race.finish(.failure(Self.shutDownBeforeAnswering)) }
+    }
+
+    private func finishOne() {
+        let (waiters, timers) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [Task<Void, Never>]) in
+            state.inFlight -= 1
+            guard state.inFlight == 0, state.isShutdown else { return ([], []) }
+            defer {
+                state.shutdownWaiters.removeAll()
+                state.graceTimers.removeAll()
+            }
+            return (state.shutdownWaiters, state.graceTimers)
+        }
+        for timer in timers { timer.cancel() }
         for waiter in waiters { waiter.resume() }
     }
 

@@ -130,6 +130,43 @@ import APNsCore
         }
     }
 
+    @Test("a shutdown gives in-flight requests its grace period, then fails those still waiting with shutdown (may have reached APNs)")
+    func shutdownEndsWaitingAnswersAfterItsGracePeriod() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let mock = MockTransport()
+        let delayed = mockToken(1)
+        let quick = mockToken(2)
+        mock.respond(to: delayed, with: MockTransport.Response.accepted.delayed(by: .seconds(600)))
+        mock.respond(to: quick, with: MockTransport.Response.accepted.delayed(by: .milliseconds(20)))
+        mock.respond { _ in
+            await gate.wait()
+            return .accepted
+        }
+        let requests = try [delayed, quick, mockToken(3)].map { token in
+            try sampleAlert.request(to: token, environment: .sandbox, timeout: .seconds(600))
+        }
+        let sends = requests.map { request in Task { try await mock.send(request) } }
+        #expect(await mock.waitForRequests(3))
+        let clock = ContinuousClock()
+        let started = clock.now
+        // The 600 s delay and the handler that never answers would hold a shutdown that
+        // waits for every answer for 600 s; the grace period ends them.
+        await mock.shutdown(gracePeriod: .milliseconds(300))
+        #expect(clock.now - started < .seconds(60))
+        #expect(try await sends[1].value.status == 200)  // answered within the grace period
+        for index in [0, 2] {
+            do {
+                _ = try await sends[index].value
+                Issue.record("request \(index) answered after the grace period")
+            } catch {
+                #expect((error as? APNsTransportError)?.code == .shutdown, "\(error)")
+                #expect((error as? APNsTransportError)?.mayHaveReachedAPNs == true)
+            }
+        }
+        #expect(mock.requests.count == 3)
+    }
+
     @Test func cancelledTaskIsNotRecorded() async throws {
         let mock = MockTransport()
         let request = try sampleAlert.request(to: mockToken(1), environment: .sandbox)

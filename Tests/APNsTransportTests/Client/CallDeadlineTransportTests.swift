@@ -49,7 +49,10 @@ struct CallDeadlineTransportTests {
         // stretches every wait.
         #expect(client.statistics.retries <= 1, "\(client.statistics) in \(took)")
         #expect(took < .seconds(60), "the call took \(took)")
-        #expect(shutdownTook < .seconds(20), "shutdown took \(shutdownTook)")
+        // Alone, the shutdown takes under a millisecond; a whole parallel run on a busy
+        // 2-core machine has delayed it by 21 s (the call itself by as much): the bound
+        // only catches a hang.
+        #expect(shutdownTook < .seconds(60), "shutdown took \(shutdownTook)")
         // Nothing was ever sent; the error says what attempt 1 ended in.
         #expect(error.mayHaveReachedAPNs == false, "\(error)")
         let text = "\(error)"
