@@ -118,6 +118,36 @@ extension ProxyConfiguration: CustomStringConvertible, CustomDebugStringConverti
     }
 }
 
+extension ProxyConfiguration {
+    /// What makes the credentials impossible to send to this kind of proxy, or `nil`: a
+    /// colon in a Basic user name or a control character in its user name or password
+    /// (RFC 7617 §2), a SOCKS5 user name not 1 to 255 bytes or a password over 255 (RFC
+    /// 1929). Such a configuration fails every attempt the same way.
+    var credentialProblem: String? {
+        guard let username else { return nil }
+        if kind == .socks5 {
+            let userBytes = username.utf8.count
+            let passwordBytes = (password ?? "").utf8.count
+            if !(1...255).contains(userBytes) {
+                return "has a user name of \(userBytes) bytes: SOCKS5 user names are 1 to 255 bytes (RFC 1929)"
+            }
+            if passwordBytes > 255 {
+                return "has a password of \(passwordBytes) bytes: SOCKS5 passwords are at most 255 bytes (RFC 1929)"
+            }
+            return nil
+        }
+        if username.contains(":") {
+            return "has a ':' in its user name, which Basic authentication cannot carry (RFC 7617 §2)"
+        }
+        if username.utf8.contains(where: Self.isControl) || (password ?? "").utf8.contains(where: Self.isControl) {
+            return "has a control character (a line break, say) in its user name or password, which Basic authentication cannot carry (RFC 7617 §2)"
+        }
+        return nil
+    }
+
+    private static func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
+}
+
 /// A proxy URL that ``ProxyConfiguration/init(url:)`` cannot use: its ``url`` (with any
 /// password replaced by `***`) and what is wrong with it.
 public struct ProxyURLError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -215,7 +245,9 @@ enum ProxyURL {
             }
             port = number
         }
-        return ProxyConfiguration(kind: kind, host: host, port: port, username: username, password: password)
+        let proxy = ProxyConfiguration(kind: kind, host: host, port: port, username: username, password: password)
+        if let problem = proxy.credentialProblem { throw fail(problem) }
+        return proxy
     }
 
     /// `text` with the password of its user information, if any, replaced by `***`.

@@ -44,25 +44,37 @@ enum ProxyTunnel {
         // Read the response head one byte at a time, so that not a byte of the tunnel
         // after it is consumed (the head is short; this costs a few hundred syscalls once).
         // The head ends with an empty line; a bare LF ends a line too (RFC 9112 §2.2 lets
-        // a recipient take one, and some proxies send them).
-        var head: [UInt8] = []
-        while !Self.endsHead(head) {
-            guard head.count < maximumResponseHead else {
-                throw .connectionFailed("\(proxyName) sent a response head over \(maximumResponseHead) bytes")
+        // a recipient take one, and some proxies send them). Interim (1xx) responses before
+        // the final one are read and passed over (RFC 9110 §15.2: a client must be able to
+        // parse them even when it does not expect one).
+        var headBytes = 0
+        var status = 0
+        var shown = ""
+        repeat {
+            var head: [UInt8] = []
+            while !Self.endsHead(head) {
+                guard headBytes < maximumResponseHead else {
+                    throw .connectionFailed("\(proxyName) sent a response head over \(maximumResponseHead) bytes")
+                }
+                let byte = try receive(fd, count: 1, deadline: deadline, proxyName: proxyName, what: "CONNECT \(authority(endpoint))")
+                guard byte.count == 1 else {
+                    throw .connectionFailed("\(proxyName) closed the connection before answering CONNECT \(authority(endpoint))")
+                }
+                head += byte
+                headBytes += 1
             }
-            let byte = try receive(fd, count: 1, deadline: deadline, proxyName: proxyName, what: "CONNECT \(authority(endpoint))")
-            guard byte.count == 1 else {
-                throw .connectionFailed("\(proxyName) closed the connection before answering CONNECT \(authority(endpoint))")
+            let statusLine = Self.statusLine(of: head)
+            let parts = statusLine.split(separator: " ", maxSplits: 2)
+            // What the proxy said, for the error: its first 80 characters, escaped.
+            shown = PrintableText.escaped(String(statusLine.prefix(80)))
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let code = Int(parts[1]), (100...999).contains(code) else {
+                // Not an HTTP proxy (another service on that port, a TLS one): the same
+                // answer on every attempt, as a SOCKS5 proxy's reply that is not SOCKS5.
+                throw APNsTransportError.connectionFailed(
+                    "\(proxyName) answered CONNECT with something that is not HTTP/1.x: '\(shown)'").permanent
             }
-            head += byte
-        }
-        let statusLine = Self.statusLine(of: head)
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        // What the proxy said, for the error: its first 80 characters, escaped.
-        let shown = PrintableText.escaped(String(statusLine.prefix(80)))
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
-            throw .connectionFailed("\(proxyName) answered CONNECT with something that is not HTTP/1.x: '\(shown)'")
-        }
+            status = code
+        } while (100..<200).contains(status) && status != 101
         switch status {
         case 200..<300:
             return
@@ -113,7 +125,7 @@ enum ProxyTunnel {
         func checked<T>(permanent: Bool = false, _ step: () throws(SOCKS5.Refusal) -> T) throws(APNsTransportError) -> T {
             do { return try step() } catch {
                 let failure = APNsTransportError.connectionFailed("\(proxyName) \(error.problem)")
-                throw permanent ? failure.permanent : failure
+                throw permanent || error.isPermanent ? failure.permanent : failure
             }
         }
         let offersPassword = proxy.username != nil
@@ -124,13 +136,13 @@ enum ProxyTunnel {
         }
         if try checked(permanent: true, { () throws(SOCKS5.Refusal) in try SOCKS5.chosenMethod(choice, offeredPassword: offersPassword) }) == .usernamePassword {
             let username = proxy.username ?? ""
-            var credentials = try checked { () throws(SOCKS5.Refusal) in try SOCKS5.authentication(username: username, password: proxy.password ?? "") }
+            var credentials = try checked(permanent: true) { () throws(SOCKS5.Refusal) in try SOCKS5.authentication(username: username, password: proxy.password ?? "") }
             defer { wipe(&credentials) }
             try sendAll(fd, credentials, deadline: deadline, proxyName: proxyName, what: "the credentials")
             let verdict = try receive(fd, count: 2, deadline: deadline, proxyName: proxyName, what: "the credentials")
             try checked(permanent: true) { () throws(SOCKS5.Refusal) in try SOCKS5.checkAuthenticationAnswer(verdict, username: username) }
         }
-        let request = try checked { () throws(SOCKS5.Refusal) in try SOCKS5.connectRequest(host: TCPConnector.unbracketed(endpoint.host), port: endpoint.port) }
+        let request = try checked(permanent: true) { () throws(SOCKS5.Refusal) in try SOCKS5.connectRequest(host: TCPConnector.unbracketed(endpoint.host), port: endpoint.port) }
         try sendAll(fd, request, deadline: deadline, proxyName: proxyName, what: "CONNECT \(destination)")
         let head = try receive(fd, count: SOCKS5.replyHeadLength, deadline: deadline, proxyName: proxyName, what: "CONNECT \(destination)")
         let remaining = try checked { () throws(SOCKS5.Refusal) in try SOCKS5.remainingReplyLength(afterHead: head, destination: destination) }
@@ -191,14 +203,15 @@ enum ProxyTunnel {
     /// The CONNECT request; it holds the proxy password, so callers wipe it.
     static func request(to endpoint: TLSEndpoint, proxy: ProxyConfiguration) throws(APNsTransportError) -> String {
         let target = authority(endpoint)
-        for field in [endpoint.host, proxy.username ?? "", proxy.password ?? ""] where field.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) {
-            throw .connectionFailed("the host name or proxy credentials contain a line break")
+        // Every attempt would fail the same way: permanent, so nothing retries it.
+        if endpoint.host.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) {
+            throw APNsTransportError.connectionFailed("the host name contains a line break").permanent
+        }
+        if let problem = proxy.credentialProblem {
+            throw APNsTransportError.connectionFailed("the proxy \(proxy.host):\(proxy.port) configuration \(problem)").permanent
         }
         var request = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n"
         if let username = proxy.username {
-            guard !username.contains(":") else {
-                throw .connectionFailed("the proxy user name must not contain ':' (RFC 7617 §2)")
-            }
             let credentials = Data("\(username):\(proxy.password ?? "")".utf8).base64EncodedString()
             request += "Proxy-Authorization: Basic \(credentials)\r\n"
         }

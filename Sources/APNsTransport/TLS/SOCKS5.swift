@@ -16,7 +16,13 @@ enum SOCKS5 {
     /// Why the proxy cannot be used, in words for ``APNsCore/APNsTransportError/connectionFailed(_:)``.
     struct Refusal: Error, Equatable {
         let problem: String
-        init(_ problem: String) { self.problem = problem }
+        /// Whether every attempt meets it again (the proxy's rules forbid the destination,
+        /// it is no SOCKS5 proxy, the credentials cannot be sent): not worth a retry.
+        let isPermanent: Bool
+        init(_ problem: String, permanent: Bool = false) {
+            self.problem = problem
+            self.isPermanent = permanent
+        }
     }
 
     /// The authentication methods this client knows (RFC 1928 §3).
@@ -101,14 +107,22 @@ enum SOCKS5 {
     /// bound address and its port.
     static func remainingReplyLength(afterHead head: [UInt8], destination: String) throws(Refusal) -> Int {
         guard head.count >= 2 else { throw Refusal("closed the connection before answering CONNECT \(destination)") }
-        guard head[0] == 5 else { throw Refusal("answered CONNECT with something that is not a SOCKS5 reply (\(Hex.digits(head.prefix(16))))") }
-        guard head[1] == 0 else { throw Refusal("could not open the tunnel to \(destination): \(replyMeaning(head[1]))") }
+        guard head[0] == 5 else {
+            throw Refusal("answered CONNECT with something that is not a SOCKS5 reply (\(Hex.digits(head.prefix(16))))", permanent: true)
+        }
+        guard head[1] == 0 else {
+            // The proxy's rules forbid the destination (as an HTTP proxy's 403), or it
+            // cannot carry this request at all: every attempt meets the same answer.
+            // Failures of the moment (the destination unreachable, refused, timed out)
+            // may pass.
+            throw Refusal("could not open the tunnel to \(destination): \(replyMeaning(head[1]))", permanent: [2, 7, 8].contains(head[1]))
+        }
         guard head.count == replyHeadLength else { throw Refusal("closed the connection in the middle of its reply") }
         switch head[3] {
         case 1: return 4 - 1 + 2
         case 3: return Int(head[4]) + 2
         case 4: return 16 - 1 + 2
-        default: throw Refusal("answered with an unknown address type \(head[3])")
+        default: throw Refusal("answered with an unknown address type \(head[3])", permanent: true)
         }
     }
 

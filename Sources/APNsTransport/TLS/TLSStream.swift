@@ -112,7 +112,21 @@ final class TLSStream: @unchecked Sendable {
         let context = try SSLContext.client(configuration: configuration)
 
         if let proxy = configuration.proxy {
-            let fd = try TCPConnector.connect(host: proxy.host, port: proxy.port, deadline: deadline)
+            if let problem = proxy.credentialProblem {
+                // Every attempt would fail the same way, after a connection to the proxy.
+                throw APNsTransportError.connectionFailed("the proxy \(proxy.host):\(proxy.port) configuration \(problem)").permanent
+            }
+            let fd: Int32
+            do {
+                fd = try TCPConnector.connect(host: proxy.host, port: proxy.port, deadline: deadline)
+            } catch {
+                // The proxy, not APNs, could not be reached: say so (the address alone
+                // reads as APNs' own).
+                throw APNsTransportError(
+                    code: error.code, mayHaveReachedAPNs: false,
+                    detail: "cannot reach the proxy \(proxy.host):\(proxy.port): " + (error.detail ?? error.code.description),
+                    isPermanent: error.isPermanent)
+            }
             do {
                 try ProxyTunnel.open(fd, to: endpoint, through: proxy, deadline: deadline)
             } catch {
@@ -120,8 +134,17 @@ final class TLSStream: @unchecked Sendable {
                 throw error
             }
             var timedOut = false
-            return try handshake(context: context, fd: fd, endpoint: endpoint, configuration: configuration,
-                                 deadline: deadline, timeout: timeout, timedOut: &timedOut)
+            do {
+                return try handshake(context: context, fd: fd, endpoint: endpoint, configuration: configuration,
+                                     deadline: deadline, timeout: timeout, timedOut: &timedOut)
+            } catch {
+                // The handshake ran through the tunnel: a connection the proxy closed or
+                // held reads as the server's, so the detail says which path it took.
+                throw APNsTransportError(
+                    code: error.code, mayHaveReachedAPNs: error.mayHaveReachedAPNs,
+                    detail: (error.detail ?? error.code.description) + " (through the proxy \(proxy.host):\(proxy.port))",
+                    responseStatus: error.responseStatus, isPermanent: error.isPermanent)
+            }
         }
         // An address that accepts TCP but never finishes the TLS handshake (a load
         // balancer node with no working backend) would hold the attempt for the whole

@@ -108,8 +108,117 @@ private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/
         #expect(throws: APNsTransportError.self) {
             try ProxyTunnel.request(to: TLSEndpoint(host: "a\r\nX: y", port: 1), proxy: ProxyConfiguration(host: "p", port: 1))
         }
-        #expect(throws: APNsTransportError.self) {
-            try ProxyTunnel.request(to: TLSEndpoint(host: "a", port: 1), proxy: ProxyConfiguration(host: "p", port: 1, username: "a:b"))
+        // Credentials Basic authentication cannot carry (RFC 7617 §2: no ':' in the user
+        // name, no control character in either) fail every attempt: permanent.
+        for proxy in [
+            ProxyConfiguration(host: "p", port: 1, username: "a:b"),
+            ProxyConfiguration(host: "p", port: 1, username: "a", password: "line\nbreak"),
+            ProxyConfiguration(host: "p", port: 1, username: "a\r", password: "x"),
+        ] {
+            do {
+                _ = try ProxyTunnel.request(to: TLSEndpoint(host: "a", port: 1), proxy: proxy)
+                Issue.record("made a CONNECT request for \(proxy.username ?? "")")
+            } catch {
+                #expect(error.isPermanent, "\(error)")
+                #expect(error.detail?.contains("RFC 7617") == true, "\(error)")
+            }
+        }
+    }
+
+    /// An HTTP proxy that answers CONNECT in one way, in Python: it prints `PORT <n>`,
+    /// takes one connection, reads the request head and, as `mode` says, answers with an
+    /// interim `100 Continue` before its `200` and then relays bytes to the port given as
+    /// the second argument, or answers as no HTTP proxy does.
+    static let scriptedProxy = """
+        import socket, sys, threading
+        mode, target = sys.argv[1], int(sys.argv[2])
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+        print("PORT", s.getsockname()[1], flush=True)
+        c, _ = s.accept()
+        head = b""
+        while b"\\r\\n\\r\\n" not in head:
+            chunk = c.recv(1)
+            if not chunk: sys.exit(0)
+            head += chunk
+        if mode == "interim":
+            c.sendall(b"HTTP/1.1 100 Continue\\r\\n\\r\\nHTTP/1.1 102 Processing\\r\\nX: y\\r\\n\\r\\nHTTP/1.1 200 Connection established\\r\\n\\r\\n")
+            u = socket.create_connection(("127.0.0.1", target))
+            def pump(a, b):
+                while True:
+                    data = a.recv(65536)
+                    if not data: break
+                    b.sendall(data)
+                b.shutdown(socket.SHUT_WR)
+            threading.Thread(target=pump, args=(u, c), daemon=True).start()
+            pump(c, u)
+        elif mode == "ssh":
+            c.sendall(b"SSH-2.0-OpenSSH_9.2p1\\r\\n\\r\\n")
+            c.recv(1)
+        """
+
+    @Test(
+        "interim 1xx answers before the 200 are passed over (RFC 9110 §15.2): the tunnel works",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3"))
+    func interimResponsesBeforeTheTunnel() throws {
+        let server = try OpenSSLServer(options: ["-alpn", "h2", "-rev"])
+        defer { server.stop() }
+        let proxy = try BackgroundProcess("/usr/bin/python3", ["-c", Self.scriptedProxy, "interim", "\(server.port)"], log: "http-proxy-interim")
+        defer { proxy.stop() }
+        let port = try #require(proxy.waitForPortLine())
+        let configuration = try TLSConfiguration.trustingTestCA(proxy: ProxyConfiguration(host: "127.0.0.1", port: port))
+        let stream = try TLSStream.connect(
+            to: TLSEndpoint(host: "localhost", port: server.port), configuration: configuration, timeout: .seconds(10))
+        defer { stream.close() }
+        try writeAll(stream, Array("through the tunnel\n".utf8))
+        let (reply, _) = try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }
+        #expect(String(decoding: reply, as: UTF8.self).contains("lennut eht hguorht"))
+    }
+
+    @Test(
+        "a proxy address where another service answers is a permanent failure naming the proxy",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3"))
+    func notAnHTTPProxy() throws {
+        let proxy = try BackgroundProcess("/usr/bin/python3", ["-c", Self.scriptedProxy, "ssh", "0"], log: "http-proxy-ssh")
+        defer { proxy.stop() }
+        let port = try #require(proxy.waitForPortLine())
+        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), TLSConfiguration(proxy: ProxyConfiguration(host: "127.0.0.1", port: port)))
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.mayHaveReachedAPNs == false)
+        #expect(error?.isPermanent == true)
+        #expect(error?.detail?.contains("the proxy 127.0.0.1:\(port) answered CONNECT with something that is not HTTP/1.x: 'SSH-2.0") == true, "\(String(describing: error))")
+    }
+
+    @Test("a proxy that cannot be reached is named as the proxy, not as APNs' address")
+    func unreachableProxyIsNamed() throws {
+        let closed = try unusedLoopbackPort()
+        for proxy in [ProxyConfiguration(host: "127.0.0.1", port: closed), .socks5(host: "127.0.0.1", port: closed)] {
+            let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), TLSConfiguration(proxy: proxy), timeout: .seconds(5))
+            #expect(error?.code == .connectionFailed)
+            #expect(error?.mayHaveReachedAPNs == false)
+            #expect(error?.detail?.hasPrefix("cannot reach the proxy 127.0.0.1:\(closed): ") == true, "\(String(describing: error))")
+            #expect(error?.detail?.contains("refused") == true, "\(String(describing: error))")
+        }
+        // A proxy name that does not resolve (RFC 6761's .invalid).
+        let unresolvable = connectionError(
+            TLSEndpoint(host: "127.0.0.1", port: 443), TLSConfiguration(proxy: ProxyConfiguration(host: "apns-proxy-test.invalid", port: 3128)),
+            timeout: .seconds(5))
+        #expect(unresolvable?.detail?.hasPrefix("cannot reach the proxy apns-proxy-test.invalid:3128: ") == true, "\(String(describing: unresolvable))")
+    }
+
+    @Test("credentials no proxy can take are refused before any connection, as permanent")
+    func impossibleCredentialsFailBeforeConnecting() throws {
+        // Nothing listens at the proxy's port: an error about the credentials, not the
+        // connection, shows they were checked first.
+        let closed = try unusedLoopbackPort()
+        for proxy in [
+            ProxyConfiguration(host: "127.0.0.1", port: closed, username: "a:b", password: "x"),
+            .socks5(host: "127.0.0.1", port: closed, username: "alice", password: String(repeating: "p", count: 256)),
+        ] {
+            let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), TLSConfiguration(proxy: proxy))
+            #expect(error?.code == .connectionFailed)
+            #expect(error?.isPermanent == true, "\(String(describing: error))")
+            #expect(error?.detail?.contains("configuration has") == true, "\(String(describing: error))")
+            #expect(error?.detail?.contains("pppp") == false)
         }
     }
 }

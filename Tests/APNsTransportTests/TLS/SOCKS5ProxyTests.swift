@@ -148,6 +148,9 @@ private let microsocksInstalled = FileManager.default.isExecutableFile(atPath: "
         #expect(error?.code == .connectionFailed)
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("the SOCKS5 proxy 127.0.0.1:\(port) \(expected)") == true, "\(String(describing: error))")
+        // The proxy's rules forbidding the destination (as an HTTP proxy's 403) and an
+        // answer that is not SOCKS5 meet every attempt again; silence and a cut may pass.
+        #expect(error?.isPermanent == ["ruleset", "http"].contains(mode), "\(String(describing: error))")
         // Within the connect timeout, whatever the proxy does.
         #expect(ContinuousClock.now - start < .seconds(5))
     }

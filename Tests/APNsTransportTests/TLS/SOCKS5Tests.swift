@@ -104,6 +104,13 @@ struct SOCKS5Tests {
             ("socks5://al%ZZ:pw@proxy:1080", "user name"),
             ("socks5://alice:pw%4@proxy:1080", "password"),
             ("socks5://@proxy:1080", "user name"),
+            // Credentials that no attempt could send: Basic authentication takes no ':' in
+            // the user name and no control character (RFC 7617 §2); SOCKS5 takes at most
+            // 255 bytes of each (RFC 1929).
+            ("http://apns%3Auser:pw@proxy:3128", "':' in its user name"),
+            ("http://apns:line%0Abreak@proxy:3128", "control character"),
+            ("socks5://apns:\(String(repeating: "p", count: 256))@proxy:1080", "password of 256 bytes"),
+            ("socks5://\(String(repeating: "u", count: 256)):pw@proxy:1080", "user name of 256 bytes"),
         ]
         for (url, problem) in refused {
             #expect(throws: ProxyURLError.self, "\(url)") { try ProxyConfiguration(url: url) }
