@@ -135,7 +135,8 @@ struct CheckCommand: AsyncParsableCommand {
             let hint: String
             switch failure.code {
             case .connectionFailed:
-                hint = "check DNS, that outbound TCP to port 443 (or 2197) is open, and the proxy (--proxy, APNS_PROXY)"
+                hint = OutcomeText.proxyHint(failure.detail)
+                    ?? "check DNS, that outbound TCP to port 443 (or 2197) is open, and the proxy (--proxy, APNS_PROXY)"
             case .tlsFailure where failure.detail?.contains("does not chain to the system trust store") == true:
                 hint = "check the trust store (ca-certificates) and that nothing between here and APNs intercepts TLS"
             case .tlsFailure:

@@ -68,7 +68,7 @@ enum OutcomeText {
                     ? "never reached APNs, and sending again fails the same way"
                     : "never reached APNs: safe to retry"
             switch failure.code {
-            case .connectionFailed where failure.detail?.contains(" proxy ") == true: text += "; check --proxy (or APNS_PROXY) and its credentials"
+            case .connectionFailed where proxyHint(failure.detail) != nil: text += "; " + (proxyHint(failure.detail) ?? "")
             case .connectionFailed: text += "; check --host/--port and the network"
             case .tlsFailure: text += "; check --ca-file and the certificate"
             default: break
@@ -82,6 +82,20 @@ enum OutcomeText {
     /// What a rejection of the credentials or the topic means and what to change, for the
     /// reasons whose cause APNs names; `nil` for the others. `apns check` and the advice of
     /// `apns send` say the same.
+    /// What to check when a connection failure's `detail` is about the proxy, or `nil`
+    /// when it is not: the credentials for a refusal of them, the address for a proxy
+    /// that cannot be reached, otherwise the proxy itself (its answer is in the detail).
+    static func proxyHint(_ detail: String?) -> String? {
+        guard let detail, detail.contains(" proxy ") else { return nil }
+        if detail.contains("refused the credentials") || detail.contains("requires authentication") || detail.contains("configuration has") {
+            return "check the proxy's user name and password (--proxy, APNS_PROXY)"
+        }
+        if detail.hasPrefix("cannot reach the proxy") {
+            return "check the proxy's address (--proxy, APNS_PROXY) and that it runs"
+        }
+        return "check the proxy (--proxy, APNS_PROXY): the error says what it answered"
+    }
+
     static func credentialMeaning(_ reason: APNsReason?) -> String? {
         switch reason {
         case .invalidProviderToken?:

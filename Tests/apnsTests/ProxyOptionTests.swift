@@ -69,7 +69,16 @@ struct ProxyOptionTests {
                 #expect(wrong.status != 0)
                 // The notification's line says why (no log line without --verbose).
                 #expect(wrong.stdout.contains("refused the credentials of user 'alice'"), "\(wrong)")
+                #expect(wrong.stdout.contains("check the proxy's user name and password"), "\(wrong)")
                 #expect(!wrong.stdout.contains("nope") && !wrong.stderr.contains("nope"))
+                // A proxy address where nothing listens: named as the proxy, with advice
+                // about the proxy, not about --host.
+                let nowhere = try freePort()
+                let unreachable = try await CLI.run(send + ["--proxy", "socks5://alice:s3cret@127.0.0.1:\(nowhere)", Fixtures.goodToken])
+                #expect(unreachable.status != 0)
+                #expect(unreachable.stdout.contains("cannot reach the proxy 127.0.0.1:\(nowhere)"), "\(unreachable)")
+                #expect(unreachable.stdout.contains("check the proxy's address"), "\(unreachable)")
+                #expect(!unreachable.stdout.contains("--host"), "\(unreachable)")
                 #expect(server.statistics.accepted == 2)
             }
             let malformed = try await CLI.run(send + ["--proxy", "socks4://alice:hunter2@127.0.0.1:1080", Fixtures.goodToken])
