@@ -556,6 +556,10 @@ private struct PoolSimulation {
         if pool.queuedCount == countBefore - expired.count - finishedQueued, finishedQueued > 0 {
             queue.removeAll { requests[$0].isFinished }
         }
+        // At most one scan per 10 ms: nothing still queued passed its deadline longer ago.
+        for id in queue where !requests[id].isFinished && requests[id].deadline + 10 * Self.ms <= now {
+            fail("request \(id) still queued \((now - requests[id].deadline) / Self.ms) ms after its deadline (\(context))")
+        }
     }
 
     mutating func advanceClock(by nanoseconds: UInt64) {
