@@ -97,6 +97,9 @@ private struct PoolSimulation {
     var requests: [SimRequest] = []
     var states: [SimState] = []
     var requeues: [Int] = []
+    /// Whether the server may have processed the request: an attempt was written whole and
+    /// the server did not say it left it unprocessed.
+    var mayBeProcessed: [Bool] = []
     /// The pool's queue in the model, in order (cancelled requests stay until the pool drops them).
     var queue: [Int] = []
     var connections: [SimConnection] = []
@@ -134,6 +137,15 @@ private struct PoolSimulation {
         if violation == nil {
             violation = "seed \(seed), after \(trace.count) events: \(message)\nlast events: \(trace.suffix(25).joined(separator: "; "))"
         }
+    }
+
+    /// Ends `id` with `error` (`nil`: answered): what the server may have processed is
+    /// never reported as not having reached APNs.
+    mutating func end(_ id: Int, _ how: String, error: APNsTransportError?) {
+        if let error, mayBeProcessed[id], !error.mayHaveReachedAPNs {
+            fail("request \(id), which the server may have processed, ends with \(error) (\(how))")
+        }
+        end(id, how)
     }
 
     mutating func end(_ id: Int, _ how: String) {
@@ -211,6 +223,7 @@ private struct PoolSimulation {
         requests.append(request)
         states.append(.queued)
         requeues.append(0)
+        mayBeProcessed.append(false)
         let waitingBefore = pool.waitingRequests
         let nextAttempt = pool.nextConnectAttempt
         let failuresBefore = pool.consecutiveFailures
@@ -383,14 +396,32 @@ private struct PoolSimulation {
         pool.publishFreeStreams(index, freeStreams: connections[index].free(shuttingDown: shutDown))
     }
 
-    /// A request the server did not process goes back to the queue (or fails: shut down,
-    /// or sent again too often).
-    mutating func requeue(_ id: Int, because: String) {
-        requeues[id] += 1
-        if requeues[id] > Self.maxRequeues {
-            end(id, "failed after requeues: \(because)")
-            return
+    /// Does what ``RequestFate`` decided for in-flight request `id`, as
+    /// ``HTTP2Connection``'s `perform` does; `processed`: the server may have processed
+    /// this attempt.
+    mutating func perform(_ fate: RequestFate, on id: Int, processed: Bool, _ how: String) {
+        if processed { mayBeProcessed[id] = true }
+        switch fate {
+        case .fail(let error):
+            end(id, how, error: error)
+        case .expire:
+            // PendingRequest.expire for a request in flight.
+            end(id, how, error: .timeout(mayHaveReachedAPNs: true, "no response before the request's timeout"))
+        case .requeue(let failure):
+            if mayBeProcessed[id] {
+                fail("request \(id), which the server may have processed, goes again (\(how)): it could be delivered twice")
+            }
+            requeues[id] += 1
+            if let error = RequestFate.requeued(requeues[id], maxRequeues: Self.maxRequeues, failure: failure) {
+                end(id, "failed after requeues: \(how)", error: error)
+                return
+            }
+            requeue(id, because: how)
         }
+    }
+
+    /// A request the server did not process goes back to the queue (or fails: shut down).
+    mutating func requeue(_ id: Int, because: String) {
         states[id] = .queued
         trace.append("requeue(\(id))")
         if let wakeups = pool.requeue(requests[id]) {
@@ -400,7 +431,7 @@ private struct PoolSimulation {
             checkSleepersWoken("requeue(\(id))")
         } else {
             if !shutDown { fail("requeue(\(id)) refused before shutdown") }
-            end(id, "shutdown before it could go again")
+            end(id, "shutdown before it could go again", error: .shutdown("the transport shut down before the request could be sent again"))
         }
     }
 
@@ -418,21 +449,26 @@ private struct PoolSimulation {
         let wasUp = pool.connectionUnavailable(index, closed: true)
         if !wasUp { fail("connectionUnavailable(\(index), closed) said it was not up") }
         connections[index].phase = .asking(notBefore: now)
+        let reason: APNsTransportError? = lost ? .connectionClosed("lost") : nil
         for stream in streams {
-            if stream.written {
-                end(stream.request, "connection closed (may have reached APNs)")
-            } else {
-                requeue(stream.request, because: "never written")
-            }
+            let fate = RequestFate.sessionEnded(reason: reason, unsent: !stream.written, deadlinePassed: false)
+            perform(fate, on: stream.request, processed: stream.written, "session ended, written \(stream.written)")
         }
         if lost && !connections[index].answered && !streams.isEmpty {
             pool.sessionFailedWithoutResponse(.connectionClosed("lost"), now: now, jitter: Double.random(in: 0...1, using: &rng))
         }
     }
 
+    /// HTTP2Connection.failInFlightForShutdown.
+    mutating func failForShutdown(_ stream: SimConnection.Stream) {
+        if stream.written { mayBeProcessed[stream.request] = true }
+        end(stream.request, "shutdown before the answer",
+            error: APNsTransportError(code: .shutdown, mayHaveReachedAPNs: true, detail: "the transport shut down before the response arrived"))
+    }
+
     mutating func answer(_ index: Int, at position: Int) {
         let stream = removeStream(index, at: position)
-        end(stream.request, "answered")
+        end(stream.request, "answered", error: nil)
         connections[index].answered = true
         pool.connectionProved()
         publish(index)
@@ -446,7 +482,7 @@ private struct PoolSimulation {
             if let written = connection.streams.firstIndex(where: \.written), Bool.random(using: &rng) {
                 answer(index, at: written)
             } else if connection.streams.isEmpty || (shutDown && now >= shutdownDeadline) {
-                for stream in connections[index].streams { end(stream.request, "shutdown before the answer") }
+                for stream in connections[index].streams { failForShutdown(stream) }
                 connections[index].streams = []
                 closeSession(index, lost: false)
             } else if let unwritten = connection.streams.firstIndex(where: { !$0.written }) {
@@ -477,7 +513,8 @@ private struct PoolSimulation {
             if let position = connection.streams.indices.randomElement(using: &rng) {
                 let stream = removeStream(index, at: position)
                 trace.append("refused(\(stream.request))")
-                requeue(stream.request, because: "REFUSED_STREAM")
+                let fate = RequestFate.streamClosed(streamID: stream.streamID, errorName: "REFUSED_STREAM", unprocessed: true, goAwayDetail: nil)
+                perform(fate, on: stream.request, processed: false, "REFUSED_STREAM")
                 publish(index)
             }
         case 66..<70:
@@ -485,7 +522,8 @@ private struct PoolSimulation {
             if let position = connection.streams.indices.filter({ connection.streams[$0].written }).randomElement(using: &rng) {
                 let stream = removeStream(index, at: position)
                 trace.append("reset(\(stream.request))")
-                end(stream.request, "stream reset (may have reached APNs)")
+                let fate = RequestFate.streamClosed(streamID: stream.streamID, errorName: "INTERNAL_ERROR", unprocessed: false, goAwayDetail: nil)
+                perform(fate, on: stream.request, processed: true, "stream reset")
                 publish(index)
             }
         case 70..<80:
@@ -503,7 +541,8 @@ private struct PoolSimulation {
             pool.connectionUnavailable(index, closed: false)
             for stream in connection.streams where stream.streamID > last {
                 connections[index].streams.removeAll { $0.streamID == stream.streamID }
-                requeue(stream.request, because: "above GOAWAY's last-stream-id")
+                let fate = RequestFate.streamClosed(streamID: stream.streamID, errorName: "NO_ERROR", unprocessed: true, goAwayDetail: "GOAWAY")
+                perform(fate, on: stream.request, processed: false, "above GOAWAY's last-stream-id")
             }
         case 85..<88:
             closeSession(index, lost: true)
@@ -527,7 +566,7 @@ private struct PoolSimulation {
             while let position = connections[index].streams.firstIndex(where: \.written) { answer(index, at: position) }
             for position in connections[index].streams.indices { connections[index].streams[position].written = true }
             if connections[index].streams.isEmpty || (shutDown && now >= shutdownDeadline) {
-                for stream in connections[index].streams { end(stream.request, "shutdown before the answer") }
+                for stream in connections[index].streams { failForShutdown(stream) }
                 connections[index].streams = []
                 closeSession(index, lost: false)
             }
@@ -573,7 +612,8 @@ private struct PoolSimulation {
             )
             connections[index].streams = onTime
             for stream in late {
-                end(stream.request, stream.written ? "timed out in flight (may have reached APNs)" : "timed out before it was written")
+                let fate = RequestFate.deadlinePassedInFlight(incomplete: !stream.written)
+                perform(fate, on: stream.request, processed: stream.written, "deadline passed in flight")
             }
             if !late.isEmpty, connections[index].phase == .up { publish(index) }
         }
@@ -593,8 +633,11 @@ private struct PoolSimulation {
             pool.queuedRequestFinished()
         case .inFlight(let index):
             // The connection resets the stream; the request ends cancelled.
+            let written = connections[index].streams.first { $0.request == id }?.written ?? false
             connections[index].streams.removeAll { $0.request == id }
-            end(id, "cancelled in flight")
+            // PendingRequest.cancelledInFlight
+            if written { mayBeProcessed[id] = true }
+            end(id, "cancelled in flight", error: .cancelled(mayHaveReachedAPNs: written, "cancelled"))
             if connections[index].phase == .up { publish(index) }
         case .ended:
             break
