@@ -10,8 +10,11 @@
 ///    connection: what is in flight finishes, then it closes).
 /// 2. **Beyond the first, a pool gets at most its fair share while others wait:** the
 ///    fair share is `limit / pools that hold or want connections` (at least 1). A pool at
-///    its share is refused while any other pool waits; when none waits it may grow until
-///    the budget is spent (an idle budget serves the one busy tenant).
+///    its share is refused while another pool holding fewer waits (one that no place is
+///    held for yet); when none does it may
+///    grow until the budget is spent (an idle budget serves the one busy tenant). So the
+///    waiting pool holding the fewest, the one a free place is offered to (rule 3), is
+///    always granted it: a place is never left free while pools wait.
 /// 3. **A freed connection goes to the waiting pool holding the fewest**, the earliest
 ///    waiter first among equals: it is *offered* to that pool, and held for it until the
 ///    pool asks (a pool that was not offered it cannot take it meanwhile). Each free
@@ -86,7 +89,11 @@ struct ConnectionBudget<PoolID: Hashable> {
     /// `pool` wants one more connection.
     mutating func request(_ pool: PoolID) -> Decision {
         var entry = entries[pool] ?? Entry()
-        let othersWaiting = entries.contains { $0.key != pool && $0.value.waitingSince != nil }
+        // Another pool waiting with fewer connections, and no place held for it yet: the
+        // pool a free place is to go to first (``nextWaiter``).
+        let fewerWaiting = entries.contains {
+            $0.key != pool && $0.value.waitingSince != nil && !$0.value.offered && $0.value.held < entry.held
+        }
         // Count the asking pool as active for the share it is judged against.
         let active = activePools + ((entry.held > 0 || entry.waitingSince != nil) ? 0 : 1)
         let share = max(1, limit / max(1, active))
@@ -94,7 +101,7 @@ struct ConnectionBudget<PoolID: Hashable> {
         let offeredToOthers = entries.count { $0.key != pool && $0.value.offered }
         let room = held + offeredToOthers < limit
         entry.offered = false
-        let grant = room && (entry.held == 0 || !othersWaiting || entry.held < share)
+        let grant = room && (entry.held == 0 || !fewerWaiting || entry.held < share)
         if grant {
             order += 1
             entry.lastGrant = order

@@ -123,6 +123,8 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     @exclusivity(unchecked) private var refusedResponseLogged = false
     /// The session ended because the server never sent its SETTINGS.
     @exclusivity(unchecked) private var prefaceTimedOut = false
+    /// The provider token this session carries, and since when (APNs' 20-minute rule).
+    @exclusivity(unchecked) private var tokenUpdates = ConnectionTokenUpdates()
 
     /// The most service rounds per call before yielding the loop to other connections.
     private static let roundsPerTurn = 8
@@ -304,6 +306,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         }
         phase = .session(opened, machine)
         let now = MonotonicTime.now()
+        tokenUpdates = ConnectionTokenUpdates()
         liveness = HTTP2ConnectionLiveness(
             settings: .init(
                 pingInterval: pool.settings.pingInterval,
@@ -422,7 +425,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                         outputOffset = 0
                     }
                 }
-                timeout = min(timeout, liveness.nextDue(now: now))
+                timeout = min(timeout, liveness.nextDue(now: now, settingsReceived: machine.settingsReceived))
                 loop.setWriteInterest(token, pollForWrite)
                 loop.setDeadline(token, at: timeout == UInt64.max ? nil : now &+ timeout)
                 return
@@ -492,9 +495,18 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             pool.publishFreeStreams(self, freeStreams: publishedFree)
         }
         guard !taken.isEmpty else { return }
-        liveness.sent(now: MonotonicTime.now(), firstInFlight: inFlight.isEmpty)
+        let now = MonotonicTime.now()
+        liveness.sent(now: now, firstInFlight: inFlight.isEmpty)
         var sent = 0
-        for pending in taken {
+        for (position, pending) in taken.enumerated() {
+            if tokenUpdates.admit(pending.request.providerToken, now: now) == .retire {
+                // A new token this soon on this connection is refused by APNs: it and the
+                // rest go back to the head of the queue, in order, for another connection
+                // (or this slot's next one), and this one drains and closes.
+                for rest in taken[position...].reversed() { pool.requeue(rest, sentBefore: false) }
+                pool.retireForTokenUpdate(self)
+                break
+            }
             do {
                 let streamID = try pending.markInFlight(on: self) { () throws(APNsTransportError) -> Int32 in
                     try machine.submit(pending.request)

@@ -112,9 +112,12 @@ struct HTTP2ConnectionLiveness: Sendable, Equatable {
         return .none
     }
 
-    /// How long the shell may sleep from `now` before a timer is due.
-    func nextDue(now: UInt64) -> UInt64 {
-        let due = pingSentAt.map { $0 &+ settings.pingTimeout } ?? (lastReceived &+ settings.pingInterval)
+    /// How long the shell may sleep from `now` before a timer is due: the PING timers, and
+    /// before the server's SETTINGS (`settingsReceived` false) the connect timeout they
+    /// must come within. (A request in flight is watched by the shell every 10 ms.)
+    func nextDue(now: UInt64, settingsReceived: Bool = true) -> UInt64 {
+        var due = pingSentAt.map { $0 &+ settings.pingTimeout } ?? (lastReceived &+ settings.pingInterval)
+        if !settingsReceived { due = min(due, sessionStart &+ settings.connectTimeout) }
         return due > now ? due - now : 0
     }
 

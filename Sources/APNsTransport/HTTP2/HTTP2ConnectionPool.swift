@@ -219,8 +219,9 @@ final class HTTP2ConnectionPool: Sendable {
     }
 
     /// Puts a request the server did not process back at the head of the queue and wakes
-    /// a connection that can send it (or starts one).
-    func requeue(_ pending: PendingRequest) {
+    /// a connection that can send it (or starts one). `sentBefore` false: a request taken
+    /// but never submitted, which does not count as sent again.
+    func requeue(_ pending: PendingRequest, sentBefore: Bool = true) {
         let wakeups: Wakeups? = state.withLock { locked in
             locked.machine.requeue(pending).map { Wakeups($0, &locked, pool: self) }
         }
@@ -228,7 +229,7 @@ final class HTTP2ConnectionPool: Sendable {
             pending.finish(.failure(.shutdown("the transport shut down before the request could be sent again")))
             return
         }
-        statistics.update { $0.requestsRequeued += 1 }
+        if sentBefore { statistics.update { $0.requestsRequeued += 1 } }
         wakeups.run()
     }
 
@@ -368,6 +369,18 @@ final class HTTP2ConnectionPool: Sendable {
         guard locked.machine.retire(id) else { return nil }
         locked.retireDeadlines[id] = MonotonicTime.deadline(after: settings.retireGracePeriod)
         return locked.connections[id]
+    }
+
+    /// `connection` would carry a new provider token less than 20 minutes after its last
+    /// (``ConnectionTokenUpdates``): retire it, so that the token goes on a connection
+    /// where it is no update APNs refuses. Logged at debug: a reconnect near a token's
+    /// refresh makes it an expected event.
+    func retireForTokenUpdate(_ connection: HTTP2Connection) {
+        retire(connection)
+        settings.logger.debug(
+            "a new provider token less than 20 minutes after this connection's last: closing it (APNs answers TooManyProviderTokenUpdates otherwise)",
+            metadata: ["apns.credential": "\(credential)", "apns.endpoint": "\(settings.endpoint.host):\(settings.endpoint.port)"]
+        )
     }
 
     /// A response arrived on `connection` with status 403: if APNs says the connection

@@ -11,7 +11,8 @@
 ///   pool that has held it for ``heldBeforeSharing`` (turns, when there are more pools
 ///   with work than places);
 /// - a place asked back while none of the pool's connections is up yet (all being
-///   opened) is owed: the next one up retires at once.
+///   opened) is owed: the next one up retires at once, unless a place goes back first
+///   (a connection that failed to open).
 struct PoolBudgetShare: Sendable, Equatable {
     /// How long a pool must have queued nothing before it gives a connection to a pool
     /// that has none: long enough that what it sent last has usually been answered; a
@@ -51,9 +52,12 @@ struct PoolBudgetShare: Sendable, Equatable {
     }
 
     /// Connection `id` is not connected any more: whether it held a place, now to give
-    /// back to the budget.
+    /// back to the budget. A place given back pays a place owed, if any: the pool that
+    /// needed it gets this one, so the next connection up keeps its own.
     mutating func released(_ id: Int) -> Bool {
-        holders.remove(id) != nil
+        guard holders.remove(id) != nil else { return false }
+        if owedRetirements > 0 { owedRetirements -= 1 }
+        return true
     }
 
     /// Whether the pool holds no place.

@@ -63,7 +63,8 @@ enum RequestFate: Sendable, Hashable {
     /// - Deadline passed: a timeout; unsent, it cannot have reached APNs.
     /// - A refusal (``refusal(closingWith:)``): fails with it, never reached APNs; going
     ///   again would meet the same refusal.
-    /// - Unsent: goes again.
+    /// - Unsent: goes again (should it have gone again too often, its failure says it
+    ///   never reached APNs).
     /// - Written: fails as ``writtenRequestFailure(closingWith:)`` says; it may have
     ///   reached APNs.
     ///
@@ -85,7 +86,12 @@ enum RequestFate: Sendable, Hashable {
         }
         if let refused = reason.flatMap(refusal(closingWith:)) { return .fail(refused) }
         let failure = writtenRequestFailure(closingWith: reason)
-        return unsent ? .requeue(failure: failure) : .fail(failure)
+        guard unsent else { return .fail(failure) }
+        // Never written: should it have gone again too often, it fails as one that never
+        // reached APNs (``HTTP2Transport/Configuration/maxRequeues``), with the same code.
+        return .requeue(failure: APNsTransportError(
+            code: failure.code, mayHaveReachedAPNs: false,
+            detail: (failure.detail ?? failure.code.description) + "; the request had not been written"))
     }
 
     /// A request whose deadline passed while its stream was open. `incomplete`: the frame

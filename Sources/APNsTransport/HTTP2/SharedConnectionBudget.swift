@@ -45,6 +45,9 @@ final class SharedConnectionBudget: Sendable {
             state.withLock { $0.budget.cancelReclaim(from: ObjectIdentifier(victim)) }
         }
         if victim == nil { reclaimIdle(for: pool) }
+        // A place offered to `pool` and refused (another pool holding fewer began to wait
+        // since) goes on to the waiting pools, as a released one does.
+        wakeNextWaiter()
         return false
     }
 
@@ -99,9 +102,11 @@ final class SharedConnectionBudget: Sendable {
         }
     }
 
-    /// `pool` no longer waits (its queue emptied).
+    /// `pool` no longer waits (its queue emptied): a place offered to it goes on to the
+    /// waiting pools.
     func withdraw(_ pool: HTTP2ConnectionPool) {
         state.withLock { $0.budget.withdraw(ObjectIdentifier(pool)) }
+        wakeNextWaiter()
     }
 
     /// `pool` closed for good: forget it (its connections have all been released).

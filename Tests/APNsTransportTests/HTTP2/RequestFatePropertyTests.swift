@@ -102,8 +102,7 @@ struct RequestFatePropertyTests {
         #expect(failures.isEmpty, "\(failures.count) lives failed; first: \(failures.prefix(3).joined(separator: "\n"))")
     }
 
-    @Test("a request the server cannot have processed ends with mayHaveReachedAPNs == false, sent again too often included (2,000 lives)",
-          .disabled("bug: RequestFate.sessionEnded re-queues a never-written request with failure .connectionClosed (mayHaveReachedAPNs: true); once it has gone again maxRequeues times it fails with that error, though maxRequeues is documented to end with mayHaveReachedAPNs == false"))
+    @Test("a request the server cannot have processed ends with mayHaveReachedAPNs == false, sent again too often included (2,000 lives)")
     func unprocessedIsReportedUnsent() {
         var failures: [String] = []
         for seed in PropertySeeds.range(2_000) {
@@ -117,8 +116,7 @@ struct RequestFatePropertyTests {
         #expect(failures.isEmpty, "\(failures.count) lives failed; first: \(failures.prefix(3).joined(separator: "\n"))")
     }
 
-    @Test("the smallest case: a request never written, its connection lost maxRequeues + 1 times",
-          .disabled("bug: fails with connectionClosed(mayHaveReachedAPNs: true) for a request APNs never received (RequestFate.sessionEnded, HTTP2Transport.Configuration.maxRequeues)"))
+    @Test("the smallest case: a request never written, its connection lost maxRequeues + 1 times")
     func neverWrittenLostTooOften() {
         let maxRequeues = 0
         let fate = RequestFate.sessionEnded(reason: .connectionClosed("reset by peer"), unsent: true, deadlinePassed: false)

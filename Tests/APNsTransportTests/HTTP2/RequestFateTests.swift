@@ -106,9 +106,13 @@ struct RequestFateTests {
             // A refused TLS session: nothing was processed, and going again meets the same refusal.
             (refusedCertificate, true, false, .fail(APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: false, detail: "alert certificate revoked"))),
             (refusedCertificate, false, false, .fail(APNsTransportError(code: .tlsFailure, mayHaveReachedAPNs: false, detail: "alert certificate revoked"))),
-            // Never written: goes again.
-            (lost, true, false, .requeue(failure: .connectionClosed("TLS read failed: Connection reset by peer"))),
-            (nil, true, false, .requeue(failure: .connectionClosed("the connection closed"))),
+            // Never written: goes again; if it went again too often, it fails as never
+            // having reached APNs (maxRequeues' documentation).
+            (lost, true, false, .requeue(failure: APNsTransportError(
+                code: .connectionClosed, mayHaveReachedAPNs: false,
+                detail: "TLS read failed: Connection reset by peer; the request had not been written"))),
+            (nil, true, false, .requeue(failure: APNsTransportError(
+                code: .connectionClosed, mayHaveReachedAPNs: false, detail: "the connection closed; the request had not been written"))),
             // Written: fails, and may have reached APNs.
             (lost, false, false, .fail(.connectionClosed("TLS read failed: Connection reset by peer"))),
             (broken, false, false, .fail(.protocolError("nghttp2_session_mem_recv: invalid frame"))),
@@ -125,6 +129,7 @@ struct RequestFateTests {
             case .requeue(let failure):
                 #expect(unsent)
                 #expect(failure.code == .connectionClosed || failure.code == .protocolError)
+                #expect(!failure.mayHaveReachedAPNs, "\(failure)")
             case .expire:
                 #expect(!unsent && deadlinePassed)
             }

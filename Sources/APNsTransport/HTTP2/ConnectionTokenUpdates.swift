@@ -1,0 +1,47 @@
+import APNsCore
+
+/// One connection's provider token as APNs counts its updates: a pure value, the clock
+/// (``MonotonicTime`` nanoseconds) an input.
+///
+/// APNs answers `429 TooManyProviderTokenUpdates` when a connection carries a new token
+/// less than 20 minutes after it began carrying the one before, counting from when that
+/// one first arrived on *the connection*, not from its `iat` (Pushy's issue 931 and
+/// apns2's issue 44 found it in production). One token shared by every connection,
+/// refreshed every 50 minutes, meets the rule on a connection that carried it from near
+/// its start, but not on one that opened since: a connection that reconnected 40 minutes
+/// into the token's life would see the next token 10 minutes later, and every request on
+/// it would be refused until 20 minutes had passed.
+///
+/// So a connection asks before each request: a request whose token is not the one the
+/// connection carries, within the 20 minutes (and a second of margin for the path), is
+/// not sent on it (``Verdict/retire``): the connection drains and closes, and the request
+/// goes to another connection or a new one, whose first token is no update. Requests
+/// without a typed token (built by hand) are never held back.
+struct ConnectionTokenUpdates: Sendable, Equatable {
+    /// The least time between two tokens on one connection: APNs' 20 minutes and a second.
+    static let minimumInterval: UInt64 = (20 * 60 + 1) * 1_000_000_000
+
+    /// What to do with a request.
+    enum Verdict: Equatable {
+        /// Send it on this connection.
+        case send
+        /// Do not: its token would be an update APNs refuses. Retire the connection.
+        case retire
+    }
+
+    /// The token the connection carries, and since when.
+    private(set) var current: ProviderToken?
+    private(set) var since: UInt64 = 0
+
+    /// Whether a request carrying `token` may go on this connection at `now` (and, if it
+    /// is a new token, notes it as the connection's).
+    mutating func admit(_ token: ProviderToken?, now: UInt64) -> Verdict {
+        guard let token else { return .send }
+        // Nearly every request: the same token (one reference comparison).
+        if let current, current == token { return .send }
+        if current != nil, now &- since < Self.minimumInterval { return .retire }
+        current = token
+        since = now
+        return .send
+    }
+}
