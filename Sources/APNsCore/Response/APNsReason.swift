@@ -178,6 +178,9 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
         Self.statusByReason[rawValue] ?? nil
     }
 
+    /// Whether Apple documents this reason (``documented``).
+    package var isDocumented: Bool { Self.statusByReason[rawValue] != nil }
+
     private static let statusByReason: [String: Int?] = Dictionary(
         documented.map { ($0.reason.rawValue, $0.status) },
         uniquingKeysWith: { first, _ in first }

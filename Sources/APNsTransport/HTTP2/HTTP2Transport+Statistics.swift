@@ -21,6 +21,10 @@ extension HTTP2Transport {
         /// Each of these responses is also counted in ``responsesByStatus``, so the values
         /// here add up to the error statuses there. Only error responses are read: a `200`
         /// (or a channel API's `201`/`204`) is never parsed for this count.
+        ///
+        /// A server decides the reason strings, so the keys are bounded: every reason Apple
+        /// documents is its own key; the first ``maxUndocumentedReasons`` others are keys
+        /// too, cut to 128 characters; any further one counts under ``otherReasons``.
         public var rejectionsByReason: [String: Int] = [:]
         /// Failed requests, by ``APNsCore/APNsTransportError/Code`` name (`timeout`, `queueFull`, …).
         public var failuresByCode: [String: Int] = [:]
@@ -51,6 +55,12 @@ extension HTTP2Transport {
         /// The key of ``rejectionsByReason`` for an error response whose body has no
         /// `reason` (empty, or not the JSON APNs sends): `(no reason)`.
         public static let noReason = "(no reason)"
+        /// The key of ``rejectionsByReason`` for reasons Apple does not document beyond the
+        /// first ``maxUndocumentedReasons``: `(other reasons)`.
+        public static let otherReasons = "(other reasons)"
+        /// How many reasons Apple does not document get keys of their own in
+        /// ``rejectionsByReason``: 32.
+        public static let maxUndocumentedReasons = 32
 
         /// Creates zeroed counters.
         public init() {}
@@ -79,6 +89,9 @@ final class StatisticsBox: Sendable {
         var statistics = HTTP2Transport.Statistics()
         /// Requests finished any other way than with a 200 (counted in the dictionaries).
         var otherOutcomes = 0
+        /// Keys of ``HTTP2Transport/Statistics/rejectionsByReason`` for reasons Apple does
+        /// not document.
+        var undocumentedReasons = 0
     }
 
     var snapshot: HTTP2Transport.Statistics {
@@ -144,13 +157,34 @@ final class StatisticsBox: Sendable {
         parent?.record(outcome, reason: reason)
     }
 
+    /// Counts a rejection's `reason`, keeping the keys bounded (see
+    /// ``HTTP2Transport/Statistics/rejectionsByReason``).
+    private static func count(_ reason: String, in locked: inout Locked) {
+        if locked.statistics.rejectionsByReason[reason] != nil {
+            locked.statistics.rejectionsByReason[reason]! += 1
+            return
+        }
+        var key = reason
+        if reason != HTTP2Transport.Statistics.noReason, !APNsReason(rawValue: reason).isDocumented {
+            key = String(reason.prefix(128))
+            if locked.statistics.rejectionsByReason[key] == nil {
+                if locked.undocumentedReasons >= HTTP2Transport.Statistics.maxUndocumentedReasons {
+                    key = HTTP2Transport.Statistics.otherReasons
+                } else {
+                    locked.undocumentedReasons += 1
+                }
+            }
+        }
+        locked.statistics.rejectionsByReason[key, default: 0] += 1
+    }
+
     private func record(_ outcome: PendingRequest.Outcome, reason: String?) {
         value.withLock { locked in
             locked.otherOutcomes += 1
             switch outcome {
             case .success(let response):
                 locked.statistics.responsesByStatus[response.status, default: 0] += 1
-                if let reason { locked.statistics.rejectionsByReason[reason, default: 0] += 1 }
+                if let reason { Self.count(reason, in: &locked) }
             case .failure(let error):
                 locked.statistics.failuresByCode[error.code.description, default: 0] += 1
             }

@@ -75,6 +75,31 @@ struct HTTP2TransportStatisticsTests {
         #expect(statistics.requestsInFlight == 0)
     }
 
+    @Test("a server inventing reasons cannot grow rejectionsByReason: Apple's reasons keep their keys, 32 others theirs (cut to 128 characters), the rest one key")
+    func undocumentedReasonsAreBounded() {
+        let box = StatisticsBox()
+        func reject(_ reason: String, status: Int = 400) {
+            box.recordAccepted()
+            box.recordCompletion(.success(APNsResponse(status: status, body: Array("{\"reason\":\"\(reason)\"}".utf8))))
+        }
+        // 1,000 distinct reasons of 2,000 characters each (a hostile server's).
+        for index in 0..<1_000 { reject("Reason\(index)" + String(repeating: "x", count: 2_000)) }
+        // Every reason Apple documents keeps its own key, however many others came first.
+        for (reason, status) in APNsReason.documented { reject(reason.rawValue, status: status ?? 400) }
+        reject("Unregistered", status: 410)
+        let statistics = box.snapshot
+        let undocumented = statistics.rejectionsByReason.keys.filter { !APNsReason(rawValue: $0).isDocumented && $0 != HTTP2Transport.Statistics.otherReasons }
+        #expect(undocumented.count == HTTP2Transport.Statistics.maxUndocumentedReasons)
+        #expect(undocumented.allSatisfy { $0.count == 128 && $0.hasPrefix("Reason") })
+        #expect(statistics.rejectionsByReason[HTTP2Transport.Statistics.otherReasons] == 1_000 - 32)
+        #expect(statistics.rejectionsByReason["Unregistered"] == 2)
+        for (reason, _) in APNsReason.documented where reason != .unregistered {
+            #expect(statistics.rejectionsByReason[reason.rawValue] == 1, "\(reason)")
+        }
+        // Every rejection is still counted once.
+        #expect(statistics.rejectionsByReason.values.reduce(0, +) == 1_000 + APNsReason.documented.count + 1)
+    }
+
     @Test("reconnects: a GOAWAY closes the connection, the next request opens one more on the same slot")
     func reconnectAfterGoAway() async throws {
         try await withMockAPNsServer { server in
