@@ -159,7 +159,9 @@ enum CLI {
         }
 
         /// Polls standard output until a line starts with `prefix`; returns the rest of it.
-        func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) async throws -> String {
+        // 90 s: a whole parallel run on a loaded 2-core machine has kept a starting server
+        // from printing its port for over 30 s.
+        func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(90)) async throws -> String {
             let deadline = ContinuousClock.now + timeout
             while ContinuousClock.now < deadline {
                 for line in stdout.split(separator: "\n") where line.hasPrefix(prefix) {

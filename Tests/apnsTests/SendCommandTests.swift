@@ -246,7 +246,9 @@ struct SendCommandTests {
         try await withServer { server, _, target in
             let command = (try [CLI.executable] + ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--body", "Hi"])
                 .map { "'\($0)'" }.joined(separator: " ")
-            let result = try await CLI.tool("/bin/sh", ["-c", "(sleep 5; echo \(Fixtures.goodToken)) | \(command)"], timeout: .seconds(60))
+            // The notice comes after 3 s of silence; the token after 12 s, so that a tool
+            // slow to start on a loaded machine still meets the silence (5 s was not).
+            let result = try await CLI.tool("/bin/sh", ["-c", "(sleep 12; echo \(Fixtures.goodToken)) | \(command)"], timeout: .seconds(90))
             #expect(result.status == 0, "\(result)")
             #expect(result.errorLines == ["apns: waiting for device tokens on standard input, one per line, until it ends (no tokens were given as arguments or with --tokens-file)"], "\(result)")
             #expect(result.lines.first?.hasPrefix("\(Fixtures.goodToken)  accepted apns-id") == true, "\(result)")

@@ -77,6 +77,8 @@ public final class APNsClient: Sendable {
     /// Conditions warned about once while they last (refused credentials, no provider token).
     let conditions = ConditionLog()
     private let sleep: @Sendable (Duration) async throws -> Void
+    /// The calls waiting out a retry's backoff, which ``shutdown()`` ends.
+    let retryWaits = RetryWaits()
     let jitter: @Sendable () -> Double
     /// A test's clock for calls' deadlines, so that a test does not depend on how fast the
     /// machine is; `nil` (the default): ``MonotonicTime/now()``, read inline.
@@ -343,12 +345,16 @@ public final class APNsClient: Sendable {
     }
 
     /// Shuts the transport down: new sends fail with ``APNsTransportError/Code/shutdown``;
-    /// sends in flight finish or fail.
+    /// sends in flight finish or fail. Sends waiting out a retry's backoff end at once with
+    /// what their last attempt ended in (a 503 stays that rejection: nothing was
+    /// delivered), as when their task is cancelled, and the call returns only after they
+    /// have: a process that exits once it returns loses no outcome.
     ///
     /// The transport's, so every client that shares it stops too. With one transport for
     /// many clients (one per tenant), drop a client to remove it and shut the transport
     /// down once, when the last is done (see <doc:ServingManyAppsAndTeams>).
     public func shutdown() async {
+        await retryWaits.shutdown()
         await transport.shutdown()
     }
 
@@ -555,11 +561,13 @@ public final class APNsClient: Sendable {
             switch try nextStep(loop, what, logger: logger, metadata: metadata, request: build, attempts: attempts) {
             case .wait(let delay):
                 // Only a decision of the loop's state waits: `loop` exists.
+                let waited: Bool
                 do {
-                    try await sleep(delay)
+                    waited = try await retryWaits.wait(delay, sleep: sleep)
                 } catch {
                     throw cancelledWhileWaiting(loop)
                 }
+                guard waited else { throw shutDownWhileWaiting(loop) }
                 retried(loop)
             case .send(let request, let providerToken):
                 let answer: Result<APNsResponse, APNsTransportError>
@@ -640,6 +648,13 @@ public final class APNsClient: Sendable {
     @inline(never)
     private func cancelledWhileWaiting(_ loop: AttemptLoop?) -> APNsError {
         (loop?.delivery ?? Delivery(retryPolicy: retryPolicy)).cancelled("cancelled while waiting to retry")
+    }
+
+    /// The error of a call whose client shut down during a retry's wait: what its last
+    /// attempt ended in, as for a cancelled wait.
+    @inline(never)
+    private func shutDownWhileWaiting(_ loop: AttemptLoop?) -> APNsError {
+        (loop?.delivery ?? Delivery(retryPolicy: retryPolicy)).cancelled("the client shut down while it waited to retry")
     }
 
     /// Counts the retry the loop waited for.

@@ -499,6 +499,13 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         liveness.sent(now: now, firstInFlight: inFlight.isEmpty)
         var sent = 0
         for (position, pending) in taken.enumerated() {
+            if pending.deadline <= now {
+                // Its time ran out while it waited (the queue's scan runs every 10 ms):
+                // written now it would be an answer nobody waits for, and a request whose
+                // fate is unknown. It ends as never sent.
+                pending.expire()
+                continue
+            }
             if tokenUpdates.admit(pending.request.providerToken, now: now) == .retire {
                 // A new token this soon on this connection is refused by APNs: it and the
                 // rest go back to the head of the queue, in order, for another connection

@@ -168,7 +168,9 @@ import Testing
             retryPolicy: RetryPolicy(retriesFailuresThatMayHaveReachedAPNs: true),
             requestTimeout: .seconds(120),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-            sleep: { _ in withUnsafeCurrentTask { $0?.cancel() } },
+            // The wait ends by the caller's cancellation, as Task.sleep does (the wait runs
+            // beside the client's shutdown signal, in a child of the calling task).
+            sleep: { _ in throw CancellationError() },
             jitter: { 1 }
         )
         let result = await Task { try await client.send(sampleAlert, to: Self.device) }.result

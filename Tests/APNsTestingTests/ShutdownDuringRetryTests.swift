@@ -1,0 +1,45 @@
+import APNsCore
+import APNsTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// `APNsClient.shutdown()` with sends waiting out a retry's backoff: they end at once with
+/// what their last attempt ended in, and the call returns only after they have (found
+/// from outside: shutdown returned in 1 ms, and the sends ended 1-2 s later with
+/// `shutdown`, after a process that exits on its return had gone).
+@Suite("APNsClient.shutdown() while sends wait to retry")
+struct ShutdownDuringRetryTests {
+    @Test("sends waiting a 60-second backoff after 503s end with their 503 before shutdown returns; a shutdown client's later retry waits do not start")
+    func shutdownEndsRetryWaits() async throws {
+        let mock = MockTransport()
+        mock.respondByDefault(with: .rejected(.serviceUnavailable))
+        let client = APNsClient.testing(
+            transport: mock, retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(60), maxDelay: .seconds(60)))
+        let sends = (1...3).map { index in
+            Task { () -> APNsError? in
+                do throws(APNsError) {
+                    _ = try await client.send(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: mockToken(index))
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
+        // Each send's first attempt was answered 503; each now waits about a minute.
+        #expect(await mock.waitForRequests(3))
+        try await Task.sleep(for: .milliseconds(50))
+        let clock = ContinuousClock()
+        let started = clock.now
+        await client.shutdown()
+        #expect(clock.now - started < .seconds(30), "shutdown took \(clock.now - started)")
+        for send in sends {
+            let error = await send.value
+            // The last answer, not `shutdown`: a 503 delivered nothing.
+            #expect(error?.rejection?.reason == .serviceUnavailable, "\(String(describing: error))")
+            #expect(error?.rejection?.detail?.contains("the client shut down while it waited to retry") == true, "\(String(describing: error))")
+        }
+        // No second attempt was made.
+        #expect(mock.requests.count == 3)
+    }
+}
