@@ -1,5 +1,6 @@
 import APNsCore
 import Testing
+import TestTools
 @testable import APNsTransport
 
 /// Seeded random timelines of one connection's liveness timers (``HTTP2ConnectionLiveness``):

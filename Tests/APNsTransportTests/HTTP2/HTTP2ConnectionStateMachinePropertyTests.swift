@@ -1,6 +1,7 @@
 import APNsCore
 import CNGHTTP2
 import Testing
+import TestTools
 @testable import APNsTransport
 
 /// Seeded random conversations between ``HTTP2ConnectionStateMachine`` and an nghttp2

@@ -1,6 +1,7 @@
 import APNsCore
 import Foundation
 import Testing
+import TestTools
 @testable import APNsTransport
 
 // Seeded, model-based tests of ``HTTP2PoolStateMachine``: long random sequences of the
@@ -27,17 +28,6 @@ private final class SimRequest: PoolRequest {
 
 private typealias PoolMachine = HTTP2PoolStateMachine<SimRequest>
 
-/// The seeds a property test runs: `1...count` by default; `APNS_PROPERTY_SCALE=n` runs `n`
-/// times as many (a longer search), and `APNS_PROPERTY_SEED=s` runs seed `s` alone (to
-/// reproduce a failure the message names).
-enum PropertySeeds {
-    static func range(_ count: UInt64) -> ClosedRange<UInt64> {
-        let environment = ProcessInfo.processInfo.environment
-        if let seed = environment["APNS_PROPERTY_SEED"].flatMap(UInt64.init) { return seed...seed }
-        let scale = environment["APNS_PROPERTY_SCALE"].flatMap(UInt64.init) ?? 1
-        return 1...(count * max(1, scale))
-    }
-}
 
 /// What the model knows of one connection slot (its thread and its session).
 private struct SimConnection {

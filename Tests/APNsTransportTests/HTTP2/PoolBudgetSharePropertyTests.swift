@@ -1,5 +1,6 @@
 import APNsCore
 import Testing
+import TestTools
 @testable import APNsTransport
 
 /// Seeded random sequences of ``PoolBudgetShare``'s inputs (places granted and released,

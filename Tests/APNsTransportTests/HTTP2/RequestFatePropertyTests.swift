@@ -1,5 +1,6 @@
 import APNsCore
 import Testing
+import TestTools
 @testable import APNsTransport
 
 /// Seeded random lives of one request through ``RequestFate``: attempts on connections

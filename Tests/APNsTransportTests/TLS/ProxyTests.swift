@@ -42,13 +42,19 @@ private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/
         let configuration = try TLSConfiguration.trustingTestCA(
             proxy: ProxyConfiguration(host: "127.0.0.1", port: proxyPort, username: Self.user, password: Self.password))
         // "localhost": the proxy resolves it; TLS still verifies the name and sends SNI.
+        try Self.expectTunnel(to: server, configuration)
+        #expect(proxy.log.contains("CONNECT localhost:\(server.port)"), "\(proxy.log)")
+    }
+
+    /// TLS to `server` (`openssl s_server -rev`, which answers each line reversed) at
+    /// "localhost" through the proxy `configuration` names: a line goes through and comes back.
+    static func expectTunnel(to server: OpenSSLServer, _ configuration: TLSConfiguration) throws {
         let stream = try TLSStream.connect(
             to: TLSEndpoint(host: "localhost", port: server.port), configuration: configuration, timeout: .seconds(10))
         defer { stream.close() }
         try writeAll(stream, Array("through the tunnel\n".utf8))
         let (reply, _) = try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }
         #expect(String(decoding: reply, as: UTF8.self).contains("lennut eht hguorht"))
-        #expect(proxy.log.contains("CONNECT localhost:\(server.port)"), "\(proxy.log)")
     }
 
     @Test(.enabled(if: tinyproxyInstalled, "needs tinyproxy: apt-get install tinyproxy"))
@@ -165,13 +171,7 @@ private let tinyproxyInstalled = FileManager.default.isExecutableFile(atPath: "/
         let proxy = try BackgroundProcess("/usr/bin/python3", ["-c", Self.scriptedProxy, "interim", "\(server.port)"], log: "http-proxy-interim")
         defer { proxy.stop() }
         let port = try #require(proxy.waitForPortLine())
-        let configuration = try TLSConfiguration.trustingTestCA(proxy: ProxyConfiguration(host: "127.0.0.1", port: port))
-        let stream = try TLSStream.connect(
-            to: TLSEndpoint(host: "localhost", port: server.port), configuration: configuration, timeout: .seconds(10))
-        defer { stream.close() }
-        try writeAll(stream, Array("through the tunnel\n".utf8))
-        let (reply, _) = try readUntil(stream) { $0.contains(UInt8(ascii: "\n")) }
-        #expect(String(decoding: reply, as: UTF8.self).contains("lennut eht hguorht"))
+        try Self.expectTunnel(to: server, TLSConfiguration.trustingTestCA(proxy: ProxyConfiguration(host: "127.0.0.1", port: port)))
     }
 
     @Test(
