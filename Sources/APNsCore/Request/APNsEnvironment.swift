@@ -90,6 +90,9 @@ public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
     /// the environment is: every request carries it.
     public let authority: String
 
-    /// `host:port`.
-    public var description: String { host + ":" + String(port) }
+    /// `host:port`, with an IPv6 address in brackets (`[::1]:2197`), as a URL writes it
+    /// (RFC 3986 §3.2.2) and `APNS_ENVIRONMENT` reads it.
+    public var description: String {
+        (host.contains(":") && !host.hasPrefix("[") ? "[" + host + "]" : host) + ":" + String(port)
+    }
 }

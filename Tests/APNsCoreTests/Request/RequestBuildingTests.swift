@@ -376,6 +376,9 @@ import Testing
             APNsEnvironment.sandbox.channelManagement.description == "api-manage-broadcast.sandbox.push.apple.com:2195"
         )
         #expect(APNsEnvironment.production.channelManagement.description == "api-manage-broadcast.push.apple.com:2196")
+        // An IPv6 address in brackets, as APNS_ENVIRONMENT reads it back.
+        #expect(APNsEnvironment.custom(host: "::1", port: 2197).description == "[::1]:2197")
+        #expect(APNsEnvironment.custom(host: "127.0.0.1", port: 2197).description == "127.0.0.1:2197")
         #expect(APNsEnvironment.custom(host: "127.0.0.1", port: 8443).authority == "127.0.0.1:8443")
     }
 
