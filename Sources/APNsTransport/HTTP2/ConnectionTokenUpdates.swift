@@ -17,6 +17,11 @@ import APNsCore
 /// not sent on it (``Verdict/retire``): the connection drains and closes, and the request
 /// goes to another connection or a new one, whose first token is no update. Requests
 /// without a typed token (built by hand) are never held back.
+///
+/// A connection slot retires for this at most once per 20 minutes: a token source that
+/// signs far more often than APNs allows (one per request, say) would otherwise turn
+/// every request into a new connection, and APNs takes rapid reconnects for abuse. Past
+/// that, the new token is sent, and APNs' 429 says what is wrong.
 struct ConnectionTokenUpdates: Sendable, Equatable {
     /// The least time between two tokens on one connection: APNs' 20 minutes and a second.
     static let minimumInterval: UInt64 = (20 * 60 + 1) * 1_000_000_000
@@ -32,6 +37,15 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
     /// The token the connection carries, and since when.
     private(set) var current: ProviderToken?
     private(set) var since: UInt64 = 0
+    /// When this connection slot last retired a connection for a token update (kept
+    /// across sessions: see ``newSession()``).
+    private(set) var lastRetirement: UInt64?
+
+    /// A new connection of the slot: it carries no token yet.
+    mutating func newSession() {
+        current = nil
+        since = 0
+    }
 
     /// Whether a request carrying `token` may go on this connection at `now` (and, if it
     /// is a new token, notes it as the connection's).
@@ -39,7 +53,14 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
         guard let token else { return .send }
         // Nearly every request: the same token (one reference comparison).
         if let current, current == token { return .send }
-        if current != nil, now &- since < Self.minimumInterval { return .retire }
+        if current != nil, now &- since < Self.minimumInterval {
+            if lastRetirement.map({ now &- $0 >= Self.minimumInterval }) ?? true {
+                lastRetirement = now
+                return .retire
+            }
+            // Retired for this less than 20 minutes ago: the tokens come too fast for any
+            // connection; send, and let APNs' answer say so.
+        }
         current = token
         since = now
         return .send

@@ -123,7 +123,8 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     @exclusivity(unchecked) private var refusedResponseLogged = false
     /// The session ended because the server never sent its SETTINGS.
     @exclusivity(unchecked) private var prefaceTimedOut = false
-    /// The provider token this session carries, and since when (APNs' 20-minute rule).
+    /// The provider token this session carries, and since when (APNs' 20-minute rule);
+    /// when the slot last retired a connection for it.
     @exclusivity(unchecked) private var tokenUpdates = ConnectionTokenUpdates()
 
     /// The most service rounds per call before yielding the loop to other connections.
@@ -306,7 +307,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         }
         phase = .session(opened, machine)
         let now = MonotonicTime.now()
-        tokenUpdates = ConnectionTokenUpdates()
+        tokenUpdates.newSession()
         liveness = HTTP2ConnectionLiveness(
             settings: .init(
                 pingInterval: pool.settings.pingInterval,

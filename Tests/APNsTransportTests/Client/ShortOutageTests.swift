@@ -106,7 +106,9 @@ struct ShortOutageTests {
         await client.shutdown()
         #expect(outcomes.count == 300)
         #expect(outcomes.allSatisfy { $0.error?.transportError?.mayHaveReachedAPNs == false })
-        // Wide, for a loaded machine: one window per timeout is about 60 s.
-        #expect(took < .seconds(30), "the batch took \(took)")
+        // Wide, for a loaded machine: one window per timeout is about 60 s (more on a
+        // loaded machine); alone this takes 2-3 s, and a whole parallel run on a slow
+        // day once stretched it to 38 s.
+        #expect(took < .seconds(50), "the batch took \(took)")
     }
 }

@@ -47,6 +47,20 @@ struct ConnectionTokenUpdatesTests {
                 #expect(updates.admit(t0, now: at + Self.minute) == .retire)
             }
         }
+        // A slot retires for this at most once per 20 minutes: a source signing a token per
+        // request would otherwise open a connection per request (APNs takes rapid
+        // reconnects for abuse); past that the tokens are sent, and APNs' 429 says so.
+        var churn = ConnectionTokenUpdates()
+        #expect(churn.admit(Self.token(issuedAt: 0), now: 0) == .send)
+        #expect(churn.admit(Self.token(issuedAt: 1), now: Self.minute) == .retire)
+        churn.newSession()
+        #expect(churn.admit(Self.token(issuedAt: 1), now: 2 * Self.minute) == .send)  // the next connection's first
+        #expect(churn.admit(Self.token(issuedAt: 2), now: 3 * Self.minute) == .send)  // too soon to retire again
+        #expect(churn.admit(Self.token(issuedAt: 3), now: 4 * Self.minute) == .send)
+        churn.newSession()
+        #expect(churn.admit(Self.token(issuedAt: 30), now: 30 * Self.minute) == .send)
+        #expect(churn.admit(Self.token(issuedAt: 31), now: 31 * Self.minute) == .retire)  // 29 minutes after the last retirement
+
         // A request with no typed token (built by hand) is never held back.
         var updates = ConnectionTokenUpdates()
         #expect(updates.admit(nil, now: 0) == .send)
