@@ -46,6 +46,25 @@ enum CLI {
         }
     }
 
+    /// A loopback port where nothing listens, held for `body`: a socket bound to it and
+    /// never listening, so that a connection is refused and no other test's server can
+    /// take the port meanwhile (a port freed by a stopped server can be, in a parallel run).
+    static func withRefusingPort<T>(_ body: (Int) async throws -> T) async throws -> T {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure(description: "bind failed") }
+        return try await body(Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     /// A new empty directory under the temporary directory.
     static func temporaryDirectory() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-cli-\(UUID().uuidString)")

@@ -75,18 +75,20 @@ struct CheckCommandTests {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = try await Fixtures.makeKey(in: directory)
-        // A port nothing listens on: the server is stopped before the check runs.
-        let port = try await withMockAPNsServer { $0.port }
-        let result = try await CLI.run(["check", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
-                                        "--host", "127.0.0.1", "--port", String(port), "--topic", Fixtures.topic])
-        #expect(result.status == 1, "\(result)")
-        #expect(result.stdout.contains("problem: cannot reach APNs"), "\(result)")
-        // Refused at once, or, on a loaded machine, the probe's deadline passed while the
-        // client waited to try the address again: either way the hint names the network.
-        #expect(result.stdout.contains("outbound TCP to port 443") || result.stdout.contains("check the network and the proxy"), "\(result)")
-        let noTopic = try await CLI.run(["check", "--no-auth", "--host", "127.0.0.1", "--port", String(port)], environment: ["APNS_TOPIC": ""])
-        #expect(noTopic.status == 2, "\(noTopic)")
-        #expect(noTopic.stderr.contains("no topic"))
+        // A port nothing listens on, held so that no other test's server takes it (one
+        // freed by a stopped server was, once, in a parallel run: a TLS failure instead).
+        try await CLI.withRefusingPort { port in
+            let result = try await CLI.run(["check", "--key-file", key.privateKeyPath, "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID,
+                                            "--host", "127.0.0.1", "--port", String(port), "--topic", Fixtures.topic])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stdout.contains("problem: cannot reach APNs"), "\(result)")
+            // Refused at once, or, on a loaded machine, the probe's deadline passed while the
+            // client waited to try the address again: either way the hint names the network.
+            #expect(result.stdout.contains("outbound TCP to port 443") || result.stdout.contains("check the network and the proxy"), "\(result)")
+            let noTopic = try await CLI.run(["check", "--no-auth", "--host", "127.0.0.1", "--port", String(port)], environment: ["APNS_TOPIC": ""])
+            #expect(noTopic.status == 2, "\(noTopic)")
+            #expect(noTopic.stderr.contains("no topic"))
+        }
     }
 
     @Test("a TLS failure's advice fits it: trust-store advice for a chain the system does not trust, none for a server that does not speak TLS")
