@@ -147,7 +147,7 @@ import APNsCore
             try sampleAlert.request(to: token, environment: .sandbox, timeout: .seconds(600))
         }
         let sends = requests.map { request in Task { try await mock.send(request) } }
-        #expect(await mock.waitForRequests(3))
+        #expect(await mock.waitForRequests(3, timeout: .seconds(60)))
         let clock = ContinuousClock()
         let started = clock.now
         // The 600 s delay and the handler that never answers would hold a shutdown that
@@ -243,7 +243,7 @@ import APNsCore
         let request = try sampleAlert.request(to: mockToken(2), environment: .sandbox)
         let task = Task { try await mock.send(request) }
         // Cancelled once the mock has the request.
-        #expect(await mock.waitForRequests(1))
+        #expect(await mock.waitForRequests(1, timeout: .seconds(60)))
         #expect(mock.requests.count == 1)
         // More never come: the wait says so when its time is up.
         #expect(await mock.waitForRequests(2, timeout: .milliseconds(20)) == false)

@@ -27,7 +27,9 @@ struct ShutdownDuringRetryTests {
             }
         }
         // Each send's first attempt was answered 503; each now waits about a minute.
-        #expect(await mock.waitForRequests(3))
+        // 60 s: a whole parallel run on a loaded machine kept the three tasks from their
+        // first request for over 10 s.
+        #expect(await mock.waitForRequests(3, timeout: .seconds(60)))
         try await Task.sleep(for: .milliseconds(50))
         let clock = ContinuousClock()
         let started = clock.now
