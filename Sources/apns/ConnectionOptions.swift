@@ -63,12 +63,12 @@ struct ConnectionOptions: ParsableArguments {
         if connectionsOption == nil, let text = Self.connectionsVariable, APNsSettings.connectionCount(text) == nil {
             throw ValidationError("APNS_CONNECTIONS is '\(text)': expected a number of connections from 1 to 64")
         }
-        if let proxy {
-            do {
-                _ = try ProxyConfiguration(url: proxy)
-            } catch {
-                throw ValidationError("--proxy: \(error)")
-            }
+        // A malformed APNS_PROXY is a usage error like a malformed --proxy (and like the
+        // other APNS_* variables above): exit status 2, before any connection.
+        do {
+            _ = try proxyConfiguration()
+        } catch {
+            throw ValidationError(error.message)
         }
         _ = try Self.seconds(connectTimeoutOption, flag: "--connect-timeout", variable: "APNS_CONNECT_TIMEOUT")
         _ = try Self.seconds(requestTimeoutOption, flag: "--request-timeout", variable: "APNS_REQUEST_TIMEOUT")

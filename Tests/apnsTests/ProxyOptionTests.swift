@@ -82,9 +82,16 @@ struct ProxyOptionTests {
                 #expect(server.statistics.accepted == 2)
             }
             let malformed = try await CLI.run(send + ["--proxy", "socks4://alice:hunter2@127.0.0.1:1080", Fixtures.goodToken])
-            #expect(malformed.status != 0)
+            #expect(malformed.status == 2, "a malformed proxy URL is a usage error: \(malformed)")
             #expect(malformed.stderr.contains("unsupported scheme 'socks4'"), "\(malformed)")
             #expect(!malformed.stderr.contains("hunter2"))
+            // The same URL from APNS_PROXY is the same usage error (as a malformed
+            // APNS_CONNECTIONS or APNS_ENVIRONMENT is), not a run-time failure.
+            let variable = try await CLI.run(send + [Fixtures.goodToken], environment: ["APNS_PROXY": "socks4://alice:hunter2@127.0.0.1:1080"])
+            #expect(variable.status == 2, "\(variable)")
+            #expect(variable.stderr.contains("APNS_PROXY"), "\(variable)")
+            #expect(variable.stderr.contains("unsupported scheme 'socks4'"), "\(variable)")
+            #expect(!variable.stderr.contains("hunter2"))
         }
     }
 

@@ -269,6 +269,37 @@ public struct APNsRequest: Sendable, Hashable {
         copy(presenting: certificate, startedAt: storage.startedAt)
     }
 
+    /// Whether the `authorization` header is written from ``providerToken`` (a device push
+    /// built with one, not given an explicit value), so that ``carrying(_:)`` can replace it.
+    package var providerTokenIsReplaceable: Bool {
+        storage.general == nil && storage.providerToken != nil && storage.devicePush.map { $0.explicitAuthorization == nil } == true
+    }
+
+    /// This request carrying `token` in its `authorization` header instead of its own, or
+    /// `nil` when the header is not the provider token's to replace (a request that is
+    /// not a device push, or whose `authorization` was given explicitly).
+    ///
+    /// For a transport that meets an older token of the same key on a connection that
+    /// already carries a newer one: sending the newer one is no token update for APNs.
+    package func carrying(_ token: ProviderToken) -> APNsRequest? {
+        guard providerTokenIsReplaceable, let push = storage.devicePush else { return nil }
+        var copy = self
+        copy.storage = Storage(
+            method: storage.method,
+            authority: storage.authority,
+            general: nil,
+            devicePush: push,
+            body: storage.body,
+            apnsID: storage.apnsID,
+            deviceToken: storage.deviceToken,
+            timeout: storage.timeout,
+            providerToken: token,
+            clientCertificate: storage.clientCertificate,
+            startedAt: storage.startedAt
+        )
+        return copy
+    }
+
     /// This request with `certificate` and `startedAt` in a new storage object, every
     /// other field the same.
     private func copy(presenting certificate: APNsClientCertificate?, startedAt: UInt64) -> APNsRequest {

@@ -18,6 +18,14 @@ import APNsCore
 /// goes to another connection or a new one, whose first token is no update. Requests
 /// without a typed token (built by hand) are never held back.
 ///
+/// A request built before a refresh can meet a connection that already carries the newer
+/// token (it waited in the queue, or came back to it from a connection that closed).
+/// Sending its older token would be an update for APNs too (the connection's token
+/// changes back); the newer token of the same key is as good for the request, so the
+/// request carries that one instead (``Verdict/sendCarrying(_:)``), and the connection
+/// neither changes its token nor retires. A request whose `authorization` the transport
+/// may not replace (one built by hand) is judged like any other token.
+///
 /// A connection slot retires for this at most once per 20 minutes: a token source that
 /// signs far more often than APNs allows (one per request, say) would otherwise turn
 /// every request into a new connection, and APNs takes rapid reconnects for abuse. Past
@@ -32,6 +40,9 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
         case send
         /// Do not: its token would be an update APNs refuses. Retire the connection.
         case retire
+        /// Send it with this token, the connection's: the request's own is an older one of
+        /// the same key.
+        case sendCarrying(ProviderToken)
     }
 
     /// The token the connection carries, and since when.
@@ -48,11 +59,19 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
     }
 
     /// Whether a request carrying `token` may go on this connection at `now` (and, if it
-    /// is a new token, notes it as the connection's).
-    mutating func admit(_ token: ProviderToken?, now: UInt64) -> Verdict {
+    /// is a new token, notes it as the connection's). `replaceable`: whether the request
+    /// may carry the connection's token instead of its own.
+    mutating func admit(_ token: ProviderToken?, now: UInt64, replaceable: Bool = false) -> Verdict {
         guard let token else { return .send }
         // Nearly every request: the same token (one reference comparison).
         if let current, current == token { return .send }
+        if replaceable, let current, token.issuedAt < current.issuedAt, token.keyID == current.keyID,
+            token.teamID == current.teamID
+        {
+            // An older token of the same key: the connection's newer one serves as well,
+            // and is no update.
+            return .sendCarrying(current)
+        }
         if current != nil, now &- since < Self.minimumInterval {
             if lastRetirement.map({ now &- $0 >= Self.minimumInterval }) ?? true {
                 lastRetirement = now

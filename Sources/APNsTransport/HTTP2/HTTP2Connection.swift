@@ -499,7 +499,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         let now = MonotonicTime.now()
         liveness.sent(now: now, firstInFlight: inFlight.isEmpty)
         var sent = 0
-        for (position, pending) in taken.enumerated() {
+        submitting: for (position, pending) in taken.enumerated() {
             if pending.deadline <= now {
                 // Its time ran out while it waited (the queue's scan runs every 10 ms):
                 // written now it would be an answer nobody waits for, and a request whose
@@ -507,17 +507,25 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                 pending.expire()
                 continue
             }
-            if tokenUpdates.admit(pending.request.providerToken, now: now) == .retire {
+            var written = pending.request
+            switch tokenUpdates.admit(pending.request.providerToken, now: now, replaceable: pending.request.providerTokenIsReplaceable) {
+            case .send:
+                break
+            case .sendCarrying(let current):
+                // An older token of the same key than the connection's: the request goes
+                // with the connection's (the answer still reaches it as its own request).
+                written = pending.request.carrying(current) ?? written
+            case .retire:
                 // A new token this soon on this connection is refused by APNs: it and the
                 // rest go back to the head of the queue, in order, for another connection
                 // (or this slot's next one), and this one drains and closes.
                 for rest in taken[position...].reversed() { pool.requeue(rest, sentBefore: false) }
                 pool.retireForTokenUpdate(self)
-                break
+                break submitting
             }
             do {
                 let streamID = try pending.markInFlight(on: self) { () throws(APNsTransportError) -> Int32 in
-                    try machine.submit(pending.request)
+                    try machine.submit(written)
                 }
                 if let streamID {
                     earliestInFlightDeadline = inFlight.isEmpty ? pending.deadline : min(earliestInFlightDeadline, pending.deadline)

@@ -42,8 +42,12 @@ struct ConnectionTokenUpdatesTests {
                 #expect(updates.admit(t0, now: at) == .send)
             } else {
                 #expect(updates.current == t50)
-                // Back to the old token (a request re-queued from before the refresh) is an
-                // update too, and too soon.
+                // Back to the old token (a request re-queued from before the refresh) would
+                // be an update too, and too soon: a request whose header the transport
+                // writes carries the connection's newer token of the same key instead...
+                #expect(updates.admit(t0, now: at + Self.minute, replaceable: true) == .sendCarrying(t50))
+                #expect(updates.current == t50)
+                // ...one built by hand cannot, and retires the connection.
                 #expect(updates.admit(t0, now: at + Self.minute) == .retire)
             }
         }
@@ -61,11 +65,64 @@ struct ConnectionTokenUpdatesTests {
         #expect(churn.admit(Self.token(issuedAt: 30), now: 30 * Self.minute) == .send)
         #expect(churn.admit(Self.token(issuedAt: 31), now: 31 * Self.minute) == .retire)  // 29 minutes after the last retirement
 
+        // Only an older token of the same key and team is replaced: a newer one is an
+        // update, and another key's token never goes on this key's connection.
+        var replacing = ConnectionTokenUpdates()
+        #expect(replacing.admit(Self.token(issuedAt: 10), now: 0) == .send)
+        #expect(replacing.admit(Self.token(issuedAt: 11), now: Self.minute, replaceable: true) == .retire)
+        let otherKey = ProviderToken(jwt: "h.c.s", issuedAt: Date(timeIntervalSince1970: 0), keyID: "ZZZ123DEFG", teamID: "DEF123GHIJ")
+        #expect(replacing.admit(otherKey, now: 2 * Self.minute, replaceable: true) == .send)  // retired a minute ago: sent, APNs says
+
         // A request with no typed token (built by hand) is never held back.
         var updates = ConnectionTokenUpdates()
         #expect(updates.admit(nil, now: 0) == .send)
         #expect(updates.admit(t0, now: 1) == .send)
         #expect(updates.admit(nil, now: 2) == .send)
+    }
+
+    /// A token source that hands out the tokens it was given, in turn (then the last).
+    final class ScriptedTokens: ProviderTokenSource {
+        private let tokens: Mutex<[ProviderToken]>
+        init(_ tokens: [ProviderToken]) { self.tokens = Mutex(tokens) }
+        func token() throws -> ProviderToken {
+            tokens.withLock { $0.count > 1 ? $0.removeFirst() : $0[0] }
+        }
+        func invalidate(_ token: ProviderToken) {}
+    }
+
+    @Test("a request carrying an older token of the connection's key goes with the connection's newer token, on the same connection")
+    func olderTokenCarriesNewer() async throws {
+        let key = try ProviderKey.generate()
+        let clock = TestClock()
+        var keys = ProviderTokenVerifier()
+        keys.register(key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        let configuration = MockAPNsServer.Configuration(
+            bundleIDs: ["com.example.app"], authentication: .providerToken(.signature(keys)), now: { clock.now() })
+        // Two real tokens of one key, signed 30 minutes apart (both within APNs' hour).
+        let older = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: ProviderTokenClock { clock.now() }).token()
+        clock.advance(minutes: 30)
+        let newer = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: ProviderTokenClock { clock.now() }).token()
+        #expect(older.issuedAt < newer.issuedAt)
+        try await withMockAPNsServer(configuration: configuration) { server in
+            let transport = try mockTransport(server) { $0.connectionCount = 1 }
+            // The newer token first (the connection carries it), then a send whose token
+            // predates it, as a request built before a refresh and sent after it is.
+            let client = APNsClient(
+                environment: .custom(host: "127.0.0.1", port: server.port),
+                credentials: .providerToken(ScriptedTokens([newer, older, newer])), transport: transport)
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+            for device in UInt8(1)...3 {
+                _ = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: device, count: 32)))
+            }
+            await client.shutdown()
+            // One connection, one token on it: no update for APNs to count, no retirement.
+            #expect(transport.statistics.connectionsOpened == 1, "\(transport.statistics)")
+            let recorded = server.recordedRequests
+            #expect(recorded.count == 3)
+            #expect(Set(recorded.map(\.connectionNumber)).count == 1)
+            #expect(recorded.allSatisfy { $0.value(of: "authorization") == newer.authorizationValue }, "\(recorded.map { $0.value(of: "authorization")?.suffix(8) })")
+            #expect(server.statistics.rejected == 0, "\(server.statistics)")
+        }
     }
 
     /// A clock a test moves: the token cache's and the mock server's.
