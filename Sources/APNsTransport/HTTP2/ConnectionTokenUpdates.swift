@@ -60,13 +60,13 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
 
     /// Whether a request carrying `token` may go on this connection at `now` (and, if it
     /// is a new token, notes it as the connection's). `replaceable`: whether the request
-    /// may carry the connection's token instead of its own.
-    mutating func admit(_ token: ProviderToken?, now: UInt64, replaceable: Bool = false) -> Verdict {
+    /// may carry the connection's token instead of its own (asked only for an older token).
+    mutating func admit(_ token: ProviderToken?, now: UInt64, replaceable: @autoclosure () -> Bool = false) -> Verdict {
         guard let token else { return .send }
         // Nearly every request: the same token (one reference comparison).
         if let current, current == token { return .send }
-        if replaceable, let current, token.issuedAt < current.issuedAt, token.keyID == current.keyID,
-            token.teamID == current.teamID
+        if let current, token.issuedAt < current.issuedAt, token.keyID == current.keyID,
+            token.teamID == current.teamID, replaceable()
         {
             // An older token of the same key: the connection's newer one serves as well,
             // and is no update.
