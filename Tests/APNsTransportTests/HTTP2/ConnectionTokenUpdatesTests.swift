@@ -92,12 +92,7 @@ struct ConnectionTokenUpdatesTests {
 
     @Test("a request carrying an older token of the connection's key goes with the connection's newer token, on the same connection")
     func olderTokenCarriesNewer() async throws {
-        let key = try ProviderKey.generate()
-        let clock = TestClock()
-        var keys = ProviderTokenVerifier()
-        keys.register(key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
-        let configuration = MockAPNsServer.Configuration(
-            bundleIDs: ["com.example.app"], authentication: .providerToken(.signature(keys)), now: { clock.now() })
+        let (key, clock, configuration) = try Self.signedTokenServer()
         // Two real tokens of one key, signed 30 minutes apart (both within APNs' hour).
         let older = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: ProviderTokenClock { clock.now() }).token()
         clock.advance(minutes: 30)
@@ -125,6 +120,18 @@ struct ConnectionTokenUpdatesTests {
         }
     }
 
+    /// A key, a clock the test moves, and a mock server configuration that checks the
+    /// key's signatures and counts token updates on that clock.
+    static func signedTokenServer() throws -> (ProviderKey, TestClock, MockAPNsServer.Configuration) {
+        let key = try ProviderKey.generate()
+        let clock = TestClock()
+        var keys = ProviderTokenVerifier()
+        keys.register(key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        let configuration = MockAPNsServer.Configuration(
+            bundleIDs: ["com.example.app"], authentication: .providerToken(.signature(keys)), now: { clock.now() })
+        return (key, clock, configuration)
+    }
+
     /// A clock a test moves: the token cache's and the mock server's.
     final class TestClock: Sendable {
         private let seconds = Mutex<Double>(1_800_000_000)
@@ -134,12 +141,7 @@ struct ConnectionTokenUpdatesTests {
 
     @Test("a connection that reconnected 10 minutes before the token's refresh is not refused TooManyProviderTokenUpdates: the new token goes on a new connection")
     func reconnectBeforeRefresh() async throws {
-        let key = try ProviderKey.generate()
-        let clock = TestClock()
-        var keys = ProviderTokenVerifier()
-        keys.register(key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
-        let configuration = MockAPNsServer.Configuration(
-            bundleIDs: ["com.example.app"], authentication: .providerToken(.signature(keys)), now: { clock.now() })
+        let (key, clock, configuration) = try Self.signedTokenServer()
         try await withMockAPNsServer(configuration: configuration) { server in
             let transport = try mockTransport(server) { $0.connectionCount = 1 }
             let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: ProviderTokenClock { clock.now() })
