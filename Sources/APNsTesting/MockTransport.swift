@@ -110,6 +110,8 @@ public final class MockTransport: PushTransport {
     }
 
     private let state = MockLock(State())
+    /// Fired when ``shutdown(gracePeriod:)`` begins (see ``waitUntilShutdown()``).
+    private let shutdownBegan = ShutdownSignal()
 
     /// A mock that accepts every request until scripted otherwise.
     public init() {}
@@ -318,6 +320,13 @@ public final class MockTransport: PushTransport {
         code: .shutdown, mayHaveReachedAPNs: true,
         detail: "the mock transport shut down (its grace period passed) before answering the request")
 
+    /// Returns once ``shutdown()`` has begun (at once if it has), or as soon as the
+    /// calling task is cancelled: a client's send waiting out a retry's backoff then ends
+    /// with its last answer, as with the HTTP/2 transport.
+    public func waitUntilShutdown() async {
+        await shutdownBegan.wait()
+    }
+
     /// Refuses new requests from now on (they fail with
     /// ``APNsCore/APNsTransportError/Code/shutdown``, not recorded) and returns when the
     /// requests in flight have been answered. As ``APNsTransport/HTTP2Transport`` does with its
@@ -341,6 +350,7 @@ public final class MockTransport: PushTransport {
                 state.shutdownWaiters.append(continuation)
                 return false
             }
+            shutdownBegan.fire()
             if resumeNow {
                 continuation.resume()
             } else if gracePeriod <= .zero {

@@ -44,4 +44,36 @@ struct ShutdownDuringRetryTests {
         // No second attempt was made.
         #expect(mock.requests.count == 3)
     }
+
+    @Test("the transport shut down on its own (a ServiceGroup stopping it): sends waiting a 60-second backoff end at once with their 503")
+    func transportShutdownEndsRetryWaits() async throws {
+        let mock = MockTransport()
+        mock.respondByDefault(with: .rejected(.serviceUnavailable))
+        let client = APNsClient.testing(
+            transport: mock, retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(60), maxDelay: .seconds(60)))
+        let sends = (1...3).map { index in
+            Task { () -> (APNsError?, Duration) in
+                let clock = ContinuousClock()
+                let started = clock.now
+                do throws(APNsError) {
+                    _ = try await client.send(PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app"), to: mockToken(index))
+                    return (nil, clock.now - started)
+                } catch {
+                    return (error, clock.now - started)
+                }
+            }
+        }
+        #expect(await mock.waitForRequests(3, timeout: .seconds(60)))
+        try await Task.sleep(for: .milliseconds(50))
+        await mock.shutdown()  // the transport only, as a ServiceGroup's graceful shutdown does
+        for send in sends {
+            let (error, took) = await send.value
+            // Not after the 30-60 s backoff, and with the 503, not `shutdown`.
+            #expect(took < .seconds(30), "the send took \(took)")
+            #expect(error?.rejection?.reason == .serviceUnavailable, "\(String(describing: error))")
+            #expect(error?.rejection?.detail?.contains("the transport shut down while the send waited to retry") == true, "\(String(describing: error))")
+        }
+        #expect(mock.requests.count == 3)
+        await client.shutdown()
+    }
 }

@@ -561,13 +561,13 @@ public final class APNsClient: Sendable {
             switch try nextStep(loop, what, logger: logger, metadata: metadata, request: build, attempts: attempts) {
             case .wait(let delay):
                 // Only a decision of the loop's state waits: `loop` exists.
-                let waited: Bool
+                let ending: RetryWaits.Ending
                 do {
-                    waited = try await retryWaits.wait(delay, sleep: sleep)
+                    ending = try await retryWaits.wait(delay, sleep: sleep, transportShutdown: { [transport] in await transport.waitUntilShutdown() })
                 } catch {
                     throw cancelledWhileWaiting(loop)
                 }
-                guard waited else { throw shutDownWhileWaiting(loop) }
+                guard ending == .waited else { throw shutDownWhileWaiting(loop, ending) }
                 retried(loop)
             case .send(let request, let providerToken):
                 let answer: Result<APNsResponse, APNsTransportError>
@@ -653,8 +653,10 @@ public final class APNsClient: Sendable {
     /// The error of a call whose client shut down during a retry's wait: what its last
     /// attempt ended in, as for a cancelled wait.
     @inline(never)
-    private func shutDownWhileWaiting(_ loop: AttemptLoop?) -> APNsError {
-        (loop?.delivery ?? Delivery(retryPolicy: retryPolicy)).cancelled("the client shut down while it waited to retry")
+    private func shutDownWhileWaiting(_ loop: AttemptLoop?, _ ending: RetryWaits.Ending) -> APNsError {
+        (loop?.delivery ?? Delivery(retryPolicy: retryPolicy)).cancelled(
+            ending == .transportShutdown
+                ? "the transport shut down while the send waited to retry" : "the client shut down while it waited to retry")
     }
 
     /// Counts the retry the loop waited for.

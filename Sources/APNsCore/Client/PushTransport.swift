@@ -96,6 +96,15 @@ public protocol PushTransport: Sendable {
     /// Stops accepting requests, lets the ones in flight finish or fail, and releases
     /// connections. Calling it again has no further effect.
     func shutdown() async
+    /// Returns once ``shutdown()`` has begun (at once if it has), or as soon as the
+    /// calling task is cancelled.
+    ///
+    /// ``APNsClient`` waits for it beside a retry's backoff: when the transport is shut
+    /// down on its own (a `ServiceGroup` stopping it), a send waiting to try again ends at
+    /// once with its last answer instead of waking later to fail with `shutdown`. The
+    /// default returns only when the task is cancelled (such waits then last their whole
+    /// backoff).
+    func waitUntilShutdown() async
 
     /// The APNs endpoint this transport connects to, when it is bound to one (an HTTP/2
     /// transport is); `nil` for a transport that sends anywhere (the mock transport).
@@ -114,6 +123,12 @@ extension PushTransport {
 
     /// No executor of its own: `nil` (tasks run where they would anyway).
     public var taskExecutor: (any TaskExecutor)? { nil }
+    /// Never tells: returns only when the calling task is cancelled.
+    public func waitUntilShutdown() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(86_400))
+        }
+    }
 
     /// The default batch: the default open-ended batch
     /// (``sendBatch(feed:maxConcurrency:makeRequest:onResult:)``, a sliding window of at

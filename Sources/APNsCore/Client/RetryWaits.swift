@@ -3,13 +3,11 @@ import Synchronization
 /// The calls of one ``APNsClient`` waiting out a retry's backoff, so that
 /// ``APNsClient/shutdown()`` can end them at once (each with what its last attempt ended
 /// in, as a cancelled wait does) and return only once none waits, instead of returning
-/// while they sleep, to have them wake later to a transport that is gone.
+/// while they sleep, to have them wake later to a transport that is gone. A wait ends
+/// the same way when the transport alone begins shutting down (a `ServiceGroup` stopping
+/// it): the attempt after it could only fail with `shutdown`.
 final class RetryWaits: Sendable {
     private struct State {
-        var isShutdown = false
-        var nextID = 0
-        /// The waits under way, by ID: each resumes with `false` when the client shuts down.
-        var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
         /// Waits under way, registered or about to be.
         var waiting = 0
         /// Shutdowns waiting for `waiting` to reach zero.
@@ -17,49 +15,50 @@ final class RetryWaits: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Fired when the client shuts down.
+    private let clientShutdown = ShutdownSignal()
 
-    /// Waits `delay` with `sleep`. Returns `true` when the delay passed, `false` when the
-    /// client shut down first (or had already); throws when the task was cancelled.
-    func wait(_ delay: Duration, sleep: @escaping @Sendable (Duration) async throws -> Void) async throws -> Bool {
+    /// How a wait ended.
+    enum Ending: Equatable {
+        /// The delay passed: try again.
+        case waited
+        /// The client shut down first (or had already).
+        case clientShutdown
+        /// The transport began shutting down: an attempt after the wait could only fail.
+        case transportShutdown
+    }
+
+    /// Waits `delay` with `sleep`, or until the client shuts down or `transportShutdown`
+    /// returns, whichever comes first; throws when the task was cancelled.
+    func wait(
+        _ delay: Duration,
+        sleep: @escaping @Sendable (Duration) async throws -> Void,
+        transportShutdown: @escaping @Sendable () async -> Void
+    ) async throws -> Ending {
         let started = state.withLock { state -> Bool in
-            guard !state.isShutdown else { return false }
+            guard !clientShutdown.isFired else { return false }
             state.waiting += 1
             return true
         }
-        guard started else { return false }
+        guard started else { return .clientShutdown }
         defer { left() }
-        return try await withThrowingTaskGroup(of: Bool.self) { group in
+        return try await withThrowingTaskGroup(of: Ending.self) { group in
             group.addTask {
                 try await sleep(delay)
-                return true
+                return .waited
             }
-            group.addTask { await self.shutdownSignal() }
+            group.addTask {
+                await self.clientShutdown.wait()
+                return .clientShutdown
+            }
+            group.addTask {
+                await transportShutdown()
+                return .transportShutdown
+            }
             defer { group.cancelAll() }
-            guard let first = try await group.next() else { return true }
+            guard let first = try await group.next() else { return .waited }
             try Task.checkCancellation()
             return first
-        }
-    }
-
-    /// Returns `false` once the client shuts down, or as soon as the task is cancelled
-    /// (the sleep beside it has then ended first, or is ending).
-    private func shutdownSignal() async -> Bool {
-        let id = state.withLock { state -> Int in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.isShutdown || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume(returning: false) }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume(returning: false)
         }
     }
 
@@ -75,12 +74,9 @@ final class RetryWaits: Sendable {
 
     /// Ends every wait under way (and refuses later ones), and returns once none is left.
     func shutdown() async {
-        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            state.isShutdown = true
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume(returning: false) }
+        // Fired under the lock that counts the waits, so that a wait either counts
+        // itself before it (and is woken) or sees it fired and does not start.
+        state.withLock { _ in clientShutdown.fire() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state -> Bool in
                 if state.waiting == 0 { return true }

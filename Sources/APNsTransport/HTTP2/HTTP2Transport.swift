@@ -136,6 +136,8 @@ public final class HTTP2Transport: PushTransport {
     private let lastRawToken = Mutex<(value: String, credential: Credential)?>(nil)
     /// Closes idle pools (see ``Configuration/credentialIdleTimeout``).
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
+    /// Fired when ``shutdown()`` begins (see ``waitUntilShutdown()``).
+    private let shutdownBegan = ShutdownSignal()
 
     /// A pool's identity: where it connects, and what its connections present.
     struct PoolKey: Hashable, Sendable {
@@ -396,8 +398,15 @@ public final class HTTP2Transport: PushTransport {
     public func shutdown() async {
         let grace = configuration.shutdownGracePeriod
         let task = pools.withLock { $0.beginShutdown(gracePeriod: grace) }
+        shutdownBegan.fire()
         sweeper.withLock { $0?.cancel() }
         await task.value
+    }
+
+    /// Returns once ``shutdown()`` has begun (at once if it has; a `ServiceGroup`'s
+    /// graceful shutdown calls it), or as soon as the calling task is cancelled.
+    public func waitUntilShutdown() async {
+        await shutdownBegan.wait()
     }
 
     /// A transport dropped without ``shutdown()`` closes its connections itself: its

@@ -46,4 +46,47 @@ struct ServiceLifecycleTests {
             }
         }
     }
+
+    @Test("graceful shutdown with a send waiting out a retry's backoff: the send ends at once with its 503, not later with shutdown")
+    func gracefulShutdownEndsRetryWaits() async throws {
+        try await withMockAPNsServer { server in
+            server.failNextRequests(1, with: .serviceUnavailable)
+            let transport = try server.makeTransport()
+            // A 60-second backoff after the 503, within the call's 120 s.
+            let client = APNsClient(
+                credentials: .certificate, transport: transport,
+                retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)),
+                requestTimeout: .seconds(120))
+            let group = ServiceGroup(
+                configuration: .init(services: [.init(service: transport)], logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            )
+            let running = Task { try await group.run() }
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+            let device = try DeviceToken(bytes: [UInt8](repeating: 7, count: 32))
+            let sending = Task { () -> (APNsError?, Duration) in
+                let clock = ContinuousClock()
+                let started = clock.now
+                do throws(APNsError) {
+                    _ = try await client.send(notification, to: device)
+                    return (nil, clock.now - started)
+                } catch {
+                    return (error, clock.now - started)
+                }
+            }
+            // Bounded wait until the 503 was answered (the send then waits to retry).
+            for _ in 0..<3000 where server.statistics.rejected < 1 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.statistics.rejected == 1)
+            try await Task.sleep(for: .milliseconds(50))
+            await group.triggerGracefulShutdown()
+            try await running.value
+            let (error, took) = await sending.value
+            #expect(took < .seconds(30), "the send took \(took)")
+            #expect(error?.rejection?.reason == .serviceUnavailable, "\(String(describing: error))")
+            #expect(error?.rejection?.detail?.contains("the transport shut down while the send waited to retry") == true, "\(String(describing: error))")
+            #expect(server.statistics.requests == 1)
+            await client.shutdown()
+        }
+    }
 }
