@@ -20,7 +20,7 @@ struct CredentialOptions: ParsableArguments {
     @Option(name: .customLong("cert-key-file"), help: ArgumentHelp("The PEM private key of a PEM --cert-file, when it is not in the same file.", valueName: "path"))
     var certKeyFile: String?
 
-    @Option(name: .customLong("cert-password"), help: ArgumentHelp("The password of the .p12 or of an encrypted PEM key (or set APNS_CERT_PASSWORD).", valueName: "password"))
+    @Option(name: .customLong("cert-password"), help: ArgumentHelp("The password of the .p12 or of an encrypted PEM key (or set APNS_CERTIFICATE_PASSWORD).", valueName: "password"))
     var certPassword: String?
 
     @Flag(name: .customLong("no-auth"), help: "Send no credentials (for a mock server that accepts any request).")

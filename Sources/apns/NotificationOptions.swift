@@ -215,21 +215,20 @@ struct NotificationOptions: ParsableArguments {
     }
 
     /// The payload as the request body. A payload built from flags with custom keys only
-    /// (a VoIP push, say) would have no `aps` key, since `Payload` omits an empty `aps`;
-    /// APNs asks for an `aps` dictionary in every payload but MDM and File Provider ones,
-    /// so an empty one is added.
+    /// (a VoIP push, say) gets an empty `aps` from `Payload` itself for every push type but
+    /// MDM and File Provider, as APNs asks; such a payload is encoded here once, so that an
+    /// alert push of custom keys alone is refused with a hint before anything is sent.
     private func body(_ payload: Payload, pushType: PushType) throws(CLIError) -> PushNotification.Body {
         guard payloadFile == nil, payload.aps.isEmpty, !payload.custom.isEmpty,
             pushType != .mdm, pushType != .fileprovider
         else { return .payload(payload) }
-        let encoded: [UInt8]
         do {
-            encoded = try payload.encoded(for: pushType)
+            _ = try payload.encoded(for: pushType)
         } catch {
             throw CLIError("the payload cannot be sent: \(error)"
                 + (pushType == .alert ? " (custom keys alone make a VoIP or background push: add --push-type voip or --content-available)" : ""))
         }
-        return .raw(Array(#"{"aps":{},"#.utf8) + encoded.dropFirst())
+        return .payload(payload)
     }
 
     private func makePayload(standardInput: () -> [UInt8]) throws(CLIError) -> Payload {

@@ -53,7 +53,7 @@ enum TLSSetup {
                 return identity
             case .failure(let error) where certificate.password == nil:
                 throw CLIError(
-                    "cannot open \(certificate.path) without a password (\(error)): give it with --cert-password or APNS_CERT_PASSWORD")
+                    "cannot open \(certificate.path) without a password (\(error)): give it with --cert-password or APNS_CERTIFICATE_PASSWORD")
             case .failure(let error):
                 throw CLIError("cannot use the certificate \(certificate.path): \(error)")
             }

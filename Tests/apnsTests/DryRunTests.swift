@@ -91,6 +91,17 @@ struct DryRunTests {
         #expect(payload["aps"] is [String: Any], "APNs asks for an aps dictionary in every payload")
     }
 
+    @Test("custom keys alone get one empty aps dictionary, written once (a JSON object's names should be unique, RFC 8259 4)",
+          arguments: ["voip", "pushtotalk", "location", "complication"])
+    func customKeysOnly(_ pushType: String) async throws {
+        let result = try await CLI.run(["send", "--no-auth", "--dry-run", "--topic", Fixtures.topic, "--push-type", pushType,
+                                        "--custom", "caller=\"Ann\"", Fixtures.goodToken])
+        #expect(result.status == 0, "\(result)")
+        // The body line as Apple's examples write it: compact, aps first.
+        #expect(result.lines.contains { $0.hasPrefix(#"{"aps":{},"caller":"Ann"}"#) }, "\(result)")
+        #expect(result.stdout.components(separatedBy: #""aps""#).count == 2, "aps written more than once: \(result)")
+    }
+
     @Test("with a .p8 key the authorization header is described, never signed or shown")
     func authorizationIsNotShown() async throws {
         let directory = try CLI.temporaryDirectory()

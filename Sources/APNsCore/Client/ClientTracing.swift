@@ -7,7 +7,7 @@ import Tracing
 /// |---|---|
 /// | `APNs notification` (client kind) | `apns.push_type`, `apns.id`, `apns.outcome` (`accepted`, `rejected`, `failed`, `invalid`), `apns.status`, `apns.reason`, `apns.attempts`, `apns.may_have_reached_apns` |
 /// | `APNs batch` | `apns.batch.count`, `apns.batch.accepted`, `apns.batch.rejected`, `apns.batch.failed` |
-/// | `APNs channel call` (client kind) | `apns.operation` (`broadcast`, `create`, `read`, `list`, `delete`), `apns.request_id`, `apns.outcome`, `apns.status`, `apns.reason`, `apns.attempts`, `apns.may_have_reached_apns` |
+/// | `APNs channel call` (client kind) | `apns.operation` (`broadcast`, `create`, `read`, `list`, `delete`), `apns.request_id`, `apns.outcome`, `apns.status` and `apns.reason` (when refused), `apns.attempts`, `apns.may_have_reached_apns` |
 ///
 /// A failed or rejected notification's span records its error and has the error status.
 /// With swift-distributed-tracing's no-op tracer (nothing bootstrapped) no span is made.

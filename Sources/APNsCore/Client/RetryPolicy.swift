@@ -23,8 +23,10 @@ import Foundation
 /// It never retries anything else: not BadDeviceToken, DeviceTokenNotForTopic, Forbidden,
 /// ExpiredToken, Unregistered or PayloadTooLarge, and not a failure that may have reached
 /// APNs unless ``retriesFailuresThatMayHaveReachedAPNs`` is set (a retry could then deliver
-/// the notification twice; timeouts, sent or not, are then retried too). Every retry
-/// reuses the notification's `apns-id`.
+/// the notification twice). Every retry reuses the notification's `apns-id`. A timeout
+/// is not retried even then: an attempt times out only when the call's one deadline has
+/// passed, so no time is left for another (a custom transport that times out earlier
+/// than the deadline it is given has its timeouts retried under that setting).
 ///
 /// The delay before retry *n* (1, 2, …) is drawn uniformly from `[d/2, d]`, where
 /// `d = min(maxDelay, baseDelay × 2^(n-1))` ("equal jitter").
@@ -51,8 +53,9 @@ public struct RetryPolicy: Sendable, Hashable {
     public var baseDelay: Duration
     /// The largest delay bound.
     public var maxDelay: Duration
-    /// Whether to retry transport failures that may have reached APNs (timeouts, closed
-    /// connections, reset streams), accepting that a notification may arrive twice.
+    /// Whether to retry transport failures that may have reached APNs (closed connections,
+    /// reset streams), accepting that a notification may arrive twice. A timeout ends the
+    /// call all the same: it comes only once the call's deadline has passed.
     public var retriesFailuresThatMayHaveReachedAPNs: Bool
 
     /// Creates a policy; `maxAttempts` below 1 counts as 1.

@@ -409,7 +409,7 @@ public struct APNsSettings: Sendable {
     /// least a millisecond (`0.001`; less would round to no time at all), at most a day;
     /// `nil` otherwise.
     package static func duration(seconds text: String) -> Duration? {
-        guard let seconds = Double(text), seconds.isFinite, seconds <= 86_400 else { return nil }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0.001, seconds <= 86_400 else { return nil }
         let milliseconds = Int64((seconds * 1000).rounded())
         guard milliseconds >= 1 else { return nil }
         return .milliseconds(milliseconds)

@@ -16,6 +16,8 @@ final class ChannelKeepingTransport: PushTransport {
         func withLock<T>(_ body: (inout [(id: String, policy: Int)]) -> T) -> T { channels.withLock { body(&$0) } }
     }
     let mock: MockTransport
+    /// Bound to the sandbox, as the article's `HTTP2Transport` is.
+    var environment: APNsEnvironment? { .sandbox }
 
     init() {
         let channels = Channels()
@@ -63,7 +65,7 @@ final class ChannelKeepingTransport: PushTransport {
         let transport = ChannelKeepingTransport()
 
         // ## Create a channel for each event
-        let client = APNsClient(environment: .sandbox, credentials: .providerToken(tokens), transport: transport)
+        let client = APNsClient(credentials: .providerToken(tokens), transport: transport)  // the transport's environment
         let created = try await client.createChannel(bundleID: "com.example.scores", storagePolicy: .mostRecentMessage)
         var channel = created.value
         print(created.requestID)   // the apns-request-id APNs echoed, for Apple's support

@@ -76,7 +76,6 @@ private final class RetryQueue: Sendable {
         let transport = MockTransport()
         let tokenSource = CoreCountingTokenSource()
         let client = APNsClient(
-            environment: .production,
             credentials: .providerToken(tokenSource),
             transport: transport,
             retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(500), maxDelay: .seconds(30))

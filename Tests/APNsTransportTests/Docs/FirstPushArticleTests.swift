@@ -14,7 +14,7 @@ func makeClient(keyFile: String) throws -> APNsClient {
     let key = try ProviderKey(contentsOfFile: keyFile)  // AuthKey_ABC123DEFG.p8
     let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
     let transport = HTTP2Transport(configuration: .init(environment: .sandbox))
-    return APNsClient(environment: .sandbox, credentials: .providerToken(tokens), transport: transport)
+    return APNsClient(credentials: .providerToken(tokens), transport: transport)  // sends where the transport connects
 }
 
 /// Sends one alert; returns `false` when the app should forget the device token.

@@ -14,9 +14,8 @@ func migrationClient(privateKeyPEM: String) throws -> APNsClient {
     let key = try ProviderKey(pemRepresentation: privateKeyPEM)
     let tokens = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
     let client = APNsClient(
-        environment: .sandbox,
         credentials: .providerToken(tokens),
-        transport: HTTP2Transport(configuration: .init(environment: .sandbox))
+        transport: HTTP2Transport(configuration: .init(environment: .sandbox))  // the environment, stated once
     )
     return client
 }
