@@ -119,6 +119,14 @@ extension ProxyConfiguration: CustomStringConvertible, CustomDebugStringConverti
 }
 
 extension ProxyConfiguration {
+    /// Throws, as permanent (every attempt would fail the same way, after a connection to
+    /// the proxy), when ``credentialProblem`` names one.
+    func checkCredentials() throws(APNsTransportError) {
+        if let problem = credentialProblem {
+            throw APNsTransportError.connectionFailed("the proxy \(host):\(port) configuration \(problem)").permanent
+        }
+    }
+
     /// What makes the credentials impossible to send to this kind of proxy, or `nil`: a
     /// colon in a Basic user name or a control character in its user name or password
     /// (RFC 7617 §2), a SOCKS5 user name not 1 to 255 bytes or a password over 255 (RFC

@@ -207,9 +207,7 @@ enum ProxyTunnel {
         if endpoint.host.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) {
             throw APNsTransportError.connectionFailed("the host name contains a line break").permanent
         }
-        if let problem = proxy.credentialProblem {
-            throw APNsTransportError.connectionFailed("the proxy \(proxy.host):\(proxy.port) configuration \(problem)").permanent
-        }
+        try proxy.checkCredentials()  // the request must never carry credentials it cannot
         var request = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n"
         if let username = proxy.username {
             let credentials = Data("\(username):\(proxy.password ?? "")".utf8).base64EncodedString()

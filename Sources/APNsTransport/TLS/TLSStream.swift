@@ -112,10 +112,8 @@ final class TLSStream: @unchecked Sendable {
         let context = try SSLContext.client(configuration: configuration)
 
         if let proxy = configuration.proxy {
-            if let problem = proxy.credentialProblem {
-                // Every attempt would fail the same way, after a connection to the proxy.
-                throw APNsTransportError.connectionFailed("the proxy \(proxy.host):\(proxy.port) configuration \(problem)").permanent
-            }
+            // Before any connection to the proxy.
+            try proxy.checkCredentials()
             let fd: Int32
             do {
                 fd = try TCPConnector.connect(host: proxy.host, port: proxy.port, deadline: deadline)
