@@ -507,14 +507,15 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                 pending.expire()
                 continue
             }
-            var written = pending.request
+            // Set only in the rare case below, so the common path copies nothing.
+            var substitute: APNsRequest?
             switch tokenUpdates.admit(pending.request.providerToken, now: now, replaceable: pending.request.providerTokenIsReplaceable) {
             case .send:
                 break
             case .sendCarrying(let current):
                 // An older token of the same key than the connection's: the request goes
                 // with the connection's (the answer still reaches it as its own request).
-                written = pending.request.carrying(current) ?? written
+                substitute = pending.request.carrying(current)
             case .retire:
                 // A new token this soon on this connection is refused by APNs: it and the
                 // rest go back to the head of the queue, in order, for another connection
@@ -525,7 +526,8 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             }
             do {
                 let streamID = try pending.markInFlight(on: self) { () throws(APNsTransportError) -> Int32 in
-                    try machine.submit(written)
+                    if let substitute { return try machine.submit(substitute) }
+                    return try machine.submit(pending.request)
                 }
                 if let streamID {
                     earliestInFlightDeadline = inFlight.isEmpty ? pending.deadline : min(earliestInFlightDeadline, pending.deadline)
