@@ -128,9 +128,9 @@ enum RequestFate: Sendable, Hashable {
     ///
     /// ``TLSStream`` throws ``APNsCore/APNsTransportError/Code/tlsFailure`` after the
     /// handshake only when nothing can have been processed: the server refused the client
-    /// certificate (an alert; it never reads the requests of a client it did not accept),
-    /// or a TLS error ended the session before the server sent any data (an HTTP/2 server
-    /// sends SETTINGS before any response, so no HTTP/2 frame has arrived).
+    /// certificate (an alert; it never reads the requests of a client it did not accept).
+    /// Any other TLS failure after the handshake ends the session as closed, and the
+    /// requests written on it may have reached APNs, even when no data had arrived yet.
     ///
     /// Such requests fail with that error and `mayHaveReachedAPNs == false`; they are not
     /// re-queued. Re-queuing is for refusals that another connection may not repeat

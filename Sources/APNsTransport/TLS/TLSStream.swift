@@ -382,15 +382,19 @@ final class TLSStream: @unchecked Sendable {
         }
     }
 
-    /// The TLS error for a failure that means the server processed nothing, or `nil`:
+    /// The TLS error for a failure that means the server processed nothing, or `nil`: a
+    /// client certificate alert on a TLS 1.3 session, at any time. The client's handshake
+    /// ends before the server has checked the client certificate, so its refusal arrives
+    /// on the first read, after requests may have been written; a server that refuses the
+    /// certificate never reads them.
     ///
-    /// - a client certificate alert on a TLS 1.3 session, at any time: the client's
-    ///   handshake ends before the server has checked the client certificate, so its
-    ///   refusal arrives on the first read, after requests may have been written; a server
-    ///   that refuses the certificate never reads them;
-    /// - any other TLS error (an alert, a record that cannot be decrypted) before the
-    ///   server sent any application data: an HTTP/2 server sends its SETTINGS before
-    ///   anything else, so it answered no request and processed none.
+    /// Any other TLS error once the handshake is done (another alert, a record that cannot
+    /// be decrypted) is not such a proof, even before the server sent any data: a server
+    /// may process a request before its SETTINGS arrive (RFC 9113 §3.4 lets the client
+    /// send before it has the server's preface), and a record cut or forged on the way
+    /// can be the one that carried them. Requests written on such a session may have
+    /// reached APNs (an outside audit's server read a request, sent nothing, then a
+    /// corrupt record: it was reported "processed nothing" and sent five times).
     ///
     /// Called with `lock` held.
     private func tlsFailure(ssl: OpaquePointer, sslError: Int32, errors: OpenSSLErrors, errno systemError: Int32) -> APNsTransportError? {
@@ -403,11 +407,6 @@ final class TLSStream: @unchecked Sendable {
                 ssl: ssl, sslError: sslError, errors: errors, errno: systemError,
                 host: host, where: endpointDescription, configuration: configuration))
             return HandshakeFailure.isPermanent(errors) ? failure.permanent : failure
-        }
-        if !state.receivedData {
-            return .tlsFailure(
-                "the TLS session with \(endpointDescription) failed before the server sent any data "
-                    + "(\(errors.text(or: "SSL error \(sslError)"))); the server processed nothing")
         }
         return nil
     }
