@@ -396,6 +396,14 @@ public final class APNsClient: Sendable {
         )
     }
 
+    /// The name a refusal's reason has as a logged condition: Apple's reasons their own,
+    /// every other one `other` (a server inventing a reason per answer would otherwise
+    /// make each answer a new condition, a warning and an entry kept per notification).
+    static func conditionName(of reason: APNsReason?) -> String {
+        guard let reason else { return "none" }
+        return reason.isDocumented ? reason.rawValue : "other"
+    }
+
     /// Logs `error`, which ends a call after `attempt`, as every call does: a warning the
     /// first time the credentials are refused (once per reason until something is
     /// accepted again, and at most once a minute, see ``ConditionLog``), debug otherwise;
@@ -411,7 +419,7 @@ public final class APNsClient: Sendable {
     ) {
         var level: Logger.Level = .debug
         if error.rejection?.remedy == .fixCredentials,
-            conditions.begins("credentials:" + (error.rejection?.reason?.rawValue ?? "none"))
+            conditions.begins("credentials:" + Self.conditionName(of: error.rejection?.reason))
         {
             level = .warning
         }

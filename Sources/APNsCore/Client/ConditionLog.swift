@@ -19,6 +19,10 @@ package final class ConditionLog: Sendable {
     private let anyActive = Atomic<Bool>(false)
     /// How long after a warning a condition that ended and came back stays at debug.
     package let quietPeriod: Duration
+    /// How many warning times are kept before those past ``quietPeriod`` are forgotten.
+    static let pruneThreshold = 64
+    /// How many warning times are kept now (for tests).
+    package var rememberedWarnings: Int { state.withLock { $0.lastWarned.count } }
     private let now: @Sendable () -> ContinuousClock.Instant
 
     /// A log whose conditions warn again, once ended, no sooner than `quietPeriod` after
@@ -37,6 +41,13 @@ package final class ConditionLog: Sendable {
             guard inserted else { return false }
             let time = now()
             if let last = state.lastWarned[condition], time - last < quietPeriod { return false }
+            if state.lastWarned.count >= Self.pruneThreshold {
+                // A warning older than the quiet period no longer holds anything back:
+                // forgetting it changes nothing, and keeps the table as small as the
+                // conditions that warned in the last `quietPeriod`.
+                let quietPeriod = quietPeriod
+                state.lastWarned = state.lastWarned.filter { time - $0.value < quietPeriod }
+            }
             state.lastWarned[condition] = time
             return true
         }

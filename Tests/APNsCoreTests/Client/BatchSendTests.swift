@@ -310,6 +310,42 @@ import Testing
         #expect(!log.begins("credentials:InvalidProviderToken"))
     }
 
+    /// A condition log keeps no more warning times than the conditions that warned within
+    /// its quiet period (a hostile server inventing a reason per answer grew it by one
+    /// entry per notification: 191 MB for 10,000 answers with 16 KB reasons).
+    @Test func conditionLogForgetsWarningsPastTheQuietPeriod() {
+        let start = ContinuousClock.now
+        let elapsed = Mutex(Duration.zero)
+        let log = ConditionLog(quietPeriod: .seconds(60), now: { start + elapsed.withLock { $0 } })
+        for index in 0..<10_000 {
+            elapsed.withLock { $0 = .milliseconds(100 * index) }  // ten new conditions a second
+            #expect(log.begins("condition \(index)"))
+            log.end("condition \(index)")
+        }
+        // At most the last minute's 600 warnings, and the threshold's worth besides.
+        #expect(log.rememberedWarnings <= 600 + 64, "\(log.rememberedWarnings)")
+        // What is still within the quiet period still holds the condition back.
+        #expect(!log.begins("condition 9999"))
+    }
+
+    /// Refusals with reasons Apple does not document are one condition: a server that
+    /// invents a reason per answer gets one warning, not one per notification.
+    @Test func undocumentedRefusalsWarnOnce() async {
+        let store = CoreCapturingLogHandler.Store()
+        let logger = Logger(label: "test") { _ in CoreCapturingLogHandler(store: store) }
+        let mock = MockTransport()
+        let tokens = (0..<300).map { mockToken(30_000 + $0) }
+        for (index, token) in tokens.enumerated() {
+            mock.respond(to: token, with: .rejected(APNsReason(rawValue: "Invented\(index)"), status: 403))
+        }
+        let client = APNsClient.testing(transport: mock, logger: logger)
+        let outcomes = await client.send(sampleAlert, to: tokens)
+        #expect(outcomes.allSatisfy { $0.error?.rejection?.status == 403 })
+        let warnings = store.all.filter { $0.hasPrefix("warning") }
+        #expect(warnings.count == 1, "\(warnings.count) warnings")
+        #expect(client.conditions.rememberedWarnings <= 2)
+    }
+
     /// An invalid notification: every index is handed over as invalid, nothing is sent.
     @Test func streamingBatchOfAnInvalidNotification() async {
         let mock = MockTransport()
