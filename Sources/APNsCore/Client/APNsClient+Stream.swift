@@ -346,7 +346,11 @@ final class StreamWindow: Sendable {
 
     /// Returns at once while there is room for another element; otherwise when half the
     /// room is free again, when reading stopped, or when the task is cancelled.
-    func waitForRoom() async {
+    ///
+    /// `nonisolated(nonsending)`: it runs on the reader's executor, so a batch read on an
+    /// actor (the main actor, a service's) does not hop off it and back for every element
+    /// (an outside audit counted one executor job, a heap allocation, per notification).
+    nonisolated(nonsending) func waitForRoom() async {
         while true {
             let full = state.withLock { state -> Bool in
                 guard !stopped.load(ordering: .acquiring), state.buffered + state.retrying >= capacity else { return false }

@@ -433,3 +433,54 @@ struct MainActorTokens: AsyncSequence {
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count, log: log) }
 }
+
+/// A streamed batch read on an actor stays on it: the reader does not hop to the global
+/// executor and back for every element (an outside audit counted one executor job, a
+/// heap allocation, per notification when the batch was started from the main actor).
+@Suite(.timeLimit(.minutes(2))) struct StreamedBatchIsolationTests {
+    /// A serial executor that counts the jobs it is given.
+    final class CountingExecutor: SerialExecutor, @unchecked Sendable {
+        // @unchecked: `queue` is itself thread-safe; `jobs` is atomic.
+        let jobs = Atomic<Int>(0)
+        private let queue = DispatchQueue(label: "counting-executor")
+        func enqueue(_ job: consuming ExecutorJob) {
+            jobs.wrappingAdd(1, ordering: .relaxed)
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+        }
+        func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+    }
+
+    /// Device tokens from an array, each read without suspending (as a sequence that
+    /// implements `next(isolation:)` is).
+    struct ArrayFeed: AsyncSequence {
+        let tokens: [DeviceToken]
+        struct Iterator: AsyncIteratorProtocol {
+            var rest: ArraySlice<DeviceToken>
+            mutating func next() async -> DeviceToken? { rest.popFirst() }
+            mutating func next(isolation actor: isolated (any Actor)?) async -> DeviceToken? { rest.popFirst() }
+        }
+        func makeAsyncIterator() -> Iterator { Iterator(rest: tokens[...]) }
+    }
+
+    actor Reader {
+        let executor = CountingExecutor()
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+        func send(_ tokens: [DeviceToken], with client: APNsClient) async -> APNsBatchSummary {
+            await client.send(sampleAlert, to: ArrayFeed(tokens: tokens), maxConcurrency: 100) { _, _ in }
+        }
+    }
+
+    @Test func readingOnAnActorDoesNotHopPerElement() async {
+        let count = 2_000
+        let client = APNsClient.testing(transport: MockTransport())
+        let reader = Reader()
+        let summary = await reader.send((0..<count).map { mockToken($0) }, with: client)
+        #expect(summary == APNsBatchSummary(accepted: count, rejected: 0, failed: 0))
+        // The reader resumes on its actor when it waited for room (about once per half
+        // window), not once per element.
+        let jobs = reader.executor.jobs.load(ordering: .relaxed)
+        #expect(jobs < count / 4, "\(jobs) jobs on the reader's executor for \(count) notifications")
+    }
+}
