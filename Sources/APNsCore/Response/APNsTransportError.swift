@@ -17,7 +17,7 @@
 /// | ``Code/cancelled`` | given | the task was cancelled (true once the request was written) |
 /// | ``Code/connectionClosed`` | true | the connection closed after the request was written |
 /// | ``Code/streamReset`` | true | RST_STREAM with another error code |
-/// | ``Code/protocolError`` | true | the peer broke HTTP/2, or the response could not be read |
+/// | ``Code/protocolError`` | true (false when the request's body was not all written) | the peer broke HTTP/2, or the response could not be read |
 /// | ``Code/responseTooLarge`` | true | the response's headers or body passed the transport's limit; ``responseStatus`` says what APNs answered (200: accepted) |
 ///
 /// ``description`` says what happened and where, for logs and people (the code, then
