@@ -136,7 +136,11 @@ extension APNsClient {
             onOutcome(index, outcome)
         }
         let feed = RequestFeed()
-        let (retries, retryInput) = AsyncStream.makeStream(of: StreamedRetry.self)
+        // Not an AsyncStream: its iteration ends when the task is cancelled, and the
+        // retries still queued in it (each read, sent and answered 503, say) would then
+        // get no outcome at all. This queue is drained to the end, cancelled or not.
+        let retries = RetryQueue()
+        let retryInput = retries
         var failure: Source.Failure?
         var read = 0
         await withTaskGroup(of: Void.self) { group in
@@ -218,10 +222,12 @@ extension APNsClient {
 
     /// Runs each retry of a streamed batch through the attempt loop, at most `width` at
     /// once, until the batch's first attempts are over and every retry has ended.
-    private func runRetries(_ retries: AsyncStream<StreamedRetry>, width: Int, pass: BatchPass, window: StreamWindow) async {
+    private func runRetries(_ retries: RetryQueue, width: Int, pass: BatchPass, window: StreamWindow) async {
         await withTaskGroup(of: Void.self) { group in
             var running = 0
-            for await retry in retries {
+            // Every retry queued gets its outcome, also once the task is cancelled: the
+            // attempt loop then ends it at once with the answer it last got.
+            while let retry = await retries.next() {
                 if running == width {
                     await group.next()
                     running -= 1
@@ -256,6 +262,68 @@ struct StreamedDelivery: Sendable {
     let deviceToken: DeviceToken
     let pushType: PushType
     let notification: Result<(PushNotification.Prepared, APNsID?), APNsRequestError>
+}
+
+/// The retries of a streamed batch, from the transport's threads to the task that runs
+/// them: a queue whose one reader is not stopped by cancellation. It returns every retry
+/// put in it, then `nil` once ``finish()`` was called and nothing is left (the transport's
+/// batch has returned, so no first attempt can end in a retry any more).
+final class RetryQueue: Sendable {
+    private struct State {
+        var items: [StreamedRetry] = []
+        var head = 0
+        var finished = false
+        var waiter: CheckedContinuation<StreamedRetry?, Never>?
+    }
+    private let state = Mutex(State())
+
+    /// Queues `retry` (or hands it to the waiting reader).
+    func yield(_ retry: StreamedRetry) {
+        let waiter = state.withLock { state -> CheckedContinuation<StreamedRetry?, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.items.append(retry)
+            return nil
+        }
+        waiter?.resume(returning: retry)
+    }
+
+    /// No more retries come: the reader gets `nil` once the queue is empty.
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<StreamedRetry?, Never>? in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// The next retry, waiting for one; `nil` once finished and empty. Cancellation does
+    /// not end it (see ``RetryQueue``).
+    func next() async -> StreamedRetry? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<StreamedRetry?, Never>) in
+            let now = state.withLock { state -> StreamedRetry?? in
+                if state.head < state.items.count {
+                    let item = state.items[state.head]
+                    state.head += 1
+                    if state.head == state.items.count {
+                        state.items.removeAll(keepingCapacity: true)
+                        state.head = 0
+                    } else if state.head >= 1024, state.head * 2 >= state.items.count {
+                        state.items.removeFirst(state.head)
+                        state.head = 0
+                    }
+                    return .some(item)
+                }
+                if state.finished { return .some(nil) }
+                state.waiter = continuation
+                return .none
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
 }
 
 /// A delivery of a streamed batch that goes on after its first attempt.

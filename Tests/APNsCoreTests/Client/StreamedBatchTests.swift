@@ -263,6 +263,43 @@ import Testing
         #expect(Set(byIndex.keys) == Set(0..<read))
     }
 
+    /// Cancelled while notifications answered 503 wait to be retried: each still gets
+    /// exactly one outcome, the answer it last got. (The retries went through an
+    /// AsyncStream, whose iteration ends at cancellation: those still queued in it got no
+    /// outcome at all, up to 128 in one call in an outside audit.)
+    @Test func cancelledStreamGivesQueuedRetriesTheirOutcome() async throws {
+        for iteration in 0..<20 {
+            let mock = MockTransport()
+            mock.respondByDefault(with: .rejected(.serviceUnavailable))
+            let pulled = SharedCount()
+            let tokens = CountingTokens(count: 100_000, pulled: pulled)
+            let outcomes = Mutex<[Int: [String]]>([:])
+            // Real delays between attempts, so that retries queue up behind the 50 that run.
+            let client = APNsClient(
+                environment: .sandbox, credentials: .certificate, transport: mock,
+                retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(50), maxDelay: .milliseconds(50)),
+                requestTimeout: .seconds(120))
+            let task = Task {
+                await client.send(sampleAlert, to: tokens, maxConcurrency: 50) { index, outcome in
+                    outcomes.withLock { $0[index, default: []].append(outcomeKind(outcome)) }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(5 + 3 * iteration))
+            task.cancel()
+            let summary = await task.value
+            let read = pulled.current
+            let byIndex = outcomes.withLock { $0 }
+            #expect(Set(byIndex.keys) == Set(0..<read), "iteration \(iteration): \(read) read, \(byIndex.count) outcomes")
+            #expect(byIndex.values.allSatisfy { $0.count == 1 }, "iteration \(iteration)")
+            #expect(summary.total == read, "iteration \(iteration): summary \(summary), \(read) read")
+            // A notification answered 503 ends with that answer, never as 'cancelled, never sent'.
+            let answered = Set(mock.requests.compactMap(\.deviceToken))
+            for (index, kinds) in byIndex where kinds.first?.hasPrefix("failed") == true {
+                #expect(!answered.contains(mockToken(index)), "iteration \(iteration): index \(index) was answered 503, yet \(kinds)")
+            }
+        }
+    }
+
     /// The transport shut down during an endless stream: once a send fails with
     /// `shutdown`, the sequence is no longer read and the call returns by itself (its task
     /// is not cancelled), with one outcome for each element read. What can fail with
