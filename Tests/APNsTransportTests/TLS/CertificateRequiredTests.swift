@@ -41,24 +41,16 @@ struct CertificateRequiredTests {
                 accepts: 8)
             return (process.background, process.port)
         case .python:
-            let process = try BackgroundProcess("/usr/bin/python3", ["-c", """
-                import socket, ssl
-                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                ctx.load_cert_chain("\(pki.path("server.pem"))", "\(pki.path("server.key"))")
-                ctx.load_verify_locations("\(pki.path("ca.pem"))")
-                ctx.verify_mode = ssl.CERT_REQUIRED
-                ctx.set_alpn_protocols(["h2"])
-                v = ssl.TLSVersion.\(version == .tls13 ? "TLSv1_3" : "TLSv1_2")
-                ctx.minimum_version = v; ctx.maximum_version = v
-                s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
-                s.settimeout(30)
-                print("PORT", s.getsockname()[1], flush=True)
-                for _ in range(8):
-                    try:
-                        c, _ = s.accept()
-                    except socket.timeout:
-                        break
-                    c.settimeout(10)
+            let process = try BackgroundProcess("/usr/bin/python3", ["-c", pythonTLSServerScript(
+                context: """
+                    ctx.load_cert_chain("\(pki.path("server.pem"))", "\(pki.path("server.key"))")
+                    ctx.load_verify_locations("\(pki.path("ca.pem"))")
+                    ctx.verify_mode = ssl.CERT_REQUIRED
+                    ctx.set_alpn_protocols(["h2"])
+                    v = ssl.TLSVersion.\(version == .tls13 ? "TLSv1_3" : "TLSv1_2")
+                    ctx.minimum_version = v; ctx.maximum_version = v
+                    """,
+                connection: """
                     try:
                         t = ctx.wrap_socket(c, server_side=True)
                         print("ACCEPTED", t.version(), flush=True)
@@ -67,7 +59,7 @@ struct CertificateRequiredTests {
                     except Exception as e:
                         print("REFUSED", e, flush=True)
                         c.close()
-                """], log: "python-cert-required")
+                    """)], log: "python-cert-required")
             var port = 0
             _ = process.waitForLog { log in
                 port = log.split(separator: "\n").first { $0.hasPrefix("PORT ") }.flatMap { Int($0.dropFirst(5)) } ?? 0

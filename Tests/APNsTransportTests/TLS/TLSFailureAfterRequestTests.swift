@@ -18,20 +18,13 @@ struct TLSFailureAfterRequestTests {
     /// until a frame with END_STREAM has come (a whole request, which it logs),
     /// sends no HTTP/2 byte, then writes a bogus application-data record on the TCP
     /// socket beneath the TLS session, which the client cannot decrypt.
-    static let server = """
-        import socket, ssl, struct, sys, os
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(sys.argv[1], sys.argv[2])
-        ctx.set_alpn_protocols(["h2"])
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
-        s.settimeout(30)
-        print("PORT", s.getsockname()[1], flush=True)
-        for _ in range(8):
-            try:
-                c, _ = s.accept()
-            except socket.timeout:
-                break
-            c.settimeout(10)
+    static let server = pythonTLSServerScript(
+        modules: "struct, sys, os",
+        context: """
+            ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+            ctx.set_alpn_protocols(["h2"])
+            """,
+        connection: """
             t = ctx.wrap_socket(c, server_side=True)
             data = b""
             try:
@@ -53,7 +46,7 @@ struct TLSFailureAfterRequestTests {
             except Exception as e:
                 print("ERROR", e, flush=True)
             t.close()
-        """
+            """)
 
     @Test("the request fails as 'may have reached APNs' and is not sent again by the transport")
     func corruptRecordBeforeAnyData() async throws {

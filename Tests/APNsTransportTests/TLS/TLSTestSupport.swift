@@ -298,6 +298,29 @@ final class OpenSSLServer: Sendable {
     func stop() { background.stop() }
 }
 
+/// A Python TLS server's script: it listens on 127.0.0.1 with an OS-chosen port (printed
+/// as `PORT <n>`), accepts up to 8 connections (each socket `c` with a 10 s timeout) and
+/// hands each to `connection`. `context` configures `ctx`, an
+/// `ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)`; `modules` are imported besides socket and ssl.
+func pythonTLSServerScript(modules: String = "", context: String, connection: String) -> String {
+    let handler = connection.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }.joined(separator: "\n")
+    return """
+        import socket, ssl\(modules.isEmpty ? "" : ", " + modules)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        \(context)
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+        s.settimeout(30)
+        print("PORT", s.getsockname()[1], flush=True)
+        for _ in range(8):
+            try:
+                c, _ = s.accept()
+            except socket.timeout:
+                break
+            c.settimeout(10)
+        \(handler)
+        """
+}
+
 extension TLSConfiguration {
     /// Trusts only the test CA.
     static func trustingTestCA(clientIdentity: ClientIdentity? = nil, proxy: ProxyConfiguration? = nil) throws -> TLSConfiguration {
