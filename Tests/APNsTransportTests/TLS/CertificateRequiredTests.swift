@@ -77,13 +77,7 @@ struct CertificateRequiredTests {
     func everyRequestFailsAsNeverSent(server kind: Server, version: Version) async throws {
         let (server, port) = try Self.start(kind, version)
         defer { server.stop() }
-        var configuration = HTTP2Transport.Configuration(
-            environment: .custom(host: "127.0.0.1", port: port),
-            tls: try .trustingTestCA(),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
-        configuration.connectionCount = 1
-        let transport = HTTP2Transport(configuration: configuration)
+        let transport = try HTTP2Transport.oneConnectionTrustingTestCA(port: port)
         let results = try await sendToMock(transport, port: port, indices: 0..<3, timeout: .seconds(30))
         let statistics = transport.statistics
         await transport.shutdown()

@@ -57,13 +57,7 @@ struct TLSFailureAfterRequestTests {
         guard let port = process.waitForPortLine() else {
             throw HarnessError(description: "the Python server did not start: \(process.log)")
         }
-        var configuration = HTTP2Transport.Configuration(
-            environment: .custom(host: "127.0.0.1", port: port),
-            tls: try .trustingTestCA(),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
-        configuration.connectionCount = 1
-        let transport = HTTP2Transport(configuration: configuration)
+        let transport = try HTTP2Transport.oneConnectionTrustingTestCA(port: port)
         let request = try mockPush(1, port: port, timeout: .seconds(20))
         let outcome: Result<APNsResponse, APNsTransportError>
         do throws(APNsTransportError) {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import TestTools
 import Testing
 @testable import APNsTransport
@@ -319,6 +320,20 @@ func pythonTLSServerScript(modules: String = "", context: String, connection: St
             c.settimeout(10)
         \(handler)
         """
+}
+
+extension HTTP2Transport {
+    /// A transport of one connection to 127.0.0.1:`port` that trusts only the test CA and
+    /// logs nothing.
+    static func oneConnectionTrustingTestCA(port: Int) throws -> HTTP2Transport {
+        var configuration = HTTP2Transport.Configuration(
+            environment: .custom(host: "127.0.0.1", port: port),
+            tls: try .trustingTestCA(),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        configuration.connectionCount = 1
+        return HTTP2Transport(configuration: configuration)
+    }
 }
 
 extension TLSConfiguration {
