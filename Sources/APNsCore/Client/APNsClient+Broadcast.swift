@@ -192,22 +192,18 @@ extension APNsClient {
     ) async throws(APNsError) -> ChannelResponse<[ChannelID]> {
         try await manageChannels(.list, bundleID: bundleID, requestID: requestID) { response in
             guard response.status == 200 else { return nil }
-            guard let list = try? JSONDecoder().decode(ChannelListBody.self, from: Data(response.body)).channels else {
+            switch ChannelListReader.channels(in: response.body) {
+            case .success(let channels):
+                return .success(channels)
+            case .failure(.notAList):
                 return .failure(
                     .failed(.protocolError("APNs answered 200 with a body that is not {\"channels\": [...]}"))
                 )
+            case .failure(.entry(let index)):
+                return .failure(
+                    .failed(.protocolError("entry \(index) of the channel list is not a base64 channel ID"))
+                )
             }
-            var channels: [ChannelID] = []
-            channels.reserveCapacity(list.count)
-            for (index, entry) in list.enumerated() {
-                guard let text = entry.string, let channel = try? ChannelID(text) else {
-                    return .failure(
-                        .failed(.protocolError("entry \(index) of the channel list is not a base64 channel ID"))
-                    )
-                }
-                channels.append(channel)
-            }
-            return .success(channels)
         }
     }
 
@@ -297,17 +293,3 @@ extension ChannelRequest {
     }
 }
 
-/// The body of APNs's answer to a channel list: `{"channels": [...]}`. An entry that is not
-/// a string is kept (as `nil`) so that the error can say which entry it was.
-private struct ChannelListBody: Decodable {
-    /// One entry of the list: its string, or `nil` if it is another JSON value.
-    struct Entry: Decodable {
-        let string: String?
-
-        init(from decoder: any Decoder) throws {
-            string = try? decoder.singleValueContainer().decode(String.self)
-        }
-    }
-
-    let channels: [Entry]
-}
