@@ -39,7 +39,9 @@ let readResponseBody: nghttp2_data_source_read_callback = { _, streamID, buffer,
 extension ServerLoop {
     /// The callbacks every connection's session uses; `user_data` is the connection. With
     /// `tracingFrames`, every frame sent is logged too (received ones are logged by the
-    /// receiving callback when the loop has a ``ServerLoop/frameLog``).
+    /// receiving callback when the loop has a ``ServerLoop/frameLog``). Every GOAWAY sent is
+    /// noted, also one nghttp2 sends by itself (its flood protections: thousands of stream
+    /// resets at once), so that no stream above its last-stream-id is processed after it.
     static func makeCallbacks(tracingFrames: Bool = false) -> OpaquePointer? {
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
@@ -48,6 +50,17 @@ extension ServerLoop {
                 guard let frame else { return 0 }
                 withConnection(userData) { connection in
                     connection.loop.frameLog?.trace("\(HTTP2FrameTrace(frame, sent: true).text)", metadata: ["connection": "\(connection.number)"])
+                    if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) {
+                        connection.goAwaySent(lastStreamID: frame.pointee.goaway.last_stream_id)
+                    }
+                }
+                return 0
+            }
+        } else {
+            nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+                guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) else { return 0 }
+                withConnection(userData) { connection in
+                    connection.goAwaySent(lastStreamID: frame.pointee.goaway.last_stream_id)
                 }
                 return 0
             }

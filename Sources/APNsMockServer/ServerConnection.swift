@@ -539,6 +539,15 @@ final class ServerConnection {
         loop.state.shared.withLock { $0.statistics.goAways += 1 }
     }
 
+    /// A GOAWAY left: ours (``goAway(reason:)`` noted it already) or one nghttp2 sent by
+    /// itself, which is counted and whose last-stream-id then holds like ours.
+    func goAwaySent(lastStreamID: Int32) {
+        if goAwayLastStreamID == nil {
+            loop.state.shared.withLock { $0.statistics.goAways += 1 }
+        }
+        goAwayLastStreamID = min(goAwayLastStreamID ?? .max, lastStreamID)
+    }
+
     /// Stops writing and processing for good (``MockAPNsServer/blackHoleConnection(atRequest:)``):
     /// output not yet written and answers still waiting are dropped; from now on the
     /// connection only reads and discards, so it closes when the client does.
