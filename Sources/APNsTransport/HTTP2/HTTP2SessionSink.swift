@@ -210,10 +210,14 @@ final class HTTP2SessionSink {
                 for byte in valueBytes.prefix(4) where byte >= 0x30 && byte <= 0x39 {
                     status = status * 10 + Int(byte - 0x30)
                 }
-                // An interim 1xx answer is followed by the final one.
-                record.status = status
+                // An interim response (1xx, RFC 9113 §8.1; RFC 9110 §15.2) is followed by the
+                // final one: neither its status nor its fields are the answer's, and it does
+                // not show that the answer began.
+                record.interim = (100...199).contains(status)
+                if !record.interim { record.status = status }
                 return 0
             }
+            if record.interim { return 0 }
             // The apns-id stays 128 bits (no String) when it is a canonical lowercase UUID,
             // which is what `APNsResponse.headers` writes back.
             if nameLength == 7, record.apnsID == nil, memcmp(name, HTTP2SessionSink.apnsIDName, 7) == 0 {

@@ -21,7 +21,11 @@ final class HTTP2StreamRecord {
     /// the stream's rules; a cancellation marks ``cancelled`` instead).
     @exclusivity(unchecked) var resetSent = false
     @exclusivity(unchecked) var responded = false
+    /// The final answer's `:status` (0 until one arrives; an interim 1xx is not kept).
     @exclusivity(unchecked) var status = 0
+    /// The header block being read is an interim response's (1xx, RFC 9113 §8.1): its
+    /// fields are not the answer's.
+    @exclusivity(unchecked) var interim = false
     /// The response headers other than `:status` and a canonical `apns-id`.
     @exclusivity(unchecked) var headers: [HeaderField] = []
     /// The response's `apns-id`, when it was a canonical UUID (kept as 128 bits).
@@ -60,6 +64,7 @@ final class HTTP2StreamRecord {
         resetSent = false
         responded = false
         status = 0
+        interim = false
         apnsID = nil
         apnsIDIndex = 0
         sentAPNsID = nil

@@ -465,6 +465,19 @@ struct HostileServerTests {
         await Self.finish(transport, server)
     }
 
+    /// RFC 9113 §8.1: a 1xx is an interim response, not the answer; RFC 9110 §15.2.
+    @Test("an interim response (100, 103) and then silence: a timeout that may have reached APNs, with no status", arguments: [100, 103])
+    func interimThenSilence(_ status: Int) async throws {
+        let server = HostileHTTP2Server(.stalledBody(status: status))
+        let transport = Self.transport(server)
+        if let error = try await Self.failureOfOneRequest(transport) {
+            #expect(error.code == .timeout && error.mayHaveReachedAPNs, "\(String(reflecting: error))")
+            #expect(error.responseStatus == nil, "\(String(reflecting: error))")
+            #expect(!(error.detail ?? "").contains("status \(status)"), "\(String(reflecting: error))")
+        }
+        await Self.finish(transport, server)
+    }
+
     @Test("no SETTINGS after connecting: the request fails by its deadline, the connection is closed and not used again")
     func noSettings() async throws {
         let server = HostileHTTP2Server(.noSettings)
