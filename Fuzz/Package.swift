@@ -28,6 +28,7 @@ let package = Package(
                 .product(name: "APNsPayload", package: "swift-apns"),
                 .product(name: "APNsCore", package: "swift-apns"),
                 .product(name: "APNsTransport", package: "swift-apns"),
+                .product(name: "APNsTesting", package: "swift-apns"),
             ]
         ),
         .executableTarget(name: "apns-fuzz", dependencies: ["FuzzTargets"]),

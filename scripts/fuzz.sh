@@ -2,7 +2,7 @@
 # Fuzzes swift-apns's parsers and encoders with libFuzzer, a bounded time per target.
 #   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET...]     (default 60 s, every target)
 # Targets (Fuzz/Sources/FuzzTargets): json-writer payload-writer json-parse hpack response
-# device-token pem. The fuzz package (Fuzz/Package.swift) depends on the main package by
+# device-token channel-list pem. The fuzz package (Fuzz/Package.swift) depends on the main package by
 # path, so a normal `swift build` / `swift test` never builds it.
 #
 # Builds Fuzz's apns-fuzz with -sanitize=fuzzer,address into Fuzz/.build-fuzzer, first
@@ -20,7 +20,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-    targets=(json-writer payload-writer json-parse hpack response device-token pem)
+    targets=(json-writer payload-writer json-parse hpack response device-token channel-list pem)
 fi
 
 bash scripts/bootstrap.sh || exit 1

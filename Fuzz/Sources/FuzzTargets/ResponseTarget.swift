@@ -34,7 +34,7 @@ enum ResponseTarget {
         // Against Foundation. Repeated "reason" keys or escaped key names could make the
         // two readers pick different members legitimately; those bodies are skipped.
         let foundation = FoundationJSON.parse(body)
-        if reason != nil {
+        if reason != nil, !hasNumberBeyondDouble(body) {
             require(foundation is [String: Any], name, "we read a reason from a body JSONSerialization refuses as an object: \(String(decoding: body, as: UTF8.self))")
         }
         let ambiguous = occurrences(of: Array("eason".utf8), in: body) > 1 || occurrences(of: Array("\\u".utf8), in: body) > 0
@@ -46,6 +46,34 @@ enum ResponseTarget {
             let theirs = dictionary["reason"] as? String
             require(reason?.rawValue == theirs, name, "reason \(String(describing: reason?.rawValue)) but JSONSerialization reads \(String(describing: theirs)) in \(String(decoding: body, as: UTF8.self))")
         }
+    }
+
+    /// Whether `body` holds a number Foundation refuses for its range (a 3-digit
+    /// exponent, or 300 digits or more in a row), though its grammar is JSON's: RFC 8259 §6
+    /// lets a reader limit the range, and an APNs timestamp like `1e400` is read as absent
+    /// while the reason is kept (found by this target: `"timestamp":1111008e7734100`).
+    static func hasNumberBeyondDouble(_ body: [UInt8]) -> Bool {
+        var digitRun = 0
+        for index in body.indices {
+            let byte = body[index]
+            if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+                digitRun += 1
+                if digitRun >= 300 { return true }
+                continue
+            }
+            if (byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")), digitRun > 0 {
+                var next = index + 1
+                if next < body.count, body[next] == UInt8(ascii: "+") || body[next] == UInt8(ascii: "-") { next += 1 }
+                var exponentDigits = 0
+                while next < body.count, body[next] >= UInt8(ascii: "0"), body[next] <= UInt8(ascii: "9") {
+                    exponentDigits += 1
+                    next += 1
+                }
+                if exponentDigits >= 3 { return true }
+            }
+            digitRun = 0
+        }
+        return false
     }
 
     static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {

@@ -15,6 +15,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "hpack", summary: "random header lists and table size changes -> HPACKEncoder/APNsHeaderEncoder -> nghttp2 inflater: same fields, flags and dynamic table", run: HPACKTarget.run),
         FuzzTarget(name: "response", summary: "status + headers + body -> APNsRejection/APNsAccepted, and error body / GOAWAY debug data -> APNsReason, against JSONSerialization", run: ResponseTarget.run),
         FuzzTarget(name: "device-token", summary: "arbitrary text/bytes -> DeviceToken(hex:)/DeviceToken(bytes:) against an independent hex codec", run: DeviceTokenTarget.run),
+        FuzzTarget(name: "channel-list", summary: "arbitrary and JSON-shaped bodies -> APNsClient.channels(bundleID:) over MockTransport: the channels JSONSerialization and Data(base64Encoded:) find, or a protocolError", run: ChannelListTarget.run),
         FuzzTarget(name: "pem", summary: "arbitrary text -> ProviderKey(pemRepresentation:/derRepresentation:), ClientIdentity(certificatePEM:privateKeyPEM:): typed errors, never a crash", run: PEMTarget.run),
     ]
 

@@ -80,7 +80,7 @@ public final class ProviderTokenCache: ProviderTokenSource {
     ///     and `iat` only, never the token), and a `warning` when APNs calls a token younger
     ///     than 20 minutes expired (the host clock is behind Apple's). Logs nothing by default.
     ///   - metricsFactory: Where the counter `apns_provider_token_clock_skew_total` goes
-    ///     (incremented each time APNs calls a token younger than 20 minutes expired);
+    ///     (incremented once per token APNs calls expired while younger than 20 minutes);
     ///     by default swift-metrics' global `MetricsSystem.factory`.
     /// - Throws: ``ProviderTokenError`` with ``ProviderTokenError/Code/invalidKeyID``,
     ///   ``ProviderTokenError/Code/invalidTeamID`` or

@@ -176,20 +176,43 @@ enum ChannelListReader {
             case UInt8(ascii: "f"): try literal("false")
             case UInt8(ascii: "n"): try literal("null")
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                // A number: the characters numbers are made of (its exact grammar matters
-                // not: it is skipped).
-                while position < bytes.count {
-                    switch bytes[position] {
-                    case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-                        UInt8(ascii: "e"), UInt8(ascii: "E"):
-                        position += 1
-                    default:
-                        return
-                    }
-                }
+                try number()
             default:
                 throw .notAList
             }
+        }
+
+        /// Skips a number as RFC 8259 §6 writes it: `-`, then `0` or a digit sequence not
+        /// starting with 0, then an optional fraction and exponent (`1.`, `01`, `+1` and
+        /// `1e` are not JSON).
+        mutating func number() throws(Failure) {
+            _ = takeRaw(UInt8(ascii: "-"))
+            if takeRaw(UInt8(ascii: "0")) {
+                // A leading zero stands alone.
+            } else if digits() == 0 {
+                throw .notAList
+            }
+            if takeRaw(UInt8(ascii: ".")), digits() == 0 { throw .notAList }
+            if takeRaw(UInt8(ascii: "e")) || takeRaw(UInt8(ascii: "E")) {
+                if !takeRaw(UInt8(ascii: "+")) { _ = takeRaw(UInt8(ascii: "-")) }
+                if digits() == 0 { throw .notAList }
+            }
+        }
+
+        /// Takes the decimal digits that come next; how many.
+        mutating func digits() -> Int {
+            let start = position
+            while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+                position += 1
+            }
+            return position - start
+        }
+
+        /// Takes `byte` if it comes next, white space not skipped.
+        mutating func takeRaw(_ byte: UInt8) -> Bool {
+            guard position < bytes.count, bytes[position] == byte else { return false }
+            position += 1
+            return true
         }
 
         /// Takes exactly `word`.

@@ -78,6 +78,8 @@ extension APNsClient {
         } catch {
             logger.debug("notification is invalid", metadata: ["apns.error": "\(error)"])
             for index in deviceTokens.indices { pass.finish(index, .failure(.invalid(error))) }
+            // The batch's span ends as every other batch's does, with its counts.
+            pass.endBatchSpan()
             return
         }
         let fixedID = notification.apnsID

@@ -103,6 +103,10 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     /// The PING, preface and probe timers (a pure value; see its rules).
     @exclusivity(unchecked) private var liveness = HTTP2ConnectionLiveness(settings: .init(pingInterval: 0, pingTimeout: 0, connectTimeout: 0), now: 0)
     @exclusivity(unchecked) private var hadResponse = false
+    /// The attempt was counted a success (`apns_connection_attempts_total`): the server's
+    /// SETTINGS arrived. Before them the attempt may still fail (a TLS 1.3 refusal of the
+    /// client certificate, no SETTINGS at all) and count as a failure instead.
+    @exclusivity(unchecked) private var attemptCounted = false
     @exclusivity(unchecked) private var nextDeadlineScan: UInt64 = 0
     /// No request in flight has an earlier deadline (a lower bound), so the scan for
     /// expired requests waits for it.
@@ -325,6 +329,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         moreToRead = false
         submittedAny = false
         prefaceTimedOut = false
+        attemptCounted = false
         output.removeAll(keepingCapacity: true)
         outputOffset = 0
         framesReported = 0
@@ -368,13 +373,13 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                 }
                 try checkTimers(machine)
                 applyResets(machine)
-                if let deadline = pool.drainDeadline(for: self) {
+                if let (deadline, shuttingDown) = pool.drainDeadline(for: self) {
                     if !draining {
                         draining = true
                         pool.connectionUnavailable(self, closed: false)
                     }
                     if inFlight.isEmpty || now >= deadline {
-                        failInFlightForShutdown()
+                        failInFlightAfterDraining(shuttingDown: shuttingDown)
                         machine.submitGoAway()
                         try flush(machine, stream: stream)
                         endSession(machine, stream, reason: nil, lost: false)
@@ -646,6 +651,10 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     private func handleEvents(_ machine: HTTP2ConnectionStateMachine) throws(APNsTransportError) {
+        if !attemptCounted, machine.settingsReceived {
+            attemptCounted = true
+            pool.statistics.metrics.connectionsSucceeded.increment()
+        }
         machine.takeEvents(into: &events)
         defer { events.removeAll(keepingCapacity: true) }
         if !events.isEmpty, !draining, !machine.isClosing, takingStreams(machine) > publishedFree {
@@ -827,18 +836,20 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         }
     }
 
-    private func failInFlightForShutdown() {
-        for (_, pending) in inFlight {
-            pending.finish(
-                .failure(
-                    APNsTransportError(
-                        code: .shutdown,
-                        mayHaveReachedAPNs: true,
-                        detail: "the transport shut down before the response arrived"
-                    )
-                )
-            )
-        }
+    /// Fails what is still in flight when the connection's drain period has passed:
+    /// `shutdown` when the transport (or the credential's pool) is shutting down; otherwise
+    /// the connection alone was retired (given back to the connection budget, closed by
+    /// `closeConnections(for:)`, or replaced for a provider token) while the transport goes
+    /// on, and its requests end as `connectionClosed`. Either may have reached APNs.
+    private func failInFlightAfterDraining(shuttingDown: Bool) {
+        guard !inFlight.isEmpty else { return }
+        let error = shuttingDown
+            ? APNsTransportError(code: .shutdown, mayHaveReachedAPNs: true, detail: "the transport shut down before the response arrived")
+            : APNsTransportError(
+                code: .connectionClosed, mayHaveReachedAPNs: true,
+                detail: "the connection was retired (given back to the transport's connection budget, closed by closeConnections(for:), "
+                    + "or replaced for a provider token) and no response arrived within its drain period (shutdownGracePeriod)")
+        for (_, pending) in inFlight { pending.finish(.failure(error)) }
         inFlight.removeAll()
     }
 

@@ -79,6 +79,18 @@ final class HTTP2ConnectionPool: Sendable {
         /// The pool was closed on its own (idle, or its credential's connections closed)
         /// while the transport goes on: requests that reach it late go to a new pool.
         var closedAlone = false
+        /// This pool's share of the transport's `apns_requests_waiting` gauge as last
+        /// added to it: every pool adds the change in its own count, so the gauge is the
+        /// sum over the pools, and returns to 0 as their queues empty.
+        var waitingPublished = 0
+
+        /// The change in the pool's waiting requests since the gauge last had it, now
+        /// counted as published.
+        mutating func waitingChange() -> Int {
+            let waiting = machine.waitingRequests
+            defer { waitingPublished = waiting }
+            return waiting - waitingPublished
+        }
     }
 
     let settings: Settings
@@ -165,7 +177,7 @@ final class HTTP2ConnectionPool: Sendable {
     /// no connection (see ``HTTP2PoolStateMachine/enqueue(_:now:)``).
     func enqueue(_ pending: PendingRequest, now: UInt64 = MonotonicTime.now()) {
         let metrics = statistics.metrics
-        var waiting = 0
+        var waitingChange = 0
         var redirected = false
         let outcome: Result<Wakeups, APNsTransportError> = state.withLock { locked in
             locked.share.used(at: now)
@@ -176,7 +188,7 @@ final class HTTP2ConnectionPool: Sendable {
             switch locked.machine.enqueue(pending, now: now) {
             case .fail(let error): return .failure(error)
             case .queued(let ids):
-                if metrics.isEnabled { waiting = locked.machine.waitingRequests }
+                if metrics.isEnabled { waitingChange = locked.waitingChange() }
                 return .success(Wakeups(ids, &locked, pool: self))
             }
         }
@@ -185,7 +197,7 @@ final class HTTP2ConnectionPool: Sendable {
             redirect(pending)
             return
         }
-        if metrics.isEnabled { metrics.waiting.set(waiting) }
+        publishWaiting(waitingChange)
         // Consumed, so the wake-ups are not copied out of the result (four retains).
         switch consume outcome {
         case .failure(let error): pending.finish(.failure(error))
@@ -211,11 +223,19 @@ final class HTTP2ConnectionPool: Sendable {
     /// under the pool lock: the connection skips them when it submits.
     func take(for connection: HTTP2Connection, max: Int, into buffer: inout [PendingRequest]) {
         let metrics = statistics.metrics
-        let waiting = state.withLock { locked -> Int in
+        let waitingChange = state.withLock { locked -> Int in
             locked.machine.take(for: connection.index, max: max, into: &buffer)
-            return metrics.isEnabled ? locked.machine.waitingRequests : 0
+            return metrics.isEnabled ? locked.waitingChange() : 0
         }
-        if metrics.isEnabled { metrics.waiting.set(waiting) }
+        publishWaiting(waitingChange)
+    }
+
+    /// Adds `change` to the transport's `apns_requests_waiting` gauge (a sum over its
+    /// pools; see ``Locked/waitingPublished``).
+    private func publishWaiting(_ change: Int) {
+        guard change != 0 else { return }
+        let gauge = statistics.metrics.waiting
+        if change > 0 { gauge.increment(by: Double(change)) } else { gauge.decrement(by: Double(-change)) }
     }
 
     /// Puts a request the server did not process back at the head of the queue and wakes
@@ -399,11 +419,14 @@ final class HTTP2ConnectionPool: Sendable {
 
     /// When `connection` must have drained and closed: the shutdown deadline, or its
     /// retirement's; `nil` while it may go on.
-    func drainDeadline(for connection: HTTP2Connection) -> UInt64? {
+    /// `shuttingDown`: the transport is shutting down (not this pool or connection alone).
+    func drainDeadline(for connection: HTTP2Connection) -> (deadline: UInt64, shuttingDown: Bool)? {
         state.withLock { locked in
-            if locked.machine.shuttingDown { return locked.machine.shutdownDeadline }
-            guard locked.machine.isRetiring(connection.index) else { return nil }
-            return locked.retireDeadlines[connection.index]
+            // A pool closed alone (idle, closeConnections(for:)) drains as a shutdown does,
+            // but the transport goes on: not a `shutdown` for what it carried.
+            if locked.machine.shuttingDown { return (locked.machine.shutdownDeadline, !locked.closedAlone) }
+            guard locked.machine.isRetiring(connection.index), let deadline = locked.retireDeadlines[connection.index] else { return nil }
+            return (deadline, false)
         }
     }
 
@@ -417,7 +440,12 @@ final class HTTP2ConnectionPool: Sendable {
     func connectFailed(_ connection: HTTP2Connection, error: APNsTransportError) {
         let now = MonotonicTime.now()
         let jitter = jitter()
-        let (failed, delay) = state.withLock { $0.machine.connectFailed(connection.index, error: error, now: now, jitter: jitter) }
+        let metrics = statistics.metrics
+        let (failed, delay, waitingChange) = state.withLock { locked in
+            let (failed, delay) = locked.machine.connectFailed(connection.index, error: error, now: now, jitter: jitter)
+            return (failed, delay, metrics.isEnabled ? locked.waitingChange() : 0)
+        }
+        publishWaiting(waitingChange)
         releaseBudget(connection)
         connectingEnded()
         statistics.update { $0.connectionFailures += 1 }
@@ -445,7 +473,8 @@ final class HTTP2ConnectionPool: Sendable {
         // The budget asked for a connection back while this one was being opened.
         if owed { retire(connection) }
         connectingEnded()
-        statistics.metrics.connectionsSucceeded.increment()
+        // The attempt counts as a success in `apns_connection_attempts_total` when the
+        // server's SETTINGS arrive (``HTTP2Connection``): it may still fail before them.
         statistics.metrics.openConnections.increment()
         statistics.update { statistics in
             statistics.connectionsOpened += 1
@@ -492,8 +521,12 @@ final class HTTP2ConnectionPool: Sendable {
     /// requests to send gets a connection, in turns when there are more such credentials
     /// than the budget has connections.
     func expireQueued(now: UInt64) {
+        let metrics = statistics.metrics
+        var waitingChange = 0
         let (expired, reclaim, evenIfBusy, blocked, unconnected) = state.withLock { locked -> ([PendingRequest], Bool, Bool, Bool, String?) in
             let expired = locked.machine.expireQueued(now: now)
+            // The scan also took out requests finished while queued (cancelled).
+            if metrics.isEnabled { waitingChange = locked.waitingChange() }
             let unconnected = expired.isEmpty ? nil : locked.machine.noConnectionReason(at: now)
             let blocked = locked.machine.budgetBlocked && locked.share.holdsNone
             let (ask, evenIfBusy) = locked.share.waitsForAPlace(now: now, waiting: blocked && locked.machine.queuedCount > 0)
@@ -502,6 +535,7 @@ final class HTTP2ConnectionPool: Sendable {
         let why = blocked
             ? budget.map { "its credential had no connection: it waited for a place in the transport's connection budget (maxConnections \($0.limit))" }
             : unconnected
+        publishWaiting(waitingChange)
         for pending in expired { pending.expire(waitingFor: why) }
         if reclaim, let budget { budget.reclaimIdle(for: self, now: now, evenIfBusy: evenIfBusy) }
     }
@@ -558,10 +592,15 @@ final class HTTP2ConnectionPool: Sendable {
         redirectQueued: Bool = false
     ) async {
         let deadline = MonotonicTime.deadline(after: gracePeriod)
+        let metrics = statistics.metrics
+        var waitingChange = 0
         let (queued, connections): ([PendingRequest], [HTTP2Connection]) = state.withLock { locked in
             let (fail, signal) = locked.machine.shutdown(deadline: deadline)
+            // Nothing waits any more: the pool's share of the gauge goes.
+            if metrics.isEnabled { waitingChange = -locked.waitingPublished; locked.waitingPublished = 0 }
             return (fail, signal.map { locked.connections[$0] })
         }
+        publishWaiting(waitingChange)
         for pending in queued {
             if redirectQueued, let redirect {
                 redirect(pending)

@@ -5,10 +5,10 @@ import CoreMetrics
 /// | metric | kind | dimensions |
 /// |---|---|---|
 /// | `apns_requests_in_flight` | meter | |
-/// | `apns_requests_waiting` | meter: requests waiting for a stream (what counts against `maxQueuedRequests`) | |
+/// | `apns_requests_waiting` | meter: requests waiting for a stream (what counts against `maxQueuedRequests`), over every credential's pool | |
 /// | `apns_request_duration_seconds` | timer: from `send` to the answer or failure | `result` (`accepted`: a 200; `rejected`: another status; `failed`: no answer) |
 /// | `apns_connections_open` | meter | |
-/// | `apns_connection_attempts_total` | counter | `result` (`success`, `failure`) |
+/// | `apns_connection_attempts_total` | counter: one per attempt, `success` when the server's HTTP/2 SETTINGS arrived, `failure` otherwise (TCP, TLS, ALPN, a TLS session refused after the handshake, no SETTINGS) | `result` (`success`, `failure`) |
 /// | `apns_goaways_total` | counter | |
 ///
 /// With swift-metrics' no-op factory (nothing bootstrapped) ``isEnabled`` is `false` and

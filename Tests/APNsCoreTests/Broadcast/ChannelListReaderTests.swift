@@ -45,6 +45,23 @@ import Testing
         #expect(ChannelListReader.channels(in: Array(body.utf8)) == .failure(.notAList), "\(body.prefix(60))")
     }
 
+    /// RFC 8259 §6's number grammar, in a member that is skipped: what JSONSerialization
+    /// and the grammar refuse is refused (found by the channel-list fuzz target: `1.` was
+    /// skipped as a number, so a body that is not JSON was read as a list).
+    @Test(arguments: ["1.", "01", "+1", ".5", "-", "1e", "1e+", "1-2", "1.e3", "--1", "0x1", "1.5.5", "1E+-2"])
+    func refusesANumberThatIsNotJSON(_ number: String) {
+        let body = #"{"a":"# + number + #","channels":[]}"#
+        #expect((try? JSONSerialization.jsonObject(with: Data(#"{"a":"# .utf8) + Data(number.utf8) + Data("}".utf8))) == nil)
+        #expect(ChannelListReader.channels(in: Array(body.utf8)) == .failure(.notAList), "\(body)")
+    }
+
+    @Test(arguments: ["0", "-0", "1", "-12.5", "1e3", "1E-3", "1.5e+10", "0.000", "123456789012345678901234567890"])
+    func skipsEveryJSONNumber(_ number: String) throws {
+        let body = #"{"a":"# + number + #","channels":["Zm9vYmFy"],"b":["# + number + "," + number + "]}"
+        #expect(try JSONSerialization.jsonObject(with: Data(body.utf8)) is [String: Any])
+        #expect(try ChannelListReader.channels(in: Array(body.utf8)).get().map(\.rawValue) == ["Zm9vYmFy"])
+    }
+
     @Test func aHugeListOfNumbersIsRefusedAtItsFirstEntry() {
         // 4 MiB of [1,1,1,…]: a general decoder built two million values before looking.
         var body = Array(#"{"channels":[1"#.utf8)

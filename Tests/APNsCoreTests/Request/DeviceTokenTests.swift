@@ -4,6 +4,24 @@ import Testing
 @testable import APNsCore
 
 @Suite struct DeviceTokenTests {
+    /// Found from outside: `dump()` of an error holding a token showed its stored words,
+    /// from which the whole token could be rebuilt. Reflection shows the redacted form.
+    @Test func reflectionShowsOnlyTheRedactedForm() throws {
+        let hex = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+        let token = try DeviceToken(hex: hex)
+        let outcome = APNsOutcome(deviceToken: token, result: .failure(.failed(.timeout(mayHaveReachedAPNs: false, "test"))))
+        var dumped = ""
+        dump(outcome, to: &dumped)
+        dump([token], to: &dumped)
+        #expect(dumped.contains("00fc13ad…"))
+        #expect(!dumped.lowercased().contains("ff785122"), "\(dumped)")
+        // Nothing numeric from the storage either: the second 8 bytes as a word, either order.
+        for word in token.rawBytesWords() {
+            #expect(!dumped.contains(String(word)), "\(dumped)")
+        }
+        #expect(String(reflecting: Mirror(reflecting: token).children.map(\.label)) == #"[Optional("redacted"), Optional("byteCount")]"#)
+    }
+
     // Apple's example token, seed 000 listing 8-1.
     static let appleToken = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
 
@@ -143,5 +161,23 @@ import Testing
         #expect(!"\([token])".contains(Self.appleToken))
         let short = try DeviceToken(hex: "abcd")
         #expect(!short.description.contains("abcd"))
+    }
+}
+
+extension DeviceToken {
+    /// The token's bytes as little- and big-endian 64-bit words, as a reflection of
+    /// inline storage would print them.
+    fileprivate func rawBytesWords() -> [UInt64] {
+        var words: [UInt64] = []
+        let raw = stride(from: 0, to: hexString.count, by: 2).map { offset -> UInt8 in
+            let start = hexString.index(hexString.startIndex, offsetBy: offset)
+            return UInt8(hexString[start..<hexString.index(start, offsetBy: 2)], radix: 16)!
+        }
+        for start in stride(from: 0, to: raw.count - 7, by: 8) {
+            let chunk = raw[start..<start + 8]
+            words.append(chunk.reduce(0) { $0 << 8 | UInt64($1) })
+            words.append(chunk.reversed().reduce(0) { $0 << 8 | UInt64($1) })
+        }
+        return words
     }
 }

@@ -100,4 +100,79 @@ struct MetricsTests {
             }
         }
     }
+    /// Found from outside: requests that timed out in the queue (or were failed by a
+    /// shutdown) left their count in `apns_requests_waiting`: 49 after 50 timeouts, there
+    /// for good.
+    @Test("requests that time out waiting for a connection take their count out of apns_requests_waiting", .timeLimit(.minutes(1)))
+    func waitingGaugeAfterTimeouts() async throws {
+        let metrics = TestMetrics()
+        // The kernel completes the TCP handshake; nobody answers the ClientHello.
+        let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
+        defer { silent.close() }
+        var configuration = silent.silentEndpointConfiguration()
+        configuration.connectTimeout = .seconds(60)
+        configuration.connectionCount = 1
+        configuration.metricsFactory = metrics
+        let transport = HTTP2Transport(configuration: configuration)
+        let port = silent.port
+        let failed = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<20 {
+                group.addTask { (try? await transport.send(mockPush(index, port: port, timeout: .milliseconds(300)))) == nil }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        let waiting = try metrics.expectMeter("apns_requests_waiting")
+        let afterTimeouts = waiting.lastValue
+        await transport.shutdown()
+        #expect(failed == 20)
+        // Nineteen waited (the connection being opened counts one stream); none is left.
+        #expect((waiting.values.max() ?? 0) >= 10, "\(waiting.values)")
+        #expect(afterTimeouts == 0, "\(waiting.values.suffix(5))")
+        #expect(waiting.lastValue == 0)
+    }
+
+    /// Found from outside: each credential's pool set the gauge to its own count, so a
+    /// second tenant's send zeroed the first tenant's 290 waiting requests.
+    @Test("apns_requests_waiting counts every credential's waiting requests, and falls to 0 when they end", .timeLimit(.minutes(1)))
+    func waitingGaugeOverCredentials() async throws {
+        let metrics = TestMetrics()
+        let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
+        defer { silent.close() }
+        var configuration = silent.silentEndpointConfiguration()
+        configuration.connectTimeout = .seconds(60)
+        configuration.connectionCount = 1
+        configuration.metricsFactory = metrics
+        let transport = HTTP2Transport(configuration: configuration)
+        let tenants = try MultiTenantTests.tenants(2)
+        let clients = try tenants.map { tenant in
+            APNsClient(
+                environment: .custom(host: "127.0.0.1", port: silent.port),
+                credentials: .providerToken(try ProviderTokenCache(key: tenant.key, keyID: tenant.keyID, teamID: tenant.teamID)),
+                transport: transport, retryPolicy: .never, requestTimeout: .seconds(30)
+            )
+        }
+        // Single sends: what counts against maxQueuedRequests, and so in the gauge.
+        let first = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<10 {
+                    group.addTask { _ = try? await clients[0].send(MultiTenantTests.alert, to: MultiTenantTests.device(index)) }
+                }
+            }
+        }
+        // The first tenant's ten wait (nine for a stream, one for the connection).
+        let nine = await waitUntil { (try? metrics.expectMeter("apns_requests_waiting"))?.lastValue == 9 }
+        let second = Task { try? await clients[1].send(MultiTenantTests.alert, to: MultiTenantTests.device(99)) }
+        // The second tenant's one waits for its own connection: no stream is missing for
+        // it, and the first tenant's nine still wait.
+        let eleven = await waitUntil { transport.statistics.requestsInFlight == 11 }
+        try await Task.sleep(for: .milliseconds(50))
+        let waiting = try metrics.expectMeter("apns_requests_waiting")
+        let withBoth = waiting.lastValue
+        await transport.shutdown()
+        await first.value
+        _ = await second.value
+        #expect(nine && eleven, "\(waiting.values)")
+        #expect(withBoth == 9, "\(waiting.values)")
+        #expect(waiting.lastValue == 0, "\(waiting.values.suffix(5))")
+    }
 }

@@ -105,6 +105,30 @@ struct TracingTests {
         #expect(delete.status?.code == .error)
     }
 
+    /// Found from outside: the batch's span of an invalid notification was never ended,
+    /// though its notifications' spans were.
+    @Test("an invalid notification sent to an array of tokens: its batch span ends too, counting every token failed")
+    func invalidBatchSpanEnds() async throws {
+        let tracer = InMemoryTracer()
+        let client = APNsClient(credentials: .certificate, transport: MockTransport(), requestTimeout: .seconds(120), tracer: tracer)
+        var notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+        notification.collapseID = String(repeating: "c", count: 65)  // Apple's limit is 64 bytes
+        let tokens = try (1...3).map { try DeviceToken(bytes: [UInt8](repeating: UInt8($0), count: 32)) }
+        let outcomes = await client.send(notification, to: tokens)
+        let summary = await client.send(notification, to: tokens) { _, _ in }
+        await client.shutdown()
+        #expect(outcomes.allSatisfy { if case .failure(.invalid) = $0.result { true } else { false } })
+        #expect(summary.failed == 3)
+        let batches = tracer.finishedSpans.filter { $0.operationName == "APNs batch" }
+        #expect(batches.count == 2, "\(tracer.activeSpans.map(\.operationName))")
+        for batch in batches {
+            #expect(batch.attributes["apns.batch.count"]?.toSpanAttribute() == 3)
+            #expect(batch.attributes["apns.batch.failed"]?.toSpanAttribute() == 3)
+            #expect(tracer.finishedSpans.filter { $0.parentSpanID == batch.spanID }.count == 3)
+        }
+        #expect(tracer.activeSpans.isEmpty)
+    }
+
     @Test("a streamed batch (tokens from an AsyncSequence) has its batch span, counted at its end, and a span per notification")
     func streamedBatchSpans() async throws {
         let tracer = InMemoryTracer()

@@ -265,6 +265,43 @@ struct MultiTenantTests {
         }
     }
 
+    /// Found from outside: requests still in flight when a tenant's connections were
+    /// closed (or one was given back to the budget) and their drain period ran out failed
+    /// with `shutdown`, "the transport shut down", while the transport went on.
+    @Test("closeConnections(for:) past its grace period: what was in flight fails as connectionClosed, not shutdown; the other tenant goes on")
+    func closedConnectionsAreNotAShutdown() async throws {
+        let tenants = try Self.tenants(2)
+        try await withMockAPNsServer(configuration: Self.tokenServer(tenants)) { server in
+            let transport = try Self.transport(server) { $0.shutdownGracePeriod = .milliseconds(200) }
+            let clients = try tenants.map { tenant in
+                APNsClient(
+                    credentials: .providerToken(try ProviderTokenCache(key: tenant.key, keyID: tenant.keyID, teamID: tenant.teamID)),
+                    transport: transport, retryPolicy: .never, requestTimeout: .seconds(60))
+            }
+            _ = try await clients[1].send(Self.alert, to: try Self.device(1))
+            server.setResponseDelay(.seconds(600))  // released below
+            let device = try Self.device(2)
+            let held = Task { () -> APNsError? in
+                do throws(APNsError) {
+                    _ = try await clients[0].send(Self.alert, to: device)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            #expect(await waitUntil { server.statistics.requests >= 2 })
+            await transport.closeConnections(for: tenants[0].credential)
+            let error = await held.value
+            server.setResponseDelay(.zero)
+            _ = try await clients[1].send(Self.alert, to: try Self.device(3))
+            await transport.shutdown()
+            let failure = try #require(error?.transportError, "\(String(describing: error))")
+            #expect(failure.code == .connectionClosed, "\(String(reflecting: failure))")
+            #expect(failure.mayHaveReachedAPNs)
+            #expect((failure.detail ?? "").contains("closeConnections(for:)"), "\(String(reflecting: failure))")
+        }
+    }
+
     @Test("a connection answered with UnrelatedKeyIdInToken is never used again: the next request opens a fresh one")
     func unrelatedKeyRetiresTheConnection() async throws {
         let tenants = try Self.tenants(1)

@@ -1,5 +1,6 @@
 import CNGHTTP2
 import Foundation
+import MetricsTestKit
 import Testing
 @testable import APNsTransport
 
@@ -475,6 +476,31 @@ struct HostileServerTests {
             #expect(error.responseStatus == nil, "\(String(reflecting: error))")
             #expect(!(error.detail ?? "").contains("status \(status)"), "\(String(reflecting: error))")
         }
+        await Self.finish(transport, server)
+    }
+
+    /// Found from outside: an attempt whose TLS completed but whose server never sent
+    /// SETTINGS counted once as a success and once as a failure, so a dashboard read 50 %
+    /// success during a total outage.
+    @Test("no SETTINGS after connecting: apns_connection_attempts_total counts the attempt once, a failure")
+    func noSettingsCountsOneFailedAttempt() async throws {
+        let metrics = TestMetrics()
+        let server = HostileHTTP2Server(.noSettings)
+        let transport = makeTransport(connector: server.connector) {
+            $0.connectTimeout = .seconds(2)
+            $0.reconnectBackoffBase = .milliseconds(50)
+            $0.reconnectBackoffMax = .milliseconds(200)
+            $0.shutdownGracePeriod = .milliseconds(500)
+            $0.metricsFactory = metrics
+        }
+        _ = try await Self.measure(transport, count: 1)
+        #expect(await Self.eventually { server.counters.connectionsClosedByClient >= 1 })
+        #expect(await Self.eventually { (try? metrics.expectCounter("apns_connection_attempts_total", [("result", "failure")]))?.totalValue == 1 })
+        #expect((try? metrics.expectCounter("apns_connection_attempts_total", [("result", "success")]))?.totalValue ?? 0 == 0)
+        // The server behaves: the next attempt gets its SETTINGS and counts as a success.
+        try await Self.expectRecovery(transport, server)
+        #expect(try metrics.expectCounter("apns_connection_attempts_total", [("result", "success")]).totalValue == 1)
+        #expect(try metrics.expectCounter("apns_connection_attempts_total", [("result", "failure")]).totalValue == 1)
         await Self.finish(transport, server)
     }
 
