@@ -27,7 +27,10 @@
 ///    holds more than one, or has nothing queued, does; after a
 ///    second of waiting, the first that has held its connection a second does even if
 ///    busy (what it carries finishes first). With more credentials sending than the
-///    budget has connections, they take turns.
+///    budget has connections, they take turns. A connection given back keeps its place
+///    until it has drained; one still draining after ``slowReclaim`` (its requests are
+///    not being answered: a dead path) no longer holds the others back, and the next
+///    holder may be asked too.
 ///
 /// So a tenant with a million queued notifications cannot take every connection, and
 /// another tenant's single alert gets a connection of its own at once, or as soon as one
@@ -54,7 +57,14 @@ struct ConnectionBudget<PoolID: Hashable> {
         var offered = false
         /// When it was last granted a connection (an order, not a time).
         var lastGrant: UInt64 = 0
+        /// When it was last asked to give a connection back (the caller's clock).
+        var reclaimAskedAt: UInt64 = 0
     }
+
+    /// How long a connection being given back may take to drain before it stops counting
+    /// as the give-back under way for a pool that waits with none (rule 4): 1 second, as
+    /// long as a starved pool waits before a busy holder must share.
+    static var slowReclaim: UInt64 { 1_000_000_000 }
 
     /// The most connections in all.
     let limit: Int
@@ -86,8 +96,8 @@ struct ConnectionBudget<PoolID: Hashable> {
 
     // MARK: Events
 
-    /// `pool` wants one more connection.
-    mutating func request(_ pool: PoolID) -> Decision {
+    /// `pool` wants one more connection, at `now` (the caller's clock, for ``slowReclaim``).
+    mutating func request(_ pool: PoolID, now: UInt64 = 0) -> Decision {
         var entry = entries[pool] ?? Entry()
         // Another pool waiting with fewer connections, and no place held for it yet: the
         // pool a free place is to go to first (``nextWaiter``).
@@ -122,6 +132,7 @@ struct ConnectionBudget<PoolID: Hashable> {
             return .wait
         }
         entries[victim]!.reclaiming += 1
+        entries[victim]!.reclaimAskedAt = now
         return .waitAndReclaim(from: victim)
     }
 
@@ -168,13 +179,16 @@ struct ConnectionBudget<PoolID: Hashable> {
     /// The pools to ask, in order, to give back a connection, for `pool`, which waits
     /// holding none while the budget is spent (rule 4); empty when `pool` is not in that
     /// state, or when as many connections are already being given back as such pools
-    /// wait. Pools keeping more connections come first, then the longest-granted.
-    func reclaimCandidates(for pool: PoolID) -> [PoolID] {
+    /// wait. Pools keeping more connections come first, then the longest-granted. A
+    /// give-back asked ``slowReclaim`` or longer before `now` does not count as under way.
+    func reclaimCandidates(for pool: PoolID, now: UInt64 = 0) -> [PoolID] {
         guard let entry = entries[pool], entry.waitingSince != nil, entry.held == 0 else { return [] }
         let offers = entries.values.count { $0.offered }
         guard held + offers >= limit else { return [] }
         let starved = entries.values.count { $0.waitingSince != nil && $0.held == 0 }
-        let reclaiming = entries.values.reduce(0) { $0 + $1.reclaiming }
+        let reclaiming = entries.values.reduce(0) { sum, entry in
+            sum + (now &- entry.reclaimAskedAt < Self.slowReclaim ? entry.reclaiming : 0)
+        }
         guard reclaiming < starved else { return [] }
         // The pools keeping the most first (one above its guaranteed connection gives one
         // back before a pool gives up its only one), the longest-granted among equals.
@@ -189,8 +203,9 @@ struct ConnectionBudget<PoolID: Hashable> {
 
     /// `pool` agreed to give a connection back (rule 4): its release will go to the
     /// waiting pools, and it is not asked again meanwhile.
-    mutating func noteReclaim(from pool: PoolID) {
+    mutating func noteReclaim(from pool: PoolID, now: UInt64 = 0) {
         entries[pool]?.reclaiming += 1
+        entries[pool]?.reclaimAskedAt = now
     }
 
     /// `pool` was asked to give a connection back (``Decision/waitAndReclaim(from:)``)

@@ -224,7 +224,11 @@ final class HTTP2ConnectionPool: Sendable {
     func take(for connection: HTTP2Connection, max: Int, into buffer: inout [PendingRequest]) {
         let metrics = statistics.metrics
         let waitingChange = state.withLock { locked -> Int in
+            let before = buffer.count
             locked.machine.take(for: connection.index, max: max, into: &buffer)
+            // Sending counts as using the pool, as queuing does: a pool whose request
+            // waited for a place is not idle (``PoolBudgetShare``) the moment it is sent.
+            if buffer.count > before { locked.share.used(at: MonotonicTime.now()) }
             return metrics.isEnabled ? locked.waitingChange() : 0
         }
         publishWaiting(waitingChange)

@@ -6,7 +6,7 @@
 ///
 /// The sharing rules, for a budget that is spent while another pool has no connection:
 /// - a pool holding more than its guaranteed one place gives one back, busy or not;
-/// - a pool that has queued nothing for ``idleBeforeGivingBack`` gives its place back;
+/// - a pool that has queued and sent nothing for ``idleBeforeGivingBack`` gives its place back;
 /// - a pool that has waited ``starvedBeforeSharing`` with none takes a place from a busy
 ///   pool that has held it for ``heldBeforeSharing`` (turns, when there are more pools
 ///   with work than places);
@@ -31,7 +31,7 @@ struct PoolBudgetShare: Sendable, Equatable {
     private(set) var holders: Set<Int> = []
     /// Places asked back while no connection was up: the next ones up retire at once.
     private(set) var owedRetirements = 0
-    /// When a request was last queued.
+    /// When a request was last queued or taken by a connection to be sent.
     private(set) var lastUsed: UInt64 = 0
     /// When the budget last granted this pool a place.
     private(set) var lastGranted: UInt64 = 0
@@ -40,7 +40,7 @@ struct PoolBudgetShare: Sendable, Equatable {
     /// Since when the pool has waited for a place with none, if it does.
     private var starvedSince: UInt64?
 
-    /// A request was queued at `now`.
+    /// A request was queued, or taken to be sent, at `now`.
     mutating func used(at now: UInt64) {
         lastUsed = now
     }

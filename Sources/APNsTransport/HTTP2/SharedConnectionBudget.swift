@@ -35,7 +35,7 @@ final class SharedConnectionBudget: Sendable {
         let id = ObjectIdentifier(pool)
         let (decision, victim): (ConnectionBudget<ObjectIdentifier>.Decision, HTTP2ConnectionPool?) = state.withLock { state in
             state.pools[id] = pool
-            let decision = state.budget.request(id)
+            let decision = state.budget.request(id, now: MonotonicTime.now())
             if case .waitAndReclaim(let victim) = decision { return (decision, state.pools[victim]) }
             return (decision, nil)
         }
@@ -62,11 +62,11 @@ final class SharedConnectionBudget: Sendable {
     @discardableResult
     func reclaimIdle(for pool: HTTP2ConnectionPool, now: UInt64 = MonotonicTime.now(), evenIfBusy: Bool = false) -> Bool {
         let candidates: [HTTP2ConnectionPool] = state.withLock { state in
-            state.budget.reclaimCandidates(for: ObjectIdentifier(pool)).compactMap { state.pools[$0] }
+            state.budget.reclaimCandidates(for: ObjectIdentifier(pool), now: now).compactMap { state.pools[$0] }
         }
         for busyToo in evenIfBusy ? [false, true] : [false] {
             for candidate in candidates where candidate.giveBackIfIdle(now: now, evenIfBusy: busyToo) {
-                state.withLock { $0.budget.noteReclaim(from: ObjectIdentifier(candidate)) }
+                state.withLock { $0.budget.noteReclaim(from: ObjectIdentifier(candidate), now: now) }
                 return true
             }
         }

@@ -100,20 +100,27 @@ struct MetricsTests {
             }
         }
     }
+
+    /// A transport with one connection, whose attempts wait (60 s connect timeout) at a
+    /// listener where the kernel completes the TCP handshake and nobody answers the
+    /// ClientHello, reporting to `metrics`; the listener is the caller's to close.
+    static func silentTransport(_ metrics: TestMetrics) throws -> (LoopbackListener, HTTP2Transport) {
+        let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
+        var configuration = silent.silentEndpointConfiguration()
+        configuration.connectTimeout = .seconds(60)
+        configuration.connectionCount = 1
+        configuration.metricsFactory = metrics
+        return (silent, HTTP2Transport(configuration: configuration))
+    }
+
     /// Found from outside: requests that timed out in the queue (or were failed by a
     /// shutdown) left their count in `apns_requests_waiting`: 49 after 50 timeouts, there
     /// for good.
     @Test("requests that time out waiting for a connection take their count out of apns_requests_waiting", .timeLimit(.minutes(1)))
     func waitingGaugeAfterTimeouts() async throws {
         let metrics = TestMetrics()
-        // The kernel completes the TCP handshake; nobody answers the ClientHello.
-        let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
+        let (silent, transport) = try Self.silentTransport(metrics)
         defer { silent.close() }
-        var configuration = silent.silentEndpointConfiguration()
-        configuration.connectTimeout = .seconds(60)
-        configuration.connectionCount = 1
-        configuration.metricsFactory = metrics
-        let transport = HTTP2Transport(configuration: configuration)
         let port = silent.port
         let failed = await withTaskGroup(of: Bool.self) { group in
             for index in 0..<20 {
@@ -136,13 +143,8 @@ struct MetricsTests {
     @Test("apns_requests_waiting counts every credential's waiting requests, and falls to 0 when they end", .timeLimit(.minutes(1)))
     func waitingGaugeOverCredentials() async throws {
         let metrics = TestMetrics()
-        let silent = try LoopbackListener(address: "127.0.0.1", port: 0)
+        let (silent, transport) = try Self.silentTransport(metrics)
         defer { silent.close() }
-        var configuration = silent.silentEndpointConfiguration()
-        configuration.connectTimeout = .seconds(60)
-        configuration.connectionCount = 1
-        configuration.metricsFactory = metrics
-        let transport = HTTP2Transport(configuration: configuration)
         let tenants = try MultiTenantTests.tenants(2)
         let clients = try tenants.map { tenant in
             APNsClient(

@@ -153,4 +153,30 @@ struct ConnectionBudgetTests {
         // granted more: the budget is spent.
         #expect(budget.request("flood") == .wait)
     }
+
+    /// Found from outside: a holder asked to give its connection back whose path was dead
+    /// drained for its whole grace period (10 s), and while it did no other holder was
+    /// asked, so the pool waiting with none waited 10 s.
+    @Test("a give-back still under way after slowReclaim no longer holds the others back: the next holder is asked")
+    func slowReclaimLetsTheNextHolderBeAsked() {
+        var budget = ConnectionBudget<String>(limit: 2)
+        #expect(budget.request("a", now: 0) == .grant)
+        #expect(budget.request("b", now: 0) == .grant)
+        #expect(budget.request("c", now: 0) == .wait)
+        #expect(budget.reclaimCandidates(for: "c", now: 0) == ["a", "b"])
+        let asked: UInt64 = 5_000_000_000
+        budget.noteReclaim(from: "a", now: asked)
+        // Under way: nobody else is asked.
+        #expect(budget.reclaimCandidates(for: "c", now: asked).isEmpty)
+        #expect(budget.reclaimCandidates(for: "c", now: asked + ConnectionBudget<String>.slowReclaim - 1).isEmpty)
+        // Slow: the next holder is (a, still draining, keeps nothing to give).
+        #expect(budget.reclaimCandidates(for: "c", now: asked + ConnectionBudget<String>.slowReclaim) == ["b"])
+        budget.noteReclaim(from: "b", now: asked + ConnectionBudget<String>.slowReclaim)
+        #expect(budget.reclaimCandidates(for: "c", now: asked + ConnectionBudget<String>.slowReclaim).isEmpty)
+        // b's connection closes first: its place goes to c; a's, later, to nobody waiting.
+        #expect(budget.release("b") == "c")
+        #expect(budget.request("c", now: asked + 2 * ConnectionBudget<String>.slowReclaim) == .grant)
+        #expect(budget.release("a") == nil)
+        #expect(budget.held == 1)
+    }
 }
