@@ -161,17 +161,9 @@ enum ChannelListTarget {
         ["", "", "", " ", "\n", "\t", "\r\n  ", "\u{0B}"][input.int(below: 8)]
     }
 
-    /// `text` as the inside of a JSON string: quotes, backslashes and controls escaped.
+    /// `text` as the inside of a JSON string, escaped by Foundation's writer.
     static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\u{00}"..."\u{1F}": out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
+        guard let data = try? JSONSerialization.data(withJSONObject: text, options: [.fragmentsAllowed]) else { return "" }
+        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
     }
 }
