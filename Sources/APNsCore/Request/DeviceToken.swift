@@ -277,9 +277,10 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible, CustomDe
 }
 
 extension DeviceToken: CustomReflectable {
-    /// The redacted form as the only child, so that `dump(_:)`, a debugger's summary and
-    /// any other reflection of a value holding a token (an ``APNsOutcome``, an error) show
-    /// ``redacted``, not the stored bytes from which the whole token could be rebuilt.
+    /// The redacted form and the length as the only children, so that `dump(_:)`, a
+    /// debugger's summary and any other reflection of a value holding a token (an
+    /// ``APNsOutcome``, an error) show ``redacted``, not the stored bytes from which the
+    /// whole token could be rebuilt.
     public var customMirror: Mirror {
         Mirror(self, children: ["redacted": redacted, "byteCount": byteCount], displayStyle: .struct)
     }

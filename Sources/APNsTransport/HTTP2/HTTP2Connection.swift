@@ -837,10 +837,11 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Fails what is still in flight when the connection's drain period has passed:
-    /// `shutdown` when the transport (or the credential's pool) is shutting down; otherwise
-    /// the connection alone was retired (given back to the connection budget, closed by
-    /// `closeConnections(for:)`, or replaced for a provider token) while the transport goes
-    /// on, and its requests end as `connectionClosed`. Either may have reached APNs.
+    /// `shutdown` when the transport is shutting down; otherwise the connection (or its
+    /// credential's pool) alone was retired — given back to the connection budget, closed
+    /// by `closeConnections(for:)` or as idle, or replaced for a provider token — while the
+    /// transport goes on, and its requests end as `connectionClosed`. Either may have
+    /// reached APNs.
     private func failInFlightAfterDraining(shuttingDown: Bool) {
         guard !inFlight.isEmpty else { return }
         let error = shuttingDown
