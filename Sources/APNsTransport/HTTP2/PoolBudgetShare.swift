@@ -39,6 +39,8 @@ struct PoolBudgetShare: Sendable, Equatable {
     private var lastReclaimAsk: UInt64 = 0
     /// Since when the pool has waited for a place with none, if it does.
     private var starvedSince: UInt64?
+    /// When the pool last waited for a place with none.
+    private var lastStarved: UInt64 = 0
 
     /// A request was queued, or taken to be sent, at `now`.
     mutating func used(at now: UInt64) {
@@ -49,6 +51,7 @@ struct PoolBudgetShare: Sendable, Equatable {
     mutating func granted(_ id: Int, at now: UInt64) {
         holders.insert(id)
         lastGranted = now
+        starvedSince = nil
     }
 
     /// Connection `id` is not connected any more: whether it held a place, now to give
@@ -93,11 +96,18 @@ struct PoolBudgetShare: Sendable, Equatable {
     /// refused it one, it holds none and requests are queued. It asks for another pool's
     /// idle connection at most every ``reclaimAskInterval`` (`ask`), and for a busy one's
     /// too (`evenIfBusy`) once it has waited ``starvedBeforeSharing``.
+    ///
+    /// The wait counts from when it began until the pool is granted a place: a pause
+    /// shorter than ``starvedBeforeSharing`` with nothing queued (its requests timed out
+    /// waiting, the next one is on its way) does not restart it. Else a pool whose
+    /// requests time out within a second, one after another, would never have waited long
+    /// enough for a busy holder to share.
     mutating func waitsForAPlace(now: UInt64, waiting: Bool) -> (ask: Bool, evenIfBusy: Bool) {
         guard waiting else {
-            starvedSince = nil
+            if starvedSince != nil, now &- lastStarved >= Self.starvedBeforeSharing { starvedSince = nil }
             return (false, false)
         }
+        lastStarved = now
         guard now &- lastReclaimAsk >= Self.reclaimAskInterval else { return (false, false) }
         lastReclaimAsk = now
         let since = starvedSince ?? now

@@ -17,6 +17,7 @@ struct PoolBudgetSharePropertyTests {
         var lastGranted: UInt64 = 0
         var lastAsk: UInt64 = 0
         var starvedSince: UInt64?
+        var lastStarved: UInt64 = 0
     }
 
     /// One seed; `checkOwedWithinHeld` adds the rule that a place is owed only by a
@@ -37,6 +38,8 @@ struct PoolBudgetSharePropertyTests {
                 share.granted(id, at: now)
                 model.holders.insert(id)
                 model.lastGranted = now
+                // A place granted ends the wait for one.
+                model.starvedSince = nil
                 trace.append("granted(\(id))")
             case 1:
                 let id = Int.random(in: 0..<4, using: &rng)
@@ -70,8 +73,10 @@ struct PoolBudgetSharePropertyTests {
                 let waiting = Int.random(in: 0..<4, using: &rng) != 0
                 let (ask, evenIfBusy) = share.waitsForAPlace(now: now, waiting: waiting)
                 trace.append("wait(\(waiting))=(\(ask),\(evenIfBusy))")
+                if waiting { model.lastStarved = now }
                 if !waiting {
-                    model.starvedSince = nil
+                    // A pause shorter than a second keeps the wait's start.
+                    if now - model.lastStarved >= PoolBudgetShare.starvedBeforeSharing { model.starvedSince = nil }
                     if ask || evenIfBusy { return broken("asked while not waiting") }
                 } else if now - model.lastAsk >= PoolBudgetShare.reclaimAskInterval {
                     model.lastAsk = now

@@ -59,19 +59,43 @@ struct PoolBudgetShareTests {
         #expect(retiresOnceUp == [true, true, false])
     }
 
-    @Test("waiting for a place: asks for an idle pool's connection every 100 ms, for a busy one's after 1 s of waiting; the clock restarts once it stops waiting")
+    @Test("waiting for a place: asks for an idle pool's connection every 100 ms, for a busy one's after 1 s of waiting; the clock restarts once it gets a place")
     func starvation() {
         var share = PoolBudgetShare()
         let start = 1_000 * Self.ms
-        // (ms after the start, waiting) -> (ask, evenIfBusy)
+        // (ms after the start, waiting, granted a place now) -> (ask, evenIfBusy)
+        let steps: [(UInt64, Bool, Bool, Bool, Bool)] = [
+            (0, true, false, true, false),
+            (50, true, false, false, false),  // within 100 ms of the last ask: no new ask
+            (100, true, false, true, false),
+            (999, true, false, true, false),
+            (1_000, false, true, false, false),  // it got a place
+            (1_100, true, false, true, false),  // waits again: the second counts from now
+            (2_100, true, false, true, true),
+        ]
+        for (after, waiting, granted, ask, evenIfBusy) in steps {
+            if granted { share.granted(1, at: start + after * Self.ms) }
+            let decision = share.waitsForAPlace(now: start + after * Self.ms, waiting: waiting)
+            #expect(decision.ask == ask && decision.evenIfBusy == evenIfBusy, "at \(after) ms: \(decision)")
+        }
+    }
+
+    /// Found from outside: with a request timeout of 1 s, each request expired in the
+    /// queue just before the pool had waited a second; its queue empty, the clock
+    /// restarted, so the next request (100 ms later) started from zero, and the busy
+    /// holders never had to share: the tenant never got a connection.
+    @Test("a pause in waiting shorter than a second (its requests timed out, the next is coming) does not restart the clock; a longer one does")
+    func starvationSurvivesShortPauses() {
+        var share = PoolBudgetShare()
+        let start = 1_000 * Self.ms
         let steps: [(UInt64, Bool, Bool, Bool)] = [
             (0, true, true, false),
-            (50, true, false, false),  // within 100 ms of the last ask: no new ask
-            (100, true, true, false),
-            (999, true, true, false),
-            (1_000, false, false, false),  // it got a place
-            (1_100, true, true, false),  // waits again: the second counts from now
-            (2_100, true, true, true),
+            (990, false, false, false),  // its request timed out: nothing queued
+            (1_090, true, true, true),  // the next one: waiting since 0, over a second
+            (1_200, false, false, false),
+            (2_300, false, false, false),  // a pause of 1.1 s: the clock restarts
+            (2_400, true, true, false),
+            (3_400, true, true, true),
         ]
         for (after, waiting, ask, evenIfBusy) in steps {
             let decision = share.waitsForAPlace(now: start + after * Self.ms, waiting: waiting)
