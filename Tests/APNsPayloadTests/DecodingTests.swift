@@ -36,7 +36,7 @@ import Foundation
             _ = try Payload(jsonBytes: Array(json.utf8))
             return nil
         } catch {
-            return error as? PayloadError
+            return error
         }
     }
 

@@ -256,7 +256,7 @@ func withCertificateServerSettings(_ body: (MockAPNsServer, [String: String], St
     try await withMockAPNsServer(configuration: configuration) { server in
         let variables = [
             "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)",
-            "APNS_CERTIFICATE_FILE": try pki.path("client.p12"),
+            "APNS_CERTIFICATE_FILE": pki.path("client.p12"),
             "APNS_CERTIFICATE_PASSWORD": TestPKI.password,
         ]
         try await body(server, variables, try #require(server.certificateAuthorityPEM))
