@@ -601,7 +601,7 @@ final class HTTP2ConnectionPool: Sendable {
         let (queued, connections): ([PendingRequest], [HTTP2Connection]) = state.withLock { locked in
             let (fail, signal) = locked.machine.shutdown(deadline: deadline)
             // Nothing waits any more: the pool's share of the gauge goes.
-            if metrics.isEnabled { waitingChange = -locked.waitingPublished; locked.waitingPublished = 0 }
+            if metrics.isEnabled { waitingChange = locked.waitingChange() }
             return (fail, signal.map { locked.connections[$0] })
         }
         publishWaiting(waitingChange)
