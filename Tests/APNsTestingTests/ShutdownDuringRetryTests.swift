@@ -45,12 +45,16 @@ struct ShutdownDuringRetryTests {
         #expect(mock.requests.count == 3)
     }
 
-    @Test("the transport shut down on its own (a ServiceGroup stopping it): sends waiting a 60-second backoff end at once with their 503")
+    @Test("the transport shut down on its own (a ServiceGroup stopping it): sends waiting a 10-minute backoff end at once with their 503")
     func transportShutdownEndsRetryWaits() async throws {
         let mock = MockTransport()
         mock.respondByDefault(with: .rejected(.serviceUnavailable))
+        // A backoff of 5-10 minutes, far beyond the bound below (a whole parallel run on a
+        // loaded machine has kept these tasks from their first request for over 30 s), and
+        // a timeout beyond the backoff, so the client does wait it out.
         let client = APNsClient.testing(
-            transport: mock, retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(60), maxDelay: .seconds(60)))
+            transport: mock, retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(600), maxDelay: .seconds(600)),
+            requestTimeout: .seconds(3600))
         let sends = (1...3).map { index in
             Task { () -> (APNsError?, Duration) in
                 let clock = ContinuousClock()
@@ -68,8 +72,8 @@ struct ShutdownDuringRetryTests {
         await mock.shutdown()  // the transport only, as a ServiceGroup's graceful shutdown does
         for send in sends {
             let (error, took) = await send.value
-            // Not after the 30-60 s backoff, and with the 503, not `shutdown`.
-            #expect(took < .seconds(30), "the send took \(took)")
+            // Not after the 5-10 minute backoff, and with the 503, not `shutdown`.
+            #expect(took < .seconds(150), "the send took \(took)")
             #expect(error?.rejection?.reason == .serviceUnavailable, "\(String(describing: error))")
             #expect(error?.rejection?.detail?.contains("the transport shut down while the send waited to retry") == true, "\(String(describing: error))")
         }

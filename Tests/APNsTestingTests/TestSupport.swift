@@ -19,13 +19,15 @@ final class CountingTokenSource: ProviderTokenSource {
 extension APNsClient {
     /// A sandbox client over `transport` with a certificate (no token) and a long timeout,
     /// so no test waits for it on a starved machine.
-    static func testing(transport: any PushTransport, retryPolicy: RetryPolicy = .default) -> APNsClient {
+    static func testing(
+        transport: any PushTransport, retryPolicy: RetryPolicy = .default, requestTimeout: Duration = .seconds(120)
+    ) -> APNsClient {
         APNsClient(
             environment: .sandbox,
             credentials: .certificate,
             transport: transport,
             retryPolicy: retryPolicy,
-            requestTimeout: .seconds(120)
+            requestTimeout: requestTimeout
         )
     }
 }

@@ -185,14 +185,13 @@ struct HostResolverTests {
                 configuration.connectTimeout = .seconds(60)
                 configuration.resolver = .custom { _, _ in ["127.0.0.3", "127.0.0.1"] }
             }
-            let start = ContinuousClock.now
             let response = try await transport.send(try mockPush(0, port: server.port, host: "localhost"))
-            #expect(response.status == 200)
             // One after the other, the dropping address would have held the connection 30 s
-            // (half the connect timeout), past the request's 20 s timeout, so the 200 above is
-            // the check; raced, a quarter of a second. The bound only catches a hang: the
-            // whole suite at once has delayed this task's resumption by over 15 s.
-            #expect(ContinuousClock.now - start < .seconds(29))
+            // (half the connect timeout), past the request's 20 s timeout, so the 200 is the
+            // check; raced, a quarter of a second. No bound on the time: the request's own
+            // timeout catches a hang, and a whole parallel run on a loaded machine has
+            // delayed this task's resumption by over 20 s.
+            #expect(response.status == 200)
             #expect(server.statistics.connections == 1)
             await transport.shutdown()
         }
