@@ -28,16 +28,22 @@ extension APNsClient {
     /// thread: keep it quick and thread-safe. The method returns when the sequence has
     /// ended and every outcome has been handed over.
     ///
-    /// Once a send fails with ``APNsTransportError/Code/shutdown`` (the transport was shut
-    /// down and takes nothing more), the sequence is no longer read: each element already
-    /// read still gets its one outcome (those not sent fail with `shutdown`), and the
-    /// method returns once they have, without waiting for the sequence to end. What the
-    /// sequence has not produced stays in it (a queue consumer's messages are not taken
-    /// off the queue to be failed). An element whose `next()` was under way when the send
-    /// failed is still read, and fails with `shutdown`.
+    /// Once the client or its transport shuts down (or a send fails with
+    /// ``APNsTransportError/Code/shutdown``: the transport takes nothing more), the
+    /// sequence is no longer read: each element already read still gets its one outcome
+    /// (those not sent fail with `shutdown`), and the method returns once they have,
+    /// without waiting for the sequence to end. A `next()` still waiting a tenth of a
+    /// second after the shutdown is cancelled (the sequence is read in a child task; an
+    /// `AsyncStream` then ends, and its producer's later `yield`s return `.terminated`),
+    /// so a quiet sequence does not hold the call, and what the sequence has not produced
+    /// stays with its producer (a queue consumer's messages are not taken off the queue to
+    /// be failed). An element whose `next()` was under way is still read, and fails with
+    /// `shutdown`. A sequence that ignores cancellation is waited for, and an error it
+    /// throws once cancelled (a `CancellationError`) is not rethrown.
     ///
     /// - Parameters:
-    ///   - deliveries: Each notification with the device it goes to.
+    ///   - deliveries: Each notification with the device it goes to; `sending`, as it is
+    ///     read in a child task (on `isolation`).
     ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1,
     ///     values above ``RequestFeed/maxWindow`` (65,536) as that.
     ///   - isolation: Where the sequence is read (the caller's actor, by default).
@@ -48,7 +54,7 @@ extension APNsClient {
     ///   sent fails with ``APNsTransportError/Code/cancelled``.
     @discardableResult
     public func send<Deliveries: AsyncSequence>(
-        _ deliveries: Deliveries,
+        _ deliveries: sending Deliveries,
         maxConcurrency: Int = 100,
         isolation: isolated (any Actor)? = #isolation,
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
@@ -75,9 +81,9 @@ extension APNsClient {
     /// at most `maxConcurrency` at a time, handing each outcome to `onOutcome`: one
     /// notification to devices read over time (a database cursor over a million
     /// subscribers), encoded once. Otherwise this is ``send(_:maxConcurrency:isolation:onOutcome:)``:
-    /// in particular, `deviceTokens` is no longer read once the task is cancelled or a send
-    /// fails with ``APNsTransportError/Code/shutdown``, and each token read still gets its
-    /// one outcome.
+    /// in particular, `deviceTokens` is no longer read once the task is cancelled or the
+    /// client or its transport shuts down (a `next()` under way is cancelled), and each
+    /// token read still gets its one outcome.
     ///
     /// ```swift
     /// try await client.send(notification, to: subscribers.deviceTokens) { index, outcome in
@@ -88,7 +94,8 @@ extension APNsClient {
     /// - Parameters:
     ///   - notification: The notification. If it is invalid, every device's outcome is that
     ///     ``APNsError/invalid(_:)`` and nothing is sent.
-    ///   - deviceTokens: The devices; duplicates are sent to twice.
+    ///   - deviceTokens: The devices; duplicates are sent to twice. `sending`, as it is read
+    ///     in a child task (on `isolation`).
     ///   - maxConcurrency: The most requests in flight at once; values below 1 count as 1,
     ///     values above ``RequestFeed/maxWindow`` (65,536) as that.
     ///   - isolation: Where the sequence is read (the caller's actor, by default).
@@ -98,7 +105,7 @@ extension APNsClient {
     @discardableResult
     public func send<DeviceTokens: AsyncSequence>(
         _ notification: PushNotification,
-        to deviceTokens: DeviceTokens,
+        to deviceTokens: sending DeviceTokens,
         maxConcurrency: Int = 100,
         isolation: isolated (any Actor)? = #isolation,
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void
@@ -122,11 +129,11 @@ extension APNsClient {
     /// what goes on after a first attempt through the attempt loop, in child tasks, while
     /// the stream goes on.
     private func sendStream<Source: AsyncSequence>(
-        _ source: Source,
+        _ source: sending Source,
         maxConcurrency: Int,
         isolation: isolated (any Actor)?,
         onOutcome: @escaping @Sendable (_ index: Int, _ outcome: APNsOutcome) -> Void,
-        delivery: (Source.Element) -> StreamedDelivery
+        delivery: @escaping @Sendable (Source.Element) -> StreamedDelivery
     ) async throws(Source.Failure) -> APNsBatchSummary {
         let width = max(1, min(maxConcurrency, RequestFeed.maxWindow))
         let window = StreamWindow(capacity: 2 * width)
@@ -141,8 +148,10 @@ extension APNsClient {
         // get no outcome at all. This queue is drained to the end, cancelled or not.
         let retries = RetryQueue()
         let retryInput = retries
-        var failure: Source.Failure?
-        var read = 0
+        var reading = StreamReading<Source.Failure>()
+        // `source` came `sending` and is used once, by the child task that reads it: the
+        // task group's closure would otherwise tie it to the caller's isolation.
+        let transferred = Handoff(source)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await self.transport.sendBatch(
@@ -178,33 +187,11 @@ extension APNsClient {
             group.addTask {
                 await self.runRetries(retries, width: width, pass: pass, window: window)
             }
-            var iterator = source.makeAsyncIterator()
-            do throws(Source.Failure) {
-                while !Task.isCancelled, !window.readingStopped, let element = try await iterator.next(isolation: isolation) {
-                    let next = delivery(element)
-                    metrics.sent(next.pushType)
-                    window.put(read, next)
-                    read += 1
-                    guard feed.supply(upTo: read) else {
-                        // The batch ended early (cancelled): this one is not made; its
-                        // outcome is given here.
-                        let unsent = window.take(read - 1)
-                        pass.finish(
-                            read - 1,
-                            .failure(.failed(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent"))),
-                            deviceToken: unsent.deviceToken,
-                            pushType: unsent.pushType
-                        )
-                        break
-                    }
-                    await window.waitForRoom()
-                }
-            } catch {
-                failure = error
-            }
+            reading = await readUntilShutdown(transferred, window: window, feed: feed, pass: pass, isolation: isolation, delivery: delivery)
             feed.close()
             await group.waitForAll()
         }
+        let read = reading.count
         pass.endBatchSpan()
         let summary = pass.summary
         if logger.logLevel <= .debug {
@@ -216,8 +203,115 @@ extension APNsClient {
                 ]
             )
         }
-        if let failure { throw failure }
+        if let failure = reading.failure { throw failure }
         return summary
+    }
+
+    /// How long a streamed batch's reader may still be in a `next()` after a shutdown
+    /// before it is cancelled.
+    static let readerPatience: Duration = .milliseconds(100)
+
+    /// Reads `source` in a child task (on `isolation`), beside one that waits for the
+    /// client or its transport to shut down: then reading stops, and a `next()` still
+    /// under way after ``readerPatience`` is cancelled, so that a quiet sequence does not
+    /// hold the batch (an `AsyncStream` ends at once).
+    private func readUntilShutdown<Source: AsyncSequence>(
+        _ source: Handoff<Source>,
+        window: StreamWindow,
+        feed: RequestFeed,
+        pass: BatchPass,
+        isolation: (any Actor)?,
+        delivery: @escaping @Sendable (Source.Element) -> StreamedDelivery
+    ) async -> StreamReading<Source.Failure> {
+        let metrics = metrics
+        let transport = transport
+        let retryWaits = retryWaits
+        // The reading, handed to the one child task that runs it (a closure made here, so
+        // that the child's own closure captures no generic metatype).
+        let reading = Handoff {
+            await Self.read(source, window: window, feed: feed, pass: pass, metrics: metrics, isolation: isolation, delivery: delivery)
+        }
+        return await withTaskGroup(of: StreamReading<Source.Failure>?.self) { group in
+            group.addTask { await reading.value() }
+            group.addTask {
+                // Whichever comes first; the other is cancelled with this task.
+                await withTaskGroup(of: Void.self) { shutdown in
+                    shutdown.addTask { await transport.waitUntilShutdown() }
+                    shutdown.addTask { await retryWaits.waitForClientShutdown() }
+                    await shutdown.next()
+                    shutdown.cancelAll()
+                }
+                return nil
+            }
+            var reading = StreamReading<Source.Failure>()
+            var shutDown = false
+            while let next = await group.next() {
+                if let next {
+                    // The sequence has ended (or reading stopped): the watch is no longer needed.
+                    reading = next
+                    group.cancelAll()
+                } else if shutDown {
+                    // Still reading a moment after the shutdown: a `next()` waits for the
+                    // sequence. Cancel it.
+                    group.cancelAll()
+                } else if !Task.isCancelled {
+                    // Shut down: read no more. A `next()` that has an element returns at
+                    // once (and the reader stops); one that waits is cancelled after a
+                    // moment, which ends an `AsyncStream` (what it has buffered is not
+                    // dropped by a cancellation that is not needed).
+                    shutDown = true
+                    window.stopReading()
+                    group.addTask {
+                        try? await Task.sleep(for: Self.readerPatience)
+                        return nil
+                    }
+                }
+            }
+            if window.readingStopped, let failure = reading.failure, failure is CancellationError {
+                // The cancellation was ours (the shutdown's), not the caller's: nothing to rethrow.
+                reading.failure = nil
+            }
+            return reading
+        }
+    }
+
+    /// The reading loop of a streamed batch: each element of `source` into `window` and
+    /// `feed`, until the sequence ends, reading stops or the task is cancelled.
+    private static func read<Source: AsyncSequence>(
+        _ source: Handoff<Source>,
+        window: StreamWindow,
+        feed: RequestFeed,
+        pass: BatchPass,
+        metrics: ClientMetrics,
+        isolation: isolated (any Actor)?,
+        delivery: @Sendable (Source.Element) -> StreamedDelivery
+    ) async -> StreamReading<Source.Failure> {
+        var reading = StreamReading<Source.Failure>()
+        var iterator = source.value.makeAsyncIterator()
+        do throws(Source.Failure) {
+            while !Task.isCancelled, !window.readingStopped, let element = try await iterator.next(isolation: isolation) {
+                let next = delivery(element)
+                metrics.sent(next.pushType)
+                window.put(reading.count, next)
+                reading.count += 1
+                guard feed.supply(upTo: reading.count) else {
+                    // The batch ended early (cancelled): this one is not made; its
+                    // outcome is given here.
+                    let unsent = window.take(reading.count - 1)
+                    pass.finish(
+                        reading.count - 1,
+                        .failure(.failed(.cancelled(mayHaveReachedAPNs: false, "the batch was cancelled before the request was sent"))),
+                        deviceToken: unsent.deviceToken,
+                        pushType: unsent.pushType
+                    )
+                    break
+                }
+                await window.waitForRoom()
+            }
+        } catch {
+            reading.failure = error
+        }
+        return reading
     }
 
     /// Runs each retry of a streamed batch through the attempt loop, at most `width` at
@@ -254,6 +348,20 @@ extension APNsClient {
             }
         }
     }
+}
+
+/// A value moved to exactly one other task, which alone uses it from then on (a `sending`
+/// value that region checking cannot follow through a task group's closure).
+struct Handoff<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// How the reading of a streamed batch's sequence ended: how many elements were read, and
+/// the sequence's error if it threw one.
+struct StreamReading<Failure: Error>: Sendable {
+    var count = 0
+    var failure: Failure?
 }
 
 /// One element of a streamed batch, read and not yet sent: its device, its push type and

@@ -62,6 +62,11 @@ final class RetryWaits: Sendable {
         }
     }
 
+    /// Returns once the client has shut down (at once if it has), or when the task is cancelled.
+    func waitForClientShutdown() async {
+        await clientShutdown.wait()
+    }
+
     private func left() {
         let drained = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.waiting -= 1

@@ -346,6 +346,105 @@ import Testing
         #expect(mock.requests.count == summary.accepted)
     }
 
+    /// A quiet stream (a queue with nothing in it) when the client or its transport shuts
+    /// down: the call returns without waiting for another element, the one element read
+    /// has its outcome, and the stream was let go (its consumer cancelled), so what is
+    /// yielded afterwards is not taken off it (found from outside: the call stayed blocked
+    /// until the stream produced two more elements, and failed both with `shutdown`).
+    @Test(arguments: [false, true]) func quietStreamEndsAtShutdown(transportOnly: Bool) async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        let (stream, input) = AsyncStream.makeStream(of: DeviceToken.self)
+        let outcomes = Mutex<[Int: [String]]>([:])
+        let returned = Mutex(false)
+        let task = Task {
+            let summary = await client.send(sampleAlert, to: stream, maxConcurrency: 4) { index, outcome in
+                outcomes.withLock { $0[index, default: []].append(outcomeKind(outcome)) }
+            }
+            returned.withLock { $0 = true }
+            return summary
+        }
+        input.yield(mockToken(1))
+        #expect(await mock.waitForRequests(1, timeout: .seconds(60)))
+        if transportOnly { await mock.shutdown() } else { await client.shutdown() }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !returned.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(returned.withLock { $0 }, "the call still waited for the quiet stream 20 s after the shutdown")
+        // What comes later stays in the stream's producer's hands: the stream is terminated.
+        if case .terminated = input.yield(mockToken(2)) {} else { Issue.record("the stream still takes elements after the shutdown") }
+        task.cancel()
+        let summary = await task.value
+        #expect(summary == APNsBatchSummary(accepted: 1, rejected: 0, failed: 0))
+        #expect(outcomes.withLock { $0 } == [0: ["accepted"]])
+        #expect(mock.requests.count == 1)
+        if !transportOnly { await client.shutdown() }
+    }
+
+    /// Every element answered 503 and waiting out a 2.5-5 s backoff, the stream quiet, when
+    /// the transport alone shuts down (a ServiceGroup stopping it): each ends at once with
+    /// its 503 and the call returns (found from outside: blocked for good, as no outcome
+    /// was `shutdown`).
+    @Test func quietStreamWithRetriesWaitingEndsAtTransportShutdown() async throws {
+        let mock = MockTransport()
+        mock.respondByDefault(with: .rejected(.serviceUnavailable))
+        let client = APNsClient(
+            environment: .sandbox, credentials: .certificate, transport: mock,
+            retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(5), maxDelay: .seconds(5)),
+            requestTimeout: .seconds(600)
+        )
+        let (stream, input) = AsyncStream.makeStream(of: DeviceToken.self)
+        let outcomes = Mutex<[Int: [String]]>([:])
+        let returned = Mutex(false)
+        let task = Task {
+            let summary = await client.send(sampleAlert, to: stream, maxConcurrency: 4) { index, outcome in
+                outcomes.withLock { $0[index, default: []].append(outcomeKind(outcome)) }
+            }
+            returned.withLock { $0 = true }
+            return summary
+        }
+        for index in 0..<4 { input.yield(mockToken(index)) }
+        #expect(await mock.waitForRequests(4, timeout: .seconds(60)))
+        await mock.shutdown()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !returned.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(returned.withLock { $0 }, "the call still waited 20 s after the transport shut down")
+        task.cancel()
+        let summary = await task.value
+        #expect(summary == APNsBatchSummary(accepted: 0, rejected: 4, failed: 0))
+        #expect(outcomes.withLock { $0 } == [0: ["rejected ServiceUnavailable"], 1: ["rejected ServiceUnavailable"], 2: ["rejected ServiceUnavailable"], 3: ["rejected ServiceUnavailable"]])
+        #expect(mock.requests.count == 4)
+        await client.shutdown()
+    }
+
+    /// A sequence that throws `CancellationError` when its wait is cancelled (one that
+    /// polls with `Task.sleep`): at a shutdown, that cancellation is the batch's own, so
+    /// the call returns normally with the outcome of what was read, not the error.
+    @Test func sequenceCancelledByTheShutdownThrowsNothing() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        let returned = Mutex(false)
+        let task = Task { () -> Result<APNsBatchSummary, any Error> in
+            let result: Result<APNsBatchSummary, any Error>
+            do {
+                result = .success(try await client.send(sampleAlert, to: PollingTokens()) { _, _ in })
+            } catch {
+                result = .failure(error)
+            }
+            returned.withLock { $0 = true }
+            return result
+        }
+        #expect(await mock.waitForRequests(1, timeout: .seconds(60)))
+        await client.shutdown()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !returned.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(returned.withLock { $0 }, "the call still waited 20 s after the shutdown")
+        task.cancel()
+        switch await task.value {
+        case .success(let summary): #expect(summary == APNsBatchSummary(accepted: 1, rejected: 0, failed: 0))
+        case .failure(let error): Issue.record("the call threw \(error)")
+        }
+    }
+
     /// A stream's ExpiredProviderToken: the token is refreshed at once, the notification is
     /// sent again with the new one (same `apns-id`, same payload: the retry is rebuilt from
     /// the first request), and the elements read afterwards carry the new token.
@@ -439,6 +538,24 @@ struct CountingTokens: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count, pulled: pulled) }
+}
+
+/// One mock token, then a wait of an hour (a poll of an empty queue) that throws
+/// `CancellationError` when cancelled.
+struct PollingTokens: AsyncSequence, Sendable {
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var given = false
+        mutating func next() async throws -> DeviceToken? {
+            if !given {
+                given = true
+                return mockToken(1)
+            }
+            try await Task.sleep(for: .seconds(3600))
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
 }
 
 /// Mock tokens from an iterator that is not `Sendable` (it shares a class with its
