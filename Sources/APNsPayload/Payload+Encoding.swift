@@ -174,10 +174,18 @@ extension APS {
         // Seconds, not milliseconds: ActivityKit drops an update older than the last one
         // it applied, so a timestamp in milliseconds (a date some 50,000 years ahead)
         // would win over every correct one after it.
-        if let timestamp, timestamp >= 100_000_000_000 {
-            throw .outOfRange(
-                "aps.timestamp",
-                "timestamp is in seconds since 1970; \(timestamp) is thousands of years ahead (milliseconds? \(timestamp / 1000) seconds)")
+        // The same for the other dates, and none is before 1970 (a negative number is no
+        // time ActivityKit can mean).
+        for (value, key) in [(timestamp, "timestamp"), (staleDate, "stale-date"), (dismissalDate, "dismissal-date")] {
+            guard let value else { continue }
+            if value >= 100_000_000_000 {
+                throw .outOfRange(
+                    "aps.\(key)",
+                    "\(key) is in seconds since 1970; \(value) is thousands of years ahead (milliseconds? \(value / 1000) seconds)")
+            }
+            if value < 0 {
+                throw .outOfRange("aps.\(key)", "\(key) is in seconds since 1970, not negative (\(value))")
+            }
         }
         if event == .start {
             if attributesType == nil {
@@ -308,7 +316,7 @@ extension APS {
         do {
             try writer.object(object)
         } catch {
-            throw .nonFinite(error.keyPath(under: path))
+            throw error.payloadError(under: path)
         }
     }
 }

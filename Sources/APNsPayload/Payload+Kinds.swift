@@ -31,8 +31,8 @@ extension Payload {
     }
 
     /// A VoIP call notification for PushKit: free-form data (up to 5120 bytes) that the
-    /// app's `PKPushRegistryDelegate` reads. `aps` is left out unless you set keys in it.
-    /// Send it with push type ``PushType/voip``.
+    /// app's `PKPushRegistryDelegate` reads, beside an empty `aps` (`{"aps":{},...}`), as
+    /// APNs expects every payload to carry one. Send it with push type ``PushType/voip``.
     public static func voip(_ data: JSONObject) -> Payload {
         Payload(custom: data, pushType: .voip)
     }

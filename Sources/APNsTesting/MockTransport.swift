@@ -64,6 +64,9 @@ public final class MockTransport: PushTransport {
         /// milliseconds) with the status Apple documents for the reason (400 for an unknown
         /// one) unless `status` is given. A 410 without a `timestamp` carries the time of the
         /// answer, as APNs' 410s always carry one; other statuses carry one only if given.
+        /// The client reads a `timestamp` outside 2008-2100 as absent (as it does APNs':
+        /// such a value from a server is garbage), so a fixture's date must lie within
+        /// those years for ``APNsCore/APNsRejection/timestamp`` to carry it.
         public static func rejected(_ reason: APNsReason, status: Int? = nil, timestamp: Date? = nil) -> Response {
             Response(.rejected(reason, status: status ?? reason.status ?? 400, timestamp: timestamp))
         }

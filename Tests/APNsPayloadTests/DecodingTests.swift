@@ -47,6 +47,20 @@ import Foundation
         } throws: { ($0 as! PayloadError).byteOffset == 8 }
     }
 
+    /// RFC 8259 §6 allows `-0`, and `JSONSerialization` reads it: it comes back as a
+    /// negative zero (found from outside: refused as "outside the 64-bit range").
+    @Test func negativeZeroIsANumber() throws {
+        let payload = try Payload(jsonBytes: Array(#"{"aps":{},"c":-0,"d":[-0,0]}"#.utf8))
+        guard case .double(let zero) = payload.custom["c"] else {
+            Issue.record("\(String(describing: payload.custom["c"]))")
+            return
+        }
+        #expect(zero == 0 && zero.sign == .minus)
+        let foundation = try #require(try JSONSerialization.jsonObject(with: Data(#"{"c":-0}"#.utf8)) as? [String: Any])
+        #expect((foundation["c"] as? NSNumber)?.doubleValue == 0)
+        #expect(payload.custom["d"] == .array([.double(-0.0), .integer(0)]))
+    }
+
     @Test func nestingIsLimited() {
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
         #expect {

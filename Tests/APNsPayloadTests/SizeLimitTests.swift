@@ -168,3 +168,37 @@ import Testing
         }
     }
 }
+
+/// The writer refuses nesting deeper than the parser reads (512 levels of arrays and
+/// objects, the payload's own object included) with a typed error, instead of recursing
+/// until the stack runs out (found from outside: 20,000 levels ended the process).
+@Suite struct EncodingDepthTests {
+    static func nested(_ levels: Int) -> JSONValue {
+        var value: JSONValue = 1
+        for _ in 0..<levels { value = .array([value]) }
+        return value
+    }
+
+    @Test func deepNestingIsRefusedWithItsKeyPath() {
+        var payload = Payload.alert(body: "x")
+        payload.custom["deep"] = Self.nested(20_000)
+        #expect {
+            try payload.encoded(limit: PayloadLimit(bytes: 1 << 24))
+        } throws: { error in
+            let error = error as! PayloadError
+            return error.code == .valueOutOfRange && error.keyPath.hasPrefix("deep[0]") && error.rule.contains("512")
+        }
+    }
+
+    /// 511 arrays inside the payload's object are 512 levels: written, and read back by
+    /// the SDK's parser and by Foundation's; one more is refused.
+    @Test func theLimitIsTheParsers() throws {
+        var payload = Payload.alert(body: "x")
+        payload.custom["deep"] = Self.nested(511)
+        let bytes = try payload.encoded(limit: PayloadLimit(bytes: 1 << 24))
+        #expect(try Payload(jsonBytes: bytes).custom["deep"] == Self.nested(511))
+        #expect(try JSONSerialization.jsonObject(with: Data(bytes)) is [String: Any])
+        payload.custom["deep"] = Self.nested(512)
+        #expect(throws: PayloadError.self) { try payload.encoded(limit: PayloadLimit(bytes: 1 << 24)) }
+    }
+}

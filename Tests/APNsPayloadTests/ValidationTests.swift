@@ -34,6 +34,12 @@ import Testing
         Case(name: "live activity timestamp in milliseconds", payload: Payload.liveActivityUpdate(
                 timestamp: 1_705_560_370_000, contentState: liveState),
              kind: .valueOutOfRange, keyPath: "aps.timestamp"),
+        Case(name: "live activity timestamp before 1970", payload: Payload(aps: APS(timestamp: -1, event: .end)),
+             kind: .valueOutOfRange, keyPath: "aps.timestamp"),
+        Case(name: "stale-date before 1970", payload: Payload.liveActivityUpdate(timestamp: 1, contentState: liveState, staleDate: -5),
+             kind: .valueOutOfRange, keyPath: "aps.stale-date"),
+        Case(name: "dismissal-date in milliseconds", payload: Payload(aps: APS(timestamp: 1, event: .end, dismissalDate: 1_705_560_370_000)),
+             kind: .valueOutOfRange, keyPath: "aps.dismissal-date"),
         Case(name: "negative badge", payload: Payload(aps: APS(badge: -1)),
              kind: .valueOutOfRange, keyPath: "aps.badge"),
         Case(name: "summary-arg-count 0", payload: Payload.alert(Alert(body: "b", summaryArg: "x", summaryArgCount: 0)),

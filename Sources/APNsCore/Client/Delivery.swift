@@ -223,7 +223,8 @@ struct Delivery: Sendable, Equatable {
                         code: failure.code,
                         mayHaveReachedAPNs: failure.mayHaveReachedAPNs,
                         detail: (failure.detail.map { $0 + "; " } ?? "") + note,
-                        responseStatus: failure.responseStatus
+                        responseStatus: failure.responseStatus,
+                isPermanent: failure.isPermanent
                     )
                 )
             )
@@ -273,7 +274,8 @@ struct Delivery: Sendable, Equatable {
                 mayHaveReachedAPNs: failure.mayHaveReachedAPNs,
                 detail: (failure.detail.map { $0 + "; " } ?? "") + "this attempt had what was left of the request's timeout; the attempt before it ended in "
                     + Self.summary(lastError),
-                responseStatus: failure.responseStatus
+                responseStatus: failure.responseStatus,
+                isPermanent: failure.isPermanent
             )
         )
     }
@@ -287,7 +289,8 @@ struct Delivery: Sendable, Equatable {
                 code: failure.code,
                 mayHaveReachedAPNs: true,
                 detail: (failure.detail.map { $0 + "; " } ?? "") + "an earlier attempt may have reached APNs",
-                responseStatus: failure.responseStatus
+                responseStatus: failure.responseStatus,
+                isPermanent: failure.isPermanent
             )
         )
     }

@@ -63,14 +63,26 @@ public struct APNsRequestError: Error, Sendable, Hashable, CustomStringConvertib
     public let header: String?
     /// What is wrong and where, in words.
     public let description: String
+    /// For ``Code/invalidPayload`` when the payload could not be encoded: the payload's own
+    /// error, to read its key path (`aps.sound.volume`), the size, the limit and the push
+    /// type from (see <doc:BuildingPayloads>); `nil` otherwise.
+    ///
+    /// ```swift
+    /// if case .invalid(let problem) = error, let payload = problem.payloadError, payload.code == .payloadTooLarge {
+    ///     print("\(payload.size!) bytes, at most \(payload.limit!)")
+    /// }
+    /// ```
+    public let payloadError: PayloadError?
 
     /// An error of kind `code` saying `description`, about `header` (or the device token's
-    /// character at `position`). The SDK makes these; a test that stands in for the client
-    /// (behind a protocol of its own) makes one to script an ``APNsError/invalid(_:)``.
-    public init(_ code: Code, header: String? = nil, position: Int? = nil, _ description: String) {
+    /// character at `position`, or the payload's `payloadError`). The SDK makes these; a
+    /// test that stands in for the client (behind a protocol of its own) makes one to
+    /// script an ``APNsError/invalid(_:)``.
+    public init(_ code: Code, header: String? = nil, position: Int? = nil, payloadError: PayloadError? = nil, _ description: String) {
         self.code = code
         self.header = header
         self.position = position
+        self.payloadError = payloadError
         self.description = description
     }
 }

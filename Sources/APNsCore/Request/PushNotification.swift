@@ -294,7 +294,7 @@ extension PushNotification.Body {
             do {
                 return try payload.encoded(for: pushType, limit: limit)
             } catch {
-                throw APNsRequestError(.invalidPayload, "payload: \(error.description)")
+                throw APNsRequestError(.invalidPayload, payloadError: error, "payload: \(error.description)")
             }
         case .raw(let raw):
             if raw.isEmpty {

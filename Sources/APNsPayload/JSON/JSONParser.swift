@@ -340,6 +340,8 @@ struct JSONParser {
         }
         let text = UnsafeBufferPointer(rebasing: input[start..<offset])
         if isInteger {
+            // "-0" (RFC 8259 allows it): a double, which keeps the sign.
+            if text.count == 2, text[0] == UInt8(ascii: "-"), text[1] == UInt8(ascii: "0") { return .double(-0.0) }
             guard let integer = parseInt64(text) else {
                 // As a double it would lose its last digits (12345678901234567890 comes
                 // back as 1.2345678901234567e+19): a forwarded payload must keep its values.
@@ -371,7 +373,7 @@ struct JSONParser {
             index += 1
         }
         if negative {
-            if magnitude == 0 { return nil }  // "-0" keeps its sign as a double
+            if magnitude == 0 { return nil }  // "-0" keeps its sign as a double (parseNumber)
             if magnitude <= UInt64(Int64.max) { return -Int64(magnitude) }
             if magnitude == UInt64(Int64.max) + 1 { return Int64.min }
             return nil

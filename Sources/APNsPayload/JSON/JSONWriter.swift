@@ -19,6 +19,10 @@ struct JSONWriter: ~Copyable {
     private var capacity: Int
     private var count = 0
     private var needsComma = false
+    /// How many arrays and objects are open: a value nested deeper than the parser reads
+    /// (``JSONParser/maximumDepth``) is refused, not written by a recursion that could
+    /// exhaust the stack.
+    private var depth = 0
 
     init(capacity: Int) {
         self.capacity = Swift.max(capacity, 16)
@@ -86,22 +90,26 @@ struct JSONWriter: ~Copyable {
         separator()
         append(UInt8(ascii: "{"))
         needsComma = false
+        depth += 1
     }
 
     mutating func endObject() {
         append(UInt8(ascii: "}"))
         needsComma = true
+        depth -= 1
     }
 
     mutating func beginArray() {
         separator()
         append(UInt8(ascii: "["))
         needsComma = false
+        depth += 1
     }
 
     mutating func endArray() {
         append(UInt8(ascii: "]"))
         needsComma = true
+        depth -= 1
     }
 
     /// Writes `"key":` for a key known at compile time (ASCII, nothing to escape).
@@ -177,9 +185,17 @@ struct JSONWriter: ~Copyable {
         needsComma = true
     }
 
-    /// Writes any JSON value, refusing NaN and infinity.
-    /// - Throws: the path, relative to `value`, of the first non-finite double.
+    /// Writes any JSON value, refusing NaN and infinity, and nesting deeper than
+    /// ``JSONParser/maximumDepth`` levels.
+    /// - Throws: the path, relative to `value`, of the first non-finite double or of the
+    ///   array or object one level too deep.
     mutating func value(_ value: JSONValue) throws(NonFinitePath) {
+        switch value {
+        case .array, .object:
+            guard depth < JSONParser.maximumDepth else { throw NonFinitePath(components: [], tooDeep: true) }
+        default:
+            break
+        }
         switch value {
         case .null: null()
         case .bool(let b): bool(b)
@@ -217,7 +233,7 @@ struct JSONWriter: ~Copyable {
         do {
             try members(object)
         } catch {
-            throw .nonFinite(error.keyPath(under: base))
+            throw error.payloadError(under: base)
         }
     }
 
@@ -319,12 +335,24 @@ struct JSONWriter: ~Copyable {
     }
 }
 
-/// Where a non-finite double sits inside a JSON value, built while unwinding.
+/// Where a value that cannot be written sits inside a JSON value, built while unwinding:
+/// a non-finite double, or (`tooDeep`) an array or object nested deeper than
+/// ``JSONParser/maximumDepth`` levels.
 struct NonFinitePath: Error {
     var components: [String]
+    var tooDeep = false
 
     func prepending(_ component: String) -> NonFinitePath {
-        NonFinitePath(components: [component] + components)
+        NonFinitePath(components: [component] + components, tooDeep: tooDeep)
+    }
+
+    /// The payload error for this path under `base`.
+    func payloadError(under base: String) -> PayloadError {
+        guard tooDeep else { return .nonFinite(keyPath(under: base)) }
+        return .outOfRange(
+            keyPath(under: base),
+            "nested deeper than \(JSONParser.maximumDepth) levels of arrays and objects (APNs payloads are at most 5 KB)"
+        )
     }
 
     /// The path under `base`, e.g. `aps.attributes.ratio`; a top-level key has no leading dot.

@@ -48,6 +48,26 @@ import Testing
         #expect(requests[1].body == requests[0].body)
     }
 
+    /// A permanent failure (sending again cannot fix it) stays permanent when it is the
+    /// delivery's final error, also when an earlier attempt may have reached APNs and the
+    /// error is rebuilt to say so (found from outside: `isPermanent` came back `false`).
+    @Test func aPermanentFailureStaysPermanentAsTheFinalError() async throws {
+        let mock = MockTransport()
+        mock.respond(to: Self.device, with: [.failure(.connectionClosed()), .failure(APNsTransportError.connectionFailed("no route").permanent)])
+        let policy = RetryPolicy(maxAttempts: 3, baseDelay: .zero, maxDelay: .zero, retriesFailuresThatMayHaveReachedAPNs: true)
+        let client = APNsClient.testing(transport: mock, retryPolicy: policy)
+        do {
+            _ = try await client.send(sampleAlert, to: Self.device)
+            Issue.record("accepted")
+        } catch {
+            let failure = try #require(error.transportError)
+            #expect(failure.code == .connectionFailed)
+            #expect(failure.mayHaveReachedAPNs)
+            #expect(failure.isPermanent)
+        }
+        #expect(mock.requests.count == 2)
+    }
+
     @Test func givesUpAfterMaxAttemptsWithTheLastRejection() async throws {
         let mock = MockTransport()
         mock.respond(to: Self.device, with: .rejected(.serviceUnavailable))
@@ -398,6 +418,31 @@ import Testing
         } catch {
             #expect(error.requestError?.code == .invalidPriority)
         }
+        #expect(mock.requests.isEmpty)
+    }
+
+    /// A payload that cannot be encoded: the client's error carries the payload's own
+    /// error, so its size, limit, push type and key path can be read without parsing the
+    /// description (found from outside: only the text had them).
+    @Test func aPayloadErrorKeepsItsFieldsThroughTheClient() async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: mock)
+        // Apple: an alert's payload may be 4096 bytes; `{"aps":{"alert":{"body":"…"}}}` adds 29.
+        let oversized = PushNotification(payload: .alert(body: String(repeating: "a", count: 4096 - 28)), topic: "com.example.app")
+        do {
+            _ = try await client.send(oversized, to: Self.device)
+            Issue.record("sent")
+        } catch {
+            let payloadError = try #require(error.requestError?.payloadError)
+            #expect(payloadError.code == .payloadTooLarge)
+            #expect(payloadError.size == 4097)
+            #expect(payloadError.limit == 4096)
+            #expect(payloadError.pushType == .alert)
+        }
+        let loud = PushNotification(payload: Payload(aps: APS(sound: .critical(name: "a", volume: 1.5))), topic: "com.example.app")
+        let outcomes = await client.send(loud, to: [Self.device])
+        #expect(outcomes.first?.error?.requestError?.payloadError?.keyPath == "aps.sound.volume")
+        #expect(outcomes.first?.error?.requestError?.payloadError?.code == .valueOutOfRange)
         #expect(mock.requests.isEmpty)
     }
 

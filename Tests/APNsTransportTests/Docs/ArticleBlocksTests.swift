@@ -62,6 +62,14 @@ func payloadsGameRequest() throws -> [UInt8] {
     return bytes
 }
 
+func whyNotSent(_ error: APNsError) -> String? {
+    guard let payload = error.requestError?.payloadError else { return nil }
+    if payload.code == .payloadTooLarge, let size = payload.size, let limit = payload.limit {
+        return "\(size) bytes, at most \(limit)"
+    }
+    return "\(payload.keyPath): \(payload.rule)"
+}
+
 func payloadsShortAlert() throws -> [UInt8] {
     let short = Payload.alert(.text("You got your emails."), badge: 9, sound: "bingbong.aiff")
     // {"aps":{"alert":"You got your emails.","badge":9,"sound":"bingbong.aiff"}}
@@ -166,6 +174,22 @@ struct ArticleBlocksTests {
         let forwarded = try payloadsForwarded()
         #expect(forwarded.again == forwarded.stored)
         #expect(forwarded.ref == "a1")
+        // The client's error for a payload that cannot be encoded: 29 bytes of JSON around
+        // the body, 4097 in all, one over Apple's limit for an alert.
+        let tooLong = PushNotification(payload: .alert(body: String(repeating: "a", count: 4068)), topic: "com.example.app")
+        do throws(APNsRequestError) {
+            _ = try tooLong.validate()
+            Issue.record("valid")
+        } catch {
+            #expect(whyNotSent(.invalid(error)) == "4097 bytes, at most 4096")
+        }
+        let loud = PushNotification(payload: Payload(aps: APS(sound: .critical(volume: 1.5))), topic: "com.example.app")
+        do throws(APNsRequestError) {
+            _ = try loud.validate()
+            Issue.record("valid")
+        } catch {
+            #expect(whyNotSent(.invalid(error))?.hasPrefix("aps.sound.volume: volume must be in 0...1") == true)
+        }
     }
 
     @Test("Authentication.md's tokens verify, and carry its team ID")
