@@ -42,8 +42,9 @@ public struct HostResolver: Sendable {
     }
 }
 
-/// Addresses that accepted a TCP connection but did not finish a TLS handshake in time
-/// (a load balancer node with no working backend): later attempts try them last until
+/// Addresses that accepted a TCP connection but did not finish a TLS handshake in time,
+/// or closed or reset it without a TLS alert (a load balancer node with no working
+/// backend): later attempts try them last until
 /// ``avoidance`` has passed, so the rotation does not keep sending new connections to
 /// them. Shared by one transport's attempts.
 final class AddressHealth: Sendable {

@@ -131,10 +131,10 @@ final class TLSStream: @unchecked Sendable {
                 _ = Glibc_close(fd)
                 throw error
             }
-            var timedOut = false
+            var addressFailed = false
             do {
                 return try handshake(context: context, fd: fd, endpoint: endpoint, configuration: configuration,
-                                     deadline: deadline, timeout: timeout, timedOut: &timedOut)
+                                     deadline: deadline, timeout: timeout, addressFailed: &addressFailed)
             } catch {
                 // The handshake ran through the tunnel: a connection the proxy closed or
                 // held reads as the server's, so the detail says which path it took.
@@ -147,22 +147,23 @@ final class TLSStream: @unchecked Sendable {
         // An address that accepts TCP but never finishes the TLS handshake (a load
         // balancer node with no working backend) would hold the attempt for the whole
         // timeout, as Happy Eyeballs ends at the TCP connect: while other addresses are
-        // left, a handshake gets a slice of the time, and one that runs out of it moves
-        // the attempt on to the next address (and the address to the back of later
-        // attempts' order, see ``AddressHealth``).
+        // left, a handshake gets a slice of the time, and one that runs out of it, or that
+        // the server closes or resets without a TLS alert, moves the attempt on to the
+        // next address (and the address to the back of later attempts' order, see
+        // ``AddressHealth``).
         var excluded: Set<String> = []
         while true {
             let (fd, address, others) = try TCPConnector.connect(
                 host: endpoint.host, port: endpoint.port, deadline: deadline, choice: addresses, excluding: excluded)
             let slice = max(Duration.seconds(2), timeout / 4)
             let handshakeDeadline = others > 0 ? min(deadline, .now + slice) : deadline
-            var timedOut = false
+            var addressFailed = false
             do {
                 return try handshake(context: context, fd: fd, endpoint: endpoint, configuration: configuration,
                                      deadline: handshakeDeadline, timeout: others > 0 ? min(slice, timeout) : timeout,
-                                     timedOut: &timedOut)
+                                     lastAddress: others == 0, addressFailed: &addressFailed)
             } catch {
-                guard timedOut else { throw error }
+                guard addressFailed else { throw error }
                 addresses.health?.noteFailedHandshake(address)
                 guard others > 0, ContinuousClock.now < deadline else { throw error }
                 excluded.insert(address)
@@ -173,7 +174,7 @@ final class TLSStream: @unchecked Sendable {
     /// A session from `context` on `fd`, and its handshake; on failure the socket is closed.
     private static func handshake(
         context: SSLContext, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
-        deadline: ContinuousClock.Instant, timeout: Duration, timedOut: inout Bool
+        deadline: ContinuousClock.Instant, timeout: Duration, lastAddress: Bool = true, addressFailed: inout Bool
     ) throws(APNsTransportError) -> TLSStream {
         let session: SSLSession
         do {
@@ -185,26 +186,33 @@ final class TLSStream: @unchecked Sendable {
         // From here `handshake` owns both; on failure it closes the socket (and the
         // session is released with it).
         return try handshake(session: session, fd: fd, endpoint: endpoint, configuration: configuration,
-                             deadline: deadline, timeout: timeout, timedOut: &timedOut)
+                             deadline: deadline, timeout: timeout, lastAddress: lastAddress, addressFailed: &addressFailed)
     }
 
     private static func handshake(
         session: SSLSession, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
-        deadline: ContinuousClock.Instant, timeout: Duration, timedOut: inout Bool
+        deadline: ContinuousClock.Instant, timeout: Duration, lastAddress: Bool, addressFailed: inout Bool
     ) throws(APNsTransportError) -> TLSStream {
         var ranOut = false
-        defer { timedOut = ranOut }
+        defer { addressFailed = ranOut }
         let (version, host, endpointText) = try session.withUnsafeHandle { (ssl: OpaquePointer) throws(APNsTransportError) in
-            try handshake(ssl: ssl, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout, timedOut: &ranOut)
+            try handshake(
+                ssl: ssl, fd: fd, endpoint: endpoint, configuration: configuration, deadline: deadline, timeout: timeout,
+                lastAddress: lastAddress, addressFailed: &ranOut)
         }
         return TLSStream(session: session, fd: fd, protocolVersion: version, host: host, endpointDescription: endpointText, configuration: configuration)
     }
 
     /// The handshake on `ssl`; returns the protocol version, the host and `host:port`.
-    /// `timedOut` is set when it failed because `deadline` passed.
+    /// `addressFailed` is set when it failed in a way another address of the host may not:
+    /// `deadline` passed, or the server closed or reset the connection without a TLS alert
+    /// (a load balancer node with no working backend); not for a certificate, an alert or
+    /// a protocol the server refused, which every address would meet again. A server that
+    /// closes at the ClientHello is probed for TLS 1.0/1.1 only at the `lastAddress` (at
+    /// another, the attempt moves on).
     private static func handshake(
         ssl: OpaquePointer, fd: Int32, endpoint: TLSEndpoint, configuration: TLSConfiguration,
-        deadline: ContinuousClock.Instant, timeout: Duration, timedOut: inout Bool
+        deadline: ContinuousClock.Instant, timeout: Duration, lastAddress: Bool, addressFailed: inout Bool
     ) throws(APNsTransportError) -> (version: String, host: String, endpoint: String) {
         var ok = false
         defer {
@@ -255,7 +263,7 @@ final class TLSStream: @unchecked Sendable {
                 let errors = OpenSSLErrors.drain()
                 let systemError = errno
                 if error == SSL_ERROR_ZERO_RETURN || (error == SSL_ERROR_SYSCALL && errors.codes.isEmpty),
-                    configuration.proxy == nil, BIO_number_read(SSL_get_rbio(ssl)) == 0,
+                    lastAddress, configuration.proxy == nil, BIO_number_read(SSL_get_rbio(ssl)) == 0,
                     let legacy = LegacyVersionProbe.version(of: endpoint, deadline: min(deadline, .now + .seconds(3)))
                 {
                     // Closed without answering the ClientHello, yet it speaks TLS 1.0/1.1.
@@ -267,10 +275,14 @@ final class TLSStream: @unchecked Sendable {
                 let failure = APNsTransportError.tlsFailure(HandshakeFailure.describe(
                     ssl: ssl, sslError: error, errors: errors, errno: systemError,
                     host: host, where: endpointText, configuration: configuration))
+                // Closed or reset with no TLS alert: this node, not the service, failed.
+                if error == SSL_ERROR_ZERO_RETURN || (error == SSL_ERROR_SYSCALL && errors.codes.isEmpty) {
+                    addressFailed = true
+                }
                 throw HandshakeFailure.isPermanent(errors) ? failure.permanent : failure
             }
             guard ready else {
-                timedOut = true
+                addressFailed = true
                 // A connection problem, not a TLS one: over a slow path (a cold connection
                 // costs three round trips) or to a server that does not answer TLS, the
                 // handshake just did not finish in time. tlsFailure would read as a

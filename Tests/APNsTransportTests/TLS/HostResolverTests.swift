@@ -244,6 +244,51 @@ struct HostResolverTests {
         }
     }
 
+    /// Found over a real network path (network namespaces): a node that accepts TCP and
+    /// then closes or resets the connection at the ClientHello failed every send at once
+    /// with `tlsFailure`, the next address never tried.
+    @Test("An address that closes or resets the TLS handshake moves the attempt on to the next address at once", arguments: [false, true])
+    func closingTLSAddressIsPassedOver(reset: Bool) async throws {
+        try await withMockAPNsServer { server in
+            let closing = try LoopbackListener(address: "127.0.0.3", port: server.port)
+            let listening = closing.fd
+            let stop = StopFlag()
+            let closer = Task.detached {
+                // Accepts each connection, waits for its ClientHello, and ends it.
+                var ended = 0
+                while !stop.isSet {
+                    let client = accept(listening, nil, nil)
+                    guard client >= 0 else {
+                        try? await Task.sleep(for: .milliseconds(1))
+                        continue
+                    }
+                    var pollDescriptor = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&pollDescriptor, 1, 5_000)
+                    if reset {
+                        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                        _ = setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                    }
+                    _ = Glibc.close(client)
+                    ended += 1
+                }
+                return ended
+            }
+            let transport = try mockTransport(server) { configuration in
+                configuration.environment = .custom(host: "localhost", port: server.port)
+                configuration.resolver = .custom { _, _ in ["127.0.0.3", "127.0.0.1"] }
+            }
+            let response = try await transport.send(try mockPush(0, port: server.port, host: "localhost"))
+            #expect(response.status == 200)
+            await transport.shutdown()
+            stop.set()
+            let ended = await closer.value
+            closing.close()
+            // The attempt began at the closing address (the rotation's first), which ended it.
+            #expect(ended >= 1)
+            #expect(server.statistics.connections == 1)
+        }
+    }
+
     @Test("a fully qualified name's trailing dot is dropped for SNI and verification, as curl does")
     func trailingDotIsDropped() async throws {
         try await withMockAPNsServer { server in
@@ -276,6 +321,13 @@ struct HostResolverTests {
             await transport.shutdown()
         }
     }
+}
+
+/// A flag one task sets and another reads.
+private final class StopFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+    func set() { flag.store(true, ordering: .releasing) }
 }
 
 /// A listening TCP socket on one loopback address whose pending connections a test counts.
