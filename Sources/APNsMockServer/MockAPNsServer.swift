@@ -175,8 +175,11 @@ public final class MockAPNsServer: Sendable {
         }
     }
 
-    /// Stops the server: closes the listeners, sends GOAWAY on every connection, closes
-    /// them and waits for the server thread to end. Safe to call more than once.
+    /// Stops the server: closes the listeners, sends GOAWAY (`NO_ERROR`, the last stream
+    /// it processed) and TLS close_notify on every connection, as far as each socket takes
+    /// them without waiting, closes them and waits for the server thread to end. A client
+    /// thus sees the server go away: requests above the GOAWAY's last stream never reached
+    /// it. Answers still delayed are not sent. Safe to call more than once.
     public func stop() async {
         let wasRunning = lifecycle.withLock { lifecycle -> Bool in
             if case .running = lifecycle {

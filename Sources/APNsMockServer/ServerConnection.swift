@@ -497,6 +497,37 @@ final class ServerConnection {
         }
     }
 
+    /// Writes what nghttp2 has queued (a GOAWAY just submitted, answers not yet written)
+    /// and close_notify, as far as the socket takes them without waiting, then closes: the
+    /// client sees the server go away, not a connection cut (``MockAPNsServer/stop()``).
+    /// Never call it from inside an nghttp2 callback.
+    func flushAndClose() {
+        defer { close() }
+        guard let tls, let session else { return }
+        switch phase {
+        case .silent, .broken, .draining, .closed: return
+        case .handshaking, .open, .goingAway: break
+        }
+        // What a link emulation holds back leaves now: the server is going.
+        shaper?.releaseAll(into: &output)
+        shaper = nil
+        while true {
+            var chunk: UnsafePointer<UInt8>?
+            let length = nghttp2_session_mem_send(session, &chunk)
+            guard length > 0, let chunk else { break }
+            output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+        }
+        while outputStart < output.count {
+            let written = output.withUnsafeBytes { bytes -> Int32 in
+                tls.write(UnsafeRawBufferPointer(rebasing: bytes[outputStart...]))
+            }
+            guard written > 0 else { break }
+            outputStart += Int(written)
+        }
+        if outputStart == output.count { tls.sendCloseNotify() }
+        ERR_clear_error()
+    }
+
     /// Closes at once: no GOAWAY, no close_notify. Safe to call twice; never call it
     /// from inside an nghttp2 callback.
     func close() {

@@ -254,7 +254,7 @@ final class ServerLoop {
     private func shutdownAll() {
         for connection in connections {
             connection.goAway(reason: nil)
-            connection.close()
+            connection.flushAndClose()
         }
         connections.removeAll()
         countOpenConnections()
