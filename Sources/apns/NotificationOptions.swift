@@ -318,10 +318,20 @@ struct NotificationOptions: ParsableArguments {
         }
     }
 
-    /// Parses `--expiration`: UNIX seconds, `+SECONDS` from now, or `0`.
+    /// Parses `--expiration`: UNIX seconds, `+SECONDS` from now, or `0`. A time from now
+    /// is checked as a time given in seconds is: one past the year 2286 (or past what a
+    /// 64-bit number holds) is refused, not wrapped around.
     static func parseExpiration(_ text: String, warn: Bool = false) throws -> Expiration {
         if text.hasPrefix("+"), let offset = Int64(text.dropFirst()), offset >= 0 {
-            return .unixTime(Int64(Date().timeIntervalSince1970) + offset)
+            let now = Int64(Date().timeIntervalSince1970)
+            let (time, overflow) = now.addingReportingOverflow(offset)
+            if overflow || time > maxSeconds {
+                let hint = offset / 1000 <= maxSeconds - now
+                    ? "it looks like milliseconds; give seconds from now (+\(offset / 1000))"
+                    : "give at most +\(maxSeconds - now) seconds from now"
+                throw ValidationError("--expiration \(text) is after the year 2286: \(hint)")
+            }
+            return .unixTime(time)
         }
         guard let seconds = Int64(text), seconds >= 0 else {
             throw ValidationError("--expiration \(text) is not UNIX seconds, +SECONDS or 0")

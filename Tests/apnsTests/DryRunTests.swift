@@ -57,6 +57,16 @@ struct DryRunTests {
         #expect(past.status == 0 && past.errorLines.count == 1 && past.stderr.contains("in the past"), "\(past)")
     }
 
+    @Test("an --expiration from now past the year 2286, or past a 64-bit number, is a usage error, not a crash",
+          arguments: ["+9223372036854775807", "+99999999999"])
+    func expirationFromNowTooLate(_ value: String) async throws {
+        let result = try await CLI.run(["send", "--no-auth", "--dry-run", "--topic", Fixtures.topic, "--body", "Hi",
+                                        "--expiration", value, Fixtures.goodToken])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.errorLines.count == 1 && result.stderr.contains("--expiration \(value) is after the year 2286"), "\(result)")
+        #expect(result.stdout.isEmpty, "\(result)")
+    }
+
     @Test("a topic ending in another push type's suffix is sent as given, with a warning that APNs will refuse it",
           arguments: [(["--push-type", "voip", "--custom", "id=1"], "com.example.app.complication", "complication", "voip"),
                       (["--body", "Hi"], "com.example.app.voip", "voip", "alert")])
