@@ -55,6 +55,7 @@ struct APNsCommand: AsyncParsableCommand {
     /// errors become status 2 with a single line ending in a pointer to `--help`,
     /// ``CLIError`` its own status, and any other error status 1 with a single line.
     static func main() async {
+        Terminal.ignoreBrokenPipes()
         SignalWaiter.unblockTerminationSignals()
         do {
             var command = try parseAsRoot()

@@ -116,8 +116,8 @@ struct BenchCommand: AsyncParsableCommand {
         Terminal.bootstrapLogging(level: .error)
         let report = Report()
         #if DEBUG
-        FileHandle.standardError.write(Data(
-            "warning: apns was built in debug mode; its figures are several times slower than a release build (swift build -c release)\n".utf8))
+        Terminal.standardError(
+            "warning: apns was built in debug mode; its figures are several times slower than a release build (swift build -c release)")
         report.fields["debugBuild"] = true
         #endif
         report.fields["count"] = count

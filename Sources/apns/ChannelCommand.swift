@@ -69,7 +69,7 @@ struct ChannelCommand: AsyncParsableCommand {
                     if let id = error.rejection?.requestID { object["apns-request-id"] = id.uuidString }
                     print(OutcomeText.jsonLine(object))
                 } else {
-                    FileHandle.standardError.write(Data("apns: \(OutcomeText.line(.failure(error)))\n".utf8))
+                    Terminal.standardError("apns: \(OutcomeText.line(.failure(error)))")
                 }
                 throw ExitCode(1)
             }

@@ -29,12 +29,12 @@ final class ProgressBar {
         let filled = min(width, done * width / total)
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
         let line = String(format: "\r%@ %d/%d %3d%% %.0f/s ETA %.0fs ", bar, done, total, done * 100 / total, rate, eta)
-        FileHandle.standardError.write(Data(line.utf8))
+        Terminal.writeStandardError(line)
     }
 
     /// Clears the bar's line.
     func finish() {
         guard enabled, drew else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+        Terminal.writeStandardError("\r\u{1B}[2K")
     }
 }

@@ -12,7 +12,32 @@ import Darwin
 enum Terminal {
     /// Writes `line` and a newline to standard error, unbuffered.
     static func standardError(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        writeStandardError(line + "\n")
+    }
+
+    /// Writes `text` to standard error as it is, unbuffered, with `write(2)`. A standard
+    /// error that cannot be written (a closed pipe, a full disk, `2>/dev/full`) is
+    /// ignored: there is nowhere left to say so, and `FileHandle.write(_:)` would end the
+    /// process with a trap instead.
+    static func writeStandardError(_ text: String) {
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
+    }
+
+    /// Ignores SIGPIPE for the life of the process: a write to a closed pipe (`apns … |
+    /// head -1`) then fails with EPIPE, which is handled like any other write failure
+    /// (standard output: a line on standard error and exit status 1), whether or not the
+    /// transport (which ignores SIGPIPE too) has started. Call first thing.
+    static func ignoreBrokenPipes() {
+        signal(SIGPIPE, SIG_IGN)
     }
 
     /// Whether standard error is a terminal (progress bars go there only then).
