@@ -319,7 +319,7 @@ final class ServerConnection {
         shaper = loop.state.shared.withLock { $0.link }.map { LinkShaper(link: $0, start: .now) }
         let limit = tokenMode ? 1 : loop.state.shared.withLock { $0.maxConcurrentStreams }
         var settings = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(limit)),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit)),
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
                 value: UInt32(ServerConnection.maxHeaderListSize)

@@ -149,7 +149,10 @@ struct MockServerCommand: AsyncParsableCommand {
         }
         if let goAwayAfter, goAwayAfter < 1 { throw ValidationError("--goaway-after must be at least 1") }
         if let delay, delay < 0 { throw ValidationError("--delay must not be negative") }
-        if maxStreams < 1 { throw ValidationError("--max-streams must be at least 1") }
+        // SETTINGS_MAX_CONCURRENT_STREAMS is a 32-bit value (RFC 9113, section 6.5.1).
+        if !(1...Int(UInt32.max)).contains(maxStreams) {
+            throw ValidationError("--max-streams \(maxStreams) is not 1 to \(UInt32.max) (SETTINGS_MAX_CONCURRENT_STREAMS is a 32-bit number)")
+        }
         if let closeAfterRejections, closeAfterRejections < 1 { throw ValidationError("--close-after-rejections must be at least 1") }
         for token in unregistered where (try? DeviceToken(hex: token)) == nil {
             throw ValidationError("--unregistered \(token) is not a hexadecimal device token")

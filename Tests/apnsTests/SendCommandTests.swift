@@ -342,6 +342,20 @@ struct SendCommandTests {
         }
     }
 
+    @Test("a mock server whose stream limit is beyond SETTINGS_MAX_CONCURRENT_STREAMS' 32 bits announces the largest it can, and serves")
+    func hugeStreamLimit() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await withMockAPNsServer(configuration: .init(bundleIDs: [Fixtures.topic], maxConcurrentStreams: 99_999_999_999)) { server in
+            let caPath = directory.appendingPathComponent("ca.pem").path
+            try server.writeCertificateAuthority(to: caPath)
+            let result = try await CLI.run(["send", "--no-auth", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", caPath,
+                                            "--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken])
+            #expect(result.status == 0, "\(result)")
+            #expect(server.statistics.accepted == 1)
+        }
+    }
+
     @Test("output that cannot be written (a full disk) is an error, exit 1, not a silent success")
     func unwritableOutput() async throws {
         try await withServer { _, _, target in

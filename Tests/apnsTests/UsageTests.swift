@@ -31,6 +31,7 @@ struct UsageTests {
         ["mock-server", "--accept-any-token", "--topic-key", "ABC123DEFG"],  // no topics
         ["mock-server", "--accept-any-token", "--topic-key", "ABC123DEFG=a", "--topic-key", "ABC123DEFG=b"],
         ["mock-server", "--link-delay", "-1"],
+        ["mock-server", "--max-streams", "99999999999"],  // more than SETTINGS_MAX_CONCURRENT_STREAMS holds
         ["mock-server", "--bandwidth", "0"],
         ["mock-server", "--stall-every", "1000"],  // no --stall-length
         ["mock-server", "--stall-every", "100", "--stall-length", "100"],
