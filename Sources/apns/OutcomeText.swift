@@ -123,11 +123,15 @@ enum OutcomeText {
         }
     }
 
-    /// The remedy name for JSON output.
+    /// The remedy name for JSON output, as ``advice(_:)`` says it: APNs' remedy for a
+    /// rejection; for a transport failure `retryMayDuplicate` (it may have reached APNs),
+    /// `fixSetup` (a permanent failure, such as a server certificate that is not trusted:
+    /// sending again fails the same way until the setup changes) or `retry`; `fixRequest`
+    /// for a notification that could not be made.
     static func remedy(_ error: APNsError) -> String {
         switch error {
         case .rejected(let rejection): rejection.remedy.rawValue
-        case .failed(let failure): failure.mayHaveReachedAPNs ? "retryMayDuplicate" : "retry"
+        case .failed(let failure): failure.mayHaveReachedAPNs ? "retryMayDuplicate" : failure.isPermanent ? "fixSetup" : "retry"
         case .invalid: "fixRequest"
         }
     }

@@ -356,6 +356,21 @@ struct SendCommandTests {
         }
     }
 
+    @Test("a permanent failure (a server certificate not trusted) is not to be retried: --json says remedy fixSetup")
+    func permanentFailureRemedy() async throws {
+        try await withServer { _, _, target in
+            // The server's CA left out: the handshake fails the same way every time.
+            let untrusted = Array(target.prefix(4))
+            let result = try await CLI.run(["send", "--no-auth", "--json"] + untrusted + ["--topic", Fixtures.topic, "--body", "Hi", Fixtures.goodToken])
+            #expect(result.status == 1, "\(result)")
+            let object = try CLI.jsonObject(try #require(result.lines.first))
+            #expect(object["outcome"] as? String == "failed", "\(result)")
+            #expect(object["code"] as? String == "tlsFailure", "\(result)")
+            #expect(object["remedy"] as? String == "fixSetup", "\(result)")
+            #expect((object["advice"] as? String)?.contains("sending again fails the same way") == true, "\(result)")
+        }
+    }
+
     @Test("output that cannot be written (a full disk) is an error, exit 1, not a silent success")
     func unwritableOutput() async throws {
         try await withServer { _, _, target in
