@@ -66,7 +66,7 @@ struct APNsCommand: AsyncParsableCommand {
             }
             Terminal.exit(0)
         } catch let error as CLIError {
-            Terminal.standardError("apns: \(error.message)\(error.status == 2 ? Self.usageHint : "")")
+            Terminal.standardError("apns: \(OutcomeText.inToolTerms(error.message))\(error.status == 2 ? Self.usageHint : "")")
             Terminal.exit(error.status)
         } catch let code as ExitCode {
             Terminal.exit(code.rawValue)

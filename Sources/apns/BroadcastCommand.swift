@@ -131,7 +131,7 @@ struct BroadcastCommand: AsyncParsableCommand {
             do {
                 return try Payload(jsonBytes: bytes)
             } catch {
-                throw CLIError("the payload file is not a valid payload: \(error)")
+                throw CLIError("the payload file is not a valid payload: \(OutcomeText.inToolTerms("\(error)"))")
             }
         }
         let state: JSONObject

@@ -148,9 +148,10 @@ struct CheckCommand: AsyncParsableCommand {
             default:
                 hint = "try again; if it persists, --trace shows every frame of the exchange"
             }
-            return (false, "no answer (\(failure.code))", "cannot reach APNs: \(failure.detail ?? "\(failure.code)"); \(hint)")
+            let detail = failure.detail.map(OutcomeText.inToolTerms) ?? "\(failure.code)"
+            return (false, "no answer (\(failure.code))", "cannot reach APNs: \(detail); \(hint)")
         case .failure(.invalid(let invalid)):
-            return (false, "not sent", "the probe could not be made: \(invalid)")
+            return (false, "not sent", "the probe could not be made: \(OutcomeText.inToolTerms("\(invalid)"))")
         }
     }
 

@@ -225,7 +225,7 @@ struct NotificationOptions: ParsableArguments {
         do {
             _ = try payload.encoded(for: pushType)
         } catch {
-            throw CLIError("the payload cannot be sent: \(error)"
+            throw CLIError("the payload cannot be sent: \(OutcomeText.inToolTerms("\(error)"))"
                 + (pushType == .alert ? " (custom keys alone make a VoIP or background push: add --push-type voip or --content-available)" : ""))
         }
         return .payload(payload)
@@ -251,7 +251,7 @@ struct NotificationOptions: ParsableArguments {
             do {
                 return try Payload(jsonBytes: json)
             } catch {
-                throw CLIError("\(name) is not a usable payload: \(error)")
+                throw CLIError("\(name) is not a usable payload: \(OutcomeText.inToolTerms("\(error)"))")
             }
         }
         var alert = Alert()

@@ -24,18 +24,34 @@ enum OutcomeText {
         case .failed(let failure):
             return "failed \(failure.code)" + (failure.detail.map { ": \(inToolTerms($0))" } ?? "")
         case .invalid(let problem):
-            return "invalid: \(problem)"
+            return "invalid: \(inToolTerms("\(problem)"))"
         }
     }
 
-    /// The SDK's advice in a failure's detail, with the API it names replaced by the flag
-    /// that does the same in the tool.
+    /// The SDK's advice in an error's text, with the API it names replaced by the flag
+    /// that does the same in the tool (or, where the tool has none, by what to do
+    /// instead). Every SDK error the tool prints goes through it.
     static func inToolTerms(_ detail: String) -> String {
-        detail
-            .replacingOccurrences(of: "pass its CA with TLSConfiguration(trustRoots: .certificates(pem))",
-                                  with: "pass its CA with --ca-file (or APNS_CA_FILE)")
-            .replacingOccurrences(of: "the CA certificates in TrustRoots.certificates(_:)", with: "the CA certificates of --ca-file")
+        var text = detail
+        for (api, tool) in toolTerms { text = text.replacingOccurrences(of: api, with: tool) }
+        return text
     }
+
+    /// The phrases of the SDK's errors that name an API, and what the tool says instead.
+    static let toolTerms: [(api: String, tool: String)] = [
+        ("pass its CA with TLSConfiguration(trustRoots: .certificates(pem))", "pass its CA with --ca-file (or APNS_CA_FILE)"),
+        ("the CA certificates in TrustRoots.certificates(_:)", "the CA certificates of --ca-file"),
+        ("the PEM given to TrustRoots.certificates(_:)", "the PEM of --ca-file"),
+        ("a longer connectTimeout helps", "a longer --connect-timeout (or APNS_CONNECT_TIMEOUT) helps"),
+        ("set TLSConfiguration(clientIdentity:) or use token-based authentication",
+         "give --cert-file or use token-based authentication (--key-file, --key-id, --team-id)"),
+        ("(set TLSConfiguration(clientIdentity:))", "(give --cert-file)"),
+        (": set ProxyConfiguration(username:password:)", ": give them in --proxy or APNS_PROXY (http://user:password@host:port)"),
+        // The tool parses every payload, --payload-file's too: it has no way to send bytes as they are.
+        ("send such a payload's bytes as they are (PushNotification.Body.raw) or write the number as a string",
+         "write the number as a string (the tool parses every payload, so it cannot send such a number as it is)"),
+        ("(Payload.contentChanged(for: .widgets))", "(--push-type widgets or --push-type controls)"),
+    ]
 
     /// What to do about `error`: the remedy APNs' reason calls for, or what a transport
     /// failure means for retrying.
@@ -160,10 +176,10 @@ enum OutcomeText {
                 object["outcome"] = "failed"
                 object["code"] = "\(failure.code)"
                 object["mayHaveReachedAPNs"] = failure.mayHaveReachedAPNs
-                if let detail = failure.detail { object["detail"] = detail }
+                if let detail = failure.detail { object["detail"] = inToolTerms(detail) }
             case .invalid(let problem):
                 object["outcome"] = "invalid"
-                object["detail"] = "\(problem)"
+                object["detail"] = inToolTerms("\(problem)")
             }
         }
         return jsonLine(object)

@@ -83,7 +83,7 @@ struct SendCommand: AsyncParsableCommand {
             // The same for every token: said once, before anything is sent.
             try push.validate()
         } catch {
-            throw CLIError("the notification cannot be sent: \(error)")
+            throw CLIError("the notification cannot be sent: \(OutcomeText.inToolTerms("\(error)"))")
         }
         let tokens = try readTokens()
         guard !tokens.isEmpty else {
