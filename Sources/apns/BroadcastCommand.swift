@@ -111,7 +111,8 @@ struct BroadcastCommand: AsyncParsableCommand {
                 if let id = error.rejection?.requestID { object["apns-request-id"] = id.uuidString }
                 print(OutcomeText.jsonLine(object))
             } else {
-                print(OutcomeText.line(.failure(error)))
+                // An error is one line on standard error, as for every other command.
+                Terminal.standardError("apns: \(OutcomeText.line(.failure(error), invalidAdvice: OutcomeText.invalidBroadcastAdvice))")
             }
             throw ExitCode(1)
         }

@@ -69,7 +69,7 @@ struct ChannelCommand: AsyncParsableCommand {
                     if let id = error.rejection?.requestID { object["apns-request-id"] = id.uuidString }
                     print(OutcomeText.jsonLine(object))
                 } else {
-                    Terminal.standardError("apns: \(OutcomeText.line(.failure(error)))")
+                    Terminal.standardError("apns: \(OutcomeText.line(.failure(error), invalidAdvice: OutcomeText.invalidChannelRequestAdvice))")
                 }
                 throw ExitCode(1)
             }

@@ -3,8 +3,18 @@ import Foundation
 
 /// What an outcome means, in words and as JSON, for `apns send` and `apns demo`.
 enum OutcomeText {
-    /// One line for a person: `accepted apns-id …` or `rejected 410 Unregistered: <advice>`.
-    static func line(_ result: Result<APNsAccepted, APNsError>) -> String {
+    /// What to do about a notification to a device that could not be made.
+    static let invalidNotificationAdvice = "not sent: fix the notification or the device token"
+
+    /// What to do about a broadcast that could not be made (it has no device token).
+    static let invalidBroadcastAdvice = "not sent: fix the broadcast's payload (--payload-file or --content-state) or its flags"
+
+    /// What to do about a channel request that could not be made.
+    static let invalidChannelRequestAdvice = "not sent: fix the request's flags (--bundle-id, the channel ID)"
+
+    /// One line for a person: `accepted apns-id …` or `rejected 410 Unregistered: <advice>`;
+    /// `invalidAdvice` is what to do when the request could not be made.
+    static func line(_ result: Result<APNsAccepted, APNsError>, invalidAdvice: String = invalidNotificationAdvice) -> String {
         switch result {
         case .success(let accepted):
             var text = "accepted"
@@ -12,7 +22,7 @@ enum OutcomeText {
             if let unique = accepted.uniqueID { text += " apns-unique-id \(PrintableText.escaped(unique))" }
             return text
         case .failure(let error):
-            return "\(summary(error)) → \(advice(error))"
+            return "\(summary(error)) → \(advice(error, invalidAdvice: invalidAdvice))"
         }
     }
 
@@ -54,8 +64,8 @@ enum OutcomeText {
     ]
 
     /// What to do about `error`: the remedy APNs' reason calls for, or what a transport
-    /// failure means for retrying.
-    static func advice(_ error: APNsError) -> String {
+    /// failure means for retrying; `invalidAdvice` for a request that could not be made.
+    static func advice(_ error: APNsError, invalidAdvice: String = invalidNotificationAdvice) -> String {
         switch error {
         case .rejected(let rejection):
             switch rejection.remedy {
@@ -91,7 +101,7 @@ enum OutcomeText {
             }
             return text
         case .invalid:
-            return "not sent: fix the notification or the device token"
+            return invalidAdvice
         }
     }
 

@@ -133,4 +133,22 @@ struct ChannelCommandTests {
         #expect(result.status == 2, "\(result)")
         #expect(result.errorLines.filter { $0.hasPrefix("Error:") || $0.hasPrefix("apns:") }.count >= 1, "\(result)")
     }
+
+    @Test("a broadcast APNs refuses, or one that cannot be made, is one line on standard error; the latter's advice is about the broadcast")
+    func broadcastErrorsOnStandardError() async throws {
+        try await Self.withChannelServer { _, common in
+            let refused = try await CLI.run(["broadcast", "--channel", "dHN0LTEyMzQ1Njc4OTA=", "--content-state", "{}"] + common)
+            #expect(refused.status == 1, "\(refused)")
+            #expect(refused.stdout.isEmpty, "\(refused)")
+            #expect(refused.errorLines.count == 1 && refused.stderr.hasPrefix("apns: rejected "), "\(refused)")
+
+            let oversized = try await CLI.run(["broadcast", "--channel", "dHN0LTEyMzQ1Njc4OTA=", "--content-state", "{}",
+                                               "--alert-body", String(repeating: "x", count: 6000)] + common)
+            #expect(oversized.status == 1, "\(oversized)")
+            #expect(oversized.stdout.isEmpty, "\(oversized)")
+            #expect(oversized.errorLines.count == 1 && oversized.stderr.hasPrefix("apns: invalid: "), "\(oversized)")
+            #expect(oversized.stderr.contains("fix the broadcast's payload"), "\(oversized)")
+            #expect(!oversized.stderr.contains("device token"), "a broadcast has no device token: \(oversized)")
+        }
+    }
 }
