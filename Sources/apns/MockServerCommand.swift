@@ -16,7 +16,7 @@ import Darwin
 struct MockServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mock-server",
-        abstract: "Run a mock APNs server (TLS + HTTP/2 on loopback) until SIGINT or SIGTERM.",
+        abstract: "Run a mock APNs server (TLS + HTTP/2 on loopback) until SIGINT, SIGTERM or SIGHUP.",
         discussion: """
             Prints its port and the path of its CA certificate (PEM), which clients must trust. \
             It answers like APNs: it validates paths, headers, topics, sizes and provider tokens, \
@@ -38,7 +38,7 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Where to write the CA certificate (PEM); default: apns-mock-ca.pem in the temporary directory, or apns-mock-ca-PORT.pem there while another mock server uses that one.", valueName: "path"))
     var caFile: String?
 
-    @Option(name: .customLong("port-file"), help: ArgumentHelp("Also write the port to this file, once listening.", valueName: "path"))
+    @Option(name: .customLong("port-file"), help: ArgumentHelp("Also write the port to this file, once listening; removed when the server stops.", valueName: "path"))
     var portFile: String?
 
     @Option(help: ArgumentHelp("Listen on this port (on 127.0.0.1 and ::1); default: one the system picks. With --certificate, a server stopped and started again is where its clients look, with the certificate they trust.", valueName: "port"))
@@ -321,6 +321,8 @@ struct MockServerCommand: AsyncParsableCommand {
                 try Data("\(server.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
             } catch {
                 await server.stop()
+                // The CA file of its own that the server just wrote serves no one now.
+                if caFileIsOwn { try? FileManager.default.removeItem(atPath: caFile) }
                 throw CLIError(Self.cannotWrite(portFile, error))
             }
         }
@@ -383,18 +385,25 @@ struct MockServerCommand: AsyncParsableCommand {
             }
         }
         defer { orphanWatch?.cancel() }
-        let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM])
-        print("received \(signal == SIGINT ? "SIGINT" : "SIGTERM"): stopping")
+        let servedPort = server.port
+        // SIGHUP too: the terminal the server runs in was closed, and its files go with it.
+        let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM, SIGHUP])
+        print("received \(signal == SIGINT ? "SIGINT" : signal == SIGHUP ? "SIGHUP" : "SIGTERM"): stopping")
         // Stop the per-request printer first: its stream must end before the server's
         // thread finishes the streams it still holds.
         watcher?.cancel()
         await watcher?.value
         await server.stop()
         if caFileIsOwn { try? FileManager.default.removeItem(atPath: caFile) }
+        // The port file names a port no longer served; unless another server has written
+        // its own port there since (`servedPort`: a stopped server has none).
+        if let portFile, (try? String(contentsOfFile: portFile, encoding: .utf8)) == "\(servedPort)\n" {
+            try? FileManager.default.removeItem(atPath: portFile)
+        }
         if orphaned.isSet {
             // The parent cannot clean up after itself any more: its files, and the folder
             // it made for them if nothing else is in it.
-            for path in [caFile, portFile].compactMap({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+            try? FileManager.default.removeItem(atPath: caFile)
             if let portFile { rmdir((portFile as NSString).deletingLastPathComponent) }
         }
         let stats = server.statistics

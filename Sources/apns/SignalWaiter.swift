@@ -12,7 +12,7 @@ nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
 
 /// Catches signals with `sigaction` and a self-pipe: the handler only writes the signal's
 /// number to a pipe (async-signal-safe), and a thread of its own reads the pipe and runs
-/// the Swift code. That thread is the one that unblocks SIGINT and SIGTERM: a signal mask
+/// the Swift code. That thread is the one that unblocks SIGINT, SIGTERM and SIGHUP: a signal mask
 /// is inherited across `exec`, and the threads Swift's concurrency runs on block every
 /// signal, so a tool started by such a thread (a test runner's) would otherwise keep
 /// Ctrl-C pending until it exits. Unlike a dispatch signal source (a `signalfd` on Linux,
@@ -37,11 +37,12 @@ private enum SignalPipe {
         var thread = pthread_t()
         let argument = UnsafeMutableRawPointer(bitPattern: Int(readEnd) + 1)
         pthread_create(&thread, nil, { argument in
-            // The thread the kernel delivers SIGINT and SIGTERM to (see the type's comment).
+            // The thread the kernel delivers SIGINT, SIGTERM and SIGHUP to (see the type's comment).
             var unblocked = sigset_t()
             sigemptyset(&unblocked)
             sigaddset(&unblocked, SIGINT)
             sigaddset(&unblocked, SIGTERM)
+            sigaddset(&unblocked, SIGHUP)
             pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
             let readEnd = Int32(Int(bitPattern: argument) - 1)
             var byte: UInt8 = 0

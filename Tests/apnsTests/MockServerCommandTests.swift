@@ -301,4 +301,39 @@ struct MockServerCommandTests {
             #expect(result.errorLines == ["apns: cannot write \(arguments.last!): the folder \(missing.path) does not exist"], "\(result)")
         }
     }
+
+    @Test("a --port-file that cannot be written leaves no CA file of the server's own behind")
+    func unwritablePortFileRemovesOwnCAFile() async throws {
+        // A temporary directory of the test's own: the first server claims the default CA
+        // file there, so the second writes one named for its port.
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = ["TMPDIR": directory.path]
+        let first = try CLI.start(["mock-server"], environment: environment)
+        defer { first.cleanUp() }
+        let firstCA = try await first.waitForLine(startingWith: "ca-file: ")
+        #expect(firstCA.hasPrefix(directory.path), "TMPDIR not used: \(firstCA)")
+        let portFile = directory.appendingPathComponent("no-such-folder/port").path
+        let second = try await CLI.run(["mock-server", "--port-file", portFile], environment: environment)
+        #expect(second.status == 1 && second.stderr.contains("cannot write \(portFile)"), "\(second)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("apns-mock-ca-") }
+        #expect(left.isEmpty, "left behind: \(left)")
+        kill(first.pid, SIGTERM)
+        #expect(try await first.wait(timeout: .seconds(20)) == 0, "\(first.stdout)\(first.stderr)")
+    }
+
+    @Test("SIGHUP (its terminal closed) stops it cleanly, as SIGINT and SIGTERM do; the port file goes with it")
+    func stopsOnHangUp() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let portFile = directory.appendingPathComponent("port").path
+        let server = try CLI.start(["mock-server", "--ca-file", directory.appendingPathComponent("ca.pem").path, "--port-file", portFile])
+        defer { server.cleanUp() }
+        let port = try await server.waitForLine(startingWith: "port: ")
+        #expect(try String(contentsOfFile: portFile, encoding: .utf8) == port + "\n")
+        kill(server.pid, SIGHUP)
+        #expect(try await server.wait(timeout: .seconds(20)) == 0, "\(server.stdout)\(server.stderr)")
+        #expect(server.stdout.contains("received SIGHUP: stopping") && server.stdout.contains("stopped after"), "\(server.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: portFile), "the port file names a port no longer served")
+    }
 }
