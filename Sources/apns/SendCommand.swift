@@ -219,7 +219,10 @@ struct SendCommand: AsyncParsableCommand {
     private struct Report {
         var accepted = 0
         var rejected = 0
+        /// Sent, and failed (or interrupted) before an answer.
         var failed = 0
+        /// Never sent: the token (or the notification for it) could not be made.
+        var invalid = 0
         /// The signal (SIGINT, SIGTERM) that stopped the batch, if one did.
         var interruptedBy: Int32?
 
@@ -227,6 +230,7 @@ struct SendCommand: AsyncParsableCommand {
             switch result {
             case .success: accepted += 1
             case .failure(.rejected): rejected += 1
+            case .failure(.invalid): invalid += 1
             case .failure: failed += 1
             }
         }
@@ -315,16 +319,17 @@ struct SendCommand: AsyncParsableCommand {
         let seconds = Terminal.seconds(since: start)
         let rate = seconds > 0 ? Double(tokens.count) / seconds : 0
         if json {
+            // sent = accepted + rejected + failed; an invalid token was never sent.
             print(OutcomeText.jsonLine([
                 "summary": [
-                    "sent": tokens.count, "accepted": report.accepted, "rejected": report.rejected,
-                    "failed": report.failed, "seconds": (seconds * 1000).rounded() / 1000,
+                    "sent": tokens.count - report.invalid, "accepted": report.accepted, "rejected": report.rejected,
+                    "failed": report.failed, "invalid": report.invalid, "seconds": (seconds * 1000).rounded() / 1000,
                 ] as [String: Any]
             ]))
         } else {
             print(String(format: "%d notification%@: %d accepted, %d rejected, %d not sent or failed in %.2f s (%.0f/s)",
                          tokens.count, tokens.count == 1 ? "" : "s", report.accepted, report.rejected,
-                         report.failed, seconds, rate))
+                         report.failed + report.invalid, seconds, rate))
         }
         return report
     }

@@ -160,7 +160,7 @@ struct SendCommandTests {
         }
     }
 
-    @Test("--json: one object per line that JSONSerialization reads, tokens from a file, a malformed token reported as invalid")
+    @Test("--json: one object per line that JSONSerialization reads, tokens from a file, a malformed token reported as invalid and not counted as sent")
     func jsonLinesFromTokensFile() async throws {
         try await withServer { server, directory, target in
             let tokens = directory.appendingPathComponent("tokens.txt")
@@ -181,9 +181,12 @@ struct SendCommandTests {
             #expect(objects[2]["token"] as? String == "not-hex")
             #expect(objects[2]["outcome"] as? String == "invalid")
             let summary = try #require(objects[3]["summary"] as? [String: Any])
-            #expect(summary["sent"] as? Int == 3)
+            // The malformed token was never sent: counted as invalid, not as sent.
+            #expect(summary["sent"] as? Int == 2, "\(result)")
             #expect(summary["accepted"] as? Int == 1)
             #expect(summary["rejected"] as? Int == 1)
+            #expect(summary["failed"] as? Int == 0, "\(result)")
+            #expect(summary["invalid"] as? Int == 1, "\(result)")
             #expect(server.statistics.requests == 2)
         }
     }
