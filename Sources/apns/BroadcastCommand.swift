@@ -66,6 +66,7 @@ struct BroadcastCommand: AsyncParsableCommand {
     func run() async throws {
         try credentials.check()
         try connection.check()
+        try connection.checkBroadcastPort()
         guard (payloadFile == nil) != (contentState == nil) else {
             throw ValidationError("give exactly one of --payload-file and --content-state")
         }

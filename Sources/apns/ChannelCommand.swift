@@ -57,7 +57,9 @@ struct ChannelCommand: AsyncParsableCommand {
             try connection.check()
             let requestID = try parsedRequestID()
             Terminal.bootstrapLogging(level: verbose ? .debug : .error)
-            let setup = try ClientSetup(credentials: try credentials.load(), connection: connection, logger: Logger(label: "apns.channel"))
+            let setup = try ClientSetup(
+                credentials: try credentials.load(), connection: connection, environment: connection.channelManagementEnvironment,
+                logger: Logger(label: "apns.channel"))
             do {
                 try await body(setup.client, requestID)
                 await setup.client.shutdown()

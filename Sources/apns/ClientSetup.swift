@@ -12,8 +12,12 @@ struct ClientSetup {
     /// The certificate files, when the credentials are a certificate.
     let certificate: TLSSetup.CertificateFiles?
 
+    /// - Parameter environment: Where the client sends; `connection.environment` when `nil`.
     /// - Throws: ``CLIError`` when a CA file or certificate cannot be loaded.
-    init(credentials loaded: CredentialOptions.Loaded, connection: ConnectionOptions, logger: Logger) throws(CLIError) {
+    init(
+        credentials loaded: CredentialOptions.Loaded, connection: ConnectionOptions, environment: APNsEnvironment? = nil, logger: Logger
+    ) throws(CLIError) {
+        let environment = environment ?? connection.environment
         let apnsCredentials: APNsCredentials
         var certificate: TLSSetup.CertificateFiles?
         switch loaded {
@@ -26,10 +30,10 @@ struct ClientSetup {
         var tls = try TLSSetup.configuration(trustedCAPEM: try connection.trustedCAPEM(), certificate: certificate)
         tls.proxy = try connection.proxyConfiguration()
         let transport = TransportFactory.make(
-            environment: connection.environment, tls: tls, connections: connection.connections, logger: logger,
+            environment: environment, tls: tls, connections: connection.connections, logger: logger,
             connectTimeout: connection.connectTimeout)
         self.client = APNsClient(
-            environment: connection.environment, credentials: apnsCredentials, transport: transport,
+            environment: environment, credentials: apnsCredentials, transport: transport,
             requestTimeout: connection.requestTimeout ?? APNsRequest.defaultTimeout, logger: logger)
         self.tls = tls
         self.certificate = certificate

@@ -14,7 +14,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Send to this host instead (for example 127.0.0.1 for `apns mock-server`).", valueName: "host"))
     var host: String?
 
-    @Option(help: ArgumentHelp("The port: by default the environment's (443 for notifications and broadcasts, 2195 or 2196 for channel management); the mock server's port with --host.", valueName: "port"))
+    @Option(help: ArgumentHelp("The port: by default the environment's (443 for notifications and broadcasts, 2195 or 2196 for channel management); the mock server's port with --host. Broadcasts take 443 only on APNs' hosts.", valueName: "port"))
     var port: Int?
 
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (the mock server's CA); default: APNS_CA_FILE when set.", valueName: "path"))
@@ -134,6 +134,25 @@ struct ConnectionOptions: ParsableArguments {
         let base: APNsEnvironment = production ? .production : .sandbox
         if let port { return .custom(host: base.host, port: port) }
         return base
+    }
+
+    /// Where channel management goes: the channel-management endpoint of ``environment``
+    /// (APNs' channel host of the environment, or `--host`), or, with `--port` and no
+    /// `--host`, APNs' channel host of the environment on that port, as `apns send` takes
+    /// `--port` alone.
+    var channelManagementEnvironment: APNsEnvironment {
+        let environment = self.environment
+        guard host == nil, let port else { return environment }
+        return .custom(host: environment.channelManagement.host, port: port)
+    }
+
+    /// Refuses `--port` without `--host` for a broadcast, unless it is 443: APNs takes
+    /// broadcasts on port 443 only (the SDK sends them there from any port of APNs' hosts),
+    /// so another port would be silently ignored.
+    func checkBroadcastPort() throws {
+        if host == nil, let port, port != 443 {
+            throw ValidationError("--port \(port) without --host: APNs takes broadcasts on port 443 only; give --host as well for a server of your own")
+        }
     }
 
     /// The PEM text of `--ca-file`, or, without it, of the file `APNS_CA_FILE` names (as
