@@ -113,7 +113,8 @@ struct BroadcastCommand: AsyncParsableCommand {
                 print(OutcomeText.jsonLine(object))
             } else {
                 // An error is one line on standard error, as for every other command.
-                Terminal.standardError("apns: \(OutcomeText.line(.failure(error), invalidAdvice: OutcomeText.invalidBroadcastAdvice))")
+                Terminal.standardError(
+                    "apns: \(OutcomeText.line(.failure(error), invalidAdvice: OutcomeText.invalidBroadcastAdvice))\(OutcomeText.requestIDSuffix(error))")
             }
             throw ExitCode(1)
         }

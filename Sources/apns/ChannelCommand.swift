@@ -71,7 +71,8 @@ struct ChannelCommand: AsyncParsableCommand {
                     if let id = error.rejection?.requestID { object["apns-request-id"] = id.uuidString }
                     print(OutcomeText.jsonLine(object))
                 } else {
-                    Terminal.standardError("apns: \(OutcomeText.line(.failure(error), invalidAdvice: OutcomeText.invalidChannelRequestAdvice))")
+                    Terminal.standardError(
+                        "apns: \(OutcomeText.line(.failure(error), invalidAdvice: OutcomeText.invalidChannelRequestAdvice))\(OutcomeText.requestIDSuffix(error))")
                 }
                 throw ExitCode(1)
             }

@@ -149,6 +149,12 @@ enum OutcomeText {
         }
     }
 
+    /// ` (apns-request-id <uuid>)` for a channel or broadcast request APNs refused, which
+    /// Apple asks for when you report a problem; empty when APNs did not answer.
+    static func requestIDSuffix(_ error: APNsError) -> String {
+        error.rejection?.requestID.map { " (apns-request-id \($0.uuidString))" } ?? ""
+    }
+
     /// The remedy name for JSON output, as ``advice(_:)`` says it: APNs' remedy for a
     /// rejection; for a transport failure `retryMayDuplicate` (it may have reached APNs),
     /// `fixSetup` (a permanent failure, such as a server certificate that is not trusted:

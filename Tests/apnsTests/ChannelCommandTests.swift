@@ -151,4 +151,20 @@ struct ChannelCommandTests {
             #expect(!oversized.stderr.contains("device token"), "a broadcast has no device token: \(oversized)")
         }
     }
+
+    @Test("a refusal in text ends with the apns-request-id, as --json has it")
+    func requestIDOfRefusalInText() async throws {
+        try await Self.withChannelServer { server, common in
+            let channel = "dHN0LTEyMzQ1Njc4OTA="
+            let readID = UUID().uuidString.lowercased()
+            let read = try await CLI.run(["channel", "read", channel, "--request-id", readID] + common)
+            #expect(read.status == 1, "\(read)")
+            #expect(read.errorLines.count == 1 && read.stderr.hasSuffix(" (apns-request-id \(readID))\n"), "\(read)")
+            let broadcastID = UUID().uuidString.lowercased()
+            let broadcast = try await CLI.run(["broadcast", "--channel", channel, "--content-state", "{}", "--request-id", broadcastID] + common)
+            #expect(broadcast.status == 1, "\(broadcast)")
+            #expect(broadcast.errorLines.count == 1 && broadcast.stderr.hasSuffix(" (apns-request-id \(broadcastID))\n"), "\(broadcast)")
+            #expect(server.recordedRequests.last?.value(of: "apns-request-id") == broadcastID)
+        }
+    }
 }
