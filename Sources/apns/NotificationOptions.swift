@@ -151,6 +151,10 @@ struct NotificationOptions: ParsableArguments {
             throw ValidationError("--attributes-type and --attributes are for --event start")
         }
         if event != "end" && dismissalDate != nil { throw ValidationError("--dismissal-date is for --event end") }
+        // A Live Activity's sound belongs to its alert: without one it would be dropped.
+        if sound != nil && !hasAlertFlags {
+            throw ValidationError("--sound on a Live Activity push needs an alert: add --title or --body (the sound plays with the alert)")
+        }
         if let staleDate { try Self.checkSeconds(Int64(staleDate), flag: "--stale-date") }
         if let dismissalDate { try Self.checkSeconds(Int64(dismissalDate), flag: "--dismissal-date") }
     }

@@ -67,6 +67,21 @@ struct DryRunTests {
         #expect(result.stdout.isEmpty, "\(result)")
     }
 
+    @Test("--sound on a Live Activity push without an alert is a usage error, not silently dropped; with --body it is in the alert")
+    func liveActivitySound() async throws {
+        let base = ["send", "--no-auth", "--dry-run", "--json", "--topic", Fixtures.topic, "--event", "update", "--content-state", "{}",
+                    "--sound", "chime.aiff"]
+        let alone = try await CLI.run(base + [Fixtures.goodToken])
+        #expect(alone.status == 2, "\(alone)")
+        #expect(alone.errorLines.count == 1 && alone.stderr.contains("--sound on a Live Activity push needs an alert"), "\(alone)")
+        let withAlert = try await CLI.run(base + ["--body", "Goal", Fixtures.goodToken])
+        #expect(withAlert.status == 0, "\(withAlert)")
+        let line = try #require(withAlert.lines.first)
+        let payload = try #require(try CLI.jsonObject(line)["payload"] as? [String: Any])
+        let alert = try #require((payload["aps"] as? [String: Any])?["alert"] as? [String: Any])
+        #expect(alert["sound"] as? String == "chime.aiff", "\(withAlert)")
+    }
+
     @Test("a topic ending in another push type's suffix is sent as given, with a warning that APNs will refuse it",
           arguments: [(["--push-type", "voip", "--custom", "id=1"], "com.example.app.complication", "complication", "voip"),
                       (["--body", "Hi"], "com.example.app.voip", "voip", "alert")])
