@@ -70,6 +70,8 @@ struct BroadcastCommand: AsyncParsableCommand {
         guard (payloadFile == nil) != (contentState == nil) else {
             throw ValidationError("give exactly one of --payload-file and --content-state")
         }
+        // The same checks as `apns send`'s: not negative, and seconds, not milliseconds.
+        try NotificationOptions.checkSeconds(expiration, flag: "--expiration")
         guard let priority = Priority(rawValue: priority) else {
             throw ValidationError("--priority must be 10, 5 or 1, not \(self.priority)")
         }

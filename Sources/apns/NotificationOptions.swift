@@ -351,8 +351,9 @@ struct NotificationOptions: ParsableArguments {
     /// almost certainly milliseconds, as JavaScript's `Date.now()` gives.
     static let maxSeconds: Int64 = 9_999_999_999
 
-    /// Refuses a time in milliseconds where seconds are meant.
+    /// Refuses a negative time, and a time in milliseconds where seconds are meant.
     static func checkSeconds(_ value: Int64, flag: String) throws {
+        if value < 0 { throw ValidationError("\(flag) is \(value): it must not be negative") }
         if value > maxSeconds {
             throw ValidationError("\(flag) \(value) is after the year 2286: it looks like milliseconds; give UNIX seconds (\(value / 1000))")
         }

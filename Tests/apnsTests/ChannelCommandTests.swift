@@ -167,4 +167,15 @@ struct ChannelCommandTests {
             #expect(server.recordedRequests.last?.value(of: "apns-request-id") == broadcastID)
         }
     }
+
+    @Test("a broadcast's --expiration gets send's checks: milliseconds and negative times are usage errors, before anything is sent",
+          arguments: [["--expiration", "99999999999999"], ["--expiration=-5"]])
+    func broadcastExpiration(_ flags: [String]) async throws {
+        try await Self.withChannelServer { server, common in
+            let result = try await CLI.run(["broadcast", "--channel", "dHN0LTEyMzQ1Njc4OTA=", "--content-state", "{}"] + flags + common)
+            #expect(result.status == 2, "\(result)")
+            #expect(result.errorLines.count == 1 && result.stderr.hasPrefix("apns: --expiration "), "\(result)")
+            #expect(server.recordedRequests.isEmpty)
+        }
+    }
 }

@@ -82,6 +82,14 @@ struct DryRunTests {
         #expect(alert["sound"] as? String == "chime.aiff", "\(withAlert)")
     }
 
+    @Test("a negative --stale-date or --dismissal-date is a usage error, as a negative --expiration is",
+          arguments: [["--event", "update", "--stale-date=-5"], ["--event", "end", "--dismissal-date=-100"]])
+    func negativeLiveActivityDates(_ flags: [String]) async throws {
+        let result = try await CLI.run(["send", "--no-auth", "--dry-run", "--topic", Fixtures.topic, "--content-state", "{}"] + flags + [Fixtures.goodToken])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.errorLines.count == 1 && result.stderr.contains("it must not be negative"), "\(result)")
+    }
+
     @Test("a topic ending in another push type's suffix is sent as given, with a warning that APNs will refuse it",
           arguments: [(["--push-type", "voip", "--custom", "id=1"], "com.example.app.complication", "complication", "voip"),
                       (["--body", "Hi"], "com.example.app.voip", "voip", "alert")])
