@@ -51,8 +51,16 @@ struct CheckCommand: AsyncParsableCommand {
     func run() async throws {
         try credentials.check()
         try connection.check()
+        if topic?.isEmpty == true { throw CLIError.usage("--topic is empty") }
         guard let topic = topic ?? ProcessInfo.processInfo.environment["APNS_TOPIC"].flatMap({ $0.isEmpty ? nil : $0 }) else {
             throw CLIError.usage("no topic: give --topic (the app's bundle ID) or set APNS_TOPIC")
+        }
+        let probe = PushNotification(payload: .background(), topic: .bundleID(topic))
+        do {
+            // The probe is fixed but for its topic: a probe that cannot be made is the topic's fault.
+            try probe.validate()
+        } catch {
+            throw CLIError.usage("the topic \(topic) cannot be sent: \(OutcomeText.inToolTerms("\(error)"))")
         }
         Terminal.bootstrapLogging(level: trace ? .trace : verbose ? .debug : .error)
         let loaded = try credentials.load()
@@ -69,7 +77,6 @@ struct CheckCommand: AsyncParsableCommand {
             TLSSetup.warnAbout(identity, topic: topic, path: certificate.path)
         }
 
-        let probe = PushNotification(payload: .background(), topic: .bundleID(topic))
         let token = try DeviceToken(hex: Self.probeToken)
         let started = ContinuousClock.now
         let result: Result<APNsAccepted, APNsError>

@@ -112,6 +112,8 @@ struct NotificationOptions: ParsableArguments {
             throw ValidationError("--push-type \(pushType) is not one of \(PushType.documented.map(\.rawValue).joined(separator: ", "))")
         }
         if let expiration { _ = try Self.parseExpiration(expiration) }
+        if let badge, badge < 0 { throw ValidationError("--badge is \(badge): it must not be negative") }
+        if collapseID?.isEmpty == true { throw ValidationError("--collapse-id is empty: leave it out for no collapse ID") }
         if let collapseID, collapseID.utf8.count > PushNotification.maximumCollapseIDBytes {
             throw ValidationError("--collapse-id is \(collapseID.utf8.count) bytes; APNs allows \(PushNotification.maximumCollapseIDBytes)")
         }

@@ -83,7 +83,10 @@ struct SendCommand: AsyncParsableCommand {
             // The same for every token: said once, before anything is sent.
             try push.validate()
         } catch {
-            throw CLIError("the notification cannot be sent: \(OutcomeText.inToolTerms("\(error)"))")
+            let message = "the notification cannot be sent: \(OutcomeText.inToolTerms("\(error)"))"
+            // A header's value (the topic, the priority for the push type, the collapse ID)
+            // comes from a flag: a usage error. The payload may come from a file.
+            throw error.code == .invalidPayload ? CLIError(message) : CLIError.usage(message)
         }
         let tokens = try readTokens()
         guard !tokens.isEmpty else {

@@ -36,6 +36,13 @@ struct UsageTests {
         ["mock-server", "--stall-every", "1000"],  // no --stall-length
         ["mock-server", "--stall-every", "100", "--stall-length", "100"],
         ["bench", "--connections", "0"],
+        // Flag values the SDK's validation refuses: usage errors too.
+        ["send", "--no-auth", "--dry-run", "--topic", "com.example.app", "--body", "hi", "--collapse-id", "", Fixtures.goodToken],
+        ["send", "--no-auth", "--dry-run", "--topic", "com.example.app", "--content-available", "--priority", "10", Fixtures.goodToken],
+        ["send", "--no-auth", "--dry-run", "--topic", "com.example.app", "--body", "hi", "--badge=-3", Fixtures.goodToken],
+        ["send", "--no-auth", "--dry-run", "--topic", "com.example app", "--body", "hi", Fixtures.goodToken],
+        ["check", "--no-auth", "--host", "127.0.0.1", "--port", "9", "--topic", ""],
+        ["check", "--no-auth", "--host", "127.0.0.1", "--port", "9", "--topic", "com.example app"],
         ["frobnicate"],
         [],  // no subcommand: nothing was done, so not a success
     ]
