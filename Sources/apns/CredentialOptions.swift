@@ -84,6 +84,12 @@ struct CredentialOptions: ParsableArguments {
                 .filter { $0.2 == nil }.map { "\($0.0) (or \($0.1))" }
             throw ValidationError("token-based authentication needs --key-file, --key-id and --team-id: add \(missing.joined(separator: ", "))")
         }
+        // A certificate's key or password given without the certificate: that is what is
+        // missing, not credentials altogether (the flags only: a variable set for another
+        // tool should not be named).
+        if tokenFlags == 0 && certFile == nil && !noAuth && (flags.certKeyFile != nil || flags.certPassword != nil) {
+            throw ValidationError("--cert-key-file and --cert-password need --cert-file")
+        }
         if tokenFlags == 0 && certFile == nil && !noAuth {
             throw ValidationError(
                 "no credentials: give --key-file, --key-id and --team-id, or --cert-file (or --no-auth for a mock server), "

@@ -102,6 +102,9 @@ struct NotificationOptions: ParsableArguments {
         if payloadFile != nil && hasPayloadFlags {
             throw ValidationError("--payload-file excludes the payload flags (--title, --body, --custom, …): put everything in the file")
         }
+        // Before "nothing to send": arguments without their key are what is missing.
+        if !locArgs.isEmpty && locKey == nil { throw ValidationError("--loc-args needs --loc-key") }
+        if !titleLocArgs.isEmpty && titleLocKey == nil { throw ValidationError("--title-loc-args needs --title-loc-key") }
         if payloadFile == nil && !hasPayloadFlags {
             throw ValidationError("nothing to send: give --title/--body, --content-available, --custom, or --payload-file")
         }
@@ -120,8 +123,6 @@ struct NotificationOptions: ParsableArguments {
         if topic.isEmpty {
             throw ValidationError(topicOption == nil ? "no topic: give --topic (the app's bundle ID) or set APNS_TOPIC" : "--topic is empty")
         }
-        if !locArgs.isEmpty && locKey == nil { throw ValidationError("--loc-args needs --loc-key") }
-        if !titleLocArgs.isEmpty && titleLocKey == nil { throw ValidationError("--title-loc-args needs --title-loc-key") }
         try checkLiveActivity()
         for entry in custom { _ = try Self.parseCustom(entry) }
     }

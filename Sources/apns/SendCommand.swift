@@ -177,7 +177,10 @@ struct SendCommand: AsyncParsableCommand {
             let notice = "apns: waiting for device tokens on standard input, one per line, until it ends (no tokens were given as arguments or with --tokens-file)"
             text = String(decoding: Terminal.readStandardInput(noticeAfter: .seconds(3), notice), as: UTF8.self)
         }
-        if let text {
+        if var text {
+            // A byte order mark, as some editors write at the start of a UTF-8 file (as
+            // --payload-file skips it): not part of the first token.
+            if text.hasPrefix("\u{FEFF}") { text.removeFirst() }
             for line in text.split(whereSeparator: \.isNewline) {
                 let token = line.trimmingCharacters(in: .whitespaces)
                 if token.isEmpty || token.hasPrefix("#") { continue }

@@ -90,6 +90,19 @@ struct DryRunTests {
         #expect(result.errorLines.count == 1 && result.stderr.contains("it must not be negative"), "\(result)")
     }
 
+    @Test("a byte order mark at the start of --tokens-file is not part of the first token")
+    func tokensFileWithByteOrderMark() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tokens = directory.appendingPathComponent("tokens.txt")
+        try Data([0xEF, 0xBB, 0xBF] + Array("\(Fixtures.goodToken)\n\(Fixtures.otherToken)\n".utf8)).write(to: tokens)
+        let result = try await CLI.run(["send", "--no-auth", "--dry-run", "--json", "--topic", Fixtures.topic, "--body", "Hi",
+                                        "--tokens-file", tokens.path])
+        #expect(result.status == 0, "\(result)")
+        let urls = try result.lines.map { try CLI.jsonObject($0)["url"] as? String }
+        #expect(urls == [Fixtures.goodToken, Fixtures.otherToken].map { "https://api.sandbox.push.apple.com/3/device/\($0)" }, "\(result)")
+    }
+
     @Test("a topic ending in another push type's suffix is sent as given, with a warning that APNs will refuse it",
           arguments: [(["--push-type", "voip", "--custom", "id=1"], "com.example.app.complication", "complication", "voip"),
                       (["--body", "Hi"], "com.example.app.voip", "voip", "alert")])

@@ -57,6 +57,19 @@ struct UsageTests {
         #expect(result.stdout.isEmpty, "\(result)")
     }
 
+    @Test("a flag without the flag it needs names that flag, not a missing whole",
+          arguments: [(["send", "--cert-key-file", "client.key", "--topic", "com.example.app", "--body", "hi", Fixtures.goodToken], "--cert-file"),
+                      (["send", "--no-auth", "--topic", "com.example.app", "--loc-args", "Jenna", Fixtures.goodToken], "--loc-args needs --loc-key"),
+                      (["send", "--no-auth", "--topic", "com.example.app", "--title-loc-args", "Poker", Fixtures.goodToken],
+                       "--title-loc-args needs --title-loc-key")])
+    func missingCompanionFlag(_ arguments: [String], _ expected: String) async throws {
+        // No APNS_* credentials from the test's environment.
+        let result = try await CLI.run(arguments, environment: ["APNS_KEY_FILE": "", "APNS_KEY": "", "APNS_CERTIFICATE_FILE": ""])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.errorLines.count == 1 && result.stderr.contains(expected), "\(result)")
+        #expect(!result.stderr.contains("no credentials") && !result.stderr.contains("nothing to send"), "\(result)")
+    }
+
     @Test("--version prints one line with a version number and exits 0")
     func version() async throws {
         let result = try await CLI.run(["--version"])
