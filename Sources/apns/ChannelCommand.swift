@@ -23,6 +23,13 @@ struct ChannelCommand: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Read.self, Delete.self]
     )
 
+    /// `apns channel` without a subcommand: nothing was asked for, so it is a usage error
+    /// (status 2) naming the subcommands, as `apns` alone is.
+    func run() async throws {
+        let names = Self.configuration.subcommands.map { $0._commandName }
+        throw CLIError.usage("channel: no subcommand given; one of: \(names.joined(separator: ", "))")
+    }
+
     /// The flags every channel subcommand shares.
     struct Common: ParsableArguments {
         @OptionGroup(title: "Credentials") var credentials: CredentialOptions

@@ -45,6 +45,7 @@ struct UsageTests {
         ["check", "--no-auth", "--host", "127.0.0.1", "--port", "9", "--topic", "com.example app"],
         ["frobnicate"],
         [],  // no subcommand: nothing was done, so not a success
+        ["channel"],  // the same for channel's subcommands
     ]
 
     @Test("a bad flag or value exits 2 with one line on standard error", arguments: badArguments)
