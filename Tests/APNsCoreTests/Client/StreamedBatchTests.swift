@@ -354,28 +354,15 @@ import Testing
     @Test(arguments: [false, true]) func quietStreamEndsAtShutdown(transportOnly: Bool) async throws {
         let mock = MockTransport()
         let client = APNsClient.testing(transport: mock)
-        let (stream, input) = AsyncStream.makeStream(of: DeviceToken.self)
-        let outcomes = Mutex<[Int: [String]]>([:])
-        let returned = Mutex(false)
-        let task = Task {
-            let summary = await client.send(sampleAlert, to: stream, maxConcurrency: 4) { index, outcome in
-                outcomes.withLock { $0[index, default: []].append(outcomeKind(outcome)) }
-            }
-            returned.withLock { $0 = true }
-            return summary
-        }
-        input.yield(mockToken(1))
+        let send = FedStreamedSend(client)
+        send.input.yield(mockToken(1))
         #expect(await mock.waitForRequests(1, timeout: .seconds(60)))
         if transportOnly { await mock.shutdown() } else { await client.shutdown() }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !returned.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(returned.withLock { $0 }, "the call still waited for the quiet stream 20 s after the shutdown")
+        #expect(try await send.returns(within: .seconds(20)), "the call still waited for the quiet stream 20 s after the shutdown")
         // What comes later stays in the stream's producer's hands: the stream is terminated.
-        if case .terminated = input.yield(mockToken(2)) {} else { Issue.record("the stream still takes elements after the shutdown") }
-        task.cancel()
-        let summary = await task.value
-        #expect(summary == APNsBatchSummary(accepted: 1, rejected: 0, failed: 0))
-        #expect(outcomes.withLock { $0 } == [0: ["accepted"]])
+        if case .terminated = send.input.yield(mockToken(2)) {} else { Issue.record("the stream still takes elements after the shutdown") }
+        #expect(await send.summary() == APNsBatchSummary(accepted: 1, rejected: 0, failed: 0))
+        #expect(send.outcomes == [0: ["accepted"]])
         #expect(mock.requests.count == 1)
         if !transportOnly { await client.shutdown() }
     }
@@ -392,26 +379,13 @@ import Testing
             retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(5), maxDelay: .seconds(5)),
             requestTimeout: .seconds(600)
         )
-        let (stream, input) = AsyncStream.makeStream(of: DeviceToken.self)
-        let outcomes = Mutex<[Int: [String]]>([:])
-        let returned = Mutex(false)
-        let task = Task {
-            let summary = await client.send(sampleAlert, to: stream, maxConcurrency: 4) { index, outcome in
-                outcomes.withLock { $0[index, default: []].append(outcomeKind(outcome)) }
-            }
-            returned.withLock { $0 = true }
-            return summary
-        }
-        for index in 0..<4 { input.yield(mockToken(index)) }
+        let send = FedStreamedSend(client)
+        for index in 0..<4 { send.input.yield(mockToken(index)) }
         #expect(await mock.waitForRequests(4, timeout: .seconds(60)))
         await mock.shutdown()
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !returned.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(returned.withLock { $0 }, "the call still waited 20 s after the transport shut down")
-        task.cancel()
-        let summary = await task.value
-        #expect(summary == APNsBatchSummary(accepted: 0, rejected: 4, failed: 0))
-        #expect(outcomes.withLock { $0 } == [0: ["rejected ServiceUnavailable"], 1: ["rejected ServiceUnavailable"], 2: ["rejected ServiceUnavailable"], 3: ["rejected ServiceUnavailable"]])
+        #expect(try await send.returns(within: .seconds(20)), "the call still waited 20 s after the transport shut down")
+        #expect(await send.summary() == APNsBatchSummary(accepted: 0, rejected: 4, failed: 0))
+        #expect(send.outcomes == [0: ["rejected ServiceUnavailable"], 1: ["rejected ServiceUnavailable"], 2: ["rejected ServiceUnavailable"], 3: ["rejected ServiceUnavailable"]])
         #expect(mock.requests.count == 4)
         await client.shutdown()
     }
@@ -538,6 +512,48 @@ struct CountingTokens: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count, pulled: pulled) }
+}
+
+/// A streamed send (window 4) over an `AsyncStream` the test feeds through `input`, each
+/// index's outcomes recorded by kind, and whether the call has returned.
+final class FedStreamedSend: Sendable {
+    private final class Record: Sendable {
+        let outcomes = Mutex<[Int: [String]]>([:])
+        let returned = Mutex(false)
+    }
+
+    let input: AsyncStream<DeviceToken>.Continuation
+    private let record = Record()
+    private let task: Task<APNsBatchSummary, Never>
+
+    init(_ client: APNsClient) {
+        let (stream, input) = AsyncStream.makeStream(of: DeviceToken.self)
+        self.input = input
+        let record = record
+        task = Task {
+            let summary = await client.send(sampleAlert, to: stream, maxConcurrency: 4) { index, outcome in
+                record.outcomes.withLock { $0[index, default: []].append(outcomeKind(outcome)) }
+            }
+            record.returned.withLock { $0 = true }
+            return summary
+        }
+    }
+
+    /// Each index's outcomes so far.
+    var outcomes: [Int: [String]] { record.outcomes.withLock { $0 } }
+
+    /// Whether the call returns within `bound` (polled; its task is not cancelled).
+    func returns(within bound: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + bound
+        while !record.returned.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        return record.returned.withLock { $0 }
+    }
+
+    /// The call's summary, once it returns (its task cancelled first, so a hang ends).
+    func summary() async -> APNsBatchSummary {
+        task.cancel()
+        return await task.value
+    }
 }
 
 /// One mock token, then a wait of an hour (a poll of an empty queue) that throws
