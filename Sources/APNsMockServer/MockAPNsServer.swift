@@ -25,11 +25,14 @@ import Synchronization
 public final class MockAPNsServer: Sendable {
     /// Counters since the server started.
     public struct Statistics: Sendable, Hashable {
-        /// Requests answered (or dropped by a script).
+        /// Requests answered (or dropped by a script). Counted when the server decides the
+        /// answer: one held back by a response delay or a link emulation counts even if its
+        /// connection closes (or the server stops) before it is written.
         public var requests = 0
-        /// Requests answered `200`.
+        /// Requests the server decided to answer `200` (counted as ``requests`` is).
         public var accepted = 0
-        /// Requests answered with an error status.
+        /// Requests the server decided to answer with an error status (counted as
+        /// ``requests`` is).
         public var rejected = 0
         /// Connections accepted.
         public var connections = 0

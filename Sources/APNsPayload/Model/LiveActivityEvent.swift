@@ -1,5 +1,9 @@
 /// The `event` of a Live Activity push: start, update or end the activity.
 ///
+/// An open set, as ``InterruptionLevel`` is: an event Apple adds later can be written
+/// with ``init(rawValue:)``, and is sent as given (the rules for `start`, `update` and
+/// `end` apply to those three only).
+///
 /// See [Starting and updating Live Activities with ActivityKit push notifications](https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications).
 public struct LiveActivityEvent: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     /// The value written in the payload.
