@@ -240,10 +240,14 @@ final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Waits up to `seconds` for the process to exit; `true` if it did.
+    /// Whether the process has ended (or is a zombie) within `seconds`. Read from
+    /// `/proc`, not `Process.isRunning`, whose record a busy dispatch pool holds up: a
+    /// fresh clone's whole run saw s_server "still running" 10 s after it had exited.
     func waitForExit(seconds: Double = 10) -> Bool {
         let end = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < end { usleep(20_000) }
-        return !process.isRunning
+        let pid = process.processIdentifier
+        while isAlive(pid: pid), Date() < end { usleep(20_000) }
+        return !isAlive(pid: pid)
     }
 
     func stop() {
