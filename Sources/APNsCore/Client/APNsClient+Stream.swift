@@ -244,12 +244,17 @@ extension APNsClient {
                 return nil
             }
             var reading = StreamReading<Source.Failure>()
+            var readerEnded = false
             var shutDown = false
             while let next = await group.next() {
                 if let next {
                     // The sequence has ended (or reading stopped): the watch is no longer needed.
                     reading = next
+                    readerEnded = true
                     group.cancelAll()
+                } else if readerEnded {
+                    // The watch, cancelled once the reader had ended.
+                    continue
                 } else if shutDown {
                     // Still reading a moment after the shutdown: a `next()` waits for the
                     // sequence. Cancel it.

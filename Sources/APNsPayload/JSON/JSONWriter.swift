@@ -189,10 +189,10 @@ struct JSONWriter: ~Copyable {
     /// ``JSONParser/maximumDepth`` levels.
     /// - Throws: the path, relative to `value`, of the first non-finite double or of the
     ///   array or object one level too deep.
-    mutating func value(_ value: JSONValue) throws(NonFinitePath) {
+    mutating func value(_ value: JSONValue) throws(UnwritableValuePath) {
         switch value {
         case .array, .object:
-            guard depth < JSONParser.maximumDepth else { throw NonFinitePath(components: [], tooDeep: true) }
+            guard depth < JSONParser.maximumDepth else { throw UnwritableValuePath(components: [], tooDeep: true) }
         default:
             break
         }
@@ -201,7 +201,7 @@ struct JSONWriter: ~Copyable {
         case .bool(let b): bool(b)
         case .integer(let i): integer(i)
         case .double(let d):
-            guard d.isFinite else { throw NonFinitePath(components: []) }
+            guard d.isFinite else { throw UnwritableValuePath(components: []) }
             double(d)
         case .string(let s): string(s)
         case .array(let elements):
@@ -220,7 +220,7 @@ struct JSONWriter: ~Copyable {
     }
 
     /// Writes an object's members between braces.
-    mutating func object(_ object: JSONObject) throws(NonFinitePath) {
+    mutating func object(_ object: JSONObject) throws(UnwritableValuePath) {
         beginObject()
         try members(object)
         endObject()
@@ -237,7 +237,7 @@ struct JSONWriter: ~Copyable {
         }
     }
 
-    mutating func members(_ object: JSONObject) throws(NonFinitePath) {
+    mutating func members(_ object: JSONObject) throws(UnwritableValuePath) {
         let keys = object.keys
         let values = object.values
         for index in keys.indices {
@@ -338,12 +338,12 @@ struct JSONWriter: ~Copyable {
 /// Where a value that cannot be written sits inside a JSON value, built while unwinding:
 /// a non-finite double, or (`tooDeep`) an array or object nested deeper than
 /// ``JSONParser/maximumDepth`` levels.
-struct NonFinitePath: Error {
+struct UnwritableValuePath: Error {
     var components: [String]
     var tooDeep = false
 
-    func prepending(_ component: String) -> NonFinitePath {
-        NonFinitePath(components: [component] + components, tooDeep: tooDeep)
+    func prepending(_ component: String) -> UnwritableValuePath {
+        UnwritableValuePath(components: [component] + components, tooDeep: tooDeep)
     }
 
     /// The payload error for this path under `base`.
