@@ -230,6 +230,8 @@ struct BenchCommand: AsyncParsableCommand {
                 say("h2load: \(h2load) is not on PATH (apt-get install nghttp2-client) — skipped")
             }
         }
+        // The SDK was not measured (its line says why): the run did not do its job.
+        if let error = report.fields["error"] as? String { throw CLIError("swift-apns was not measured: \(error)") }
         if let failed = report.fields["failed"] as? Int, failed > 0 {
             throw CLIError(
                 "\(failed) of \(count) notifications were not accepted, so the figures above do not measure working sends "
@@ -274,6 +276,14 @@ struct BenchCommand: AsyncParsableCommand {
         let token = try DeviceToken(hex: Self.deviceToken)
         let push = PushNotification(body: .raw(Array(Self.payload.utf8)), topic: .bundleID(Self.topic))
         // Warm up: open the connections and learn the stream limit.
+        // One first: a server that refuses it (unreachable, wants credentials, does not trust
+        // us) would have every measured notification fail the same way, slowly. Say why now.
+        do {
+            _ = try await client.send(push, to: token)
+        } catch {
+            await client.shutdown()
+            throw CLIError("the server did not accept the first notification (\(OutcomeText.summary(error))), so there is nothing to measure")
+        }
         _ = await client.send(push, to: Array(repeating: token, count: min(count, connections * 10)), maxConcurrency: connections)
 
         let width = connections * streams

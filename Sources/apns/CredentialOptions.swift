@@ -26,7 +26,9 @@ struct CredentialOptions: ParsableArguments {
     @Flag(name: .customLong("no-auth"), help: "Send no credentials (for a mock server that accepts any request).")
     var noAuth = false
 
-    /// The key's PEM text (from `APNS_KEY`); not a flag of its own.
+    /// The key's PEM text, only ever from `APNS_KEY`. It is stored as an option so that
+    /// `resolved` can carry it, but given as `--key-pem` on the command line it is refused
+    /// (see `check()`): any local user can read a process's arguments.
     @Option(name: .customLong("key-pem"), help: .hidden)
     var keyPEM: String?
 
@@ -61,6 +63,10 @@ struct CredentialOptions: ParsableArguments {
     /// Checks the values together; called from `run()` so that a misspelled flag is
     /// reported as such before any of these checks.
     func check() throws {
+        if keyPEM != nil {
+            // A key on the command line is readable by every local user (ps, /proc/PID/cmdline).
+            throw ValidationError("a private key is not taken on the command line, where other users can read it: give --key-file, or set APNS_KEY")
+        }
         try resolved.checkValues(flags: self)
     }
 

@@ -148,6 +148,10 @@ struct SendCommand: AsyncParsableCommand {
                     "headers": request.headers.map { [$0.name, $0.value] },
                 ]
                 object["payload"] = try? JSONSerialization.jsonObject(with: Data(request.body))
+                // `payload` is the body read back (its keys may be reordered and its numbers
+                // rewritten when this line is written); `body` is the bytes sent, as text.
+                object["body"] = body
+                object["bytes"] = request.body.count
                 print(OutcomeText.jsonLine(object))
             } else {
                 print("\(request.method) \(url)")

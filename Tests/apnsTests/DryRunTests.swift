@@ -90,6 +90,40 @@ struct DryRunTests {
         #expect(result.errorLines.count == 1 && result.stderr.contains("it must not be negative"), "\(result)")
     }
 
+    @Test("a private key on the command line (--key-pem) is refused, as other users can read it; APNS_KEY with the same key works")
+    func keyOnCommandLine() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pem = try String(contentsOfFile: try await Fixtures.makeKey(in: directory).privateKeyPath, encoding: .utf8)
+        let base = ["send", "--dry-run", "--key-id", Fixtures.keyID, "--team-id", Fixtures.teamID, "--topic", Fixtures.topic, "--body", "Hi"]
+        let flag = try await CLI.run(base + ["--key-pem=\(pem)", Fixtures.goodToken])
+        #expect(flag.status == 2, "\(flag)")
+        #expect(flag.errorLines.count == 1 && flag.stderr.contains("not taken on the command line"), "\(flag)")
+        #expect(flag.stdout.isEmpty, "\(flag)")
+        let variable = try await CLI.run(base + [Fixtures.goodToken], environment: ["APNS_KEY": pem])
+        #expect(variable.status == 0, "\(variable)")
+    }
+
+    @Test("--json gives the body as the bytes sent (the file's key order), with their count, beside the payload read back")
+    func jsonBodyIsTheBytesSent() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("payload.json")
+        // Keys out of alphabetical order, as a server might build them: the bytes keep this order.
+        try Data(#"{"zeta":"a/b","aps":{"alert":"Hi"},"alpha":1}"#.utf8).write(to: file)
+        let text = try await CLI.run(["send", "--no-auth", "--dry-run", "--topic", Fixtures.topic, "--payload-file", file.path, Fixtures.goodToken])
+        let json = try await CLI.run(["send", "--no-auth", "--dry-run", "--json", "--topic", Fixtures.topic, "--payload-file", file.path, Fixtures.goodToken])
+        #expect(text.status == 0 && json.status == 0, "\(text) \(json)")
+        let object = try CLI.jsonObject(try #require(json.lines.first))
+        let body = try #require(object["body"] as? String, "\(json)")
+        let zeta = try #require(body.range(of: "\"zeta\"")), alpha = try #require(body.range(of: "\"alpha\""))
+        #expect(zeta.lowerBound < alpha.lowerBound, "\(body)")
+        #expect(object["bytes"] as? Int == body.utf8.count, "\(json)")
+        // The text form prints the same bytes, followed by their count.
+        #expect(text.lines.contains("\(body)  (\(body.utf8.count) bytes)"), "\(text)")
+        #expect((object["payload"] as? [String: Any])?["zeta"] as? String == "a/b", "\(json)")
+    }
+
     @Test("a byte order mark at the start of --tokens-file is not part of the first token")
     func tokensFileWithByteOrderMark() async throws {
         let directory = try CLI.temporaryDirectory()

@@ -512,8 +512,19 @@ struct BenchCommandTests {
             let result = try await CLI.run(["bench", "--host", "127.0.0.1", "--port", String(server.port), "--ca-file", ca,
                                             "--count", "50", "--skip-h2load"], timeout: .seconds(120))
             #expect(result.status == 1, "\(result)")
-            #expect(result.stderr.contains("50 of 50 notifications were not accepted"), "\(result)")
+            // The first is refused, so the 50 are never sent: the reason is given at once.
+            #expect(result.stderr.contains("did not accept the first notification (rejected 403 MissingProviderToken)"), "\(result)")
+            #expect(server.statistics.requests == 1, "\(server.statistics)")
         }
+        // Nothing listens on the port: the connection's failure, not 2 minutes of failed sends.
+        let ca = directory.appendingPathComponent("ca-none.pem").path
+        try await withMockAPNsServer { server in try server.writeCertificateAuthority(to: ca) }
+        let unreachable = try await CLI.withRefusingPort { port in
+            try await CLI.run(["bench", "--host", "127.0.0.1", "--port", String(port), "--ca-file", ca,
+                               "--count", "100000", "--skip-h2load"], timeout: .seconds(120))
+        }
+        #expect(unreachable.status == 1, "\(unreachable)")
+        #expect(unreachable.stderr.contains("did not accept the first notification (failed connectionFailed"), "\(unreachable)")
         let missing = try await CLI.run(["bench", "--count", "10", "--h2load", "/nonexistent/h2load"])
         #expect(missing.status == 2 && missing.stderr.contains("--h2load /nonexistent/h2load is not an executable file"), "\(missing)")
     }
