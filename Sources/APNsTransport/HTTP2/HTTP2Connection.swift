@@ -103,6 +103,9 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
     /// The PING, preface and probe timers (a pure value; see its rules).
     @exclusivity(unchecked) private var liveness = HTTP2ConnectionLiveness(settings: .init(pingInterval: 0, pingTimeout: 0, connectTimeout: 0), now: 0)
     @exclusivity(unchecked) private var hadResponse = false
+    /// The fastest answer this session has given: a request with less time left is not
+    /// written (a pure value; see its rules).
+    @exclusivity(unchecked) private var fastestAnswer = FastestAnswer()
     /// The attempt was counted a success (`apns_connection_attempts_total`): the server's
     /// SETTINGS arrived. Before them the attempt may still fail (a TLS 1.3 refusal of the
     /// client certificate, no SETTINGS at all) and count as a failure instead.
@@ -321,6 +324,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
             now: now
         )
         hadResponse = false
+        fastestAnswer = FastestAnswer()
         goAwayDetail = nil
         draining = false
         pollForWrite = false
@@ -504,12 +508,19 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         let now = MonotonicTime.now()
         liveness.sent(now: now, firstInFlight: inFlight.isEmpty)
         var sent = 0
+        fastestAnswer.dropSample { inFlight[$0] != nil }
         submitting: for (position, pending) in taken.enumerated() {
-            if pending.deadline <= now {
-                // Its time ran out while it waited (the queue's scan runs every 10 ms):
+            if fastestAnswer.isTooLate(deadline: pending.deadline, now: now) {
+                // Its time ran out while it waited (the queue's scan runs every 10 ms), or
+                // what is left is shorter than any answer this connection has given:
                 // written now it would be an answer nobody waits for, and a request whose
                 // fate is unknown. It ends as never sent.
-                pending.expire()
+                if pending.deadline > now, let fastest = fastestAnswer.fastest {
+                    pending.expire(waitingFor: "its deadline was \(Self.milliseconds(pending.deadline - now)) away, nearer than "
+                        + "this connection's fastest answer (\(Self.milliseconds(fastest))), so it was not written")
+                } else {
+                    pending.expire()
+                }
                 continue
             }
             // Set only in the rare case below, so the common path copies nothing.
@@ -535,6 +546,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                     return try machine.submit(pending.request)
                 }
                 if let streamID {
+                    fastestAnswer.submitted(streamID: streamID, now: now)
                     earliestInFlightDeadline = inFlight.isEmpty ? pending.deadline : min(earliestInFlightDeadline, pending.deadline)
                     inFlight[streamID] = pending
                     sent += 1
@@ -679,6 +691,7 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
                 if let pending = inFlight.removeValue(forKey: streamID) {
                     answered.append((pending, consume response))
                 }
+                fastestAnswer.answered(streamID: streamID, now: liveness.lastReceived)
                 if !hadResponse {
                     hadResponse = true
                     pool.connectionProved()
@@ -912,6 +925,11 @@ final class HTTP2Connection: EventLoopHandler, @unchecked Sendable {
         } else {
             logger.debug("APNs connection closed")
         }
+    }
+
+    /// `nanoseconds` as a person reads it: "12 ms", or "0.4 ms" under one millisecond.
+    static func milliseconds(_ nanoseconds: UInt64) -> String {
+        nanoseconds >= 1_000_000 ? "\(nanoseconds / 1_000_000) ms" : "0.\(nanoseconds / 100_000) ms"
     }
 
     static func errorName(_ code: UInt32) -> String {
