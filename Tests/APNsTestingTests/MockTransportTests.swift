@@ -5,6 +5,29 @@ import Testing
 import APNsCore
 
 @Suite struct MockTransportTests {
+    @Test func aScriptedChannelReasonComesWithApplesStatus() async throws {
+        // Apple ("Handling error responses from APNs"): TopicMismatch is 403, ChannelNotRegistered 400.
+        let mock = MockTransport()
+        mock.respondByDefault(with: .rejected(.topicMismatch))
+        let client = APNsClient(environment: .sandbox, credentials: .providerToken(CountingTokenSource()), transport: mock)
+        do {
+            _ = try await client.channels(bundleID: "com.example.other")
+            Issue.record("a rejection was expected")
+        } catch {
+            #expect(error.rejection?.status == 403)
+            #expect(error.rejection?.reason == .topicMismatch)
+        }
+        mock.respondByDefault(with: .rejected(.channelNotRegistered))
+        let channel = try ChannelID("dHN0LXNyY2gtY2hubA==")
+        do {
+            _ = try await client.channelConfiguration(channel, bundleID: "com.example.app")
+            Issue.record("a rejection was expected")
+        } catch {
+            #expect(error.rejection?.status == 400)
+        }
+        await client.shutdown()
+    }
+
     @Test func recordsRequestsExactlyAsSent() async throws {
         let mock = MockTransport()
         let client = APNsClient(

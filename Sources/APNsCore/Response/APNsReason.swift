@@ -16,9 +16,10 @@
 /// | 429 | TooManyProviderTokenUpdates, TooManyRequests |
 /// | 500 | InternalServerError |
 /// | 503 | ServiceUnavailable, Shutdown |
-/// | broadcast and channel APIs | FeatureNotEnabled, MissingChannelId, BadChannelId, ChannelNotRegistered, BadRequestParams, BadRequestPayload, MissingPushType, CannotCreateChannelConfig, TopicMismatch |
+/// | broadcast and channel APIs | 400: FeatureNotEnabled, MissingChannelId, BadChannelId, ChannelNotRegistered, BadRequestParams, BadRequestPayload, MissingPushType, CannotCreateChannelConfig; 403: TopicMismatch |
 ///
-/// See [Handling notification responses from APNs](https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns).
+/// See [Handling notification responses from APNs](https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns)
+/// and, for the broadcast and channel APIs, [Handling error responses from APNs](https://developer.apple.com/documentation/usernotifications/handling-error-responses-from-apns).
 public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     /// The reason string, for example `Unregistered`.
     public let rawValue: String
@@ -113,17 +114,18 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
     public static let missingChannelID = APNsReason(rawValue: "MissingChannelId")
     /// `BadChannelId` (400): Broadcast and channel management: the `apns-channel-id` is not properly encoded, or is longer than allowed.
     public static let badChannelID = APNsReason(rawValue: "BadChannelId")
-    /// `ChannelNotRegistered`: Broadcast and channel management: the channel in `apns-channel-id` does not exist (deleted, or created in the other environment).
+    /// `ChannelNotRegistered` (400): Broadcast and channel management: the channel in `apns-channel-id` does not exist (deleted, or created in the other environment).
     public static let channelNotRegistered = APNsReason(rawValue: "ChannelNotRegistered")
-    /// `BadRequestParams` (400): Channel management: the request parameters are invalid.
+    /// `BadRequestParams` (400): Channel management: the JSON request body has an attribute APNs does not recognize.
     public static let badRequestParams = APNsReason(rawValue: "BadRequestParams")
-    /// `BadRequestPayload` (400): Channel management: the request payload is invalid.
+    /// `BadRequestPayload` (400): Channel management: the JSON request body cannot be parsed.
     public static let badRequestPayload = APNsReason(rawValue: "BadRequestPayload")
     /// `MissingPushType` (400): Broadcast: the `apns-push-type` header is missing.
     public static let missingPushType = APNsReason(rawValue: "MissingPushType")
     /// `CannotCreateChannelConfig` (400): Channel management: the app has reached its channel limit (10,000 per environment); delete unused channels.
     public static let cannotCreateChannelConfig = APNsReason(rawValue: "CannotCreateChannelConfig")
-    /// `TopicMismatch` (400): Broadcast: the topic does not match the channel's.
+    /// `TopicMismatch` (403): Broadcast and channel management: the bundle IDs of the provider token's key or of the
+    /// certificate do not include the bundle ID in the path (a topic-specific key or a certificate of another app).
     public static let topicMismatch = APNsReason(rawValue: "TopicMismatch")
 
     /// Every reason Apple documents, with the HTTP status it comes with (`nil` where Apple
@@ -165,12 +167,12 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
         (.featureNotEnabled, 400),
         (.missingChannelID, 400),
         (.badChannelID, 400),
-        (.channelNotRegistered, nil),
+        (.channelNotRegistered, 400),
         (.badRequestParams, 400),
         (.badRequestPayload, 400),
         (.missingPushType, 400),
         (.cannotCreateChannelConfig, 400),
-        (.topicMismatch, 400),
+        (.topicMismatch, 403),
     ]
 
     /// The HTTP status Apple documents for this reason, or `nil` for an unknown reason.
