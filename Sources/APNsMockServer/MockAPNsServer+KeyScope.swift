@@ -15,7 +15,8 @@ extension MockAPNsServer {
     /// topic of its team in both environments. An environment-scoped key works in one
     /// environment only: used against the other, APNs answers 403
     /// `BadEnvironmentKeyIdInToken`. A topic-specific key works for its topics only: a
-    /// request for another topic gets 400 `TopicDisallowed`.
+    /// device push to another topic gets 400 `TopicDisallowed`, a broadcast or channel
+    /// request for another app's bundle ID 403 `TopicMismatch`.
     ///
     /// ```swift
     /// var configuration = MockAPNsServer.Configuration(authentication: .providerToken(.signature(keys)))

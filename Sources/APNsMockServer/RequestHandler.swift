@@ -143,7 +143,7 @@ final class RequestHandler {
                                          channels: state.channels,
                                          broadcastDisabledBundleIDs: configuration.broadcastDisabledBundleIDs)
             let routed = router.route(validatorRequest, certificateTopics: connection.certificateTopics,
-                                      authorize: authorizeRequest)
+                                      keyTopics: { keyTopics }, authorize: authorizeRequest)
             switch routed.result {
             case .success(let operation): channelOperation = operation
             case .failure(let failure): rejection = failure

@@ -12,7 +12,8 @@ import Foundation
 /// Sources: [Sending broadcast push notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns),
 /// [Sending channel management requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-channel-management-requests-to-apns),
 /// [Handling error responses from APNs](https://developer.apple.com/documentation/usernotifications/handling-error-responses-from-apns).
-/// Where Apple names a reason but not its status, the mock answers 400.
+/// Every reason is answered with the status Apple's table gives it (`TopicMismatch` 403,
+/// the others of these APIs 400).
 struct BroadcastRouter {
     /// What a valid request asks for.
     enum Operation: Equatable {
@@ -66,11 +67,12 @@ struct BroadcastRouter {
         path.hasPrefix("/4/broadcasts/") || path.hasPrefix("/1/apps/")
     }
 
-    /// Checks `request`, whose `:path` ``handles(path:)``; `authorize` works as in
-    /// ``RequestValidator/validate(_:certificateTopics:keyTopics:authorize:)``.
+    /// Checks `request`, whose `:path` ``handles(path:)``; `keyTopics` and `authorize` work
+    /// as in ``RequestValidator/validate(_:certificateTopics:keyTopics:authorize:)``.
     func route(
         _ request: RequestValidator.Request,
         certificateTopics: [String]? = nil,
+        keyTopics: () -> Set<String>? = { nil },
         authorize: (String?) -> RequestValidator.Rejection?
     ) -> Routed {
         var method = ""
@@ -126,9 +128,14 @@ struct BroadcastRouter {
             return Routed(requestID: requestID, result: .failure(rejection))
         }
         if let sentID, !RequestValidator.isCanonicalUUID(sentID) { return reject(400, "BadRequestParams") }
-        // The bundle ID must be one the server serves (and, with a certificate, one of its topics).
-        if !bundleIDs.isEmpty, !bundleIDs.contains(bundleID) { return reject(400, "TopicMismatch") }
-        if let certificateTopics, !certificateTopics.contains(bundleID) { return reject(400, "TopicMismatch") }
+        // Apple: 403 TopicMismatch, "The bundle IDs parsed from your token or certificate don't
+        // include the topic present in the path" (Handling error responses from APNs).
+        let allowedByKey = keyTopics()
+        // The bundle ID must be one the server serves, and one of the certificate's topics
+        // or of a topic-specific key's.
+        if !bundleIDs.isEmpty, !bundleIDs.contains(bundleID) { return reject(403, "TopicMismatch") }
+        if let certificateTopics, !certificateTopics.contains(bundleID) { return reject(403, "TopicMismatch") }
+        if let allowedByKey, !allowedByKey.contains(bundleID) { return reject(403, "TopicMismatch") }
         if broadcastDisabledBundleIDs.contains(bundleID) { return reject(400, "FeatureNotEnabled") }
 
         switch (endpoint, method) {

@@ -172,7 +172,9 @@ let liveActivityBody = #"{"aps":{"timestamp":1168364460,"event":"update","conten
                        "apns-expiration: 0", "apns-request-id: 1234"],
              status: 400, reason: "BadRequestParams"),
         Case(name: "broadcast with GET", method: "GET", body: nil, status: 405, reason: "MethodNotAllowed"),
-        Case(name: "broadcast to another app", path: "/4/broadcasts/apps/com.other.app", status: 400, reason: "TopicMismatch"),
+        // Apple: 403 TopicMismatch, "The bundle IDs parsed from your token or certificate don't
+        // include the topic present in the path".
+        Case(name: "broadcast to another app", path: "/4/broadcasts/apps/com.other.app", status: 403, reason: "TopicMismatch"),
         Case(name: "broadcast path with an extra segment", path: "/4/broadcasts/apps/\(bundle)/x", status: 404, reason: "BadPath"),
         Case(name: "read without apns-channel-id", path: "/1/apps/\(bundle)/channels", method: "GET", headers: [],
              body: nil, status: 400, reason: "MissingChannelId"),
@@ -356,7 +358,7 @@ let liveActivityBody = #"{"aps":{"timestamp":1168364460,"event":"update","conten
             // The certificate lists com.example.app and its .voip topic, not com.other.app.
             let foreign = try await curl.exchange(port: server.port, path: "/1/apps/com.other.app/channels",
                                                   method: "POST", body: createBody, extra: identity)
-            #expect(foreign.status == 400)
+            #expect(foreign.status == 403)
             #expect(foreign.reason == "TopicMismatch")
             #expect(server.channels(bundleID: "com.other.app").isEmpty)
         }
@@ -376,6 +378,36 @@ let liveActivityBody = #"{"aps":{"timestamp":1168364460,"event":"update","conten
             #expect(listed.json?["channels"] as? [String] == [])
         }
     }
+
+    @Test("a topic-specific key manages and broadcasts on its own apps' channels only: 403 TopicMismatch for others")
+    func topicSpecificKeyIsTopicMismatchForAnotherApp() async throws {
+        let configuration = MockAPNsServer.Configuration(
+            bundleIDs: [bundle, "com.example.other"],
+            authentication: .providerToken(.acceptingUnsigned(keyID: "TOPICKEY01", teamID: "DEF123GHIJ")),
+            keyScopes: ["TOPICKEY01": .topics([bundle])])
+        try await withServerAndCurl(configuration) { server, curl in
+            let auth = "authorization: bearer \(makeJWT(keyID: "TOPICKEY01", issuedAt: Int(Date().timeIntervalSince1970)))"
+            let own = try await curl.exchange(port: server.port, path: "/1/apps/\(bundle)/channels", method: "POST",
+                                              headers: [auth], body: createBody)
+            #expect(own.status == 201)
+            let other = try #require(server.addChannel(bundleID: "com.example.other", storagePolicy: 0))
+            let requests: [(path: String, method: String, headers: [String], body: String?)] = [
+                ("/1/apps/com.example.other/channels", "POST", [], createBody),
+                ("/1/apps/com.example.other/all-channels", "GET", [], nil),
+                ("/1/apps/com.example.other/channels", "DELETE", ["apns-channel-id: \(other.id)"], nil),
+                ("/4/broadcasts/apps/com.example.other", "POST",
+                 ["apns-channel-id: \(other.id)", "apns-push-type: liveactivity", "apns-priority: 10", "apns-expiration: 0"],
+                 liveActivityBody),
+            ]
+            for request in requests {
+                let answer = try await curl.exchange(port: server.port, path: request.path, method: request.method,
+                                                     headers: [auth] + request.headers, body: request.body)
+                #expect(answer.status == 403, "\(request.method) \(request.path): \(answer.body)")
+                #expect(answer.reason == "TopicMismatch", "\(request.method) \(request.path)")
+            }
+            #expect(server.channels(bundleID: "com.example.other") == [other])
+        }
+    }
 }
 
 /// A broadcast body of exactly `size` bytes: `{"aps":{"timestamp":1,"event":"update","content-state":{"s":"xxx"}}}`.
@@ -383,4 +415,5 @@ func broadcastPayload(ofSize size: Int) -> String {
     let frame = #"{"aps":{"timestamp":1,"event":"update","content-state":{"s":""}}}"#
     return #"{"aps":{"timestamp":1,"event":"update","content-state":{"s":""#
         + String(repeating: "x", count: size - frame.utf8.count) + #""}}}"#
+
 }
