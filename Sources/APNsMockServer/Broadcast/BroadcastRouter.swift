@@ -183,7 +183,8 @@ struct BroadcastRouter {
     // MARK: Rules
 
     /// `POST /1/apps/<bundle ID>/channels`: the body is `{"message-storage-policy": 0|1,
-    /// "push-type": "LiveActivity"}`; the app may have at most ``ChannelRegistry/limit`` channels.
+    /// "push-type": "LiveActivity"}` and nothing else (another member is `BadRequestParams`);
+    /// the app may have at most ``ChannelRegistry/limit`` channels.
     private func createRequest(fields: [String: String], body: [UInt8], bundleID: String)
         -> Result<Operation, RequestValidator.Rejection>
     {
@@ -192,6 +193,10 @@ struct BroadcastRouter {
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return reject("BadRequestPayload")
+        }
+        // Apple: "BadRequestParams: The JSON Request payload contained an unrecognizable attribute."
+        if object.keys.contains(where: { $0 != "message-storage-policy" && $0 != "push-type" }) {
+            return reject("BadRequestParams")
         }
         guard let policy = Self.jsonInteger(object["message-storage-policy"]), policy == 0 || policy == 1
         else { return reject("BadRequestPayload") }

@@ -198,6 +198,10 @@ let liveActivityBody = #"{"aps":{"timestamp":1168364460,"event":"update","conten
              body: #"{"message-storage-policy":0,"push-type":"alert"}"#, status: 400, reason: "InvalidPushType"),
         Case(name: "create with a body that is not JSON", path: "/1/apps/\(bundle)/channels", headers: [],
              body: "policy=0", status: 400, reason: "BadRequestPayload"),
+        // Apple: "BadRequestParams: The JSON Request payload contained an unrecognizable attribute."
+        Case(name: "create with an attribute APNs does not know", path: "/1/apps/\(bundle)/channels", headers: [],
+             body: #"{"message-storage-policy":0,"push-type":"LiveActivity","name":"final"}"#,
+             status: 400, reason: "BadRequestParams"),
     ]
 
     @Test(arguments: cases)
