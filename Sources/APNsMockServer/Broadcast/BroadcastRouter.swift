@@ -128,9 +128,14 @@ struct BroadcastRouter {
             return Routed(requestID: requestID, result: .failure(rejection))
         }
         if let sentID, !RequestValidator.isCanonicalUUID(sentID) { return reject(400, "BadRequestParams") }
-        // Apple: 403 TopicMismatch, "The bundle IDs parsed from your token or certificate don't
+        // Apple: 400 TopicDisallowed, "Ensure that no push type suffix is added to the bundle
+        // ID"; 403 TopicMismatch, "The bundle IDs parsed from your token or certificate don't
         // include the topic present in the path" (Handling error responses from APNs).
         let allowedByKey = keyTopics()
+        if Self.hasPushTypeSuffix(bundleID, served: bundleIDs, certificateTopics: certificateTopics,
+                                  keyTopics: allowedByKey) {
+            return reject(400, "TopicDisallowed")
+        }
         // The bundle ID must be one the server serves, and one of the certificate's topics
         // or of a topic-specific key's.
         if !bundleIDs.isEmpty, !bundleIDs.contains(bundleID) { return reject(403, "TopicMismatch") }
@@ -271,6 +276,27 @@ struct BroadcastRouter {
     }
 
     // MARK: Helpers
+
+    /// Whether `bundleID` is a bundle ID with a push type's topic suffix added (for example
+    /// `com.example.app.push-type.liveactivity`), which broadcast and channel paths refuse
+    /// with `TopicDisallowed`: it ends with a suffix of ``RequestValidator/topicSuffixes``
+    /// that is a `.push-type.` one, or that leaves a bundle ID the server, the certificate
+    /// or the key knows; a bundle ID the server serves as it is never counts.
+    static func hasPushTypeSuffix(
+        _ bundleID: String, served: [String], certificateTopics: [String]?, keyTopics: Set<String>?
+    ) -> Bool {
+        if served.contains(bundleID) { return false }
+        for suffix in RequestValidator.topicSuffixes.values where !suffix.isEmpty && bundleID.hasSuffix(suffix) {
+            let bare = String(bundleID.dropLast(suffix.count))
+            if bare.isEmpty { continue }
+            if suffix.hasPrefix(".push-type.") || served.contains(bare)
+                || certificateTopics?.contains(bare) == true || keyTopics?.contains(bare) == true
+            {
+                return true
+            }
+        }
+        return false
+    }
 
     /// The rest of `path` after `prefix`, if it is one non-empty path segment.
     private static func component(after prefix: String, in path: String) -> String? {

@@ -175,6 +175,11 @@ let liveActivityBody = #"{"aps":{"timestamp":1168364460,"event":"update","conten
         // Apple: 403 TopicMismatch, "The bundle IDs parsed from your token or certificate don't
         // include the topic present in the path".
         Case(name: "broadcast to another app", path: "/4/broadcasts/apps/com.other.app", status: 403, reason: "TopicMismatch"),
+        // Apple: 400 TopicDisallowed, "Ensure that no push type suffix is added to the bundle ID".
+        Case(name: "broadcast to the bundle ID with the liveactivity suffix",
+             path: "/4/broadcasts/apps/\(bundle).push-type.liveactivity", status: 400, reason: "TopicDisallowed"),
+        Case(name: "channel list of the bundle ID with the voip suffix", path: "/1/apps/\(bundle).voip/all-channels",
+             method: "GET", headers: [], body: nil, status: 400, reason: "TopicDisallowed"),
         Case(name: "broadcast path with an extra segment", path: "/4/broadcasts/apps/\(bundle)/x", status: 404, reason: "BadPath"),
         Case(name: "read without apns-channel-id", path: "/1/apps/\(bundle)/channels", method: "GET", headers: [],
              body: nil, status: 400, reason: "MissingChannelId"),
