@@ -89,12 +89,27 @@ public enum ChannelRequest: Sendable, Hashable {
     }
 
     /// `prefix + bundleID + suffix`, after checking that `bundleID` is a bundle identifier:
-    /// non-empty, only ASCII letters, digits, `-` and `.` (so it cannot change the path).
+    /// non-empty, only ASCII letters, digits, `-` and `.` (so it cannot change the path),
+    /// and not ending in a `.push-type.` topic suffix (`.push-type.liveactivity`,
+    /// `.push-type.widgets`, `.push-type.controls`), which APNs refuses in these paths with
+    /// `TopicDisallowed` ("Ensure that no push type suffix is added to the bundle ID").
     static func path(_ prefix: String, bundleID: String, then suffix: String = "") throws(APNsRequestError) -> String {
         guard !bundleID.isEmpty else {
             throw APNsRequestError(.invalidTopic, header: ":path", "the bundle ID is empty")
         }
         try Topic.checkBundleID(bundleID, header: ":path")
+        for pushType in [PushType.liveactivity, .widgets, .controls] {
+            let topicSuffix = Topic.suffix(for: pushType)
+            guard bundleID.hasSuffix(topicSuffix), bundleID.utf8.count > topicSuffix.utf8.count else { continue }
+            let bare = bundleID.dropLast(topicSuffix.count)
+            throw APNsRequestError(
+                .invalidTopic,
+                header: ":path",
+                position: bare.utf8.count,
+                "the bundle ID ends in the topic suffix \(topicSuffix) of \(pushType.rawValue) pushes; broadcast and "
+                    + "channel requests take the app's bundle ID without it (\(bare)), or APNs answers TopicDisallowed"
+            )
+        }
         return prefix + bundleID + suffix
     }
 }

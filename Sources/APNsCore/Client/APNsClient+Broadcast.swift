@@ -18,7 +18,9 @@ extension APNsClient {
     /// - Parameters:
     ///   - notification: The update: payload, priority, expiration.
     ///   - channel: The channel, from ``createChannel(bundleID:storagePolicy:requestID:)``.
-    ///   - bundleID: Your app's bundle ID (no `.push-type.liveactivity` suffix).
+    ///   - bundleID: Your app's bundle ID, without the `.push-type.liveactivity` suffix of a
+    ///     Live Activity device push's topic (one with it is refused before sending:
+    ///     ``APNsError/invalid(_:)``, ``APNsRequestError/Code/invalidTopic``).
     /// - Returns: The acceptance, with the `apns-request-id` (and `apns-unique-id` when APNs sends one).
     /// - Throws: ``APNsError``. Broadcast rejections include `ChannelNotRegistered`,
     ///   `BadChannelId`, `FeatureNotEnabled` and `BadExpirationDate` (a non-zero expiration on

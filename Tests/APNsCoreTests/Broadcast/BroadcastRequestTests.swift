@@ -201,6 +201,36 @@ let sampleUpdate = Payload.liveActivityUpdate(timestamp: 1_168_364_460, contentS
         } throws: { ($0 as? APNsRequestError)?.code == .invalidTopic }
     }
 
+    // Apple ("Handling error responses from APNs"): 400 TopicDisallowed, "Ensure that no push
+    // type suffix is added to the bundle ID". The topic of a Live Activity device push is
+    // com.example.app.push-type.liveactivity; a broadcast's path takes com.example.app.
+    @Test(arguments: ["com.example.app.push-type.liveactivity", "com.example.app.push-type.widgets",
+                      "com.example.app.push-type.controls"])
+    func bundleIDWithAPushTypeSuffixIsRefusedBeforeSending(_ bundleID: String) {
+        let refused: (any Error) -> Bool = {
+            guard let error = $0 as? APNsRequestError else { return false }
+            return error.code == .invalidTopic && error.position == "com.example.app".utf8.count
+                && error.description.contains("com.example.app")
+        }
+        #expect {
+            try BroadcastNotification(payload: sampleUpdate).request(to: sampleChannel, bundleID: bundleID,
+                                                                      environment: .sandbox)
+        } throws: { refused($0) }
+        for request in [ChannelRequest.create(storagePolicy: .noStorage), .list, .read(sampleChannel), .delete(sampleChannel)] {
+            #expect {
+                try request.request(bundleID: bundleID, environment: .sandboxChannelManagement)
+            } throws: { refused($0) }
+        }
+    }
+
+    @Test func aBundleIDThatOnlyLooksLikeASuffixIsSent() throws {
+        // .voip and the like are also ordinary bundle ID components: only .push-type. suffixes are refused.
+        for bundleID in ["com.example.voip", "com.example.complication", "com.example.push-type", "push-type.liveactivity.app"] {
+            let request = try ChannelRequest.list.request(bundleID: bundleID, environment: .sandboxChannelManagement)
+            #expect(request.path == "/1/apps/\(bundleID)/all-channels")
+        }
+    }
+
     @Test func headerInjectionIsStillRefusedByTheRequestModel() {
         #expect {
             try APNsRequest(
