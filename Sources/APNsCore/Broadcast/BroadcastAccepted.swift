@@ -4,8 +4,9 @@
 public struct BroadcastAccepted: Sendable, Hashable {
     /// The `apns-request-id` APNs echoed (the request's when the response has none).
     public let requestID: APNsRequestID?
-    /// The `apns-unique-id` APNs returns in the sandbox, a key into the Push Notifications
-    /// Console's delivery log; `nil` when absent.
+    /// The `apns-unique-id` APNs returns with an accepted broadcast ("a server-generated
+    /// unique message identifier", Apple's broadcast documentation, in either environment):
+    /// give it when you raise a troubleshooting request with Apple. `nil` when absent.
     public let uniqueID: String?
     /// The channel the broadcast went to.
     public let channel: ChannelID
