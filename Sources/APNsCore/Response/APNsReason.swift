@@ -120,7 +120,8 @@ public struct APNsReason: RawRepresentable, Sendable, Hashable, CustomStringConv
     public static let badRequestParams = APNsReason(rawValue: "BadRequestParams")
     /// `BadRequestPayload` (400): Channel management: the JSON request body cannot be parsed.
     public static let badRequestPayload = APNsReason(rawValue: "BadRequestPayload")
-    /// `MissingPushType` (400): Broadcast: the `apns-push-type` header is missing.
+    /// `MissingPushType` (400): Broadcast and channel management: a broadcast's `apns-push-type` header, or a
+    /// channel creation body's `push-type`, is missing.
     public static let missingPushType = APNsReason(rawValue: "MissingPushType")
     /// `CannotCreateChannelConfig` (400): Channel management: the app has reached its channel limit (10,000 per environment); delete unused channels.
     public static let cannotCreateChannelConfig = APNsReason(rawValue: "CannotCreateChannelConfig")
