@@ -384,8 +384,11 @@ public struct APNsSettings: Sendable {
                     "is \"\(text)\": write an IPv6 address in brackets, then the port (for example [::1]:2197)"
                 )
             }
-            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-                (1...65535).contains(port), colon > text.startIndex
+            // The port: decimal digits only (no sign), 1 to 65535.
+            guard let colon = text.lastIndex(of: ":"), colon > text.startIndex,
+                case let digits = text[text.index(after: colon)...], !digits.isEmpty,
+                digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                let port = Int(digits), (1...65535).contains(port)
             else {
                 throw APNsSettingsError(
                     .malformed,
@@ -393,8 +396,28 @@ public struct APNsSettings: Sendable {
                     "is \"\(text)\": expected production, sandbox, or host:port (for example 127.0.0.1:2197)"
                 )
             }
+            // The host: a name or IPv4 address as it is, an IPv6 address in brackets; never
+            // empty, and brackets only around an IPv6 address (`[]:443`, `[::1:2197` and
+            // `host]:443` would otherwise become a host no connection can reach).
             var host = String(text[..<colon])
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            let bracketed = host.hasPrefix("[")
+            if bracketed {
+                let inner = host.dropFirst().dropLast()
+                guard host.hasSuffix("]"), inner.contains(":"), !inner.contains(where: { $0 == "[" || $0 == "]" }) else {
+                    throw APNsSettingsError(
+                        .malformed,
+                        setting: Setting.environment.environmentVariable,
+                        "is \"\(text)\": only an IPv6 address goes in brackets, closed before the port (for example [::1]:2197)"
+                    )
+                }
+                host = String(inner)
+            } else if host.contains(where: { $0 == "[" || $0 == "]" }) {
+                throw APNsSettingsError(
+                    .malformed,
+                    setting: Setting.environment.environmentVariable,
+                    "is \"\(text)\": a bracket belongs only around an IPv6 address (for example [::1]:2197)"
+                )
+            }
             return .custom(host: host, port: port)
         }
     }

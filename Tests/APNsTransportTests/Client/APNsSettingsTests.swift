@@ -154,6 +154,20 @@ struct APNsSettingsTests {
             .requestTimeout == .milliseconds(1))
     }
 
+    @Test("APNS_ENVIRONMENT: an empty host, a bracket without its pair, brackets around a name, a signed port are malformed")
+    func malformedHostPort() throws {
+        for text in ["[]:443", "[::1:2197", "host]:443", "[foo]:443", "[::1]x:443", "[[::1]]:443", "host:+443", "[::1]:-1"] {
+            #expect(throws: APNsSettingsError.self, "\(text)") { try APNsSettings.parseEnvironment(text) }
+            let problem = error(try tokenVariables().merging(["APNS_ENVIRONMENT": text]) { $1 })
+            #expect(problem?.setting == "APNS_ENVIRONMENT", "\(text): \(String(describing: problem))")
+            #expect(problem?.code == .malformed)
+        }
+        // What is well formed stays so.
+        #expect(try APNsSettings.parseEnvironment("localhost:0443") == .custom(host: "localhost", port: 443))
+        #expect(try APNsSettings.parseEnvironment("[fe80::1%25eth0]:2197") == .custom(host: "fe80::1%25eth0", port: 2197))
+        #expect(try APNsSettings.parseEnvironment("api.push.apple.com:2197") == APNsEnvironment.production.alternatePort)
+    }
+
     @Test("a signing key from a file or from APNS_KEY's text; the client takes the environment")
     func tokenSettings() throws {
         let pki = try TestPKI.get()
