@@ -1,4 +1,5 @@
 import APNsCore
+import APNsOpenSSL
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -156,6 +157,13 @@ public struct APNsSettings: Sendable {
             }
             guard pem.contains("-----BEGIN CERTIFICATE-----") else {
                 throw APNsSettingsError(.unusable, setting: name(.caFile), "(\(caPath)) holds no PEM certificate")
+            }
+            // Read as the transport will read it: a block that is not a certificate (damaged
+            // base64 or DER) is named here, not as a TLS failure of every connection later.
+            guard !X509Certificate.all(pem: pem).isEmpty else {
+                throw APNsSettingsError(
+                    .unusable, setting: name(.caFile),
+                    "(\(caPath)) has a -----BEGIN CERTIFICATE----- block that is not a readable certificate (damaged base64 or DER)")
             }
             trustRoots = .certificates(pem)
         }

@@ -168,6 +168,20 @@ struct APNsSettingsTests {
         #expect(try APNsSettings.parseEnvironment("api.push.apple.com:2197") == APNsEnvironment.production.alternatePort)
     }
 
+    @Test("APNS_CA_FILE with a damaged certificate block is named when read, not a TLS failure of every connection later")
+    func damagedCAFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-settings-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let damaged = directory.appendingPathComponent("ca.pem").path
+        try "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n".write(toFile: damaged, atomically: true, encoding: .utf8)
+        let ca = error(try tokenVariables().merging(["APNS_CA_FILE": damaged]) { $1 })
+        #expect(ca?.setting == "APNS_CA_FILE", "\(String(describing: ca))")
+        #expect(ca?.code == .unusable)
+        // The test PKI's CA is read as before.
+        #expect(throws: Never.self) { try APNsSettings(environmentVariables: try tokenVariables().merging(["APNS_CA_FILE": try TestPKI.get().path("ca.pem")]) { $1 }) }
+    }
+
     @Test("a signing key from a file or from APNS_KEY's text; the client takes the environment")
     func tokenSettings() throws {
         let pki = try TestPKI.get()
