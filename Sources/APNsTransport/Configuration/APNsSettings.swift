@@ -481,8 +481,10 @@ public struct APNsSettings: Sendable {
         let text = String(decoding: data, as: UTF8.self)
         do {
             guard text.contains("-----BEGIN") else {
-                let opened = Result { try ClientIdentity(pkcs12Data: data, password: password ?? "") }
-                if password == nil, case .failure(let error) = opened {
+                let opened = Result { () throws(ClientIdentityError) in try ClientIdentity(pkcs12Data: data, password: password ?? "") }
+                // Only a password can open an archive that a wrong (or no) password did not:
+                // a file that is no archive at all is the certificate file's problem.
+                if password == nil, case .failure(let error) = opened, error.code == .wrongPassword || error.code == .passwordRequired {
                     throw APNsSettingsError(
                         .unusable, setting: source.name(.certificatePassword),
                         "is not set, and \(source.name(.certificateFile)) (\(path)) cannot be opened without a password: \(error)")

@@ -182,6 +182,20 @@ struct APNsSettingsTests {
         #expect(throws: Never.self) { try APNsSettings(environmentVariables: try tokenVariables().merging(["APNS_CA_FILE": try TestPKI.get().path("ca.pem")]) { $1 }) }
     }
 
+    @Test("APNS_CERTIFICATE_FILE that is neither PEM nor a .p12, without a password: the file is named, not the password")
+    func notAnArchive() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-settings-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // No password would open it, so the certificate file is named, not the password.
+        let junk = directory.appendingPathComponent("client.p12").path
+        try Data("hello, not a certificate".utf8).write(to: URL(fileURLWithPath: junk))
+        let notArchive = error(["APNS_ENVIRONMENT": "sandbox", "APNS_CERTIFICATE_FILE": junk])
+        #expect(notArchive?.setting == "APNS_CERTIFICATE_FILE", "\(String(describing: notArchive))")
+        #expect(notArchive?.code == .unusable)
+        #expect(notArchive?.problem.contains("not a PKCS#12") == true, "\(String(describing: notArchive))")
+    }
+
     @Test("a signing key from a file or from APNS_KEY's text; the client takes the environment")
     func tokenSettings() throws {
         let pki = try TestPKI.get()
