@@ -436,11 +436,13 @@ public struct APNsSettings: Sendable {
         return count
     }
 
-    /// A duration given in seconds (`30`, `2.5`), as the timeout settings hold one: at
+    /// A duration given in decimal seconds (`30`, `2.5`, `1e-3`), as the timeout settings hold one: at
     /// least a millisecond (`0.001`; less would round to no time at all), at most a day;
     /// `nil` otherwise.
     package static func duration(seconds text: String) -> Duration? {
-        guard let seconds = Double(text), seconds.isFinite, seconds >= 0.001, seconds <= 86_400 else { return nil }
+        // Decimal only: `Double` also reads hexadecimal (`0x10` would be 16 seconds).
+        guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") }),
+            let seconds = Double(text), seconds.isFinite, seconds >= 0.001, seconds <= 86_400 else { return nil }
         let milliseconds = Int64((seconds * 1000).rounded())
         guard milliseconds >= 1 else { return nil }
         return .milliseconds(milliseconds)

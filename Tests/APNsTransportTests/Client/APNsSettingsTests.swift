@@ -196,6 +196,18 @@ struct APNsSettingsTests {
         #expect(notArchive?.problem.contains("not a PKCS#12") == true, "\(String(describing: notArchive))")
     }
 
+    @Test("APNS_CONNECT_TIMEOUT and APNS_REQUEST_TIMEOUT are decimal seconds: hexadecimal is malformed, not read as a number")
+    func decimalSeconds() throws {
+        for (variable, text) in [("APNS_CONNECT_TIMEOUT", "0x10"), ("APNS_REQUEST_TIMEOUT", "0x1p3"), ("APNS_CONNECT_TIMEOUT", "0X1E")] {
+            let problem = error(try tokenVariables().merging([variable: text]) { $1 })
+            #expect(problem?.setting == variable, "\(text): \(String(describing: problem))")
+            #expect(problem?.code == .malformed)
+        }
+        let settings = try APNsSettings(environmentVariables: try tokenVariables().merging(["APNS_CONNECT_TIMEOUT": "1e1", "APNS_REQUEST_TIMEOUT": "2.5"]) { $1 })
+        #expect(settings.connectTimeout == .seconds(10))
+        #expect(settings.requestTimeout == .milliseconds(2500))
+    }
+
     @Test("a signing key from a file or from APNS_KEY's text; the client takes the environment")
     func tokenSettings() throws {
         let pki = try TestPKI.get()
