@@ -45,11 +45,13 @@ extension APNsSettings {
             try self.init(source: Source(name: \.configKey, lookup: { setting in Self.lookup(setting, in: config) }))
         } catch {
             // A reader over the environment reports its keys, which appear nowhere in the
-            // environment: say which variable holds the setting there.
+            // environment: say which variable holds the setting there. The reader does not
+            // tell its providers or its scope, so the hint says when it applies rather than
+            // claiming a JSON file's or an in-memory value came from the environment.
             guard let setting = Setting.allCases.first(where: { $0.configKey == error.setting }) else { throw error }
             throw APNsSettingsError(
                 error.code, setting: error.setting,
-                error.problem + " (from the environment: \(setting.environmentVariable))")
+                error.problem + " (in the environment, under the scope apns: \(setting.environmentVariable))")
         }
     }
 

@@ -88,6 +88,11 @@ struct APNsSettingsConfigReaderTests {
         }
         // The messages name the other keys the same way.
         #expect(error(without("apns.keyFile"))?.problem.contains("certificateFile") == true)
+        // An in-memory value did not come from the environment: the variable is offered as
+        // where the setting lives there, not as where this value was read.
+        let inMemory = error(with("apns.keyID", "abc"))
+        #expect(inMemory?.problem.contains("from the environment") == false, "\(String(describing: inMemory))")
+        #expect(inMemory?.problem.hasSuffix("(in the environment, under the scope apns: APNS_KEY_ID)") == true, "\(String(describing: inMemory))")
     }
 
     @Test("swift-configuration's environment provider: APNS_* variables under the scope apns")
@@ -117,7 +122,7 @@ struct APNsSettingsConfigReaderTests {
         let fromVariables = #expect(throws: APNsSettingsError.self) { try APNsSettings(environmentVariables: bad) }
         #expect(fromConfig?.setting == "teamID")
         #expect(fromVariables?.setting == "APNS_TEAM_ID")
-        #expect(fromConfig?.problem == (fromVariables?.problem ?? "") + " (from the environment: APNS_TEAM_ID)")
+        #expect(fromConfig?.problem == (fromVariables?.problem ?? "") + " (in the environment, under the scope apns: APNS_TEAM_ID)")
         #expect(fromConfig?.code == .malformed && fromVariables?.code == .malformed)
     }
 
