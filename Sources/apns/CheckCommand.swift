@@ -52,7 +52,7 @@ struct CheckCommand: AsyncParsableCommand {
         try credentials.check()
         try connection.check()
         if topic?.isEmpty == true { throw CLIError.usage("--topic is empty") }
-        guard let topic = topic ?? ProcessInfo.processInfo.environment["APNS_TOPIC"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+        guard let topic = topic ?? APNsSettings.variable("APNS_TOPIC") else {
             throw CLIError.usage("no topic: give --topic (the app's bundle ID) or set APNS_TOPIC")
         }
         let probe = PushNotification(payload: .background(), topic: .bundleID(topic))

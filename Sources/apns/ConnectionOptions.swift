@@ -32,8 +32,7 @@ struct ConnectionOptions: ParsableArguments {
 
     /// `APNS_CONNECTIONS`, when set and not blank.
     private static var connectionsVariable: String? {
-        guard let text = ProcessInfo.processInfo.environment["APNS_CONNECTIONS"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-        return text
+        APNsSettings.variable("APNS_CONNECTIONS")
     }
 
     @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds a connect, proxy tunnel and TLS handshake may take; default: APNS_CONNECT_TIMEOUT when set, else 10.", valueName: "seconds"))
@@ -48,7 +47,7 @@ struct ConnectionOptions: ParsableArguments {
     /// Checks the values together; called from `run()` so that a misspelled flag is
     /// reported as such before any of these checks.
     func check() throws {
-        if !sandbox, !production, host == nil, port == nil, let text = ProcessInfo.processInfo.environment["APNS_ENVIRONMENT"] {
+        if !sandbox, !production, host == nil, port == nil, let text = APNsSettings.variable("APNS_ENVIRONMENT") {
             do {
                 _ = try APNsSettings.parseEnvironment(text)
             } catch {
@@ -91,7 +90,7 @@ struct ConnectionOptions: ParsableArguments {
         let text: String
         if let option {
             (named, text) = (flag, option)
-        } else if let value = ProcessInfo.processInfo.environment[variable]?.trimmingCharacters(in: .whitespaces), !value.isEmpty {
+        } else if let value = APNsSettings.variable(variable) {
             (named, text) = (variable, value)
         } else {
             return nil
@@ -109,7 +108,7 @@ struct ConnectionOptions: ParsableArguments {
         let named: String
         if let proxy {
             (text, named) = (proxy, "--proxy")
-        } else if let variable = ProcessInfo.processInfo.environment["APNS_PROXY"], !variable.isEmpty {
+        } else if let variable = APNsSettings.variable("APNS_PROXY") {
             (text, named) = (variable, "APNS_PROXY")
         } else {
             return nil
@@ -125,7 +124,7 @@ struct ConnectionOptions: ParsableArguments {
     /// --port, `APNS_ENVIRONMENT` (as `APNsSettings` reads it) when set and valid.
     var environment: APNsEnvironment {
         if !sandbox, !production, host == nil, port == nil,
-            let text = ProcessInfo.processInfo.environment["APNS_ENVIRONMENT"],
+            let text = APNsSettings.variable("APNS_ENVIRONMENT"),
             let fromVariable = try? APNsSettings.parseEnvironment(text)
         {
             return fromVariable
@@ -163,7 +162,7 @@ struct ConnectionOptions: ParsableArguments {
         let named: String
         if let caFile {
             (path, named) = (caFile, caFile)
-        } else if let variable = ProcessInfo.processInfo.environment["APNS_CA_FILE"], !variable.isEmpty {
+        } else if let variable = APNsSettings.variable("APNS_CA_FILE") {
             (path, named) = (variable, "\(variable) (APNS_CA_FILE)")
         } else {
             return nil

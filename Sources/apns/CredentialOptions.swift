@@ -40,7 +40,11 @@ struct CredentialOptions: ParsableArguments {
     var resolved: CredentialOptions {
         guard !noAuth else { return self }
         let variables = ProcessInfo.processInfo.environment
-        func value(_ name: String) -> String? { variables[name].flatMap { $0.isEmpty ? nil : $0 } }
+        // As APNsSettings reads them (trimmed, blank as unset); the password as it is,
+        // since white space may be part of it.
+        func value(_ name: String) -> String? {
+            name == "APNS_CERTIFICATE_PASSWORD" ? variables[name].flatMap { $0.isEmpty ? nil : $0 } : APNsSettings.variable(name, in: variables)
+        }
         let keyFlags = keyFile != nil || keyPEM != nil || keyID != nil || teamID != nil
         let certificateFlags = certFile != nil || certKeyFile != nil || certPassword != nil
         var copy = self

@@ -1,4 +1,5 @@
 import APNsCore
+import APNsTransport
 import ArgumentParser
 import Foundation
 
@@ -9,7 +10,7 @@ struct NotificationOptions: ParsableArguments {
 
     /// `--topic`, or `APNS_TOPIC` when the flag is not given (checked by ``check()``).
     var topic: String {
-        topicOption ?? ProcessInfo.processInfo.environment["APNS_TOPIC"] ?? ""
+        topicOption ?? APNsSettings.variable("APNS_TOPIC") ?? ""
     }
 
     @Option(name: .customLong("title"), help: "The alert title.")

@@ -47,6 +47,31 @@ struct CheckCommandTests {
         }
     }
 
+    @Test("APNS_* variables with white space or a line break at either end are read as APNsSettings reads them")
+    func variablesTrimmedAsSettingsTrimThem() async throws {
+        try await withTokenServer { server, directory, key in
+            server.respond(toDeviceToken: String(repeating: "0", count: 64), with: ScriptedResponse(status: 400, reason: "BadDeviceToken"))
+            let caPath = directory.appendingPathComponent("check-ca.pem").path
+            try server.writeCertificateAuthority(to: caPath)
+            // As a secret made from a file (its final line break) or an env file may leave them.
+            let variables = [
+                "APNS_ENVIRONMENT": "127.0.0.1:\(server.port)\n",
+                "APNS_KEY_FILE": " \(key.privateKeyPath)\n",
+                "APNS_KEY_ID": Fixtures.keyID + "\n",
+                "APNS_TEAM_ID": " " + Fixtures.teamID,
+                "APNS_TOPIC": Fixtures.topic + " \n",
+                "APNS_CA_FILE": caPath + "\n",
+                "APNS_REQUEST_TIMEOUT": "10\n",
+                "APNS_CONNECT_TIMEOUT": " 5\n",
+                "APNS_CONNECTIONS": "1\n",
+            ]
+            let result = try await CLI.run(["check"], environment: variables)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.contains("ok: the credentials and the topic are accepted"), "\(result)")
+            #expect(server.recordedRequests.first?.value(of: "apns-topic") == Fixtures.topic)
+        }
+    }
+
     @Test("a key the server does not know, a topic not its app's: exit 1 with the reason and what to check")
     func refused() async throws {
         try await withTokenServer { server, directory, key in

@@ -111,6 +111,15 @@ public struct APNsSettings: Sendable {
     /// Reads every setting from `source`: the one parser behind
     /// ``init(environmentVariables:)`` and the `APNsConfiguration` module's `ConfigReader`
     /// initializer, so both accept the same values and report the same problems.
+    /// The variable `name` of `variables` as these settings read it: without the white
+    /// space and line breaks at either end, and `nil` when it is unset or blank. The `apns`
+    /// tool reads its `APNS_*` variables through it, so that both take the same values.
+    package static func variable(_ name: String, in variables: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        guard let raw = variables[name] else { return nil }
+        let trimmed = trimmingWhitespace(raw)
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
     /// `text` without the white space and line breaks at either end.
     static func trimmingWhitespace(_ text: String) -> String {
         guard let first = text.firstIndex(where: { !$0.isWhitespace }),
