@@ -23,7 +23,10 @@ import APNsCore
 /// Sending its older token would be an update for APNs too (the connection's token
 /// changes back); the newer token of the same key is as good for the request, so the
 /// request carries that one instead (``Verdict/sendCarrying(_:)``), and the connection
-/// neither changes its token nor retires. A request whose `authorization` the transport
+/// neither changes its token nor retires. The same holds for a token of the same key issued
+/// in the same second as the connection's: two caches of one key (tenants of one team,
+/// each configured with its own cache) sign different JWTs at start-up, and alternating
+/// them on one connection would be an update with every request. A request whose `authorization` the transport
 /// may not replace (one built by hand) is judged like any other token.
 ///
 /// A connection slot retires for this at most once per 20 minutes: a token source that
@@ -41,7 +44,7 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
         /// Do not: its token would be an update APNs refuses. Retire the connection.
         case retire
         /// Send it with this token, the connection's: the request's own is an older one of
-        /// the same key.
+        /// the same key, or one of the same key and second.
         case sendCarrying(ProviderToken)
     }
 
@@ -65,11 +68,12 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
         guard let token else { return .send }
         // Nearly every request: the same token (one reference comparison).
         if let current, current == token { return .send }
-        if let current, token.issuedAt < current.issuedAt, token.keyID == current.keyID,
+        if let current, token.issuedAt <= current.issuedAt, token.keyID == current.keyID,
             token.teamID == current.teamID, replaceable()
         {
-            // An older token of the same key: the connection's newer one serves as well,
-            // and is no update.
+            // An older token of the same key, or one of the same second (another cache of
+            // the same key: two tenants of one team, say): the connection's serves as
+            // well, and is no update.
             return .sendCarrying(current)
         }
         if current != nil, now &- since < Self.minimumInterval {

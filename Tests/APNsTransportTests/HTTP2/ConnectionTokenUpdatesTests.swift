@@ -73,6 +73,15 @@ struct ConnectionTokenUpdatesTests {
         let otherKey = ProviderToken(jwt: "h.c.s", issuedAt: Date(timeIntervalSince1970: 0), keyID: "ZZZ123DEFG", teamID: "DEF123GHIJ")
         #expect(replacing.admit(otherKey, now: 2 * Self.minute, replaceable: true) == .send)  // retired a minute ago: sent, APNs says
 
+        // A token of the same key, team and second (another cache of the same key) is no
+        // newer than the connection's: it carries the connection's, no update.
+        var sameSecond = ConnectionTokenUpdates()
+        let signedOnce = Self.token(issuedAt: 10)
+        let signedTwice = ProviderToken(jwt: "header.claims10.other-signature", issuedAt: signedOnce.issuedAt, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        #expect(sameSecond.admit(signedOnce, now: 0) == .send)
+        #expect(sameSecond.admit(signedTwice, now: Self.minute, replaceable: true) == .sendCarrying(signedOnce))
+        #expect(sameSecond.admit(signedTwice, now: Self.minute) == .retire)  // built by hand: judged as a new token
+
         // A request with no typed token (built by hand) is never held back.
         var updates = ConnectionTokenUpdates()
         #expect(updates.admit(nil, now: 0) == .send)
@@ -117,6 +126,41 @@ struct ConnectionTokenUpdatesTests {
             #expect(Set(recorded.map(\.connectionNumber)).count == 1)
             #expect(recorded.allSatisfy { $0.value(of: "authorization") == newer.authorizationValue }, "\(recorded.map { $0.value(of: "authorization")?.suffix(8) })")
             #expect(server.statistics.rejected == 0, "\(server.statistics)")
+        }
+    }
+
+    @Test("two token caches of one key (two tenants of one team) signing in the same second share a connection without a token update")
+    func twoCachesOfOneKeySameSecond() async throws {
+        let (key, clock, configuration) = try Self.signedTokenServer()
+        try await withMockAPNsServer(configuration: configuration) { server in
+            let transport = try mockTransport(server) { $0.connectionCount = 1 }
+            // Each tenant configured with its own cache of the team's one key: both sign
+            // their first token in the same second, so neither token is older.
+            let first = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: ProviderTokenClock { clock.now() })
+            let second = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: ProviderTokenClock { clock.now() })
+            #expect(try first.token().issuedAt == second.token().issuedAt)
+            #expect(try first.token().jwt != second.token().jwt)
+            let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
+            let clients = [
+                APNsClient(environment: environment, credentials: .providerToken(first), transport: transport),
+                APNsClient(environment: environment, credentials: .providerToken(second), transport: transport),
+            ]
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+            var outcomes: [String] = []
+            for device in UInt8(1)...6 {
+                do {
+                    _ = try await clients[Int(device) % 2].send(notification, to: DeviceToken(bytes: [UInt8](repeating: device, count: 32)))
+                    outcomes.append("accepted")
+                } catch {
+                    outcomes.append("\(error)")
+                }
+            }
+            for client in clients { await client.shutdown() }
+            // Alternating the two JWTs on one connection is an update each time, which
+            // APNs refuses (429 TooManyProviderTokenUpdates) within 20 minutes.
+            #expect(outcomes.allSatisfy { $0 == "accepted" }, "\(outcomes)")
+            #expect(server.statistics.rejected == 0, "\(server.statistics)")
+            #expect(Set(server.recordedRequests.compactMap { $0.value(of: "authorization") }).count == 1)
         }
     }
 
