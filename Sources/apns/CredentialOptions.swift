@@ -81,6 +81,25 @@ struct CredentialOptions: ParsableArguments {
     }
 
     private func checkValues(flags: CredentialOptions) throws {
+        // A key or certificate pasted where its path or an identifier goes (APNS_KEY_FILE
+        // for APNS_KEY): say so without echoing it, as every later message would.
+        let named: [(flag: String, variable: String, given: String?, value: String?, isPath: Bool)] = [
+            ("--key-file", "APNS_KEY_FILE", flags.keyFile, keyFile, true),
+            ("--cert-file", "APNS_CERTIFICATE_FILE", flags.certFile, certFile, true),
+            ("--cert-key-file", "APNS_CERTIFICATE_KEY_FILE", flags.certKeyFile, certKeyFile, true),
+            ("--key-id", "APNS_KEY_ID", flags.keyID, keyID, false),
+            ("--team-id", "APNS_TEAM_ID", flags.teamID, teamID, false),
+        ]
+        for entry in named {
+            guard let value = entry.value, SecretText.mayBeKeyMaterial(value),
+                !(entry.isPath && FileManager.default.fileExists(atPath: value))
+            else { continue }
+            let name = Self.name(entry.flag, entry.variable, given: entry.given)
+            throw ValidationError(
+                "\(name) holds \(SecretText.describe(value)), not "
+                    + (entry.isPath ? "a file path: give the path of the file that holds it" + (entry.flag == "--key-file" ? " (or the key's text in APNS_KEY)" : "")
+                        : "a 10-character Apple identifier: check that the values are not swapped"))
+        }
         if keyFile != nil && keyPEM != nil {
             throw ValidationError("APNS_KEY and APNS_KEY_FILE are both set: set one")
         }

@@ -154,6 +154,30 @@ struct UsageTests {
         }
     }
 
+    @Test("a key pasted into APNS_KEY_FILE, APNS_CERTIFICATE_FILE or APNS_KEY_ID is named with one line that never quotes it")
+    func keyTextInAPathVariable() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = try await Fixtures.makeKey(in: directory, mode: 0o600)
+        let keyBody = key.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        let base = ["APNS_ENVIRONMENT": "sandbox", "APNS_KEY_ID": Fixtures.keyID, "APNS_TEAM_ID": Fixtures.teamID]
+        let cases: [(variables: [String: String], named: String)] = [
+            (base.merging(["APNS_KEY_FILE": key.privateKeyPEM]) { $1 }, "APNS_KEY_FILE"),
+            (base.merging(["APNS_KEY_FILE": keyBody.joined()]) { $1 }, "APNS_KEY_FILE"),
+            (base.merging(["APNS_KEY_FILE": key.privateKeyPath, "APNS_KEY_ID": key.privateKeyPEM]) { $1 }, "APNS_KEY_ID"),
+            (["APNS_ENVIRONMENT": "sandbox", "APNS_CERTIFICATE_FILE": key.privateKeyPEM], "APNS_CERTIFICATE_FILE"),
+        ]
+        for (variables, named) in cases {
+            let result = try await CLI.run(["send", "--topic", Fixtures.topic, "--body", "hi", Fixtures.goodToken], environment: variables)
+            #expect(result.status != 0, "\(result)")
+            #expect(result.errorLines.count == 1, "\(result)")
+            #expect(result.stderr.contains(named) && result.stderr.contains("not shown"), "\(result)")
+            for line in keyBody {
+                #expect(!result.stdout.contains(line) && !result.stderr.contains(line), "\(named): the key is printed")
+            }
+        }
+    }
+
     @Test("a public key or a certificate given as --key-file is named for what it is, not refused for its mode")
     func publicFileAsKey() async throws {
         let directory = try CLI.temporaryDirectory()

@@ -32,6 +32,12 @@ public struct ProviderKey: Sendable {
     ///   the file cannot be read, or any kind that ``init(pemRepresentation:)`` throws.
     public init(contentsOfFile path: String) throws(ProviderKeyError) {
         guard var data = FileManager.default.contents(atPath: path) else {
+            if SecretText.mayBeKeyMaterial(path) {
+                // The key's text given as its path: never echo it.
+                throw ProviderKeyError(
+                    .fileNotReadable,
+                    "cannot read a key file: the path given is not a path but \(SecretText.describe(path)); pass a key's text to ProviderKey(pemRepresentation:), its file's path to ProviderKey(contentsOfFile:)")
+            }
             throw ProviderKeyError(.fileNotReadable, "cannot read the key file at \(path)")
         }
         var bytes = [UInt8](data)

@@ -245,7 +245,7 @@ public final class ProviderTokenCache: ProviderTokenSource {
         let bytes = Array(value.utf8)
         let allowed = bytes.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
         guard bytes.count == 10, allowed else {
-            throw ProviderTokenError(kind, "the \(name) \"\(value)\" is not 10 characters of A-Z and 0-9, the form of Apple's identifiers (for example ABC123DEFG)")
+            throw ProviderTokenError(kind, "the \(name) \(SecretText.quoted(value)) is not 10 characters of A-Z and 0-9, the form of Apple's identifiers (for example ABC123DEFG)")
         }
     }
 

@@ -128,6 +128,30 @@ public struct APNsSettings: Sendable {
         return String(text[first...last])
     }
 
+    /// Why `value`, given for `setting`, is refused as key material in the wrong place (a
+    /// `.p8` or PEM certificate pasted into a setting for a path, an identifier or a
+    /// name), or `nil`. The message describes the value, never quotes it: settings errors
+    /// are printed and logged. A path to a file that exists is never refused; `APNS_KEY`,
+    /// the password and the proxy URL (shown redacted) are not checked.
+    static func keyMaterialProblem(_ setting: Setting, _ value: String, _ source: Source) -> String? {
+        switch setting {
+        case .key, .certificatePassword, .proxy: return nil
+        default: break
+        }
+        guard SecretText.mayBeKeyMaterial(value) else { return nil }
+        let what = SecretText.describe(value)
+        switch setting {
+        case .keyFile:
+            if FileManager.default.fileExists(atPath: value) { return nil }
+            return "holds \(what), not a file path: put the key's text in \(source.name(.key)), or the path of its file in \(source.name(.keyFile))"
+        case .certificateFile, .certificateKeyFile, .caFile:
+            if FileManager.default.fileExists(atPath: value) { return nil }
+            return "holds \(what), not a file path: write it to a file (readable by its owner alone) and name that file here"
+        default:
+            return "holds \(what), which looks like a key or certificate: check that the settings are not swapped"
+        }
+    }
+
     package init(source: Source) throws(APNsSettingsError) {
         func value(_ setting: Setting) throws(APNsSettingsError) -> String? {
             switch source.lookup(setting) {
@@ -135,6 +159,9 @@ public struct APNsSettings: Sendable {
                 return nil
             case .value(let raw):
                 let trimmed = Self.trimmingWhitespace(raw)
+                if let problem = Self.keyMaterialProblem(setting, trimmed, source) {
+                    throw APNsSettingsError(.malformed, setting: source.name(setting), problem)
+                }
                 return trimmed.isEmpty ? nil : trimmed
             case .notText(let found):
                 throw APNsSettingsError(.malformed, setting: source.name(setting), "is \(found), not text")

@@ -52,6 +52,12 @@ public struct ClientIdentity: Sendable {
     ///   `.expired`, `.notYetValid`.
     public init(pkcs12File path: String, password: String) throws(ClientIdentityError) {
         guard var data = FileManager.default.contents(atPath: path) else {
+            if SecretText.mayBeKeyMaterial(path) {
+                // A certificate's or key's text given as the path: never echo it.
+                throw ClientIdentityError(
+                    .fileNotReadable,
+                    "cannot read a PKCS#12 file: the path given is not a path but \(SecretText.describe(path)); pass a .p12 file's path, or PEM text to ClientIdentity(certificatePEM:privateKeyPEM:password:)")
+            }
             throw ClientIdentityError(.fileNotReadable, "cannot read the PKCS#12 file at \(path)")
         }
         defer { Self.cleanse(&data) }

@@ -61,6 +61,58 @@ struct APNsSettingsTests {
         }
     }
 
+    @Test("a key or certificate pasted where its path or an identifier goes is named, never quoted")
+    func keyMaterialInTheWrongSettingIsNotEchoed() throws {
+        let pki = try TestPKI.get()
+        let good = try tokenVariables()
+        let keyPEM = try pki.text("stray.key")
+        let certificateAndKey = try pki.text("client.pem") + pki.text("client.key")
+        // The base64 body alone, as a secret store may hold it.
+        let keyBase64 = keyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        let bodyLines = (keyPEM + certificateAndKey).split(separator: "\n").filter { !$0.hasPrefix("-----") && $0.count > 16 }
+        let cases: [([String: String], String)] = [
+            (good.merging(["APNS_KEY_FILE": keyPEM]) { $1 }, "APNS_KEY_FILE"),
+            (good.merging(["APNS_KEY_FILE": keyBase64]) { $1 }, "APNS_KEY_FILE"),
+            (good.merging(["APNS_KEY_ID": keyPEM]) { $1 }, "APNS_KEY_ID"),
+            (good.merging(["APNS_TEAM_ID": keyBase64]) { $1 }, "APNS_TEAM_ID"),
+            (good.merging(["APNS_TOPIC": keyPEM]) { $1 }, "APNS_TOPIC"),
+            (good.merging(["APNS_ENVIRONMENT": keyPEM]) { $1 }, "APNS_ENVIRONMENT"),
+            (["APNS_ENVIRONMENT": "sandbox", "APNS_CERTIFICATE_FILE": certificateAndKey], "APNS_CERTIFICATE_FILE"),
+            (["APNS_ENVIRONMENT": "sandbox", "APNS_CERTIFICATE_FILE": pki.path("client.pem"), "APNS_CERTIFICATE_KEY_FILE": try pki.text("client.key")],
+             "APNS_CERTIFICATE_KEY_FILE"),
+        ]
+        for (variables, name) in cases {
+            let problem = try #require(error(variables), "\(name)")
+            #expect(problem.setting == name, "\(problem)")
+            #expect(problem.description.contains("not shown"), "\(problem)")
+            for line in bodyLines {
+                #expect(!problem.description.contains(line), "\(name): the message quotes the key or certificate")
+            }
+        }
+        // The key's text where it belongs, and a path to a file that exists, are read as ever.
+        var asText = good
+        asText["APNS_KEY_FILE"] = nil
+        asText["APNS_KEY"] = keyPEM
+        #expect(error(asText) == nil)
+        #expect(error(good) == nil)
+
+        // The same mistake in code: ProviderKey and ClientIdentity given the text as a path.
+        do {
+            _ = try ProviderKey(contentsOfFile: keyPEM)
+            Issue.record("a PEM text read as a path")
+        } catch {
+            #expect(error.code == .fileNotReadable)
+            #expect(!bodyLines.contains { error.description.contains($0) }, "\(error)")
+        }
+        do {
+            _ = try ClientIdentity(pkcs12File: certificateAndKey, password: "")
+            Issue.record("a PEM text read as a path")
+        } catch {
+            #expect(error.code == .fileNotReadable)
+            #expect(!bodyLines.contains { error.description.contains($0) }, "\(error)")
+        }
+    }
+
     @Test("APNS_PROXY: an HTTP or SOCKS5 proxy URL for every connection; a refused one never shows its password")
     func proxy() throws {
         var variables = try tokenVariables()
