@@ -148,6 +148,26 @@ package final class EVPKey: Sendable {
         }
     }
 
+    /// Whether the private and public halves belong together and the private half is in
+    /// range: OpenSSL's pairwise check (`EVP_PKEY_pairwise_check`; for EC, that the public
+    /// point is the private scalar times the generator), what `openssl pkey -check` runs.
+    /// A key file whose private bytes were damaged (a mistyped character that is still
+    /// base64) decodes, but no longer matches the public key stored beside it, and its
+    /// signatures would not verify with the public key the issuer holds.
+    package var passesPairwiseCheck: Bool {
+        withUnsafeHandle { key -> Bool in
+            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else {
+                ERR_clear_error()
+                return false
+            }
+            defer {
+                EVP_PKEY_CTX_free(context)
+                ERR_clear_error()
+            }
+            return EVP_PKEY_pairwise_check(context) == 1
+        }
+    }
+
     // MARK: ECDSA with SHA-256
 
     /// Signs `message` with ECDSA over SHA-256; returns OpenSSL's DER signature.

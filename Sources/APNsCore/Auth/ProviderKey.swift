@@ -168,6 +168,13 @@ public struct ProviderKey: Sendable {
                     ?? "a \(algorithm.bits)-bit \(algorithm.typeName) key"
                 throw ProviderKeyError(.unsupportedKeyType, "\(source) holds \(kind); APNs provider keys are EC keys on P-256 (prime256v1) for ES256")
             }
+            // A damaged private half still decodes, and would sign tokens APNs refuses
+            // (InvalidProviderToken) with nothing to say why.
+            guard key.passesPairwiseCheck else {
+                throw ProviderKeyError(
+                    .malformed,
+                    "\(source) holds a damaged key: its private half does not match the public key stored with it (OpenSSL's pairwise check, as `openssl pkey -check` runs it); copy the .p8 file again from where you keep it")
+            }
             return key
         }
         if EVPKey.publicKey(der: der) != nil {

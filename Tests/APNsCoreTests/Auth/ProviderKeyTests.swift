@@ -104,6 +104,36 @@ struct ProviderKeyTests {
         #expect(textError?.code == kind)
     }
 
+    @Test("A key whose private scalar was damaged (a mistyped character) no longer matches its stored public key: refused, as openssl pkey -check refuses it")
+    func refusesAKeyWhosePrivateHalfWasDamaged() throws {
+        // Apple's form: PKCS#8 PEM, the EC key inside with its public key.
+        let body = try AuthFixture.text("p256.p8").split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        let der = try #require(Data(base64Encoded: body)).map { $0 }
+        // The ECPrivateKey's privateKey OCTET STRING (04 20, then the 32-byte scalar);
+        // Apple's .p8, like openssl's, stores the public key after it.
+        let marker: [UInt8] = [0x02, 0x01, 0x01, 0x04, 0x20]
+        let start = try #require((0...(der.count - marker.count)).first { Array(der[$0..<($0 + marker.count)]) == marker }) + marker.count
+        var damaged = der
+        damaged[start + 7] ^= 0x04
+        let base64 = damaged.withUnsafeBytes { Data($0) }.base64EncodedString(options: .lineLength64Characters)
+        let pem = "-----BEGIN PRIVATE KEY-----\n\(base64)\n-----END PRIVATE KEY-----\n"
+        try withTemporaryDirectory { directory in
+            // The independent check: OpenSSL's own command refuses the damaged key and
+            // accepts the original.
+            let path = directory.appendingPathComponent("damaged.p8").path
+            try Data(pem.utf8).write(to: URL(fileURLWithPath: path))
+            #expect(try OpenSSLCLI.run(["pkey", "-in", path, "-check", "-noout"]).status != 0)
+            #expect(try OpenSSLCLI.run(["pkey", "-in", AuthFixture.path("p256.p8"), "-check", "-noout"]).status == 0)
+            for load in [{ try ProviderKey(pemRepresentation: pem) }, { try ProviderKey(derRepresentation: damaged) }, { try ProviderKey(contentsOfFile: path) }] {
+                let error = #expect(throws: ProviderKeyError.self) { _ = try load() }
+                #expect(error?.code == .malformed)
+                #expect(error?.description.contains("damaged") == true, "\(String(describing: error))")
+            }
+        }
+        // The undamaged key still loads.
+        _ = try ProviderKey(derRepresentation: der)
+    }
+
     @Test func refusesDERPublicKeyAndEncryptedKey() throws {
         try withTemporaryDirectory { directory in
             let pub = directory.appendingPathComponent("pub.der").path
