@@ -146,7 +146,15 @@ public struct ProviderKey: Sendable {
 
     private static func loadPEM(_ blocks: [PEMBlock], from source: String) throws(ProviderKeyError) -> EVPKey {
         // `openssl ecparam -genkey` writes an EC PARAMETERS block before the key: skip it.
-        let privateBlock = blocks.first { $0.label.hasSuffix("PRIVATE KEY") }
+        let privateBlocks = blocks.filter { $0.label.hasSuffix("PRIVATE KEY") }
+        // An old and a new key pasted into one secret: using the first would sign with a
+        // key that may be revoked, and APNs would answer InvalidProviderToken.
+        guard privateBlocks.count <= 1 else {
+            throw ProviderKeyError(
+                .malformed,
+                "\(source) holds \(privateBlocks.count) private keys; a .p8 file from Apple holds one: keep only the key whose ID you give as the key ID")
+        }
+        let privateBlock = privateBlocks.first
         guard let block = privateBlock else {
             let labels = blocks.map { "\"\($0.label)\"" }.joined(separator: ", ")
             if blocks.contains(where: { $0.label.hasSuffix("PUBLIC KEY") || $0.label == "CERTIFICATE" }) {

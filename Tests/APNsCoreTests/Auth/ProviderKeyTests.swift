@@ -134,6 +134,20 @@ struct ProviderKeyTests {
         _ = try ProviderKey(derRepresentation: der)
     }
 
+    @Test("Two private keys in one text (an old and a new key pasted into one secret) are refused, not the first one used")
+    func refusesTwoPrivateKeys() throws {
+        let first = try AuthFixture.text("p256.p8")
+        let second = try ProviderKey.generate().key.privateKeyPEM()
+        for text in [first + second, second + first, first + "\n" + first.replacingOccurrences(of: "PRIVATE KEY", with: "EC PRIVATE KEY")] {
+            let error = #expect(throws: ProviderKeyError.self) { _ = try ProviderKey(pemRepresentation: text) }
+            #expect(error?.code == .malformed)
+            #expect(error?.description.contains("2 private keys") == true, "\(String(describing: error))")
+        }
+        // A public key or a certificate beside the one private key is no such mistake.
+        let withPublic = try Self.expectedPublicKey() + first
+        #expect(try ProviderKey(pemRepresentation: withPublic).publicKeyPEM == Self.expectedPublicKey())
+    }
+
     @Test func refusesDERPublicKeyAndEncryptedKey() throws {
         try withTemporaryDirectory { directory in
             let pub = directory.appendingPathComponent("pub.der").path
