@@ -139,6 +139,8 @@ public struct APNsSettings: Sendable {
         default: break
         }
         guard SecretText.mayBeKeyMaterial(value) else { return nil }
+        // A long bundle ID of letters and digits alone is still a topic.
+        if setting == .topic, (try? Topic.checkBundleID(value, header: "apns-topic")) != nil { return nil }
         let what = SecretText.describe(value)
         switch setting {
         case .keyFile:

@@ -95,6 +95,9 @@ struct APNsSettingsTests {
         asText["APNS_KEY"] = keyPEM
         #expect(error(asText) == nil)
         #expect(error(good) == nil)
+        // A long bundle ID of letters and digits alone is a topic, not a key.
+        let longTopic = "Com" + String(repeating: "Example7", count: 8)
+        #expect(error(good.merging(["APNS_TOPIC": longTopic]) { $1 }) == nil)
 
         // The same mistake in code: ProviderKey and ClientIdentity given the text as a path.
         do {
