@@ -141,7 +141,22 @@ public struct ProviderKey: Sendable {
                 return try loadDER(der, from: source)
             }
         }
+        if looksLikePath(text) {
+            throw ProviderKeyError(
+                .malformed,
+                "\(source) holds a file path, not a key: read the file with ProviderKey(contentsOfFile:) (APNS_KEY_FILE, or --key-file with the apns tool)")
+        }
         return try loadDER(raw, from: source)
+    }
+
+    /// Whether `text` (trimmed) is one line that names a file: it starts with `/`, `./`,
+    /// `../` or `~/`, or ends in `.p8` or `.pem`. A path where the key's text goes
+    /// (`APNS_KEY=/etc/apns/AuthKey_ABC123DEFG.p8`) is a mistake worth naming.
+    private static func looksLikePath(_ text: [UInt8]) -> Bool {
+        guard !text.isEmpty, text.count <= 4096, !text.contains(UInt8(ascii: "\n")) else { return false }
+        let line = String(decoding: text, as: UTF8.self)
+        return ["/", "./", "../", "~/"].contains { line.hasPrefix($0) }
+            || [".p8", ".pem", ".P8", ".PEM"].contains { line.hasSuffix($0) }
     }
 
     private static func loadPEM(_ blocks: [PEMBlock], from source: String) throws(ProviderKeyError) -> EVPKey {

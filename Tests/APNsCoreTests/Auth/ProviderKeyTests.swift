@@ -148,6 +148,15 @@ struct ProviderKeyTests {
         #expect(try ProviderKey(pemRepresentation: withPublic).publicKeyPEM == Self.expectedPublicKey())
     }
 
+    @Test("A path where the key's text goes (APNS_KEY=/etc/apns/AuthKey.p8) is named as a path", arguments: [
+        "/etc/apns/AuthKey_ABC123DEFG.p8", "./AuthKey_ABC123DEFG.p8", "~/keys/push.pem", "AuthKey_ABC123DEFG.p8", "  \"/run/secrets/apns.p8\"\n",
+    ])
+    func namesAPathGivenAsTheKey(_ text: String) {
+        let error = #expect(throws: ProviderKeyError.self) { _ = try ProviderKey(pemRepresentation: text) }
+        #expect(error?.code == .malformed)
+        #expect(error?.description.contains("holds a file path, not a key") == true, "\(String(describing: error))")
+    }
+
     @Test func refusesDERPublicKeyAndEncryptedKey() throws {
         try withTemporaryDirectory { directory in
             let pub = directory.appendingPathComponent("pub.der").path
