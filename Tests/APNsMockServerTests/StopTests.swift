@@ -19,9 +19,11 @@ import Testing
         let output = try await withMockAPNsServer { server in
             try server.writeCertificateAuthority(to: caFile)
             let watcher = Task {
-                try await ExternalTool.run("python3", [script, String(server.port), caFile, readyFile], timeout: .seconds(60))
+                try await ExternalTool.run("python3", [script, String(server.port), caFile, readyFile], timeout: .seconds(240))
             }
-            let deadline = ContinuousClock.now + .seconds(30)
+            // Only a hang's bound: in a whole parallel run on 2 busy cores, starting the
+            // Python process has taken over 30 s (it then found the server stopped).
+            let deadline = ContinuousClock.now + .seconds(180)
             while !FileManager.default.fileExists(atPath: readyFile), ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(5))
             }
