@@ -223,10 +223,16 @@ struct APNsSettingsTests {
         #expect(try APNsSettings.parseEnvironment("api.push.apple.com:2197") == APNsEnvironment.production.alternatePort)
     }
 
-    @Test("APNS_CA_FILE with a damaged certificate block is named when read, not a TLS failure of every connection later")
-    func damagedCAFile() throws {
+    /// A new empty directory under the temporary directory, for a test's files.
+    static func makeDirectory() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-settings-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test("APNS_CA_FILE with a damaged certificate block is named when read, not a TLS failure of every connection later")
+    func damagedCAFile() throws {
+        let directory = try Self.makeDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let damaged = directory.appendingPathComponent("ca.pem").path
         try "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n".write(toFile: damaged, atomically: true, encoding: .utf8)
@@ -239,8 +245,7 @@ struct APNsSettingsTests {
 
     @Test("APNS_CERTIFICATE_FILE that is neither PEM nor a .p12, without a password: the file is named, not the password")
     func notAnArchive() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-settings-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.makeDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         // No password would open it, so the certificate file is named, not the password.
         let junk = directory.appendingPathComponent("client.p12").path
