@@ -140,6 +140,8 @@ enum OutcomeText {
             "the certificate is for the other environment: switch between --sandbox and --production"
         case .topicDisallowed?:
             "the topic is not allowed with these credentials: it is outside a topic-specific key's topics or the certificate's"
+        case .topicMismatch?:
+            "the bundle ID is not one these credentials cover: check --bundle-id, or use a key or certificate of that app (a topic-specific key covers only its own bundle IDs)"
         case .badTopic?, .missingTopic?:
             "the topic is refused: give the app's bundle ID, as the key's team or the certificate has it"
         case .tooManyProviderTokenUpdates?:

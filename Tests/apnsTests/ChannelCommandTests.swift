@@ -27,6 +27,18 @@ struct ChannelCommandTests {
         }
     }
 
+    @Test("a bundle ID the credentials do not cover is 403 TopicMismatch, and the advice says what to check")
+    func topicMismatchAdvice() async throws {
+        try await Self.withChannelServer { _, flags in
+            var other = flags
+            other[other.count - 1] = "com.example.other"
+            let result = try await CLI.run(["channel", "list"] + other)
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stderr.contains("403 TopicMismatch"), "\(result)")
+            #expect(result.stderr.contains("the bundle ID is not one these credentials cover: check --bundle-id"), "\(result)")
+        }
+    }
+
     @Test("create, list, read, broadcast, delete; then the deleted channel is refused with exit 1")
     func lifecycle() async throws {
         try await Self.withChannelServer { server, flags in
