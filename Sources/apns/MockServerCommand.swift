@@ -240,6 +240,11 @@ struct MockServerCommand: AsyncParsableCommand {
     func run() async throws {
         try check()
         Terminal.bootstrapLogging(level: trace ? .trace : .warning)
+        // Caught from before the port file and the first line appear (SIGHUP too: the
+        // terminal the server runs in was closed, and its files go with it): a test suite
+        // that stops the server the moment it sees either must find it stopped cleanly, its
+        // files removed, not killed by the signal's default action on its way to the wait.
+        let stopSignals = SignalWaiter.catching([SIGINT, SIGTERM, SIGHUP])
         var authentication = MockAPNsServer.Authentication.none
         if let tokenKey, let keyID {
             guard let data = FileManager.default.contents(atPath: tokenKey) else {
@@ -386,8 +391,7 @@ struct MockServerCommand: AsyncParsableCommand {
         }
         defer { orphanWatch?.cancel() }
         let servedPort = server.port
-        // SIGHUP too: the terminal the server runs in was closed, and its files go with it.
-        let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM, SIGHUP])
+        let signal = await stopSignals.first()
         print("received \(signal == SIGINT ? "SIGINT" : signal == SIGHUP ? "SIGHUP" : "SIGTERM"): stopping")
         // Stop the per-request printer first: its stream must end before the server's
         // thread finishes the streams it still holds.

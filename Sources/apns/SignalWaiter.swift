@@ -95,21 +95,41 @@ private enum SignalPipe {
 /// Waits for a signal instead of dying of it, so the process can shut down cleanly (stop
 /// servers, flush output).
 enum SignalWaiter {
-    /// Catches `signals`, then returns the first one that arrives.
-    static func wait(for signals: [Int32]) async -> Int32 {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            let once = Once()
-            SignalPipe.install(signals) { number in
-                if once.first() { continuation.resume(returning: number) }
-            }
-        }
+    /// Catches `signals` from now on; the first one that arrives is kept for
+    /// ``Caught/first()``. Call it before the process tells anyone it is ready (a port file, a
+    /// line on standard output): a signal sent the moment after, while the process is still
+    /// getting to its wait, is then caught, not fatal.
+    static func catching(_ signals: [Int32]) -> Caught {
+        Caught(signals)
     }
 
-    /// A flag that is set once.
-    private final class Once: Sendable {
-        private let done = Atomic<Bool>(false)
-        /// Whether this is the first call.
-        func first() -> Bool { !done.exchange(true, ordering: .relaxed) }
+    /// Signals caught since ``SignalWaiter/catching(_:)``: the first one, and who waits for it.
+    final class Caught: Sendable {
+        private let state = Mutex<(signal: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+
+        fileprivate init(_ signals: [Int32]) {
+            SignalPipe.install(signals) { [self] number in
+                let waiter = state.withLock { state -> CheckedContinuation<Int32, Never>? in
+                    guard state.signal == nil else { return nil }
+                    state.signal = number
+                    defer { state.waiter = nil }
+                    return state.waiter
+                }
+                waiter?.resume(returning: number)
+            }
+        }
+
+        /// The first signal caught: at once if one already came, else when one does.
+        func first() async -> Int32 {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+                let caught = state.withLock { state -> Int32? in
+                    if let signal = state.signal { return signal }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let caught { continuation.resume(returning: caught) }
+            }
+        }
     }
 
     /// Makes sure SIGINT and SIGTERM reach this process, caught or not: starts the thread
