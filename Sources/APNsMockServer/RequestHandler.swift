@@ -44,6 +44,12 @@ final class RequestHandler {
         var idField: (name: String, value: String)
         var headers: [(String, String)]
         var body: [UInt8]
+        /// The answer is to a `HEAD` request: its header fields (`content-type` and
+        /// `content-length` included) go out, its body does not. A response to HEAD has no
+        /// content (RFC 9110 §9.3.2, RFC 9113 §8.1.1), and an HTTP/2 client resets a stream
+        /// whose answer to HEAD carries DATA: curl -I then fails (exit 92) instead of
+        /// showing the 405.
+        var omitsContent = false
     }
 
     /// What the connection does with the request.
@@ -205,7 +211,10 @@ final class RequestHandler {
             // "" is a GOAWAY without debug data (see ServerConnection.goAway(reason:)).
             if connection.rejections == limit, goAwayReason == nil { goAwayReason = "" }
         }
-        var reply = Reply(action: .answer(Response(status: status, idField: (idFieldName, apnsID), headers: responseHeaders, body: body),
+        let method = request.headers.first { $0.name == ":method" }?.value
+        var response = Response(status: status, idField: (idFieldName, apnsID), headers: responseHeaders, body: body)
+        response.omitsContent = method == "HEAD"
+        var reply = Reply(action: .answer(response,
                                           delay: decision.delay, goAwayReason: goAwayReason))
         if tokenAccepted, connection.authorizer != nil, !connection.streamLimitRaised {
             reply.streamLimits.append(state.shared.withLock { $0.maxConcurrentStreams })

@@ -143,7 +143,7 @@ extension ServerConnection {
     }
 
     /// Answers `streamID`: `:status`, then `apns-id` (or `apns-request-id` and what a
-    /// broadcast or channel answer adds), then the JSON body if any.
+    /// broadcast or channel answer adds), then the JSON body if any (never to `HEAD`).
     func submitResponse(streamID: Int32, _ response: RequestHandler.Response) {
         let body = response.body
         guard let session else { return }
@@ -159,10 +159,11 @@ extension ServerConnection {
         add(":status", String(response.status))
         add(response.idField.name, response.idField.value)
         for (name, value) in response.headers { add(name, value) }
+        let sendsBody = !body.isEmpty && !response.omitsContent
         if !body.isEmpty {
             add("content-type", "application/json")
             add("content-length", String(body.count))
-            stream(streamID)?.responseBody = body
+            if sendsBody { stream(streamID)?.responseBody = body }
         }
         responseFields.removeAll(keepingCapacity: true)
         responseFieldBytes.withUnsafeMutableBufferPointer { buffer in
@@ -175,7 +176,7 @@ extension ServerConnection {
                                                  flags: UInt8(flags.rawValue)))
                 offset += nameLength + valueLength
             }
-            if body.isEmpty {
+            if !sendsBody {
                 _ = nghttp2_submit_response(session, streamID, responseFields, responseFields.count, nil)
             } else {
                 var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)

@@ -119,6 +119,24 @@ struct ValidationTests {
         }
     }
 
+    @Test("HEAD (curl -I, a readiness probe) is answered 405 MethodNotAllowed with the header fields and no content, on device and channel paths")
+    func headHasNoContent() async throws {
+        try await withServerAndCurl { server, curl in
+            for path in ["/3/device/\(sampleDeviceToken)", "/", "/1/apps/com.example.app/channels"] {
+                // -I: curl sends HEAD and prints the header fields; an answer that carries
+                // DATA is a stream error to it (exit 92), as to any HTTP/2 client.
+                let response = try await curl.send(port: server.port, path: path, method: "HEAD",
+                                                   headers: ["apns-topic: com.example.app"], body: nil, extra: ["-I"])
+                #expect(response.exitCode == 0, "\(path): \(response.stderr)")
+                #expect(response.status == 405, "\(path)")
+                let fields = response.body.lowercased()
+                #expect(fields.contains("content-type: application/json"), "\(path): \(response.body)")
+                #expect(!fields.contains("{\"reason\""), "\(path): \(response.body)")
+            }
+            #expect(server.recordedRequests.map(\.reason) == Array(repeating: "MethodNotAllowed", count: 3))
+        }
+    }
+
     @Test("each documented push type is accepted with its topic suffix and refused without it",
           arguments: pushTypeTopics)
     func pushTypeSuffix(pushType: String, suffix: String) async throws {
