@@ -65,12 +65,19 @@ extension ServerLoop {
                 return 0
             }
         }
-        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, userData in
+        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { session, header, userData in
             guard let header else { return 0 }
             let type = Int(header.pointee.type), length = header.pointee.length
             withConnection(userData) { connection in
                 switch type {
-                case Int(NGHTTP2_HEADERS.rawValue): connection.headerBlockBytes = length
+                case Int(NGHTTP2_HEADERS.rawValue):
+                    connection.headerBlockBytes = length
+                    if !connection.clientStreamIDs.admitHeaders(on: header.pointee.stream_id), let session {
+                        // A reused identifier (RFC 9113 §5.1.1): GOAWAY PROTOCOL_ERROR, and
+                        // nghttp2 ignores the rest of the input; it would ignore this HEADERS
+                        // alone and leave the client waiting (see ``ClientStreamIDs``).
+                        _ = nghttp2_session_terminate_session(session, NGHTTP2_PROTOCOL_ERROR.rawValue)
+                    }
                 case Int(NGHTTP2_CONTINUATION.rawValue): connection.headerBlockBytes += length
                 default: break
                 }

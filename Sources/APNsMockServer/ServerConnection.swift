@@ -132,6 +132,8 @@ final class ServerConnection {
     @exclusivity(unchecked) var streams = StreamTable()
     @exclusivity(unchecked) var delayed: [Delayed] = []
     @exclusivity(unchecked) var headerBlockBytes = 0
+    /// The stream identifiers the client has used (see ``ClientStreamIDs``).
+    @exclusivity(unchecked) var clientStreamIDs = ClientStreamIDs()
     /// What the request handler keeps for this connection (token rules, certificate topics).
     @exclusivity(unchecked) var requestState: RequestHandler.ConnectionState
     /// The last-stream-id of the GOAWAY this connection sent, if any: streams above it are

@@ -56,4 +56,44 @@ struct RobustnessTests {
             #expect(server.statistics.connections == 2)
         }
     }
+
+    /// What `PythonClient/raw_frames.py` saw the server do.
+    struct RawFramesReport: Decodable {
+        struct GoAway: Decodable {
+            let last_stream_id: Int
+            let error_code: Int
+        }
+        let goaway: GoAway?
+        let answers: [String: Int]
+        let resets: [String: Int]
+        let closed: Bool
+    }
+
+    /// Runs one case of `PythonClient/raw_frames.py` (hand-made frames) against `server`.
+    static func rawFrames(_ server: MockAPNsServer, _ testCase: String) async throws -> RawFramesReport {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("PythonClient/raw_frames.py").path
+        let ca = FileManager.default.temporaryDirectory.appendingPathComponent("raw-frames-ca-\(UUID().uuidString).pem").path
+        try server.writeCertificateAuthority(to: ca)
+        defer { try? FileManager.default.removeItem(atPath: ca) }
+        let run = try await ExternalTool.run("python3", [script, "\(server.port)", ca, testCase], timeout: .seconds(60))
+        #expect(run.exitCode == 0, "\(run.stderr)")
+        return try JSONDecoder().decode(RawFramesReport.self, from: Data(run.stdout.utf8))
+    }
+
+    @Test("HEADERS on a stream identifier the client skipped (5, then 3) ends the connection with GOAWAY PROTOCOL_ERROR instead of going unanswered; the server goes on")
+    func reusedStreamIdentifier() async throws {
+        try await withServerAndCurl { server, curl in
+            let report = try await Self.rawFrames(server, "reused-id")
+            #expect(report.answers["5"] == 200, "\(report)")
+            // RFC 9113 §5.1.1: an unexpected stream identifier is a connection error of
+            // type PROTOCOL_ERROR (1); libnghttp2 alone ignored the HEADERS, and the
+            // client waited for an answer on stream 3 that never came.
+            let goAway = try #require(report.goaway, "no GOAWAY: \(report)")
+            #expect(goAway.error_code == 1)
+            #expect(goAway.last_stream_id == 5)
+            #expect(report.answers["3"] == nil)
+            let after = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(after.status == 200)
+        }
+    }
 }

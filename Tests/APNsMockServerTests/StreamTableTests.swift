@@ -121,3 +121,28 @@ struct StreamTableTests {
         expectSame(table, reference, absent: [1, 5, 18_001])
     }
 }
+
+@Suite("The client's stream identifiers")
+struct ClientStreamIDsTests {
+    /// Feeds HEADERS frames on `streamIDs` in order; returns which were admitted.
+    static func admitted(_ streamIDs: [Int32], into ids: inout ClientStreamIDs) -> [Bool] {
+        streamIDs.map { ids.admitHeaders(on: $0) }
+    }
+
+    @Test("a skipped identifier is refused; used ones, new ones and even ones are left to nghttp2")
+    func skippedIdentifiers() {
+        var ids = ClientStreamIDs()
+        // 5 skips 1 and 3; 5 again is trailers; 2 is the server's; 13 skips 9 and 11.
+        #expect(Self.admitted([5, 1, 3, 5, 7, 7, 2, 13, 9, 11, 7], into: &ids)
+                == [true, false, false, true, true, true, true, true, false, false, true])
+        #expect(Self.admitted([Int32.max, 15, Int32.max - 2, Int32.max], into: &ids) == [true, false, false, true])
+    }
+
+    @Test("consecutive identifiers from 1 leave nothing skipped")
+    func consecutive() {
+        var ids = ClientStreamIDs()
+        let all = Array(stride(from: Int32(1), through: 2001, by: 2))
+        #expect(Self.admitted(all, into: &ids).allSatisfy { $0 })
+        #expect(Self.admitted(all.filter { $0 % 100 == 1 }, into: &ids).allSatisfy { $0 })
+    }
+}
