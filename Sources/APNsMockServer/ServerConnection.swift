@@ -345,6 +345,7 @@ final class ServerConnection {
                 // The read buffer is about to be reused.
                 keepPendingBody()
                 if consumed < 0 || dropRequested {
+                    if consumed < 0 { writeGoAway(afterFatalError: consumed) }
                     close()
                     return
                 }
@@ -528,6 +529,44 @@ final class ServerConnection {
         }
         if outputStart == output.count { tls.sendCloseNotify() }
         ERR_clear_error()
+    }
+
+    /// nghttp2's fatal errors with a GOAWAY code of their own: a flood of frames
+    /// (`NGHTTP2_ERR_FLOODED`) and more CONTINUATION frames after one HEADERS than it takes
+    /// (`NGHTTP2_ERR_TOO_MANY_CONTINUATIONS`, -905 in libnghttp2 1.61 and in the distributions'
+    /// patched older ones; a number, so that the server builds against a libnghttp2 without it).
+    private static let fatalErrorsToCalm: Set<Int> = [Int(NGHTTP2_ERR_FLOODED.rawValue), -905]
+
+    /// After `nghttp2_session_mem_recv` failed with a fatal `error`, nghttp2 sends nothing
+    /// more on the session, not even the GOAWAY it would send for a connection error: the
+    /// connection would end in a bare close, which a client cannot tell from a crash. RFC 9113
+    /// §5.4.1 asks for a GOAWAY first, so one is written here, after whatever answers were
+    /// already queued (whole frames), without waiting for the socket, then close_notify:
+    /// ENHANCE_YOUR_CALM for nghttp2's flood guards, INTERNAL_ERROR otherwise, and none for
+    /// a client that did not send the HTTP/2 preface (§3.4: it does not speak HTTP/2).
+    private func writeGoAway(afterFatalError error: Int) {
+        guard let tls, let session, error != Int(NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue) else { return }
+        switch phase {
+        case .open, .goingAway: break
+        default: return
+        }
+        let code = Self.fatalErrorsToCalm.contains(error) ? NGHTTP2_ENHANCE_YOUR_CALM.rawValue : NGHTTP2_INTERNAL_ERROR.rawValue
+        let lastStreamID = UInt32(bitPattern: min(nghttp2_session_get_last_proc_stream_id(session), goAwayLastStreamID ?? .max))
+        // RFC 9113 §6.8: length 8, type 0x7, no flags, stream 0; last-stream-id; error code.
+        var frame: [UInt8] = [0, 0, 8, 0x7, 0, 0, 0, 0, 0]
+        for value in [lastStreamID, code] { frame += [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> $0) } }
+        shaper?.releaseAll(into: &output)
+        output.append(contentsOf: frame)
+        while outputStart < output.count {
+            let written = output.withUnsafeBytes { bytes -> Int32 in
+                tls.write(UnsafeRawBufferPointer(rebasing: bytes[outputStart...]))
+            }
+            guard written > 0 else { break }
+            outputStart += Int(written)
+        }
+        if outputStart == output.count { tls.sendCloseNotify() }
+        ERR_clear_error()
+        goAwaySent(lastStreamID: Int32(bitPattern: lastStreamID))
     }
 
     /// Closes at once: no GOAWAY, no close_notify. Safe to call twice; never call it

@@ -96,4 +96,20 @@ struct RobustnessTests {
             #expect(after.status == 200)
         }
     }
+
+    @Test("a header block over more CONTINUATION frames than libnghttp2 takes ends the connection with GOAWAY ENHANCE_YOUR_CALM, not a bare close")
+    func tooManyContinuations() async throws {
+        try await withServerAndCurl { server, curl in
+            let report = try await Self.rawFrames(server, "continuations")
+            // A libnghttp2 without the limit (before 1.61, unpatched) answers the request.
+            if report.answers["1"] != 200 {
+                // RFC 9113 §5.4.1: a connection error SHOULD be signalled with GOAWAY.
+                let goAway = try #require(report.goaway, "the connection ended without a GOAWAY: \(report)")
+                #expect(goAway.error_code == 11, "\(report)")
+                #expect(server.statistics.goAways == 1)
+            }
+            let after = try await curl.send(port: server.port, path: "/3/device/\(sampleDeviceToken)", headers: ["apns-topic: com.example.app"])
+            #expect(after.status == 200)
+        }
+    }
 }
