@@ -95,7 +95,8 @@ public final class MockAPNsServer: Sendable {
 
     private enum Lifecycle {
         case idle
-        case starting
+        /// ``start()`` is under way; `stopRequested` once ``stop()`` was called meanwhile.
+        case starting(stopRequested: Bool)
         case running(port: Int, addresses: [String], caPEM: String?)
         case stopped
     }
@@ -120,15 +121,17 @@ public final class MockAPNsServer: Sendable {
     /// Generates the certificate (unless one was given), binds 127.0.0.1 (and ::1) on a
     /// port the system picks, and starts the server thread.
     /// - Throws: ``MockAPNsServerError`` if the certificate, the TLS context or a socket fails,
-    ///   or if the server was already started.
+    ///   if the server was already started, or if ``stop()`` was called before it was up
+    ///   (the server is then stopped).
     public func start() async throws {
         let configuration = configuration
         let state = state
         guard state.wakeFD >= 0 else { throw MockAPNsServerError("could not create the wake-up eventfd") }
         try lifecycle.withLock { lifecycle in
             guard case .idle = lifecycle else { throw MockAPNsServerError("start() called twice") }
-            lifecycle = .starting
+            lifecycle = .starting(stopRequested: false)
         }
+        let stoppedWhileStarting: Bool
         do {
             let chain: String
             let key: String
@@ -169,31 +172,74 @@ public final class MockAPNsServer: Sendable {
                 thread.name = "apns-mock"  // Linux thread names hold 15 bytes
                 thread.start()
             }
-            lifecycle.withLock { $0 = .running(port: port, addresses: addresses, caPEM: caPEM) }
-            configuration.logger.debug("mock APNs server listening", metadata: ["port": "\(port)"])
+            stoppedWhileStarting = lifecycle.withLock { lifecycle in
+                if case .starting(stopRequested: true) = lifecycle {
+                    lifecycle = .stopped
+                    return true
+                }
+                lifecycle = .running(port: port, addresses: addresses, caPEM: caPEM)
+                return false
+            }
+            if !stoppedWhileStarting {
+                configuration.logger.debug("mock APNs server listening", metadata: ["port": "\(port)"])
+            }
         } catch {
             configuration.logger.error("mock APNs server failed to start", metadata: ["error": "\(error)"])
-            lifecycle.withLock { $0 = .idle }
+            let stopRequested = lifecycle.withLock { lifecycle -> Bool in
+                let requested = if case .starting(stopRequested: true) = lifecycle { true } else { false }
+                lifecycle = requested ? .stopped : .idle
+                return requested
+            }
+            // A stop() waiting for the thread: it may never have run (the certificate
+            // failed); marking the exit again once it has is harmless.
+            if stopRequested { state.markExited() }
             throw error
         }
+        if stoppedWhileStarting {
+            // stop() was called while this started, and waits for the thread to end: the
+            // server it would have left running is stopped before any client reaches it.
+            state.send(.stop)
+            await state.waitForExit()
+            throw MockAPNsServerError("stop() was called while the server was starting")
+        }
+    }
+
+    /// Whether ``start()`` is under way (for tests of ``stop()`` meanwhile).
+    var isStarting: Bool {
+        lifecycle.withLock { if case .starting = $0 { return true } else { return false } }
     }
 
     /// Stops the server: closes the listeners, sends GOAWAY (`NO_ERROR`, the last stream
     /// it processed) and TLS close_notify on every connection, as far as each socket takes
     /// them without waiting, closes them and waits for the server thread to end. A client
     /// thus sees the server go away: requests above the GOAWAY's last stream never reached
-    /// it. Answers still delayed are not sent. Safe to call more than once.
+    /// it. Answers still delayed are not sent. Safe to call more than once. Called while
+    /// ``start()`` is under way (a test's teardown racing its setup), it waits for the
+    /// start and stops the server it brings up; that ``start()`` then throws.
     public func stop() async {
-        let wasRunning = lifecycle.withLock { lifecycle -> Bool in
-            if case .running = lifecycle {
+        enum Step { case none, stopNow, waitForStart }
+        let step = lifecycle.withLock { lifecycle -> Step in
+            switch lifecycle {
+            case .running:
                 lifecycle = .stopped
-                return true
+                return .stopNow
+            case .starting:
+                lifecycle = .starting(stopRequested: true)
+                return .waitForStart
+            case .idle, .stopped:
+                return .none
             }
-            return false
         }
-        guard wasRunning else { return }
-        state.send(.stop)
-        await state.waitForExit()
+        switch step {
+        case .none:
+            return
+        case .stopNow:
+            state.send(.stop)
+            await state.waitForExit()
+        case .waitForStart:
+            // start() stops the loop it started, or marks the exit if it failed.
+            await state.waitForExit()
+        }
     }
 
     /// The TCP port, the same on 127.0.0.1 and ::1; `0` before ``start()`` and after ``stop()``.

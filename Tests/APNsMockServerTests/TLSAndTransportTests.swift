@@ -147,6 +147,27 @@ struct TLSAndTransportTests {
         return kernelTCPSockets().filter { loopback.contains($0.local) && $0.state == "0A" }.count
     }
 
+    @Test("stop() while start() is under way (a teardown racing its setup) stops the server start() brings up; start() throws")
+    func stopWhileStarting() async throws {
+        var caught = 0
+        for _ in 0..<10 {
+            let server = MockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"]))
+            let starting = Task { try await server.start() }
+            // start() generates a certificate first: milliseconds in which it is under way.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !server.isStarting, server.port == 0, ContinuousClock.now < deadline { await Task.yield() }
+            let caughtStarting = server.isStarting
+            await server.stop()
+            let started = await starting.result
+            #expect(server.port == 0, "still listening on \(server.port) after stop()")
+            if server.port != 0 { await server.stop() }
+            guard caughtStarting else { continue }
+            caught += 1
+            #expect(throws: MockAPNsServerError.self) { try started.get() }
+        }
+        #expect(caught > 0, "start() was never seen under way")
+    }
+
     @Test("start reports a port; stop closes the listener and connections")
     func stopReleasesEverything() async throws {
         let server = MockAPNsServer(configuration: .init(bundleIDs: ["com.example.app"]))
