@@ -245,11 +245,21 @@ final class HTTP2ConnectionPool: Sendable {
     /// Puts a request the server did not process back at the head of the queue and wakes
     /// a connection that can send it (or starts one). `sentBefore` false: a request taken
     /// but never submitted, which does not count as sent again.
+    ///
+    /// When the pool is closing: if it was closed alone (idle, or
+    /// ``HTTP2Transport/closeConnections(for:)``) while the transport goes on, the
+    /// request goes to ``redirect`` (the credential's next pool), as the queued ones did;
+    /// only a transport shutting down fails it.
     func requeue(_ pending: PendingRequest, sentBefore: Bool = true) {
-        let wakeups: Wakeups? = state.withLock { locked in
-            locked.machine.requeue(pending).map { Wakeups($0, &locked, pool: self) }
+        let (wakeups, closedAlone): (Wakeups?, Bool) = state.withLock { locked in
+            (locked.machine.requeue(pending).map { Wakeups($0, &locked, pool: self) }, locked.closedAlone)
         }
         guard let wakeups else {
+            if closedAlone, let redirect {
+                if sentBefore { statistics.update { $0.requestsRequeued += 1 } }
+                redirect(pending)
+                return
+            }
             pending.finish(.failure(.shutdown("the transport shut down before the request could be sent again")))
             return
         }

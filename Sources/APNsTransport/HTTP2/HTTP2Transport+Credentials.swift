@@ -119,7 +119,8 @@ extension HTTP2Transport {
     /// (which otherwise simply idles out, see ``Configuration/credentialIdleTimeout``).
     ///
     /// Requests in flight get ``Configuration/shutdownGracePeriod`` to finish; requests
-    /// queued for it (never sent) go to new connections of the credential, as do later
+    /// queued for it (never sent), or that the server declines to process meanwhile (a
+    /// GOAWAY, a refused stream), go to new connections of the credential, as do later
     /// ones, so a key rotated in the middle of a batch costs no notification. To stop a
     /// removed tenant's sends, cancel their tasks (or stop its batches) as well.
     public func closeConnections(for credential: Credential) async {

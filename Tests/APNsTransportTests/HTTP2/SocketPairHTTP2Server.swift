@@ -72,6 +72,10 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
         var ignorePings = false
         /// Fail every connection attempt.
         var refuseConnections = false
+        /// On the first connection, answer nothing (requests stay in flight) until
+        /// ``goAwayOnFirstConnection()`` sends a GOAWAY that names none of them processed
+        /// (last-stream-id 0); later connections answer as usual.
+        var holdOnFirstConnection = false
 
         /// A server that takes `streams` requests at once and answers none (for timeouts,
         /// cancellation and shutdown).
@@ -94,6 +98,8 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
         var goAwaysFromClient = 0
         var stopping = false
         var threads = 0
+        /// Set by ``goAwayOnFirstConnection()``.
+        var goAwayRequested = false
     }
 
     let state: Mutex<State>
@@ -126,6 +132,13 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
             thread.start()
             return PlainSocketStream(fileDescriptor: fds[0])
         }
+    }
+
+    /// With ``Behaviour/holdOnFirstConnection``: the first connection sends GOAWAY with
+    /// last-stream-id 0 (RFC 9113 §6.8: none of its requests was processed) at its next
+    /// turn (within about 10 ms).
+    func goAwayOnFirstConnection() {
+        state.withLock { $0.goAwayRequested = true }
     }
 
     /// Stops every server thread and waits for them.
@@ -164,6 +177,11 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
             while !pending.isEmpty {
                 let n = pending.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 if n > 0 { pending.removeFirst(n) } else { break }
+            }
+            if behaviour.holdOnFirstConnection, connection == 1, !goAwaySent, state.withLock({ $0.goAwayRequested }) {
+                goAwaySent = true
+                server.goAway(lastStreamID: 0, debugData: #"{"reason":"Shutdown"}"#)
+                continue
             }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0)
             _ = poll(&pfd, 1, 10)
@@ -216,7 +234,7 @@ final class SocketPairHTTP2Server: @unchecked Sendable {
                         server.goAway(lastStreamID: streamID, debugData: #"{"reason":"Shutdown"}"#)
                     }
                 }
-                if behaviour.neverRespond { continue }
+                if behaviour.neverRespond || (behaviour.holdOnFirstConnection && connection == 1) { continue }
                 let apnsID = server.headers[streamID]?.first { $0.name == "apns-id" }?.value ?? ""
                 state.withLock { $0.answeredIDs[apnsID, default: 0] += 1 }
                 server.respond(streamID, status: 200, headers: [("apns-id", apnsID)])
