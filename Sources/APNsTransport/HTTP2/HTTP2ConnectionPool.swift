@@ -205,6 +205,13 @@ final class HTTP2ConnectionPool: Sendable {
         }
     }
 
+    /// Whether the pool's last connection attempt was refused in a way sending again
+    /// cannot fix (see ``HTTP2PoolStateMachine/refusedForGood``): such a pool takes a
+    /// free place in the transport's budget, and never asks another pool to give one back.
+    var refusedForGood: Bool {
+        state.withLock { $0.machine.refusedForGood }
+    }
+
     /// The pool's connection objects, open or not (for tests).
     var connectionObjects: [HTTP2Connection] {
         state.withLock { $0.connections }
@@ -533,7 +540,8 @@ final class HTTP2ConnectionPool: Sendable {
     /// for an idle pool's connection (one that was busy when it was refused may be idle
     /// now) and, after ``PoolBudgetShare/starvedBeforeSharing``, for a busy one's: every credential with
     /// requests to send gets a connection, in turns when there are more such credentials
-    /// than the budget has connections.
+    /// than the budget has connections. A pool whose last attempt was refused for good
+    /// (``refusedForGood``) asks for none: it waits for a free place.
     func expireQueued(now: UInt64) {
         let metrics = statistics.metrics
         var waitingChange = 0
@@ -544,7 +552,12 @@ final class HTTP2ConnectionPool: Sendable {
             let unconnected = expired.isEmpty ? nil : locked.machine.noConnectionReason(at: now)
             let blocked = locked.machine.budgetBlocked && locked.share.holdsNone
             let (ask, evenIfBusy) = locked.share.waitsForAPlace(now: now, waiting: blocked && locked.machine.queuedCount > 0)
-            return (expired, ask, evenIfBusy, blocked, unconnected)
+            // A credential whose last attempt was refused for good (its certificate
+            // rejected in the handshake) takes a free place only: making another tenant
+            // give its connection back would cost that tenant a reconnect at every
+            // attempt of one that is bound to fail again.
+            let refused = locked.machine.refusedForGood
+            return (expired, ask && !refused, evenIfBusy && !refused, blocked, unconnected)
         }
         let why = blocked
             ? budget.map { "its credential had no connection: it waited for a place in the transport's connection budget (maxConnections \($0.limit))" }

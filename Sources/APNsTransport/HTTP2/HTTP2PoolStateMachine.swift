@@ -312,6 +312,11 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         return count
     }
 
+    /// Whether the last connection attempt was refused in a way sending again cannot fix
+    /// (a client certificate the server rejected, a proxy's 407) and no connection has
+    /// answered since.
+    var refusedForGood: Bool { consecutiveFailures > 0 && lastConnectError?.isPermanent == true }
+
     /// Whether any connection is being opened (its thread blocked in connect).
     var anyConnecting: Bool { slots.contains { $0.isConnecting } }
 

@@ -40,11 +40,16 @@ final class SharedConnectionBudget: Sendable {
             return (decision, nil)
         }
         if decision == .grant { return true }
-        if let victim, !victim.giveBackConnection() {
-            // It had nothing to give back after all (its connections closed meanwhile).
+        // A pool whose last attempt was refused for good (its certificate rejected) asks
+        // nobody to give a connection back: that would cost another tenant a reconnect
+        // for an attempt bound to fail again. It takes a place that frees up.
+        let mayReclaim = !pool.refusedForGood
+        if let victim, !mayReclaim || !victim.giveBackConnection() {
+            // Not asked, or it had nothing to give back after all (its connections
+            // closed meanwhile).
             state.withLock { $0.budget.cancelReclaim(from: ObjectIdentifier(victim)) }
         }
-        if victim == nil { reclaimIdle(for: pool) }
+        if victim == nil, mayReclaim { reclaimIdle(for: pool) }
         // A place offered to `pool` and refused (another pool holding fewer began to wait
         // since) goes on to the waiting pools, as a released one does.
         wakeNextWaiter()

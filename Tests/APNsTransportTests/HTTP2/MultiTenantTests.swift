@@ -512,6 +512,72 @@ struct MultiTenantTests {
         }
     }
 
+    @Test("a tenant whose client certificate the server refuses does not make busy tenants give their connections back at each of its attempts")
+    func refusedCertificateDoesNotChurnOthers() async throws {
+        let tenants = try Self.tenants(3)
+        let pki = try TestPKI.get()
+        var keys = ProviderTokenVerifier()
+        for tenant in tenants { keys.register(tenant.key, keyID: tenant.keyID, teamID: tenant.teamID) }
+        // The server trusts only "otherca": the rogue tenant's certificate (issued by "ca")
+        // is refused in every handshake.
+        let configuration = MockAPNsServer.Configuration(
+            bundleIDs: ["com.example.app"],
+            authentication: .providerTokenOrCertificate(.signature(keys), trustedCAPEM: try pki.text("otherca.pem")))
+        let rogueIdentity = try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.key"))
+        try await withMockAPNsServer(configuration: configuration) { server in
+            // Three tenants hold the whole budget, one connection each.
+            let transport = try Self.transport(server) { configuration in
+                configuration.maxConnections = 3
+                configuration.connectionCount = 1
+            }
+            let clients = try tenants.map { tenant in
+                APNsClient(
+                    credentials: .providerToken(try ProviderTokenCache(key: tenant.key, keyID: tenant.keyID, teamID: tenant.teamID)),
+                    transport: transport, retryPolicy: .never, requestTimeout: .seconds(20))
+            }
+            for (index, client) in clients.enumerated() { _ = try await client.send(Self.alert, to: try Self.device(index)) }
+            let rogue = APNsClient(
+                credentials: .clientCertificate(rogueIdentity.clientCertificate),
+                transport: transport, retryPolicy: .never, requestTimeout: .seconds(3))
+            // For six seconds the three stay busy (one alert after another) while the rogue
+            // tenant sends every 50 ms: its attempts fail, backing off from half a second.
+            let end = ContinuousClock.now + .seconds(6)
+            let failed = await withTaskGroup(of: Int.self) { group in
+                for (index, client) in clients.enumerated() {
+                    group.addTask {
+                        var failed = 0
+                        var next = 100
+                        while ContinuousClock.now < end {
+                            next += 1
+                            guard let device = try? Self.device(1_000 * (index + 1) + next) else { return failed + 1 }
+                            do throws(APNsError) { _ = try await client.send(Self.alert, to: device) } catch { failed += 1 }
+                        }
+                        return failed
+                    }
+                }
+                group.addTask {
+                    while ContinuousClock.now < end {
+                        if let device = try? Self.device(99), (try? await rogue.send(Self.alert, to: device)) != nil { return 1 }
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                    return 0
+                }
+                return await group.reduce(0, +)
+            }
+            let opened = tenants.map { transport.statistics(for: $0.credential)?.statistics.connectionsOpened ?? 0 }
+            let rogueFailures = transport.statistics(for: .certificate(rogueIdentity.clientCertificate))?.statistics.connectionFailures ?? 0
+            await transport.shutdown()
+            #expect(failed == 0)
+            // The rogue tenant tried, and was refused.
+            #expect(rogueFailures >= 1)
+            // Its first attempt may take a busy tenant's place (it was owed one, and its
+            // certificate was not known to be refused yet); later ones wait for a free or
+            // idle place instead of costing a busy tenant a reconnect each time (before: 10
+            // to 16 connections in these six seconds; one more allowed for a loaded machine).
+            #expect(opened.reduce(0, +) <= 5, "connections opened by the three busy tenants: \(opened)")
+        }
+    }
+
     @Test("a request's client certificate that is not a ClientIdentity fails as tlsFailure, never sent")
     func foreignCertificateHandle() async throws {
         try await withMockAPNsServer { server in
