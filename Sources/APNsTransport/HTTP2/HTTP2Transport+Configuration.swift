@@ -34,8 +34,9 @@ extension HTTP2Transport {
         /// How long a credential's pool may go without a request before its connections
         /// are closed (a removed tenant, a rotated key); `nil` keeps them open for the
         /// transport's life. Default 15 minutes; a pool in use is never closed, nor the
-        /// transport's only pool (one credential keeps its connections open, as Apple
-        /// asks). Close one at once with ``HTTP2Transport/closeConnections(for:)``.
+        /// last one open: when every pool is idle, the one used last stays (one
+        /// credential keeps its connections open, as Apple asks, also after a key
+        /// rotation). Close one at once with ``HTTP2Transport/closeConnections(for:)``.
         public var credentialIdleTimeout: Duration? = .seconds(15 * 60)
         /// The most requests waiting for a free stream (back-pressure).
         ///

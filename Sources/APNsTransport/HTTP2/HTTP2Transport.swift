@@ -527,22 +527,25 @@ public final class HTTP2Transport: PushTransport {
     }
 
     /// Closes the pools with nothing queued or in flight and no request for `idle`,
-    /// unless a pool is the transport's only one (a single-tenant transport keeps its
-    /// connections open, as Apple asks).
+    /// but never the last one open: when every pool is idle, the one used last stays (a
+    /// single-tenant transport keeps its connections open, as Apple asks, also after a
+    /// key rotation or beside a channel management pool).
     func closeIdlePools(idleFor idle: Duration, now: UInt64 = MonotonicTime.now()) async {
         let limit = MonotonicTime.nanoseconds(idle)
         let idlePools: [HTTP2ConnectionPool] = pools.withLock { state in
             if state.shutDown || state.pools.count < 2 { return [] }
-            var closing: [HTTP2ConnectionPool] = []
+            var idleKeys: [(key: PoolKey, lastUsed: UInt64)] = []
             for (key, pool) in state.pools {
                 let activity = pool.activity
                 guard activity.queued == 0, now &- activity.lastUsed >= limit,
                     pool.statistics.snapshot.requestsInFlight == 0
                 else { continue }
-                state.pools.removeValue(forKey: key)
-                closing.append(pool)
+                idleKeys.append((key, activity.lastUsed))
             }
-            return closing
+            if idleKeys.count == state.pools.count, let kept = idleKeys.indices.max(by: { idleKeys[$0].lastUsed < idleKeys[$1].lastUsed }) {
+                idleKeys.remove(at: kept)
+            }
+            return idleKeys.compactMap { state.pools.removeValue(forKey: $0.key) }
         }
         for pool in idlePools {
             configuration.logger.debug("closing an idle pool", metadata: ["apns.credential": "\(pool.credential)"])

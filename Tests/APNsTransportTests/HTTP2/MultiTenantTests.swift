@@ -578,6 +578,28 @@ struct MultiTenantTests {
         }
     }
 
+    @Test("every pool idle (a single tenant after a key rotation): the idle sweep closes the old key's pool and keeps the one used last")
+    func idleSweepKeepsTheLastPool() async throws {
+        let tenants = try Self.tenants(2)
+        // One team: its first key, then the key it rotated to.
+        let rotated = Tenant(teamID: tenants[0].teamID, keyID: tenants[1].keyID, key: tenants[1].key)
+        try await withMockAPNsServer(configuration: Self.tokenServer([tenants[0], rotated])) { server in
+            let transport = try Self.transport(server) { _ in }
+            for (index, tenant) in [tenants[0], rotated].enumerated() {
+                let client = APNsClient(
+                    credentials: .providerToken(try ProviderTokenCache(key: tenant.key, keyID: tenant.keyID, teamID: tenant.teamID)),
+                    transport: transport, retryPolicy: .never)
+                _ = try await client.send(Self.alert, to: try Self.device(index))
+            }
+            #expect(transport.credentialStatistics.count == 2)
+            // An hour later, both idle.
+            await transport.closeIdlePools(idleFor: .seconds(900), now: MonotonicTime.now() &+ 3_600_000_000_000)
+            let left = transport.credentialStatistics.map(\.credential)
+            await transport.shutdown()
+            #expect(left == [rotated.credential], "\(left)")
+        }
+    }
+
     @Test("a request's client certificate that is not a ClientIdentity fails as tlsFailure, never sent")
     func foreignCertificateHandle() async throws {
         try await withMockAPNsServer { server in
