@@ -520,6 +520,12 @@ final class ServerConnection {
             guard length > 0, let chunk else { break }
             output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
         }
+        writeWithoutWaiting(tls)
+    }
+
+    /// Writes the output as far as the socket takes it without waiting, then close_notify
+    /// if all of it went: the last words of a connection about to close.
+    private func writeWithoutWaiting(_ tls: SSLSession) {
         while outputStart < output.count {
             let written = output.withUnsafeBytes { bytes -> Int32 in
                 tls.write(UnsafeRawBufferPointer(rebasing: bytes[outputStart...]))
@@ -557,15 +563,7 @@ final class ServerConnection {
         for value in [lastStreamID, code] { frame += [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> $0) } }
         shaper?.releaseAll(into: &output)
         output.append(contentsOf: frame)
-        while outputStart < output.count {
-            let written = output.withUnsafeBytes { bytes -> Int32 in
-                tls.write(UnsafeRawBufferPointer(rebasing: bytes[outputStart...]))
-            }
-            guard written > 0 else { break }
-            outputStart += Int(written)
-        }
-        if outputStart == output.count { tls.sendCloseNotify() }
-        ERR_clear_error()
+        writeWithoutWaiting(tls)
         goAwaySent(lastStreamID: Int32(bitPattern: lastStreamID))
     }
 

@@ -12,10 +12,7 @@ import Testing
 @Suite("A client resetting thousands of streams at once")
 struct RapidResetTests {
     struct Report: Decodable {
-        struct GoAway: Decodable {
-            let last_stream_id: Int
-            let error_code: Int
-        }
+        typealias GoAway = PythonGoAway
         let goaway: GoAway?
         let answers: [String: Int]
         let sent: [Int]
@@ -45,4 +42,10 @@ struct RapidResetTests {
             }
         }
     }
+}
+
+/// A GOAWAY as the Python clients (`PythonClient/*.py`) report it in their JSON.
+struct PythonGoAway: Decodable {
+    let last_stream_id: Int
+    let error_code: Int
 }

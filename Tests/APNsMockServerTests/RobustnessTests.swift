@@ -59,10 +59,7 @@ struct RobustnessTests {
 
     /// What `PythonClient/raw_frames.py` saw the server do.
     struct RawFramesReport: Decodable {
-        struct GoAway: Decodable {
-            let last_stream_id: Int
-            let error_code: Int
-        }
+        typealias GoAway = PythonGoAway
         let goaway: GoAway?
         let answers: [String: Int]
         let resets: [String: Int]

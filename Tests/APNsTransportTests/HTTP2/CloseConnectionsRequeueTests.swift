@@ -20,23 +20,7 @@ struct CloseConnectionsRequeueTests {
         }
         // `devicePush` carries a JWT with kid ABC1234DEF and no iss.
         let credential = HTTP2Transport.Credential.providerKey(teamID: "", keyID: "ABC1234DEF")
-        let requests = try (0..<3).map { try devicePush(token: $0, timeout: .seconds(30)) }
-        let sends = Task {
-            await withTaskGroup(of: Result<APNsResponse, APNsTransportError>.self) { group in
-                for request in requests {
-                    group.addTask {
-                        do throws(APNsTransportError) {
-                            return .success(try await transport.send(request))
-                        } catch {
-                            return .failure(error)
-                        }
-                    }
-                }
-                var results: [Result<APNsResponse, APNsTransportError>] = []
-                for await result in group { results.append(result) }
-                return results
-            }
-        }
+        let sends = Task { try await sendMany(transport, count: 3, timeout: .seconds(30)) }
         // All three in flight on the first connection, held unanswered.
         #expect(await waitUntil { transport.statistics.requestsSent == 3 })
         let closing = Task { await transport.closeConnections(for: credential) }
@@ -44,7 +28,7 @@ struct CloseConnectionsRequeueTests {
         #expect(await waitUntil { transport.statistics(for: credential) == nil })
         // APNs closes that connection meanwhile, having processed none of them.
         server.goAwayOnFirstConnection()
-        let results = await sends.value
+        let results = try await sends.value
         await closing.value
         await transport.shutdown()
         await server.stop()

@@ -469,16 +469,24 @@ struct MultiTenantTests {
         }
     }
 
-    @Test("one mock server taking tokens and certificates, as APNs' hosts do: token and certificate tenants on one transport and one host, each connection one credential")
-    func tokenAndCertificateTenantsOnOneHost() async throws {
+    /// Three token tenants whose keys the server verifies, a server configuration that also
+    /// takes client certificates issued by the test PKI's `trustedCA`, and the test PKI's
+    /// client identity (issued by "ca").
+    static func tokenAndCertificateServer(trustedCA: String) throws -> ([Tenant], MockAPNsServer.Configuration, ClientIdentity) {
         let tenants = try Self.tenants(3)
         let pki = try TestPKI.get()
         var keys = ProviderTokenVerifier()
         for tenant in tenants { keys.register(tenant.key, keyID: tenant.keyID, teamID: tenant.teamID) }
         let configuration = MockAPNsServer.Configuration(
             bundleIDs: ["com.example.app"],
-            authentication: .providerTokenOrCertificate(.signature(keys), trustedCAPEM: try pki.text("ca.pem")))
+            authentication: .providerTokenOrCertificate(.signature(keys), trustedCAPEM: try pki.text(trustedCA)))
         let identity = try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.key"))
+        return (tenants, configuration, identity)
+    }
+
+    @Test("one mock server taking tokens and certificates, as APNs' hosts do: token and certificate tenants on one transport and one host, each connection one credential")
+    func tokenAndCertificateTenantsOnOneHost() async throws {
+        let (tenants, configuration, identity) = try Self.tokenAndCertificateServer(trustedCA: "ca.pem")
         try await withMockAPNsServer(configuration: configuration) { server in
             let transport = try Self.transport(server) { _ in }
             let tokenClients = try tenants.map { tenant in
@@ -514,16 +522,9 @@ struct MultiTenantTests {
 
     @Test("a tenant whose client certificate the server refuses does not make busy tenants give their connections back at each of its attempts")
     func refusedCertificateDoesNotChurnOthers() async throws {
-        let tenants = try Self.tenants(3)
-        let pki = try TestPKI.get()
-        var keys = ProviderTokenVerifier()
-        for tenant in tenants { keys.register(tenant.key, keyID: tenant.keyID, teamID: tenant.teamID) }
         // The server trusts only "otherca": the rogue tenant's certificate (issued by "ca")
         // is refused in every handshake.
-        let configuration = MockAPNsServer.Configuration(
-            bundleIDs: ["com.example.app"],
-            authentication: .providerTokenOrCertificate(.signature(keys), trustedCAPEM: try pki.text("otherca.pem")))
-        let rogueIdentity = try ClientIdentity(certificatePEM: pki.text("client.pem"), privateKeyPEM: pki.text("client.key"))
+        let (tenants, configuration, rogueIdentity) = try Self.tokenAndCertificateServer(trustedCA: "otherca.pem")
         try await withMockAPNsServer(configuration: configuration) { server in
             // Three tenants hold the whole budget, one connection each.
             let transport = try Self.transport(server) { configuration in
