@@ -108,9 +108,6 @@ public struct APNsSettings: Sendable {
         )
     }
 
-    /// Reads every setting from `source`: the one parser behind
-    /// ``init(environmentVariables:)`` and the `APNsConfiguration` module's `ConfigReader`
-    /// initializer, so both accept the same values and report the same problems.
     /// The variable `name` of `variables` as these settings read it: without the white
     /// space and line breaks at either end, and `nil` when it is unset or blank. The `apns`
     /// tool reads its `APNS_*` variables through it, so that both take the same values.
@@ -154,6 +151,9 @@ public struct APNsSettings: Sendable {
         }
     }
 
+    /// Reads every setting from `source`: the one parser behind
+    /// ``init(environmentVariables:)`` and the `APNsConfiguration` module's `ConfigReader`
+    /// initializer, so both accept the same values and report the same problems.
     package init(source: Source) throws(APNsSettingsError) {
         func value(_ setting: Setting) throws(APNsSettingsError) -> String? {
             switch source.lookup(setting) {
@@ -479,7 +479,7 @@ public struct APNsSettings: Sendable {
     /// `nil` otherwise.
     package static func duration(seconds text: String) -> Duration? {
         // Decimal only: `Double` also reads hexadecimal (`0x10` would be 16 seconds).
-        guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") }),
+        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }),
             let seconds = Double(text), seconds.isFinite, seconds >= 0.001, seconds <= 86_400 else { return nil }
         let milliseconds = Int64((seconds * 1000).rounded())
         guard milliseconds >= 1 else { return nil }
