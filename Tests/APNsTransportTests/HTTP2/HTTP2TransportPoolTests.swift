@@ -370,16 +370,18 @@ struct HTTP2TransportPoolTests {
         var behaviour = SocketPairHTTP2Server.Behaviour()
         behaviour.refuseConnections = true
         let server = SocketPairHTTP2Server(behaviour)
-        // A backoff of 1 s: after a failed attempt the next one waits 0.5-1 s (equal
-        // jitter), long enough for back-to-back sends to land inside it on any machine.
+        // A backoff of 4 s: after a failed attempt the next one waits 2-4 s (equal
+        // jitter), so sends fail at once for at least 1.6 s of it: wide enough for a
+        // test task that resumes late (a whole parallel run on two cores can delay a
+        // resumption past half a second) to send inside it.
         let transport = makeTransport(server) {
-            $0.reconnectBackoffBase = .seconds(1)
-            $0.reconnectBackoffMax = .seconds(1)
+            $0.reconnectBackoffBase = .seconds(4)
+            $0.reconnectBackoffMax = .seconds(4)
         }
         var failures: [APNsTransportError] = []
         let clock = ContinuousClock()
         let start = clock.now
-        // A deadline shorter than the shortest backoff (0.5 s): a send cannot wait for the
+        // A deadline shorter than the shortest backoff (2 s): a send cannot wait for the
         // next attempt, so during a backoff it fails at once.
         let request = try devicePush(timeout: .milliseconds(400))
         func failedFast(_ error: APNsTransportError) -> Bool { error.detail?.contains("next attempt in") == true }
@@ -408,9 +410,9 @@ struct HTTP2TransportPoolTests {
         // Each attempt fails at most the one request that was waiting for it (the sends
         // are one at a time); every other send failed at once without touching the network.
         #expect(failures.count - fast - timeouts <= attempts.count, "\(attempts.count) attempts, \(fast) fast failures, \(timeouts) timeouts, \(failures.count) in all")
-        // Consecutive attempts at least the jittered lower bound (base/2 = 500 ms) apart.
+        // Consecutive attempts at least the jittered lower bound (base/2 = 2 s) apart.
         for (earlier, later) in zip(attempts, attempts.dropFirst()) {
-            #expect(later - earlier >= 500_000_000)
+            #expect(later - earlier >= 2_000_000_000)
         }
         #expect(transport.statistics.connectionFailures == attempts.count)
     }

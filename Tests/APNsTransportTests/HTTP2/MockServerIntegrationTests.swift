@@ -274,16 +274,19 @@ struct MockServerIntegrationTests {
     func refusingConnections() async throws {
         try await withMockAPNsServer { server in
             server.refuseConnections(for: .seconds(120))  // outlasts the loop below, however slow the machine
-            // After a failed attempt the next one waits 0.5-1 s (equal jitter).
+            // After a failed attempt the next one waits 2-4 s (equal jitter): sends made in
+            // the first 1.6 s (at least) of a backoff fail at once. The window is wide, so
+            // that a test task that resumes late (a whole parallel run on two cores can
+            // delay a resumption past half a second) still sends in it.
             let transport = try mockTransport(server) {
-                $0.reconnectBackoffBase = .seconds(1)
-                $0.reconnectBackoffMax = .seconds(1)
+                $0.reconnectBackoffBase = .seconds(4)
+                $0.reconnectBackoffMax = .seconds(4)
                 $0.connectTimeout = .seconds(5)
             }
             var failures: [APNsTransportError] = []
             let clock = ContinuousClock()
             let start = clock.now
-            // A deadline shorter than the shortest backoff (0.5 s): a send cannot wait for
+            // A deadline shorter than the shortest backoff (2 s): a send cannot wait for
             // the next attempt, so during a backoff it fails at once.
             let request = try mockPush(0, port: server.port, timeout: .milliseconds(400))
             func failedFast(_ error: APNsTransportError) -> Bool { error.detail?.contains("next attempt in") == true }
