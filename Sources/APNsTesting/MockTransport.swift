@@ -330,6 +330,10 @@ public final class MockTransport: PushTransport {
         await shutdownBegan.wait()
     }
 
+    /// Whether ``shutdown()`` has begun: a request sent now fails with
+    /// ``APNsCore/APNsTransportError/Code/shutdown`` and is not recorded.
+    public var isShutDown: Bool { shutdownBegan.isFired }
+
     /// Refuses new requests from now on (they fail with
     /// ``APNsCore/APNsTransportError/Code/shutdown``, not recorded) and returns when the
     /// requests in flight have been answered. As ``APNsTransport/HTTP2Transport`` does with its

@@ -39,7 +39,9 @@ extension APNsClient {
     /// stays with its producer (a queue consumer's messages are not taken off the queue to
     /// be failed). An element whose `next()` was under way is still read, and fails with
     /// `shutdown`. A sequence that ignores cancellation is waited for, and an error it
-    /// throws once cancelled (a `CancellationError`) is not rethrown.
+    /// throws once cancelled (a `CancellationError`) is not rethrown. A batch started
+    /// after the shutdown reads nothing and returns an empty summary (with a transport that
+    /// reports ``PushTransport/isShutDown``, as both of this package's do).
     ///
     /// - Parameters:
     ///   - deliveries: Each notification with the device it goes to; `sending`, as it is
@@ -226,6 +228,11 @@ extension APNsClient {
         let metrics = metrics
         let transport = transport
         let retryWaits = retryWaits
+        if transport.isShutDown || retryWaits.isClientShutDown {
+            // Shut down before the batch began: read nothing (the sequence's elements stay
+            // with its producer) rather than an element or two only to fail them.
+            window.stopReading()
+        }
         // The reading, handed to the one child task that runs it (a closure made here, so
         // that the child's own closure captures no generic metatype).
         let reading = Handoff {

@@ -106,6 +106,14 @@ public protocol PushTransport: Sendable {
     /// backoff).
     func waitUntilShutdown() async
 
+    /// Whether ``shutdown()`` has begun: the transport takes nothing more.
+    ///
+    /// ``APNsClient`` reads it before it reads a streamed batch's sequence: a batch started
+    /// once the transport is shut down reads no element (what the sequence holds stays
+    /// with its producer) and returns an empty summary. The default is `false` (the
+    /// batch then learns of the shutdown from its first send, having read an element or two).
+    var isShutDown: Bool { get }
+
     /// The APNs endpoint this transport connects to, when it is bound to one (an HTTP/2
     /// transport is); `nil` for a transport that sends anywhere (the mock transport).
     /// ``APNsClient`` takes its environment from here, so it is stated once.
@@ -123,6 +131,9 @@ extension PushTransport {
 
     /// No executor of its own: `nil` (tasks run where they would anyway).
     public var taskExecutor: (any TaskExecutor)? { nil }
+    /// Never tells: `false`.
+    public var isShutDown: Bool { false }
+
     /// Never tells: returns only when the calling task is cancelled.
     public func waitUntilShutdown() async {
         while !Task.isCancelled {

@@ -62,6 +62,9 @@ final class RetryWaits: Sendable {
         }
     }
 
+    /// Whether the client has begun shutting down.
+    var isClientShutDown: Bool { clientShutdown.isFired }
+
     /// Returns once the client has shut down (at once if it has), or when the task is cancelled.
     func waitForClientShutdown() async {
         await clientShutdown.wait()

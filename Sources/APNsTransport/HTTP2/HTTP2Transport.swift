@@ -409,6 +409,9 @@ public final class HTTP2Transport: PushTransport {
         await shutdownBegan.wait()
     }
 
+    /// Whether ``shutdown()`` has begun: a request sent now fails with ``APNsCore/APNsTransportError/Code/shutdown``.
+    public var isShutDown: Bool { shutdownBegan.isFired }
+
     /// A transport dropped without ``shutdown()`` closes its connections itself: its
     /// in-flight requests get ``Configuration/shutdownGracePeriod``, as with `shutdown()`,
     /// and nothing stays open (a dropped transport's connections, kept alive by PINGs, held

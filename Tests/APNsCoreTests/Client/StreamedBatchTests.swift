@@ -390,6 +390,33 @@ import Testing
         await client.shutdown()
     }
 
+    /// A streamed batch started after the client or its transport has shut down reads
+    /// nothing: every element stays in the stream for its producer (found from outside:
+    /// one or two were taken off and failed with `shutdown`, depending on which task ran first).
+    ///
+    /// With `transportOnly`, the mock transport (which reports ``PushTransport/isShutDown``)
+    /// shuts down; otherwise the client shuts down a transport that does not report it
+    /// (the protocol's default), so the client's own state is what stops the reading.
+    @Test(arguments: [false, true]) func batchStartedAfterTheShutdownReadsNothing(transportOnly: Bool) async throws {
+        let mock = MockTransport()
+        let client = APNsClient.testing(transport: transportOnly ? mock : UntellingTransport(mock))
+        if transportOnly { await mock.shutdown() } else { await client.shutdown() }
+        #expect(mock.isShutDown)
+        for round in 0..<20 {
+            let (stream, input) = AsyncStream<DeviceToken>.makeStream()
+            for index in 0..<5 { input.yield(mockToken(index)) }
+            input.finish()
+            let outcomes = Mutex(0)
+            let summary = await client.send(sampleAlert, to: stream, maxConcurrency: 2) { _, _ in outcomes.withLock { $0 += 1 } }
+            #expect(summary == APNsBatchSummary(accepted: 0, rejected: 0, failed: 0), "round \(round)")
+            #expect(outcomes.withLock { $0 } == 0, "round \(round)")
+            var left = 0
+            for await _ in stream { left += 1 }
+            #expect(left == 5, "round \(round): \(5 - left) elements were taken off the stream")
+        }
+        #expect(mock.requests.isEmpty)
+    }
+
     /// A sequence that throws `CancellationError` when its wait is cancelled (one that
     /// polls with `Task.sleep`): at a shutdown, that cancellation is the batch's own, so
     /// the call returns normally with the outcome of what was read, not the error.
@@ -653,4 +680,17 @@ struct MainActorTokens: AsyncSequence {
         let jobs = reader.executor.jobs.load(ordering: .relaxed)
         #expect(jobs < count / 4, "\(jobs) jobs on the reader's executor for \(count) notifications")
     }
+}
+
+/// A transport that hands each request to a `MockTransport` and keeps the protocol's
+/// defaults for everything else: in particular it never reports ``PushTransport/isShutDown``.
+private final class UntellingTransport: PushTransport {
+    let mock: MockTransport
+    init(_ mock: MockTransport) { self.mock = mock }
+
+    nonisolated(nonsending) func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
+        try await mock.send(request)
+    }
+
+    func shutdown() async { await mock.shutdown() }
 }

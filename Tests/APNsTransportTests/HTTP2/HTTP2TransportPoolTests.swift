@@ -423,7 +423,9 @@ struct HTTP2TransportPoolTests {
         let transport = makeTransport(server) { $0.shutdownGracePeriod = .milliseconds(100) }
         async let results = sendMany(transport, count: 5)
         while transport.statistics.requestsSent < 5 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(!transport.isShutDown)
         await transport.shutdown()
+        #expect(transport.isShutDown)
         let outcomes = try await results
         #expect(outcomes.compactMap(\.failure).count == 5)
         #expect(outcomes.compactMap(\.failure).allSatisfy { $0.code == .shutdown && $0.mayHaveReachedAPNs })
