@@ -17,8 +17,16 @@ struct HeaderBlockTap {
     private var frameStream: UInt32 = 0
     private var block: [UInt8] = []
     private var blockStream: UInt32 = 0
-    /// Completed header blocks' representations, by stream.
+    /// Completed header blocks' representations, by stream. A record is taken when its
+    /// request is made or its stream closes; a stream libnghttp2 refuses without opening
+    /// it (a client over the stream limit before it acknowledged SETTINGS) never closes,
+    /// so past ``maxKept`` records the oldest streams' are dropped (see ``keep(_:for:)``).
     private(set) var representations: [UInt32: [RecordedRequest.HeaderRepresentation]] = [:]
+    /// The most records kept: far above the streams a client can have open at once, so a
+    /// record is dropped only when its stream was refused (or its request sat unfinished
+    /// while this many newer header blocks arrived; its recorded representations are then
+    /// `nil`). About 1.4 MB at most.
+    static let maxKept = 16_384
     /// Whether header blocks are kept and walked. Off when no request is recorded: frames
     /// are still split, so the tap stays in step with the byte stream, but nothing is
     /// copied or walked.
@@ -100,8 +108,18 @@ struct HeaderBlockTap {
         }
         block.append(contentsOf: fragment)
         if frameFlags & Self.endHeaders != 0 {
-            representations[blockStream] = Self.walk(block)
+            keep(Self.walk(block), for: blockStream)
         }
+    }
+
+    /// Records `fields` for `stream`; past ``maxKept`` records, drops the oldest half
+    /// (the lowest stream IDs: a client opens streams in increasing order, RFC 9113 §5.1.1).
+    private mutating func keep(_ fields: [RecordedRequest.HeaderRepresentation], for stream: UInt32) {
+        representations[stream] = fields
+        guard representations.count > Self.maxKept else { return }
+        let newest = representations.keys.sorted().suffix(Self.maxKept / 2)
+        guard let oldestKept = newest.first else { return }
+        representations = representations.filter { $0.key >= oldestKept }
     }
 
     /// The representation of each header field in `block` (dynamic table size updates,

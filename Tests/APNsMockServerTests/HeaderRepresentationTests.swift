@@ -57,6 +57,30 @@ struct HeaderRepresentationTests {
         }
     }
 
+    /// Header blocks whose stream never closes nor becomes a request (streams libnghttp2
+    /// refuses unopened, from a client that never acknowledges SETTINGS) do not pile up:
+    /// 100,000 of them leave at most the cap, and the newest are the ones kept.
+    @Test("records of streams that never close are bounded, the newest kept")
+    func unclaimedRecordsAreBounded() {
+        var tap = HeaderBlockTap()
+        let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+        preface.withUnsafeBytes { tap.feed($0) }
+        // One HEADERS frame (END_HEADERS) per odd stream ID: RFC 7541 C.3.1's first field, indexed.
+        let streams = 100_000
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(streams * 10)
+        for index in 0..<streams {
+            let id = UInt32(2 * index + 1)
+            bytes += [0, 0, 1, 0x1, 0x4, UInt8(id >> 24), UInt8(id >> 16 & 0xFF), UInt8(id >> 8 & 0xFF), UInt8(id & 0xFF), 0x82]
+        }
+        bytes.withUnsafeBytes { tap.feed($0) }
+        #expect(tap.representations.count <= HeaderBlockTap.maxKept)
+        #expect(tap.representations.count >= HeaderBlockTap.maxKept / 2)
+        let last = Int32(2 * streams - 1)
+        #expect(tap.take(stream: last) == [.indexed])
+        #expect(tap.take(stream: 1) == nil)
+    }
+
     @Test("requests from nghttp record each representation, agreeing with nghttp2's never-indexed flag")
     func recordedFromNghttp() async throws {
         let token = makeJWT(issuedAt: Int(Date().timeIntervalSince1970))
