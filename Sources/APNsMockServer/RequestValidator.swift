@@ -52,8 +52,9 @@ struct RequestValidator: Sendable {
 
     /// Push types whose payload need not have an `aps` dictionary (MDM: `{"mdm": …}`; File
     /// Provider: `{"container-identifier": …, "domain": …}`; VoIP: PushKit hands the app the
-    /// whole dictionary, whatever its keys).
-    static let typesWithoutAPS: Set<String> = ["mdm", "fileprovider", "voip"]
+    /// whole dictionary, whatever its keys; Push to Talk: Apple's own request in "Creating a
+    /// Push to Talk app" sends `{"activeSpeaker": …}`, custom keys alone).
+    static let typesWithoutAPS: Set<String> = ["mdm", "fileprovider", "voip", "pushtotalk"]
 
     var bundleIDs: [String]
     var malformedPayloadReason: String

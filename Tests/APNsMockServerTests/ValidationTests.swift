@@ -87,6 +87,11 @@ let validationCases: [ValidationCase] = [
                    body: #"{"caller":"Jenna","call-id":"4711"}"#, status: 200),
     ValidationCase(name: "MDM payload without aps", headers: ["apns-topic: com.example.app", "apns-push-type: mdm"],
                    body: #"{"mdm":"00000000-1111-3333-4444-555555555555"}"#, status: 200),
+    // Apple's own request in "Creating a Push to Talk app" (Receive audio): custom keys, no aps.
+    ValidationCase(name: "Push to Talk payload without aps, as Apple's example sends it",
+                   headers: ["apns-topic: com.example.app.voip-ptt", "apns-push-type: pushtotalk",
+                             "apns-priority: 10", "apns-expiration: 0"],
+                   body: #"{"activeSpeaker":"The name of the active speaker"}"#, status: 200),
 ]
 
 /// Each push type with the topic suffix Apple requires for it.
