@@ -7,7 +7,7 @@ extension Payload {
     /// Shape rules by push type: `alert` needs an alert, sound or badge; `background`
     /// needs `content-available` and refuses alert (a Live Activity alert too), sound and
     /// badge; `liveactivity` needs `event` and `timestamp` (and `content-state` to start or
-    /// update); `widgets` and `controls` need `content-changed`; `fileprovider` needs
+    /// update, and an alert to start); `widgets` and `controls` need `content-changed`; `fileprovider` needs
     /// `container-identifier` and `domain`; `mdm` needs `mdm` and refuses `aps` keys.
     /// Rules of every payload include: update and end carry no `attributes-type`,
     /// `attributes`, `input-push-token` or `input-push-channel`; a Live Activity alert
@@ -91,6 +91,14 @@ extension Payload {
         case .liveactivity:
             if aps.event == nil {
                 throw .missing("aps.event", "push type liveactivity needs an event (start, update or end)")
+            }
+            // Apple's requirements for a payload that starts a Live Activity: event start,
+            // attributes-type and attributes (checked for every payload) and an alert, so
+            // the person learns that an activity started.
+            if aps.event == .start && !aps.hasAlert && aps.liveActivityAlert == nil {
+                throw .missing(
+                    "aps.alert",
+                    "starting a Live Activity needs an alert, so the person is told it started (liveActivityStart(…, alert:))")
             }
         case .widgets, .controls:
             if !aps.contentChanged {

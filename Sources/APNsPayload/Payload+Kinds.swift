@@ -40,12 +40,16 @@ extension Payload {
     /// Starts a Live Activity remotely (push-to-start, iOS 17.2).
     /// Send it with push type ``PushType/liveactivity``.
     ///
+    /// Apple requires an alert in a payload that starts a Live Activity: encoding for
+    /// ``PushType/liveactivity`` refuses a start without `alert` (``PayloadError/Code/missingKey``
+    /// at `aps.alert`).
+    ///
     /// - Parameters:
     ///   - timestamp: when the content was produced, UNIX seconds.
     ///   - attributesType: the name of the app's `ActivityAttributes` type.
     ///   - attributes: its static attributes.
     ///   - contentState: its initial `ContentState`.
-    ///   - alert: the alert that announces the activity.
+    ///   - alert: the alert that announces the activity; required to send the start.
     ///   - staleDate: when the content becomes outdated, UNIX seconds.
     ///   - inputPushToken: whether the activity should report an update push token.
     ///   - inputPushChannel: a broadcast channel the activity subscribes to.

@@ -146,6 +146,10 @@ struct NotificationOptions: ParsableArguments {
             if attributesType == nil || attributes == nil || contentState == nil {
                 throw ValidationError("--event start needs --attributes-type, --attributes and --content-state")
             }
+            // Apple requires an alert in the payload that starts a Live Activity.
+            if !hasAlertFlags {
+                throw ValidationError("--event start needs an alert: add --title or --body (Apple requires one to start a Live Activity)")
+            }
         case "update":
             if contentState == nil { throw ValidationError("--event update needs --content-state") }
         default:

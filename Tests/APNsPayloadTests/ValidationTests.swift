@@ -62,6 +62,11 @@ import Testing
         Case(name: "start without attributes", payload: Payload(aps: APS(
                 timestamp: 1, event: .start, contentState: liveState, attributesType: "Match")),
              kind: .missingKey, keyPath: "aps.attributes"),
+        // Apple ("Starting and updating Live Activities with ActivityKit push notifications"):
+        // the payload that starts a Live Activity must include an alert.
+        Case(name: "liveactivity start without alert", payload: Payload.liveActivityStart(
+                timestamp: 1, attributesType: "Match", attributes: ["a": 1], contentState: liveState),
+             pushType: .liveactivity, kind: .missingKey, keyPath: "aps.alert"),
         Case(name: "event without timestamp", payload: Payload(aps: APS(event: .end)),
              kind: .missingKey, keyPath: "aps.timestamp"),
         Case(name: "update without content-state", payload: Payload(aps: APS(timestamp: 1, event: .update)),

@@ -157,6 +157,13 @@ struct SendCommandTests {
                 ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--event", "start", "--content-state", "{}", Fixtures.goodToken])
             #expect(start.status != 0)
             #expect("\(start)".contains("--event start needs --attributes-type, --attributes and --content-state"), "\(start)")
+
+            // Apple requires an alert to start a Live Activity: without --title or --body, refused.
+            let silentStart = try await CLI.run(
+                ["send", "--no-auth"] + target + ["--topic", Fixtures.topic, "--event", "start", "--content-state", "{}",
+                 "--attributes-type", "Match", "--attributes", "{}", Fixtures.goodToken])
+            #expect(silentStart.status != 0)
+            #expect("\(silentStart)".contains("--event start needs an alert"), "\(silentStart)")
         }
     }
 

@@ -34,7 +34,8 @@ import Testing
 
     @Test func liveActivityPayloadsMakeLiveActivityNotifications() throws {
         let payloads: [Payload] = [
-            .liveActivityStart(timestamp: 1_700_000_000, attributesType: "Match", attributes: ["home": "A"], contentState: ["score": "0-0"]),
+            .liveActivityStart(timestamp: 1_700_000_000, attributesType: "Match", attributes: ["home": "A"], contentState: ["score": "0-0"],
+                               alert: LiveActivityAlert(title: "Kick-off")),
             .liveActivityUpdate(timestamp: 1_700_000_100, contentState: ["score": "1-0"]),
             .liveActivityEnd(timestamp: 1_700_000_200),
         ]
