@@ -32,7 +32,8 @@ public struct APNsRequestError: Error, Sendable, Hashable, CustomStringConvertib
         public static let invalidDeviceToken = Code(.invalidDeviceToken)
         /// An empty topic, or a push type (`mdm`) that needs an explicit topic.
         public static let invalidTopic = Code(.invalidTopic)
-        /// A priority the push type does not allow (a `background` push with priority 10).
+        /// A priority the push type does not allow (a `background` push with priority 10 or 1,
+        /// a `liveactivity` push with priority 1).
         public static let invalidPriority = Code(.invalidPriority)
         /// An expiration date before 1970.
         public static let invalidExpiration = Code(.invalidExpiration)

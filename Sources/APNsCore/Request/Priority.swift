@@ -2,7 +2,8 @@
 ///
 /// When a notification gives no priority, the client sends ``immediate`` (10), except for
 /// the `background` push type, which Apple requires to use ``powerConsiderate`` (5); a
-/// `background` push with priority 10 is refused before it is sent.
+/// `background` push with priority 10 is refused before it is sent, as is a `liveactivity`
+/// push with priority 1 (Apple asks for 5 or 10 there).
 ///
 /// See [Sending notification requests to APNs](https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
 public enum Priority: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {

@@ -205,6 +205,15 @@ public struct PushNotification: Sendable {
                 "a background push must use priority 5 (powerConsiderate), not \(priorityValue.rawValue)"
             )
         }
+        // Apple ("Starting and updating Live Activities with ActivityKit push notifications"):
+        // set apns-priority to 5 or 10; 5 does not count against the activity's budget.
+        if pushType == .liveactivity && priorityValue == .low {
+            throw APNsRequestError(
+                .invalidPriority,
+                header: "apns-priority",
+                "a liveactivity push must use priority 10 (immediate) or 5 (powerConsiderate, outside the update budget), not 1"
+            )
+        }
         let expirationValue = try expiration.headerValue()
         if let collapseID {
             let bytes = collapseID.utf8.count

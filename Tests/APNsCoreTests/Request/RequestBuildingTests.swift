@@ -209,6 +209,22 @@ import Testing
         }
         let alert = PushNotification(body: raw, topic: "com.example.app", priority: .low)
         #expect(try alert.request(to: token, environment: .sandbox).header("apns-priority") == "1")
+        // Apple's "Starting and updating Live Activities with ActivityKit push notifications":
+        // apns-priority 5 or 10 for a liveactivity push.
+        let update = Payload.liveActivityUpdate(timestamp: 1_700_000_000, contentState: ["score": 1])
+        for (priority, allowed) in [(Priority.immediate, true), (.powerConsiderate, true), (.low, false)] {
+            let liveActivity = PushNotification(payload: update, topic: "com.example.app", priority: priority)
+            do {
+                let request = try liveActivity.request(to: token, environment: .sandbox)
+                #expect(allowed, "liveactivity push with priority \(priority) accepted")
+                #expect(request.header("apns-priority") == priority.description)
+            } catch {
+                #expect(!allowed, "liveactivity push with priority \(priority) refused: \(error)")
+                #expect(error.code == .invalidPriority)
+                #expect(error.header == "apns-priority")
+                #expect(error.description.contains("not 1"))
+            }
+        }
         #expect(Priority.allCases.map(\.rawValue).sorted() == [1, 5, 10])
     }
 
