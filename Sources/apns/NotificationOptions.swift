@@ -39,6 +39,8 @@ struct NotificationOptions: ParsableArguments {
 
     @Flag(name: .customLong("content-available"), help: "Wake the app in the background (alone: a background push).")
     var contentAvailable = false
+    @Flag(name: .customLong("content-changed"), help: "Reload a widget's timeline or a control's state: content-changed: true (alone: a widgets push; add --push-type controls for a control).")
+    var contentChanged = false
 
     @Option(name: .customLong("loc-key"), help: ArgumentHelp("The alert body's key in the app's Localizable.strings (loc-key).", valueName: "key"))
     var locKey: String?
@@ -94,7 +96,7 @@ struct NotificationOptions: ParsableArguments {
 
     private var hasPayloadFlags: Bool {
         hasAlertFlags || badge != nil || sound != nil || category != nil
-            || threadID != nil || mutableContent || contentAvailable || !custom.isEmpty || event != nil
+            || threadID != nil || mutableContent || contentAvailable || contentChanged || !custom.isEmpty || event != nil
     }
 
     /// Checks the values together; called from `run()` so that a misspelled flag is
@@ -107,7 +109,7 @@ struct NotificationOptions: ParsableArguments {
         if !locArgs.isEmpty && locKey == nil { throw ValidationError("--loc-args needs --loc-key") }
         if !titleLocArgs.isEmpty && titleLocKey == nil { throw ValidationError("--title-loc-args needs --title-loc-key") }
         if payloadFile == nil && !hasPayloadFlags {
-            throw ValidationError("nothing to send: give --title/--body, --content-available, --custom, or --payload-file")
+            throw ValidationError("nothing to send: give --title/--body, --content-available, --content-changed, --custom, or --payload-file")
         }
         if let priority, Priority(rawValue: priority) == nil {
             throw ValidationError("--priority \(priority) is not 10, 5 or 1")
@@ -178,12 +180,14 @@ struct NotificationOptions: ParsableArguments {
     /// Whether the payload comes from standard input.
     var readsPayloadFromStandardInput: Bool { payloadFile == "-" }
 
-    /// The push type: the flag, else background for `--content-available` without an alert, else alert.
+    /// The push type: the flag, else background for `--content-available` without an alert,
+    /// widgets for `--content-changed` without an alert, else alert.
     var resolvedPushType: PushType {
         if let pushType { return PushType(rawValue: pushType) }
         if event != nil { return .liveactivity }
         let hasAlert = hasAlertFlags
         if contentAvailable && !hasAlert && badge == nil && sound == nil { return .background }
+        if contentChanged && !hasAlert && badge == nil && sound == nil { return .widgets }
         return .alert
     }
 
@@ -303,6 +307,7 @@ struct NotificationOptions: ParsableArguments {
         aps.threadID = threadID
         aps.mutableContent = mutableContent
         aps.contentAvailable = contentAvailable
+        aps.contentChanged = contentChanged
         var payload = Payload(aps: aps)
         for entry in custom {
             do {

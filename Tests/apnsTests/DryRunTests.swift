@@ -24,6 +24,11 @@ struct DryRunTests {
         // A topic that already ends in a suffix is used as given, never stacked.
         Case(flags: ["--push-type", "pushtotalk", "--topic", "com.example.app.voip-ptt", "--custom", "id=1"],
              topic: "com.example.app.voip-ptt", pushType: "pushtotalk", priority: "10"),
+        // Apple's "Updating widgets with WidgetKit push notifications": push type widgets,
+        // topic <bundle ID>.push-type.widgets, aps.content-changed true; controls likewise.
+        Case(flags: ["--content-changed"], topic: "com.example.app.push-type.widgets", pushType: "widgets", priority: "10"),
+        Case(flags: ["--content-changed", "--push-type", "controls"], topic: "com.example.app.push-type.controls",
+             pushType: "controls", priority: "10"),
         Case(flags: ["--push-type", "liveactivity", "--topic", "com.example.app.push-type.liveactivity", "--event", "end",
                      "--content-state", "{}"],
              topic: "com.example.app.push-type.liveactivity", pushType: "liveactivity", priority: "10"),
@@ -169,6 +174,9 @@ struct DryRunTests {
         #expect(value("authorization") == nil)
         let payload = try #require(object["payload"] as? [String: Any])
         #expect(payload["aps"] is [String: Any], "APNs asks for an aps dictionary in every payload")
+        if testCase.flags.contains("--content-changed") {
+            #expect((payload["aps"] as? [String: Any])?["content-changed"] as? Bool == true, "\(payload)")
+        }
     }
 
     @Test("custom keys alone get one empty aps dictionary, written once (a JSON object's names should be unique, RFC 8259 4)",
