@@ -7,8 +7,9 @@ extension Payload {
     /// Shape rules by push type: `alert` needs an alert, sound or badge; `background`
     /// needs `content-available` and refuses alert (a Live Activity alert too), sound and
     /// badge; `liveactivity` needs `event` and `timestamp` (and `content-state` to start or
-    /// update, and an alert to start); `widgets` and `controls` need `content-changed`; `fileprovider` needs
-    /// `container-identifier` and `domain`; `mdm` needs `mdm` and refuses `aps` keys.
+    /// update, and an alert to start); `widgets` and `controls` need `content-changed`;
+    /// `fileprovider` needs `container-identifier` and `domain`; `mdm` needs `mdm` and
+    /// refuses `aps` keys.
     /// Rules of every payload include: update and end carry no `attributes-type`,
     /// `attributes`, `input-push-token` or `input-push-channel`; a Live Activity alert
     /// needs an `event`; no `additionalKeys` holds a key its type models.
