@@ -33,11 +33,7 @@ public enum PeerProgram {
     public static func command(in directory: String) async throws -> [String] {
         let task = builds.withLock { builds in
             if let known = builds[directory] { return known }
-            let made = Task<[String], any Error> {
-                try await withCheckedThrowingContinuation { continuation in
-                    Thread.detachNewThread { continuation.resume(with: Result { try build(directory) }) }
-                }
-            }
+            let made = Task<[String], any Error> { try await offThePool { try build(directory) } }
             builds[directory] = made
             return made
         }

@@ -181,7 +181,7 @@ struct HPACKCorpusTests {
         """#
 
     @Test("every block decodes back with Python's hpack", arguments: settings)
-    func pythonDecodesEveryStory(setting: Setting) throws {
+    func pythonDecodesEveryStory(setting: Setting) async throws {
         let python = "/usr/bin/python3"
         guard FileManager.default.isExecutableFile(atPath: python) else {
             Issue.record("python3 is missing at \(python): scripts/bootstrap.sh --test installs it with python3-h2 (and hpack)")
@@ -206,16 +206,19 @@ struct HPACKCorpusTests {
         try JSONSerialization.data(withJSONObject: runs).write(to: input)
         try Self.pythonDecoder.write(to: script, atomically: true, encoding: .utf8)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script.path, input.path]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let printed = output.fileHandleForReading.readDataToEndOfFile()
-        let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let status = exitStatus(of: process, seconds: 120)
+        // Python decodes for seconds: wait for it off the cooperative pool (see offThePool).
+        let (printed, complaint, status) = try await offThePool { [script, input] () throws -> (Data, String, Int32) in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: python)
+            process.arguments = [script.path, input.path]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            let printed = output.fileHandleForReading.readDataToEndOfFile()
+            let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return (printed, complaint, exitStatus(of: process, seconds: 120))
+        }
         try #require(status == 0, "python3 failed (is python3-hpack installed? scripts/bootstrap.sh --test): \(complaint)")
         let summary = try #require(try JSONSerialization.jsonObject(with: printed) as? [String: Any])
         #expect(summary["count"] as? Int == 0, "\(summary["count"] ?? "?") mismatches: \(summary["mismatches"] ?? "")")
