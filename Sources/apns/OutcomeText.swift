@@ -210,4 +210,34 @@ enum OutcomeText {
         }
         return String(decoding: data, as: UTF8.self)
     }
+
+    /// ``jsonLine(_:)`` with members whose values are JSON texts written as they are, in
+    /// their place among the sorted keys: a payload as the SDK wrote it. Read back and
+    /// written again by JSONSerialization, `1.0` came out as `1`, `-0.0` as `0` and a
+    /// string's leading U+FEFF was dropped. A text that is not one line of valid JSON (the
+    /// SDK's strict parser decides) is left out, as JSONSerialization left it out before.
+    static func jsonLine(_ object: [String: Any], verbatim: [String: [UInt8]]) -> String {
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed]
+        var members: [(key: String, text: [UInt8])] = []
+        for (key, value) in object {
+            guard let data = try? JSONSerialization.data(withJSONObject: value, options: options) else { return "{}" }
+            members.append((key, Array(data)))
+        }
+        for (key, text) in verbatim where !text.contains(0x0A) && !text.contains(0x0D) {
+            guard (try? JSONValue(jsonBytes: text)) != nil else { continue }
+            members.append((key, text))
+        }
+        // The order JSONSerialization's .sortedKeys gives: by the keys' UTF-8 bytes.
+        members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        var line: [UInt8] = [UInt8(ascii: "{")]
+        for (index, member) in members.enumerated() {
+            if index > 0 { line.append(UInt8(ascii: ",")) }
+            guard let key = try? JSONSerialization.data(withJSONObject: member.key, options: options) else { return "{}" }
+            line += Array(key)
+            line.append(UInt8(ascii: ":"))
+            line += member.text
+        }
+        line.append(UInt8(ascii: "}"))
+        return String(decoding: line, as: UTF8.self)
+    }
 }

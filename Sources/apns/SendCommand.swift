@@ -147,12 +147,11 @@ struct SendCommand: AsyncParsableCommand {
                     "token": text, "method": request.method.rawValue, "url": url,
                     "headers": request.headers.map { [$0.name, $0.value] },
                 ]
-                object["payload"] = try? JSONSerialization.jsonObject(with: Data(request.body))
-                // `payload` is the body read back (its keys may be reordered and its numbers
-                // rewritten when this line is written); `body` is the bytes sent, as text.
+                // `payload` is the body itself, as JSON in the line (its key order, numbers and
+                // strings exactly as sent); `body` is the same bytes as text.
                 object["body"] = body
                 object["bytes"] = request.body.count
-                print(OutcomeText.jsonLine(object))
+                print(OutcomeText.jsonLine(object, verbatim: ["payload": request.body]))
             } else {
                 print("\(request.method) \(url)")
                 for header in request.headers { print("\(header.name): \(header.value)") }

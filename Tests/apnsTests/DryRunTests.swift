@@ -129,6 +129,30 @@ struct DryRunTests {
         #expect((object["payload"] as? [String: Any])?["zeta"] as? String == "a/b", "\(json)")
     }
 
+    @Test("--json's payload is the body as sent: 1.0 stays a fraction, -0.0 keeps its sign, true stays true, a leading U+FEFF stays")
+    func jsonPayloadIsTheBodyVerbatim() async throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("payload.json")
+        // Read back and written again by JSONSerialization, the payload member said 1, 0
+        // (an integer, sign lost) and "x" for these: not what the body sends.
+        // Compact and in the SDK's key order already: the body sent is these bytes.
+        let sent = #"{"aps":{"alert":"Hi","content-available":true},"ratio":1.0,"neg":-0.0,"on":true,"one":1,"bom":"\#u{FEFF}x","big":1e+21}"#
+        try Data(sent.utf8).write(to: file)
+        let json = try await CLI.run(["send", "--no-auth", "--dry-run", "--json", "--topic", Fixtures.topic, "--payload-file", file.path, Fixtures.goodToken])
+        #expect(json.status == 0, "\(json)")
+        let line = try #require(json.lines.first)
+        // Compared as bytes: JSONSerialization on Linux drops a U+FEFF when it reads a string.
+        #expect(line.contains(#""bytes":\#(sent.utf8.count),"#), "\(line)")
+        #expect(line.contains(#""payload":"# + sent + ","), "\(line)")
+        let object = try CLI.jsonObject(line)
+        // Still one JSON object whose keys are sorted, with payload in its place.
+        let keys = ["body", "bytes", "headers", "method", "payload", "token", "url"]
+        let offsets = keys.map { line.range(of: "\"\($0)\":")?.lowerBound }
+        #expect(offsets.allSatisfy { $0 != nil } && offsets.map { $0! } == offsets.map { $0! }.sorted(), "\(line)")
+        #expect(object["payload"] is [String: Any], "\(line)")
+    }
+
     @Test("a byte order mark at the start of --tokens-file is not part of the first token")
     func tokensFileWithByteOrderMark() async throws {
         let directory = try CLI.temporaryDirectory()
