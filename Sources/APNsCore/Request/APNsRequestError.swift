@@ -66,7 +66,9 @@ public struct APNsRequestError: Error, Sendable, Hashable, CustomStringConvertib
     public let description: String
     /// For ``Code/invalidPayload`` when the payload could not be encoded: the payload's own
     /// error, to read its key path (`aps.sound.volume`), the size, the limit and the push
-    /// type from (see <doc:BuildingPayloads>); `nil` otherwise.
+    /// type from (see <doc:BuildingPayloads>); for a raw body over its limit, an error of
+    /// kind ``APNsPayload/PayloadError/Code/payloadTooLarge`` with the size, the limit and the push
+    /// type, as for a payload; `nil` otherwise.
     ///
     /// ```swift
     /// if case .invalid(let problem) = error, let payload = problem.payloadError, payload.code == .payloadTooLarge {

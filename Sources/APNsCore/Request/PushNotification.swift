@@ -310,7 +310,14 @@ extension PushNotification.Body {
                 throw APNsRequestError(.invalidPayload, "payload is empty")
             }
             if raw.count > limit.bytes {
-                throw APNsRequestError(.invalidPayload, "payload is \(raw.count) bytes; \(what) allows at most \(limit.bytes)")
+                // The payload error too, as an encoded payload's: the size, the limit and
+                // the push type are read from it (`payloadError?.code == .payloadTooLarge`).
+                let sizeError = PayloadError(
+                    code: .payloadTooLarge, keyPath: "",
+                    rule: "the payload is \(raw.count) bytes, over the \(limit.bytes)-byte limit for push type \(pushType)",
+                    size: raw.count, limit: limit.bytes, pushType: pushType)
+                throw APNsRequestError(
+                    .invalidPayload, payloadError: sizeError, "payload is \(raw.count) bytes; \(what) allows at most \(limit.bytes)")
             }
             return raw
         }

@@ -85,6 +85,28 @@ import Testing
         }
     }
 
+    /// A raw body over its limit carries the payload error a payload over it does: the
+    /// documented `payloadError?.code == .payloadTooLarge` check, with the size and limit,
+    /// works for both (it found `payloadError` nil for a raw body).
+    @Test(arguments: [(PushType.alert, 4_096), (.voip, 5_120), (.background, 4_096)])
+    func aRawBodyOverItsLimitCarriesTheSizeAndTheLimit(pushType: PushType, limit: Int) {
+        for size in [limit, limit + 1] {
+            // 17 bytes of JSON around the padding.
+            let body = PushNotification.Body.raw(Array("{\"aps\":{},\"p\":\"".utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: size - 17) + Array("\"}".utf8))
+            let notification = PushNotification(body: body, pushType: pushType, topic: "com.example.app")
+            do throws(APNsRequestError) {
+                try notification.validate()
+                #expect(size == limit, "a \(size)-byte \(pushType) body passed")
+            } catch {
+                #expect(size == limit + 1, "\(error)")
+                #expect(error.code == .invalidPayload)
+                let payloadError = error.payloadError
+                #expect(payloadError?.code == .payloadTooLarge, "\(error)")
+                #expect(payloadError?.size == size && payloadError?.limit == limit && payloadError?.pushType == pushType, "\(error)")
+            }
+        }
+    }
+
     @Test func validateRaisesWhatASendWould() async throws {
         var tooLarge = PushNotification(payload: .alert(body: String(repeating: "x", count: 5_000)), topic: "com.example.app")
         #expect(throws: APNsRequestError.self) { try tooLarge.validate() }
