@@ -22,8 +22,8 @@ extension Payload {
     /// - `null` for `title-loc-key`, `title-loc-args` or `action-loc-key` (which Apple
     ///   allows) reads as absent and is not written.
     /// - A sound dictionary without `name` reads as name `default` and is written with
-    ///   `"name":"default"`; its `critical` reads as a flag and is written as `1` when set
-    ///   and left out when `0` or `false`.
+    ///   `"name":"default"`. (Its `critical` reads as a flag and, like the `aps` flags, is
+    ///   written back as read, `1`, `0`, `true` or `false`, while it agrees with the sound.)
     ///
     /// - Throws: ``PayloadError/Code/invalidJSON`` with the byte offset for bad JSON or a
     ///   top level that is not an object; ``PayloadError/Code/typeMismatch`` with the key
@@ -118,6 +118,13 @@ private enum Read {
         }
     }
 
+    /// A sound dictionary's `critical` when it is not the `1` the SDK writes (`true`,
+    /// `false`, `0`, …), to be written back as read; `nil` otherwise.
+    static func criticalSpelling(of value: JSONValue) -> JSONValue? {
+        guard case .object(let object) = value, let critical = object["critical"], critical != 1 else { return nil }
+        return critical
+    }
+
     static func localizableText(_ value: JSONValue, _ path: @autoclosure () -> String) throws(PayloadError) -> LocalizableText {
         switch value {
         case .string(let text):
@@ -182,7 +189,9 @@ extension APS {
                     alert = try Alert(decoding: try Read.object(value, path()))
                 }
             case "badge": badge = try Read.int(value, path())
-            case "sound": sound = try Read.sound(value, path())
+            case "sound":
+                sound = try Read.sound(value, path())
+                soundCriticalSpelling = Read.criticalSpelling(of: value)
             case "thread-id": threadID = try Read.string(value, path())
             case "category": category = try Read.string(value, path())
             case "content-available": contentAvailable = try readFlag(key, value)
@@ -242,7 +251,9 @@ extension LiveActivityAlert {
             switch key {
             case "title": title = try Read.localizableText(value, path())
             case "body": body = try Read.localizableText(value, path())
-            case "sound": sound = try Read.sound(value, path())
+            case "sound":
+                sound = try Read.sound(value, path())
+                soundCriticalSpelling = Read.criticalSpelling(of: value)
             default: additionalKeys.appendUnchecked(key, value)
             }
         }

@@ -237,7 +237,7 @@ extension APS {
         }
         if case .some = sound {
             writer.key("sound")
-            try sound?.write(into: &writer, at: "aps.sound")
+            try sound?.write(into: &writer, at: "aps.sound", criticalSpelling: soundCriticalSpelling)
         }
         if let threadID {
             writer.key("thread-id")
@@ -438,7 +438,7 @@ extension LiveActivityAlert {
         }
         if let sound {
             writer.key("sound")
-            try sound.write(into: &writer, at: "aps.alert.sound")
+            try sound.write(into: &writer, at: "aps.alert.sound", criticalSpelling: soundCriticalSpelling)
         }
         try writer.members(additionalKeys, under: "aps.alert")
         writer.endObject()
@@ -485,13 +485,19 @@ extension Sound {
         }
     }
 
-    func write(into writer: inout JSONWriter, at path: String) throws(PayloadError) {
+    /// Writes the sound; a dictionary's `critical` is `criticalSpelling` (what decoding
+    /// read: `true`, `false`, `0`) while that agrees with `isCritical`, else `1` when set
+    /// and nothing when not.
+    func write(into writer: inout JSONWriter, at path: String, criticalSpelling: JSONValue? = nil) throws(PayloadError) {
         switch self {
         case .named(let name):
             writer.string(name)
         case .dictionary(let name, let isCritical, let volume, let additionalKeys):
             writer.beginObject()
-            if isCritical {
+            if let criticalSpelling, criticalSpelling.flagReading == isCritical {
+                writer.key("critical")
+                writer.flag(criticalSpelling)
+            } else if isCritical {
                 writer.key("critical")
                 writer.integer(1)
             }

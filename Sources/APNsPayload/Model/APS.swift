@@ -70,6 +70,12 @@ public struct APS: Sendable, Hashable {
     /// the other value makes the SDK write its canonical form (or nothing) again.
     var flagSpellings: JSONObject = JSONObject()
 
+    /// The value decoding read for the sound dictionary's `critical` when it differs from
+    /// the `1` the SDK writes (`true`, `false`, `0`): written back instead while the sound
+    /// is a dictionary whose ``Sound/dictionary(name:isCritical:volume:additionalKeys:)``
+    /// flag agrees with it, as ``flagSpellings`` are for the `aps` flags.
+    var soundCriticalSpelling: JSONValue?
+
     /// An `aps` dictionary; every key is optional.
     public init(
         alert: Alert? = nil,

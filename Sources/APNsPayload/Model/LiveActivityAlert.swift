@@ -13,6 +13,9 @@ public struct LiveActivityAlert: Sendable, Hashable {
     /// Keys this SDK does not model, kept when decoding; written after the modelled keys.
     /// `title`, `body` or `sound` here is an error.
     public var additionalKeys: JSONObject
+    /// The spelling decoding read for the sound dictionary's `critical`; see
+    /// `APS.soundCriticalSpelling`.
+    var soundCriticalSpelling: JSONValue?
 
     /// A Live Activity alert.
     public init(
