@@ -133,8 +133,11 @@ struct BroadcastCommand: AsyncParsableCommand {
                 }
                 bytes = Array(data)
             }
+            // A byte order mark, as some editors write at the start of a UTF-8 file: skipped,
+            // as `send --payload-file` skips it (RFC 8259, section 8.1).
+            let json = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
             do {
-                return try Payload(jsonBytes: bytes)
+                return try Payload(jsonBytes: json)
             } catch {
                 throw CLIError("the payload file is not a valid payload: \(OutcomeText.inToolTerms("\(error)"))")
             }

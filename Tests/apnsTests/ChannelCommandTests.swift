@@ -95,6 +95,25 @@ struct ChannelCommandTests {
         }
     }
 
+    @Test("broadcast --payload-file skips a byte order mark, as send does; the body sent keeps true, 1 and 1.0 as written")
+    func broadcastPayloadFileWithByteOrderMark() async throws {
+        try await Self.withChannelServer { server, flags in
+            let created = try await CLI.run(["channel", "create"] + flags)
+            #expect(created.status == 0, "\(created)")
+            let channel = try #require(server.channels(bundleID: Fixtures.topic).first?.id)
+            let directory = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let file = directory.appendingPathComponent("payload.json")
+            // Compact and in the SDK's key order: the body sent is these bytes.
+            let payload = #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"live":true,"score":1,"ratio":1.0}},"flag":true}"#
+            try Data([0xEF, 0xBB, 0xBF] + Array(payload.utf8)).write(to: file)
+            let sent = try await CLI.run(["broadcast", "--channel", channel, "--payload-file", file.path] + flags)
+            #expect(sent.status == 0, "\(sent)")
+            let broadcast = server.recordedRequests.last { $0.value(of: ":path") == "/4/broadcasts/apps/\(Fixtures.topic)" }
+            #expect(broadcast.map { String(decoding: $0.body, as: UTF8.self) } == payload, "\(sent)")
+        }
+    }
+
     @Test("text output ends each result with the apns-request-id (and a broadcast's apns-unique-id); --request-id chooses it")
     func requestIDInText() async throws {
         try await Self.withChannelServer { server, common in
