@@ -17,6 +17,12 @@ enum FoundationJSON {
         s.unicodeScalars.contains("\u{FEFF}") ? String(String.UnicodeScalarView(s.unicodeScalars.filter { $0 != "\u{FEFF}" })) : s
     }
 
+    /// Whether Foundation read a JSON `true` or `false` (an NSNumber of type `c`), not a number.
+    static func isBoolean(_ value: Any) -> Bool {
+        guard let number = value as? NSNumber else { return false }
+        return String(cString: number.objCType) == "c"
+    }
+
     /// Whether Foundation's parse of a text equals our value. Object order is not
     /// compared (Foundation returns a dictionary); numbers compare by value.
     static func matches(_ ours: JSONValue, _ theirs: Any) -> Bool {
@@ -24,13 +30,16 @@ enum FoundationJSON {
         case .null:
             return theirs is NSNull
         case .bool(let b):
-            // Foundation on Linux gives an NSNumber for true and false.
+            // Foundation gives an NSNumber for true and false, one that says it is a
+            // Boolean: `as? Bool` alone also takes the number 1 for true, so a writer that
+            // turned true into 1 would pass.
+            guard isBoolean(theirs) else { return false }
             return (theirs as? Bool) == b
         case .integer(let i):
-            guard let n = theirs as? NSNumber else { return false }
+            guard let n = theirs as? NSNumber, !isBoolean(n) else { return false }
             return n.int64Value == i || n.doubleValue == Double(i) || n.stringValue == String(i)
         case .double(let d):
-            guard let n = theirs as? NSNumber else { return false }
+            guard let n = theirs as? NSNumber, !isBoolean(n) else { return false }
             // Foundation keeps some numbers as NSDecimalNumber, whose doubleValue is not
             // correctly rounded (1.4169065279290933e+35 comes back ...35e+35); its
             // decimal digits are exact, so they are compared too.
