@@ -281,6 +281,11 @@ struct HTTP2PoolStateMachine<Request: PoolRequest> {
         if shuttingDown { return .exit }
         if queue.isEmpty {
             slots[id].isIdle = true
+            // The pool withdraws from the transport's budget here (nothing waits), so it no
+            // longer waits for a place either: the next demand asks the budget again.
+            // Left blocked, a pool whose other connection the budget had refused would
+            // open nothing for later requests, and no place would ever be offered to it.
+            budgetBlocked = false
             return .idle
         }
         slots[id].isIdle = false

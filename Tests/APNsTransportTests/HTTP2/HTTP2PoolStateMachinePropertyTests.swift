@@ -296,6 +296,10 @@ private struct PoolSimulation {
             if pool.queuedCount != 0 { fail("slot \(index) told idle with \(pool.queuedCount) queued") }
             if shutDown { fail("slot \(index) told idle after shutdown (should exit)") }
             connections[index].phase = .idle
+            // The pool withdraws from the transport's budget here (nothing waits), so no
+            // place will be offered to it: it must no longer count itself blocked, or
+            // later requests would wait for an offer that never comes.
+            budgetBlocked = false
         case .wait(let nanoseconds):
             if nanoseconds == 0 { fail("wait(0)") }
             connections[index].phase = .asking(notBefore: now + min(nanoseconds, 10 * Self.ms))

@@ -385,6 +385,41 @@ struct HTTP2PoolBudgetTests {
         #expect(!pool.budgetBlocked)
     }
 
+    /// Soak finding (2026-11-28): a tenant's pool held requests for minutes with no
+    /// connection while the budget had room. Its second connection had been refused a
+    /// place; its queue then emptied (a batch cancelled) and its first connection, going
+    /// idle, withdrew the pool from the budget, but the pool still counted itself blocked:
+    /// later requests opened nothing and waited for an offer that never came.
+    @Test func aConnectionGoingIdleForNoDemandUnblocksThePoolItWithdrewFromTheBudget() {
+        var pool = machine(connections: 2)
+        _ = pool.enqueue(FakeRequest("a"), now: 0)
+        #expect(pool.connectPermission(for: 0, now: 0, jitter: 0) == .connect)
+        _ = pool.connectSucceeded(0, freeStreams: 1)
+        var taken: [FakeRequest] = []
+        pool.take(for: 0, max: 1, into: &taken)
+        // More than connection 0 can take: a second connection, which the budget refuses.
+        guard case .queued(let more) = pool.enqueue(FakeRequest("b"), now: 0) else {
+            Issue.record("not queued")
+            return
+        }
+        #expect(more.start == 1)
+        #expect(pool.connectPermission(for: 1, now: 0, jitter: 0) == .connect)
+        pool.budgetRefused(1)
+        #expect(pool.budgetBlocked)
+        // The queue empties (connection 0 takes what waits), then connection 0 closes and
+        // finds nothing to do: it goes idle, and the pool withdraws from the budget.
+        pool.take(for: 0, max: 1, into: &taken)
+        _ = pool.connectionUnavailable(0, closed: true)
+        #expect(pool.connectPermission(for: 0, now: 1, jitter: 0) == .idle)
+        #expect(!pool.budgetBlocked)
+        // New work wakes a connection, which asks the budget again.
+        guard case .queued(let later) = pool.enqueue(FakeRequest("c"), now: 2) else {
+            Issue.record("not queued")
+            return
+        }
+        #expect(later.wakeIdle != nil || later.start != nil)
+    }
+
     @Test func roomIsDeclinedWhenNothingWaits() {
         var pool = machine()
         _ = pool.enqueue(FakeRequest("a"), now: 0)
