@@ -1,5 +1,11 @@
 import APNsCore
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// One connection's provider token as APNs counts its updates: a pure value, the clock
 /// (``MonotonicTime`` nanoseconds) an input.
 ///
@@ -32,10 +38,17 @@ import APNsCore
 /// A connection slot retires for this at most once per 20 minutes: a token source that
 /// signs far more often than APNs allows (one per request, say) would otherwise turn
 /// every request into a new connection, and APNs takes rapid reconnects for abuse. Past
-/// that, the new token is sent, and APNs' 429 says what is wrong.
+/// that, a request whose newer token is of the connection's key carries the connection's
+/// token while that one is under 55 minutes old (a tenant's client made again with a new
+/// cache twice within 20 minutes had every request refused 429 otherwise); any other new
+/// token is sent, and APNs' 429 says what is wrong.
 struct ConnectionTokenUpdates: Sendable, Equatable {
     /// The least time between two tokens on one connection: APNs' 20 minutes and a second.
     static let minimumInterval: UInt64 = (20 * 60 + 1) * 1_000_000_000
+    /// How old the connection's token may be, in seconds, to carry a request whose newer
+    /// token of the same key could not go on the connection: 55 minutes, five short of
+    /// the hour after which APNs calls a token expired.
+    static let carryLimit: Double = 55 * 60
 
     /// What to do with a request.
     enum Verdict: Equatable {
@@ -64,7 +77,12 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
     /// Whether a request carrying `token` may go on this connection at `now` (and, if it
     /// is a new token, notes it as the connection's). `replaceable`: whether the request
     /// may carry the connection's token instead of its own (asked only for an older token).
-    mutating func admit(_ token: ProviderToken?, now: UInt64, replaceable: @autoclosure () -> Bool = false) -> Verdict {
+    mutating func admit(
+        _ token: ProviderToken?,
+        now: UInt64,
+        replaceable: @autoclosure () -> Bool = false,
+        wallClock: () -> Date = Date.init
+    ) -> Verdict {
         guard let token else { return .send }
         // Nearly every request: the same token (one reference comparison).
         if let current, current == token { return .send }
@@ -81,8 +99,19 @@ struct ConnectionTokenUpdates: Sendable, Equatable {
                 lastRetirement = now
                 return .retire
             }
-            // Retired for this less than 20 minutes ago: the tokens come too fast for any
-            // connection; send, and let APNs' answer say so.
+            // Retired for this less than 20 minutes ago. A newer token of the connection's
+            // own key (a tenant's client made again with a new cache, say) while the
+            // connection's token still has minutes to live: the connection's serves as well,
+            // where sending the new one would be an update APNs refuses (429
+            // TooManyProviderTokenUpdates, for every request carrying it until 20 minutes
+            // have passed).
+            if let current, token.keyID == current.keyID, token.teamID == current.teamID,
+                wallClock().timeIntervalSince(current.issuedAt) < Self.carryLimit, replaceable()
+            {
+                return .sendCarrying(current)
+            }
+            // Otherwise the tokens come too fast for any connection, or the connection's is
+            // about to expire: send, and let APNs' answer say so.
         }
         current = token
         since = now

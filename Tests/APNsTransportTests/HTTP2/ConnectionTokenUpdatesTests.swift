@@ -73,6 +73,25 @@ struct ConnectionTokenUpdatesTests {
         let otherKey = ProviderToken(jwt: "h.c.s", issuedAt: Date(timeIntervalSince1970: 0), keyID: "ZZZ123DEFG", teamID: "DEF123GHIJ")
         #expect(replacing.admit(otherKey, now: 2 * Self.minute, replaceable: true) == .send)  // retired a minute ago: sent, APNs says
 
+        // Retired for this less than 20 minutes ago, a newer token of the connection's key
+        // (a tenant's client made again with a new cache) carries the connection's token
+        // while that one is under 55 minutes old, instead of an update APNs refuses; past
+        // that age it is sent.
+        var remade = ConnectionTokenUpdates()
+        func wall(_ minute: Int) -> () -> Date { { Date(timeIntervalSince1970: Double(minute * 60)) } }
+        #expect(remade.admit(Self.token(issuedAt: 0), now: 0) == .send)
+        #expect(remade.admit(Self.token(issuedAt: 1), now: Self.minute, replaceable: true, wallClock: wall(1)) == .retire)
+        remade.newSession()
+        #expect(remade.admit(Self.token(issuedAt: 1), now: 2 * Self.minute) == .send)
+        #expect(remade.admit(Self.token(issuedAt: 2), now: 3 * Self.minute, replaceable: true, wallClock: wall(3)) == .sendCarrying(Self.token(issuedAt: 1)))
+        #expect(remade.admit(Self.token(issuedAt: 2), now: 3 * Self.minute, wallClock: wall(3)) == .send)  // built by hand: sent
+        var remadeLate = ConnectionTokenUpdates()
+        #expect(remadeLate.admit(Self.token(issuedAt: 0), now: 0) == .send)
+        #expect(remadeLate.admit(Self.token(issuedAt: 1), now: Self.minute, replaceable: true, wallClock: wall(1)) == .retire)
+        remadeLate.newSession()
+        #expect(remadeLate.admit(Self.token(issuedAt: 1), now: 2 * Self.minute) == .send)
+        #expect(remadeLate.admit(Self.token(issuedAt: 2), now: 3 * Self.minute, replaceable: true, wallClock: wall(56)) == .send)
+
         // A token of the same key, team and second (another cache of the same key) is no
         // newer than the connection's: it carries the connection's, no update.
         var sameSecond = ConnectionTokenUpdates()
@@ -161,6 +180,46 @@ struct ConnectionTokenUpdatesTests {
             #expect(outcomes.allSatisfy { $0 == "accepted" }, "\(outcomes)")
             #expect(server.statistics.rejected == 0, "\(server.statistics)")
             #expect(Set(server.recordedRequests.compactMap { $0.value(of: "authorization") }).count == 1)
+        }
+    }
+
+    @Test("a tenant's client made again twice within 20 minutes (a new token cache of the same key each time) keeps its notifications accepted, not refused TooManyProviderTokenUpdates")
+    func clientMadeAgainTwice() async throws {
+        // The system clock throughout (the transport reads it to judge a token's age).
+        let key = try ProviderKey.generate()
+        var keys = ProviderTokenVerifier()
+        keys.register(key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        let configuration = MockAPNsServer.Configuration(bundleIDs: ["com.example.app"], authentication: .providerToken(.signature(keys)))
+        try await withMockAPNsServer(configuration: configuration) { server in
+            let transport = try mockTransport(server) { $0.connectionCount = 1 }
+            let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.port)
+            let notification = PushNotification(payload: .alert(body: "Hi"), topic: "com.example.app")
+            var outcomes: [String] = []
+            var issued: [Date] = []
+            // Three clients of one key, one after the other, each with its own cache made in
+            // a later second than the last (so each signs a newer token), as a service that
+            // makes a tenant's client again when the tenant is re-added or reconfigured.
+            for round in UInt8(0)..<3 {
+                if round > 0 { try await Task.sleep(for: .milliseconds(1_100)) }
+                let cache = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+                issued.append(try cache.token().issuedAt)
+                let client = APNsClient(environment: environment, credentials: .providerToken(cache), transport: transport)
+                for device in UInt8(1)...3 {
+                    do {
+                        _ = try await client.send(notification, to: DeviceToken(bytes: [UInt8](repeating: round * 10 + device, count: 32)))
+                        outcomes.append("accepted")
+                    } catch {
+                        outcomes.append("\(error)")
+                    }
+                }
+            }
+            await transport.shutdown()
+            #expect(issued[0] < issued[1] && issued[1] < issued[2])
+            // The second client's token retires the first connection (its first update);
+            // the third's, less than 20 minutes later, would be an update APNs refuses on
+            // the second: it goes with the second's token, which has nearly an hour to live.
+            #expect(outcomes.allSatisfy { $0 == "accepted" }, "\(outcomes)")
+            #expect(server.statistics.rejected == 0, "\(server.statistics)")
         }
     }
 
