@@ -100,16 +100,22 @@ struct BlockingIOTraitTests {
 
     @Test("jobs that block do not hold back a job that is ready")
     func blockedJobsDoNotDelayOthers() async {
-        // Eight children block their threads for 300 ms at once, four times the cores
-        // here: one more child must still run at once, not after them.
-        let started = ContinuousClock.now
-        let latency = await withTaskGroup(of: Duration?.self) { group in
-            for _ in 0..<8 { group.addTask { usleep(300_000); return nil } }
-            group.addTask { ContinuousClock.now - started }
-            var latency: Duration?
-            for await value in group { if let value { latency = value } }
-            return latency
+        // Eight children block their threads at once, four times the cores here, until
+        // one more child has run: it must get a thread of its own while they block. The
+        // check is what happened, not how soon (a whole parallel run on two cores can
+        // start a thread late): had the ninth child waited for a blocked one's thread,
+        // the eight would wait out their 20 s and report that nobody released them.
+        let release = DispatchSemaphore(value: 0)
+        let released = await withTaskGroup(of: Bool?.self) { group in
+            for _ in 0..<8 { group.addTask { release.wait(timeout: .now() + 20) == .success } }
+            group.addTask {
+                for _ in 0..<8 { release.signal() }
+                return nil
+            }
+            var released: [Bool] = []
+            for await value in group { if let value { released.append(value) } }
+            return released
         }
-        #expect(latency.map { $0 < .milliseconds(250) } == true, "\(String(describing: latency))")
+        #expect(released == Array(repeating: true, count: 8), "\(released)")
     }
 }
