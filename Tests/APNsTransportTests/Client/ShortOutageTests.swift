@@ -13,13 +13,23 @@ import Testing
 @Suite("A short outage: a retried send waits for the next connection attempt")
 struct ShortOutageTests {
     /// A client with the default retry policy over a transport to `server`, which then
-    /// refuses connections for 300 ms. The transport's backoff after a refused attempt is
-    /// 1-2 s: longer than all the policy's retry delays together, so a retry that did not
-    /// wait for the next attempt would fail every time.
+    /// refuses connections until it has refused one (a short outage). The transport's
+    /// backoff after a refused attempt is 1-2 s: longer than all the policy's retry delays
+    /// together, so a retry that did not wait for the next attempt would fail every time.
+    ///
+    /// The outage ends on an event, not after a time: it was 300 ms, and a loaded machine
+    /// could start the first attempt after it had ended (no refusal, the test's premise
+    /// gone). It ends once the server has refused a connection; a watcher that notices
+    /// late only makes the next attempt meet a refusal too, which the policy's other
+    /// attempts (each waiting 1-4 s for the next connection attempt) outlive.
     static func clientDuringARefusal(_ server: MockAPNsServer) throws -> APNsClient {
         let transport = try mockTransport(server) { $0.reconnectBackoffBase = .seconds(2) }
         let client = APNsClient(credentials: .certificate, transport: transport, requestTimeout: .seconds(120))
-        server.refuseConnections(for: .milliseconds(300))
+        server.refuseConnections(for: .seconds(120))
+        Task {
+            for _ in 0..<2_000 where server.statistics.connectionsRefused == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            server.refuseConnections(for: .zero)
+        }
         return client
     }
 
@@ -36,7 +46,7 @@ struct ShortOutageTests {
         return outcome
     }
 
-    @Test("a single send through APNsClient's default policy outlives 300 ms of refused connections and a backoff longer than its retries")
+    @Test("a single send through APNsClient's default policy outlives a short outage of refused connections and a backoff longer than its retries")
     func singleSendOutlivesARefusal() async throws {
         try await withMockAPNsServer { server in
             let outcome = try await Self.sendOnce(through: Self.clientDuringARefusal(server))
