@@ -319,7 +319,10 @@ struct BatchSendTests {
             let transport = try mockTransport(server)
             _ = try await transport.send(mockPush(10_000, port: server.port))
             server.setResponseDelay(.seconds(600))
-            let log = BatchLog(requests: try (0..<12).map { try mockPush($0, port: server.port, timeout: .milliseconds(500)) })
+            // 2 s each: every request must be written before it expires (each checked as
+            // sent, a timeout that may have reached APNs), which a loaded machine can hold
+            // back for more than the half second this once allowed.
+            let log = BatchLog(requests: try (0..<12).map { try mockPush($0, port: server.port, timeout: .seconds(2)) })
             // A window of 4: three rounds of timeouts, each made after the last timed out.
             await log.send(through: transport, window: 4)
             server.setResponseDelay(.zero)

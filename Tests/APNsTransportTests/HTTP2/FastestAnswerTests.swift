@@ -58,17 +58,19 @@ struct FastestAnswerTests {
     @Test("over a real connection, the request left with less time than an answer takes fails as never sent, and the server never sees it",
           .timeLimit(.minutes(2)))
     func notWrittenWhenAnAnswerCannotArriveInTime() async throws {
-        // One stream at a time and answers held 1 s: of three requests with 2.5 s each, the
-        // first is answered at about 1 s, the second at about 2 s, and the third would be
-        // written with about half a second left, to time out in flight.
+        // One stream at a time and answers held 2 s: of three requests with 5 s each, the
+        // first is answered at about 2 s, the second at about 4 s, and the third would be
+        // written with about a second left, to time out in flight. (It was 1 s and 2.5 s:
+        // a margin of half a second either way, which a loaded machine starting a child
+        // task or an answer late could cross; now a second.)
         try await withMockAPNsServer(configuration: .init(maxConcurrentStreams: 1)) { server in
-            server.setResponseDelay(.seconds(1))
+            server.setResponseDelay(.seconds(2))
             let transport = try mockTransport(server)
             let results = await withTaskGroup(of: Result<APNsResponse, APNsTransportError>.self) { group in
                 for index in 0..<3 {
                     group.addTask {
                         do throws(APNsTransportError) {
-                            return .success(try await transport.send(try! mockPush(index, port: server.port, timeout: .milliseconds(2_500))))
+                            return .success(try await transport.send(try! mockPush(index, port: server.port, timeout: .seconds(5))))
                         } catch {
                             return .failure(error)
                         }

@@ -234,9 +234,11 @@ struct HTTP2TransportPoolTests {
         behaviour.neverRespond = true
         let server = SocketPairHTTP2Server(behaviour)
         let transport = makeTransport(server)
-        // A second, not 200 ms: the budget also covers opening the connection, which a
-        // busy machine can slow down, and this request must time out after it was sent.
-        let result = try await sendMany(transport, count: 1, timeout: .seconds(1))
+        // Three seconds, not 200 ms: the budget also covers opening the connection, which
+        // a busy machine can slow down (a whole parallel run on two cores can hold a
+        // thread back for more than a second), and this request must time out after it
+        // was sent.
+        let result = try await sendMany(transport, count: 1, timeout: .seconds(3))
         // With the stream limit at 1, a request holds the only stream (until it is
         // cancelled below) while a second one, with a 200 ms timeout, waits in the queue
         // and expires there.
@@ -274,8 +276,9 @@ struct HTTP2TransportPoolTests {
             $0.shutdownGracePeriod = .milliseconds(50)
         }
         // Long enough that none of the first three expires (and frees its place) before
-        // all ten have asked for one, even on a busy machine.
-        let results = try await sendMany(transport, count: 10, timeout: .seconds(1))
+        // all ten have asked for one, even on a busy machine: a whole parallel run on two
+        // cores can start the ten child tasks more than a second apart.
+        let results = try await sendMany(transport, count: 10, timeout: .seconds(3))
         await transport.shutdown()
         await server.stop()
         // The results come back once shutdown fails what was in flight or queued.
@@ -297,9 +300,9 @@ struct HTTP2TransportPoolTests {
         }
         // One request holds the only stream; two wait behind it, due in two minutes.
         let holder = sending(try devicePush(token: 1, timeout: .seconds(120)))
-        for _ in 0..<400 where transport.statistics.requestsSent < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<4_000 where transport.statistics.requestsSent < 1 { try await Task.sleep(for: .milliseconds(5)) }
         let waiters = try [2, 3].map { sending(try devicePush(token: $0, timeout: .seconds(120))) }
-        for _ in 0..<400 where transport.waitingRequests < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<4_000 where transport.waitingRequests < 2 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(transport.waitingRequests == 2)
         #expect(await outcome(try devicePush(token: 4, timeout: .milliseconds(300)))?.code == .queueFull)
         for waiter in waiters { waiter.cancel() }
@@ -309,7 +312,7 @@ struct HTTP2TransportPoolTests {
             #expect(error?.mayHaveReachedAPNs == false)
         }
         // Their places come back within the pool's 10 ms watch, long before their deadlines.
-        for _ in 0..<400 where transport.waitingRequests > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<4_000 where transport.waitingRequests > 0 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(transport.waitingRequests == 0)
         let next = await outcome(try devicePush(token: 5, timeout: .milliseconds(300)))
         #expect(next?.code == .timeout)
@@ -333,7 +336,7 @@ struct HTTP2TransportPoolTests {
         let error = await task.value
         #expect(error?.code == .cancelled)
         #expect(error?.mayHaveReachedAPNs == true)
-        for _ in 0..<200 where server.snapshot.resetCodes.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<4_000 where server.snapshot.resetCodes.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
         #expect(server.snapshot.resetCodes == [NGHTTP2_CANCEL.rawValue])
         await transport.shutdown()
         await server.stop()
@@ -429,7 +432,7 @@ struct HTTP2TransportPoolTests {
         let outcomes = try await results
         #expect(outcomes.compactMap(\.failure).count == 5)
         #expect(outcomes.compactMap(\.failure).allSatisfy { $0.code == .shutdown && $0.mayHaveReachedAPNs })
-        for _ in 0..<200 where server.snapshot.goAwaysFromClient == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<4_000 where server.snapshot.goAwaysFromClient == 0 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(server.snapshot.goAwaysFromClient == 1)
         await #expect(throws: APNsTransportError.shutdown("the transport is shut down")) {
             _ = try await transport.send(try devicePush())

@@ -337,7 +337,9 @@ struct TransportTaskExecutorTests {
         let server = SocketPairHTTP2Server(.silent())
         let transport = makeTransport(server) { $0.threadPlacement = .taskExecutorThread }
         let executor = transport.taskExecutor
-        let timing = try devicePush(token: 1, timeout: .milliseconds(200))
+        // 2 s: the request must be written before it expires (a timeout that may have
+        // reached APNs), which a loaded machine can hold back for more than 200 ms.
+        let timing = try devicePush(token: 1, timeout: .seconds(2))
         let cancelling = try devicePush(token: 2, timeout: .seconds(120))
         /// Sends `request` from a task that prefers the executor; the error, or `nil`.
         @Sendable func failure(of request: APNsRequest) async -> APNsTransportError? {
@@ -350,7 +352,7 @@ struct TransportTaskExecutorTests {
                 }
             }
         }
-        // The long one first, so that the connection is open and the 200 ms of the other
+        // The long one first, so that the connection is open and the 2 s of the other
         // are spent on the wire, not on a handshake slowed by a busy machine.
         let cancelled = Task { await failure(of: cancelling) }
         #expect(await eventually { transport.statistics.requestsSent == 1 })
