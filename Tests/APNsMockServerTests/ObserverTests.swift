@@ -28,7 +28,7 @@ private func openTCP(port: Int) throws -> Int32 {
 
 /// Waits (bounded) until `condition` holds.
 private func eventually(_ condition: () -> Bool) async throws {
-    for _ in 0..<500 where !condition() {
+    for _ in 0..<2_000 where !condition() {
         try await Task.sleep(for: .milliseconds(10))
     }
 }

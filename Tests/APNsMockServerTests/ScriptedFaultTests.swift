@@ -293,7 +293,7 @@ struct OpenConnectionFaultTests {
             // nghttp2 names what it objected to in the GOAWAY's debug data.
             #expect(result.stdout.contains("DATA: stream_id == 0"), "\(result.stdout)")
             // The server read that GOAWAY (bounded wait: nghttp closes right after it).
-            for _ in 0..<500 where server.statistics.goAwaysReceived.isEmpty {
+            for _ in 0..<2_000 where server.statistics.goAwaysReceived.isEmpty {
                 try await Task.sleep(for: .milliseconds(10))
             }
             #expect(server.statistics.goAwaysReceived == [1: 1])
@@ -321,7 +321,7 @@ struct OpenConnectionFaultTests {
             #expect(!result.stdout.contains("recv GOAWAY"), "\(result.stdout)")
             #expect(server.statistics.requests == 1)
             // The server closes its side once the client has gone (bounded wait).
-            for _ in 0..<500 where server.statistics.openConnections > 0 {
+            for _ in 0..<2_000 where server.statistics.openConnections > 0 {
                 try await Task.sleep(for: .milliseconds(10))
             }
             #expect(server.statistics.openConnections == 0)

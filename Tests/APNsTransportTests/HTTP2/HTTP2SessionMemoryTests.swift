@@ -128,7 +128,7 @@ struct IdleConnectionMemoryTests {
         let connection = try #require(pool.connectionObjects.first)
         // The connection goes idle once it has handed the last answer over.
         var cached = await connection.sessionCachedMemory()
-        for _ in 0..<200 where cached != 0 {
+        for _ in 0..<2_000 where cached != 0 {
             try await Task.sleep(for: .milliseconds(10))
             cached = await connection.sessionCachedMemory()
         }

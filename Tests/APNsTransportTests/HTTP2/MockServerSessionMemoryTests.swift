@@ -42,7 +42,7 @@ struct MockServerSessionMemoryTests {
     func idleConnectionGivesItsCacheBack() async throws {
         try await afterBurst(idleDelay: .milliseconds(100)) { server, transport in
             var cached = await server.sessionCachedBytes()
-            for _ in 0..<500 where cached != [0] {
+            for _ in 0..<2_000 where cached != [0] {
                 try await Task.sleep(for: .milliseconds(10))
                 cached = await server.sessionCachedBytes()
             }

@@ -29,7 +29,7 @@ struct TransportLifetimeTests {
                 return result
             }
             // Bounded wait until the server has the request.
-            for _ in 0..<500 where server.statistics.requests < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            for _ in 0..<2_000 where server.statistics.requests < 2 { try await Task.sleep(for: .milliseconds(10)) }
             #expect(server.statistics.requests == 2)
 
             let first = Task { await transport.shutdown() }

@@ -282,7 +282,7 @@ import Testing
             #expect(error.mayHaveReachedAPNs)
         }
         // Bounded wait for the server to log what it did.
-        for _ in 0..<50 where !server.background.log.contains("write hello request") {
+        for _ in 0..<400 where !server.background.log.contains("write hello request") {
             Thread.sleep(forTimeInterval: 0.05)
         }
         let log = server.background.log
