@@ -144,15 +144,19 @@ private let microsocksInstalled = FileManager.default.isExecutableFile(atPath: "
         let port = try #require(proxy.waitForPortLine())
         let configuration = TLSConfiguration(proxy: .socks5(host: "127.0.0.1", port: port))
         let start = ContinuousClock.now
-        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), configuration, timeout: .seconds(1))
+        // 1 s for the silent proxy, whose case is the timeout; 10 s for the others, which
+        // answer at once: their case is the answer, which the Python peer must give
+        // before the connect timeout, and a loaded machine can hold it back past 1 s.
+        let error = connectionError(TLSEndpoint(host: "127.0.0.1", port: 443), configuration, timeout: mode == "silent" ? .seconds(1) : .seconds(10))
         #expect(error?.code == .connectionFailed)
         #expect(error?.mayHaveReachedAPNs == false)
         #expect(error?.detail?.contains("the SOCKS5 proxy 127.0.0.1:\(port) \(expected)") == true, "\(String(describing: error))")
         // The proxy's rules forbidding the destination (as an HTTP proxy's 403) and an
         // answer that is not SOCKS5 meet every attempt again; silence and a cut may pass.
         #expect(error?.isPermanent == ["ruleset", "http"].contains(mode), "\(String(describing: error))")
-        // Within the connect timeout, whatever the proxy does.
-        #expect(ContinuousClock.now - start < .seconds(5))
+        // Within the connect timeout, whatever the proxy does: the silent one would hold
+        // the attempt 30 s. (A bound that only catches that hang; it was 5 s.)
+        #expect(ContinuousClock.now - start < .seconds(20))
     }
 
     @Test(
