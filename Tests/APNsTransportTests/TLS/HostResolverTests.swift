@@ -132,7 +132,9 @@ struct HostResolverTests {
             #expect(error.detail?.contains("127.0.0.4:\(first.port): timed out; 127.0.0.5:\(first.port): timed out") == true, "\(error)")
         }
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(990) && elapsed < .seconds(5))
+        // At its deadline, not before; the upper bound only catches an attempt that waited
+        // out the kernel's SYN retries (about two minutes), not a loaded machine's delay.
+        #expect(elapsed >= .milliseconds(990) && elapsed < .seconds(20))
     }
 
     // MARK: The transport
