@@ -124,18 +124,7 @@ struct BroadcastCommand: AsyncParsableCommand {
 
     private func makePayload() throws -> Payload {
         if let payloadFile {
-            let bytes: [UInt8]
-            if payloadFile == "-" {
-                bytes = Terminal.readStandardInput()
-            } else {
-                guard let data = FileManager.default.contents(atPath: payloadFile) else {
-                    throw CLIError("cannot read the payload file \(payloadFile): check the path and its permissions")
-                }
-                bytes = Array(data)
-            }
-            // A byte order mark, as some editors write at the start of a UTF-8 file: skipped,
-            // as `send --payload-file` skips it (RFC 8259, section 8.1).
-            let json = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
+            let json = try PayloadFile.jsonBytes(at: payloadFile) { Terminal.readStandardInput() }
             do {
                 return try Payload(jsonBytes: json)
             } catch {

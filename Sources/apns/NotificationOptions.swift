@@ -249,21 +249,8 @@ struct NotificationOptions: ParsableArguments {
 
     private func makePayload(standardInput: () -> [UInt8]) throws(CLIError) -> Payload {
         if let payloadFile {
-            let bytes: [UInt8]
-            let name: String
-            if payloadFile == "-" {
-                bytes = standardInput()
-                name = "the payload on standard input"
-            } else {
-                guard let data = FileManager.default.contents(atPath: payloadFile) else {
-                    throw CLIError("cannot read the payload file \(payloadFile): check the path and its permissions")
-                }
-                bytes = Array(data)
-                name = payloadFile
-            }
-            // A byte order mark, as some editors write at the start of a UTF-8 file: JSON
-            // parsers may ignore it (RFC 8259, section 8.1), and APNs' body must not have it.
-            let json = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
+            let json = try PayloadFile.jsonBytes(at: payloadFile, standardInput: standardInput)
+            let name = payloadFile == "-" ? "the payload on standard input" : payloadFile
             do {
                 return try Payload(jsonBytes: json)
             } catch {
